@@ -1,0 +1,101 @@
+"""Cells: one scenario with a choice of peers for its roles, and their results."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from .manifests import PeerSpec
+from .scenarios import Scenario
+
+PASS, FAIL, ERROR, SKIP, XFAIL, XPASS = "PASS", "FAIL", "ERROR", "SKIP", "XFAIL", "XPASS"
+BAD_STATUSES = (FAIL, ERROR, XPASS)
+
+
+@dataclass(frozen=True)
+class Cell:
+    scenario: Scenario
+    assignment: tuple[tuple[str, Any], ...]  # (role, PeerSpec | tuple[PeerSpec, ...] | None for the probe)
+
+    @property
+    def roles(self) -> dict[str, Any]:
+        return dict(self.assignment)
+
+    @property
+    def id(self) -> str:
+        parts = []
+        for role, who in self.assignment:
+            if who is None:
+                continue
+            if isinstance(who, tuple):
+                parts.append(f"{role}=all")
+            else:
+                parts.append(f"{role}={who.label}")
+        return f"{self.scenario.id}[{','.join(parts)}]" if parts else self.scenario.id
+
+    def specs(self) -> list[PeerSpec]:
+        found: list[PeerSpec] = []
+        for _, who in self.assignment:
+            if isinstance(who, tuple):
+                found.extend(who)
+            elif who is not None:
+                found.append(who)
+        return found
+
+
+@dataclass
+class CellResult:
+    cell: Cell
+    status: str
+    duration_s: float = 0.0
+    rule: str | None = None
+    message: str = ""
+    expected: Any = None
+    observed: Any = None
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    stderr: dict[str, str] = field(default_factory=dict)
+    reason: str = ""  # XFAIL / SKIP reason
+    rerun: str = ""
+
+
+def plan(scenarios: list[Scenario], specs: list[PeerSpec], diagonal: bool = False) -> list[Cell]:
+    """Every cell: the product of the selected peers over each scenario's `peer` roles.
+
+    `diagonal` keeps only the cells where one spec plays every role (a binding against
+    itself and the probe): how mutants and a new binding are certified without N x N cells.
+    """
+    cells: list[Cell] = []
+    for scenario in scenarios:
+        peer_roles = scenario.peer_roles
+        choices = [(s,) * len(peer_roles) for s in specs] if diagonal else itertools.product(specs, repeat=len(peer_roles))
+        for choice in choices:
+            chosen = dict(zip(peer_roles, choice))
+            assignment = []
+            for role, kind in scenario.roles.items():
+                if kind == "peer":
+                    assignment.append((role, chosen[role]))
+                elif kind == "all-peers":
+                    assignment.append((role, (choice[0],) if diagonal and choice else tuple(specs)))
+                else:
+                    assignment.append((role, None))
+            cells.append(Cell(scenario, tuple(assignment)))
+    return cells
+
+
+def skip_reason(cell: Cell, hellos: dict[str, dict[str, Any]], unavailable: dict[str, str]) -> str | None:
+    """Why this cell cannot run with these peers (capability, profile, toolchain), or None."""
+    for role, who in cell.assignment:
+        if who is None:
+            continue
+        for spec in who if isinstance(who, tuple) else (who,):
+            if spec.name in unavailable:
+                return f"peer {spec.name} unavailable: {unavailable[spec.name]}"
+            hello = hellos[spec.name]
+            missing = cell.scenario.needs.get(role, frozenset()) - set(hello.get("capabilities", []))
+            if missing:
+                return f"peer {spec.name} lacks capability {', '.join(sorted(missing))} for role {role}"
+            if spec.profile not in hello.get("profiles", ["current"]):
+                return f"peer {spec.name} does not offer profile {spec.profile}"
+            if spec.mutant and spec.mutant not in hello.get("mutants", []):
+                return f"peer {spec.name} does not offer mutant {spec.mutant}"
+    return None

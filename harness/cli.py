@@ -1,0 +1,115 @@
+"""The `acemq-interop` command: run, list, doctor."""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from . import known_failures, scenarios as scenario_mod
+from .broker import no_broker_message, parse_broker_url
+from .errors import BrokerError, UsageError
+from .manifests import discover, parse_peer_list
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .console_report import print_report
+    from .html_report import write_html
+    from .results_files import write_json, write_junit
+    from .runner import Runner
+
+    manifests = discover()
+    specs = parse_peer_list(args.peers, manifests) if args.peers else parse_peer_list(",".join(sorted(manifests)), manifests)
+    scenarios = scenario_mod.select(scenario_mod.load_all(), args.scenarios.split(",") if args.scenarios else None)
+    known = known_failures.load([known_failures.DEFAULT_DIR, *[Path(p) for p in args.expectations or []]]) if not args.no_expectations else []
+    endpoint = parse_broker_url(args.broker, args.management_url) if args.broker else None
+    if endpoint is None and shutil.which("rabbitmq-server") is None and not Path("/usr/sbin/rabbitmq-server").exists():
+        raise BrokerError(no_broker_message())
+    runner = Runner(manifests, specs, scenarios, known, args.broker, endpoint, args.concurrency, not args.no_build, _log,
+                    only_cells=args.cell or None, diagonal=args.diagonal)
+    report = runner.run()
+    if args.cell and not report.results:
+        raise UsageError(f"no planned cell has the id {args.cell!r}; check --peers (the cell's peers must be selected)")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(report, out / "results.json")
+    write_junit(report, out / "junit.xml")
+    write_html(report, out / "report.html")
+    print_report(report)
+    print(f"Wrote {out / 'results.json'}, {out / 'junit.xml'} and {out / 'report.html'}; peer logs in {report.log_dir}")
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    manifests = discover()
+    print("Peers (peers/*/peer.yaml):")
+    for name, m in sorted(manifests.items()):
+        print(f"  {name:<10} {m.language:<12} {m.description}")
+    print("\nScenarios (scenarios/**/*.yaml):")
+    for s in scenario_mod.load_all():
+        roles = ", ".join(f"{r}={k}" for r, k in s.roles.items())
+        print(f"  {s.id:<44} {','.join(s.rules):<16} {s.matrix:<11} {roles}")
+        if args.verbose:
+            print(f"      {s.title}\n      {s.procedure}\n")
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Which peers can run here, and why not."""
+    manifests = discover()
+    ok = True
+    server = shutil.which("rabbitmq-server") or (Path("/usr/sbin/rabbitmq-server").exists() and "/usr/sbin/rabbitmq-server")
+    print(f"broker: {'rabbitmq-server found at ' + str(server) + ' (the default private node works)' if server else 'no rabbitmq-server: use --broker'}")
+    for name, m in sorted(manifests.items()):
+        missing = m.missing_tools()
+        if missing:
+            ok = False
+            print(f"  {name:<10} cannot run: {', '.join(missing)} not on PATH (see {m.folder.relative_to(m.folder.parent.parent)}/README.md)")
+        else:
+            print(f"  {name:<10} ready to build and run ({m.language})")
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="acemq-interop", description="Cross-language interop conformance for acemq request/reply and scatter-gather on RabbitMQ.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run scenarios between peers and print the matrices")
+    run.add_argument("--peers", help="comma list of NAME[@PROFILE][+MUTANT] (default: every peer in peers/)")
+    run.add_argument("--scenarios", help="comma list of scenario id globs (default: all)")
+    run.add_argument("--cell", action="append", help="run only this cell id (repeatable; as printed in a rerun line)")
+    run.add_argument("--broker", help="amqp://USER:PASS@HOST:PORT/ of an existing RabbitMQ (default: start a private node)")
+    run.add_argument("--management-url", help="management API of --broker (default http://HOST:15672)")
+    run.add_argument("--concurrency", type=int, default=4, help="cells run at once (default 4)")
+    run.add_argument("--out", default="out", help="folder for results.json, junit.xml and report.html (default ./out)")
+    run.add_argument("--expectations", action="append", help="an extra known-failures file (expectations/ is always read)")
+    run.add_argument("--no-expectations", action="store_true", help="ignore the known-failures lists (every failure is a FAIL)")
+    run.add_argument("--diagonal", action="store_true", help="only cells where one peer spec plays every role (itself and the probe): for certifying a binding and for mutant runs")
+    run.add_argument("--no-build", action="store_true", help="do not run the peers' build commands")
+    run.set_defaults(func=cmd_run)
+    lst = sub.add_parser("list", help="list peers and scenarios")
+    lst.add_argument("-v", "--verbose", action="store_true", help="with each scenario's title and procedure")
+    lst.set_defaults(func=cmd_list)
+    doctor = sub.add_parser("doctor", help="which peers can run here, and why not")
+    doctor.set_defaults(func=cmd_doctor)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UsageError as exc:
+        print(f"acemq-interop: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokerError as exc:
+        print(f"acemq-interop: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("acemq-interop: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,25 @@
+"""Exceptions that decide how a problem is reported."""
+from __future__ import annotations
+
+
+class UsageError(Exception):
+    """Bad input from the user (a file, a flag, a peer name): printed, exit code 2."""
+
+
+class PeerError(Exception):
+    """A peer broke: crashed, hung, refused a command or spoke out of protocol (ERROR)."""
+
+
+class BrokerError(Exception):
+    """No broker could be had, or it misbehaved (the run stops with a clear message)."""
+
+
+class CheckFailed(Exception):
+    """A MUST of the wire spec was broken (FAIL): carries the rule and the evidence."""
+
+    def __init__(self, rule: str, message: str, expected: object = None, observed: object = None):
+        super().__init__(f"{rule}: {message}")
+        self.rule = rule
+        self.message = message
+        self.expected = expected
+        self.observed = observed

@@ -1,0 +1,82 @@
+"""One self-contained HTML page: the matrices, every cell with a stable anchor, evidence one click away."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import jinja2
+
+from .results_files import cell_record
+from .runner import RunReport
+
+TEMPLATE = jinja2.Template(
+    """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>acemq-interop report {{ started_at }}</title>
+<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:center}
+th{background:#f4f4f4}.PASS{background:#d9f2d9}.FAIL,.XPASS{background:#f8c9c9}.ERROR{background:#f0c9f0}
+.SKIP{background:#eee;color:#777}.XFAIL{background:#fbeec1}td.l{text-align:left}
+pre{background:#f7f7f7;padding:8px;overflow:auto;max-height:30em}a{color:#036}
+</style></head><body>
+<h1>acemq-interop</h1>
+<p>{{ started_at }} &middot; {{ cells|length }} cells &middot; {{ summary }} &middot; {{ duration }}s on {{ broker }}</p>
+<h2>Peers</h2>
+<table><tr><th>peer</th><th>language</th><th>binding</th><th>client</th><th>build</th><th>start-up</th><th>note</th></tr>
+{% for name, p in peers.items() %}<tr><td>{{ name }}</td><td>{{ p.language }}</td><td>{{ p.hello.get('binding','') }}</td>
+<td>{{ p.hello.get('client','') }}</td><td>{{ '%.1fs'|format(p.build_s) if p.build_s is not none else '' }}</td>
+<td>{{ '%.2fs'|format(p.startup_s) if p.startup_s is not none else '' }}</td><td class="l">{{ p.unavailable or '' }}</td></tr>{% endfor %}
+</table>
+{% if pairs %}<h2>Compatibility matrix (requester row &times; responder column)</h2>
+<table><tr><th>requester \\ responder</th>{% for c in labels %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for r in labels %}<tr><th>{{ r }}</th>{% for c in labels %}{% set cs = pairs.get((r, c), []) %}
+<td class="{{ worst(cs) }}">{% for x in cs %}<a href="#{{ x.id }}" title="{{ x.scenario }}: {{ x.status }}">{{ x.status[0] }}</a>{% endfor %}</td>
+{% endfor %}</tr>{% endfor %}</table>{% endif %}
+<h2>Scenarios</h2>
+<table><tr><th>scenario</th><th>rules</th><th>title</th><th>cells</th></tr>
+{% for sid, cs in by_scenario.items() %}<tr><td class="l">{{ sid }}</td><td>{{ cs[0].rules|join(', ') }}</td><td class="l">{{ cs[0].title }}</td>
+<td class="l">{% for x in cs %}<a class="{{ x.status }}" href="#{{ x.id }}" title="{{ x.id }}">&nbsp;{{ x.status[0] }}&nbsp;</a> {% endfor %}</td></tr>{% endfor %}
+</table>
+<h2>Cells</h2>
+{% for x in cells %}<div id="{{ x.id }}"><h3><span class="{{ x.status }}">&nbsp;{{ x.status }}&nbsp;</span> {{ x.id }}</h3>
+<p>{{ x.title }} ({{ x.rules|join(', ') }}) &middot; {{ x.duration_s }}s</p>
+{% if x.status in ('FAIL',) %}<p><b>broke {{ x.failed_rule }}</b>: {{ x.message }}<br>expected: <code>{{ x.expected }}</code><br>observed: <code>{{ x.observed }}</code></p>{% endif %}
+{% if x.status in ('ERROR',) %}<pre>{{ x.message }}</pre>{% endif %}
+{% if x.reason %}<p>{{ x.reason }}</p>{% endif %}
+{% if x.status not in ('PASS','SKIP') %}<p>rerun: <code>{{ x.rerun }}</code></p>{% endif %}
+<details><summary>evidence ({{ x.trace|length }} steps)</summary><pre>{{ x.trace_text }}</pre>
+{% for peer, tail in x.stderr.items() %}<p>{{ peer }} stderr (tail)</p><pre>{{ tail }}</pre>{% endfor %}</details></div>
+{% endfor %}
+</body></html>
+""",
+    autoescape=True,
+)
+
+_ORDER = ["XPASS", "ERROR", "FAIL", "XFAIL", "SKIP", "PASS"]
+
+
+def _worst(cells: list[dict]) -> str:
+    statuses = {c["status"] for c in cells}
+    return next((s for s in _ORDER if s in statuses), "")
+
+
+def write_html(report: RunReport, path: Path) -> None:
+    cells = [cell_record(r) for r in report.results]
+    for c in cells:
+        c["trace_text"] = "\n".join(json.dumps(step, default=str) for step in c["trace"])
+    pairs: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    by_scenario: dict[str, list[dict]] = defaultdict(list)
+    for c in cells:
+        by_scenario[c["scenario"]].append(c)
+        if c["matrix"] == "pairs":
+            pairs[(c["roles"]["requester"], c["roles"]["responder"])].append(c)
+    summary = ", ".join(f"{report.count(s)} {s}" for s in _ORDER[::-1] if report.count(s))
+    path.write_text(
+        TEMPLATE.render(
+            started_at=report.started_at, cells=cells, summary=summary, duration=round(report.duration_s, 1),
+            broker=report.broker, peers=report.peers, pairs=pairs, labels=[s.label for s in report.specs],
+            by_scenario=by_scenario, worst=_worst,
+        ),
+        encoding="utf-8",
+    )

@@ -1,0 +1,132 @@
+"""Peer manifests: discovery of `peers/*/peer.yaml` and the peer specs users write.
+
+A peer is described entirely by its manifest; nothing in the harness names a language.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import UsageError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PEERS_DIR = REPO_ROOT / "peers"
+
+_SPEC_RE = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(@(?P<profile>[A-Za-z0-9._-]+))?(\+(?P<mutant>[a-z0-9-]+))?$")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One peer's `peer.yaml`, with its paths resolved."""
+
+    name: str
+    language: str
+    description: str
+    folder: Path
+    cwd: Path
+    run: tuple[str, ...]
+    build: tuple[tuple[str, ...], ...]
+    test: tuple[tuple[str, ...], ...]
+    env: dict[str, str]
+    requires: tuple[str, ...]
+    docker: dict[str, Any] = field(default_factory=dict)
+
+    def missing_tools(self) -> list[str]:
+        """Commands the manifest requires that are not on PATH."""
+        return [tool for tool in self.requires if shutil.which(tool) is None]
+
+    def argv(self, argv: tuple[str, ...]) -> list[str]:
+        return [sys.executable if part == "{python}" else part for part in argv]
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.env)
+        return env
+
+
+def _argv_list(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(v, (str, int)) for v in value):
+        raise UsageError(f"{where}: expected a non-empty list of strings (an argv), got {value!r}")
+    return tuple(str(v) for v in value)
+
+
+def load_manifest(path: Path) -> Manifest:
+    """Read and check one manifest; a bad one is a UsageError naming the file."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: a manifest is a mapping with at least name, language and run")
+    for key in ("name", "language", "run"):
+        if key not in data:
+            raise UsageError(f"{path}: missing '{key}' (see docs/certifying.md for the manifest format)")
+    folder = path.parent
+    return Manifest(
+        name=str(data["name"]),
+        language=str(data["language"]),
+        description=str(data.get("description", "")),
+        folder=folder,
+        cwd=(folder / str(data.get("cwd", "."))).resolve(),
+        run=_argv_list(data["run"], f"{path}: run"),
+        build=tuple(_argv_list(b, f"{path}: build") for b in data.get("build") or []),
+        test=tuple(_argv_list(t, f"{path}: test") for t in data.get("test") or []),
+        env={str(k): str(v) for k, v in (data.get("env") or {}).items()},
+        requires=tuple(str(r) for r in data.get("requires") or []),
+        docker=dict(data.get("docker") or {}),
+    )
+
+
+def discover(peers_dir: Path = PEERS_DIR) -> dict[str, Manifest]:
+    """Every `peers/<folder>/peer.yaml`, by peer name."""
+    found: dict[str, Manifest] = {}
+    for path in sorted(peers_dir.glob("*/peer.yaml")):
+        manifest = load_manifest(path)
+        if manifest.name in found:
+            raise UsageError(f"{path}: peer name '{manifest.name}' is also used by {found[manifest.name].folder}/peer.yaml")
+        found[manifest.name] = manifest
+    return found
+
+
+@dataclass(frozen=True)
+class PeerSpec:
+    """A peer as named on the command line: `name[@profile][+mutant]`.
+
+    The same process serves every spec of one name; the profile and mutant are passed
+    when a requester or responder is opened, so `go@0.3.0` is its own row and column.
+    """
+
+    name: str
+    profile: str = "current"
+    mutant: str | None = None
+
+    @property
+    def label(self) -> str:
+        text = self.name if self.profile == "current" else f"{self.name}@{self.profile}"
+        return f"{text}+{self.mutant}" if self.mutant else text
+
+    @classmethod
+    def parse(cls, text: str) -> "PeerSpec":
+        match = _SPEC_RE.match(text.strip())
+        if not match:
+            raise UsageError(f"'{text}' is not a peer spec: write NAME, NAME@PROFILE or NAME@PROFILE+MUTANT (e.g. go@0.3.0)")
+        return cls(match["name"], match["profile"] or "current", match["mutant"])
+
+
+def parse_peer_list(text: str, manifests: dict[str, Manifest]) -> list[PeerSpec]:
+    """Parse `a,b@0.3.0,...`, rejecting names with no manifest."""
+    specs = [PeerSpec.parse(part) for part in text.split(",") if part.strip()]
+    for spec in specs:
+        if spec.name not in manifests:
+            known = ", ".join(sorted(manifests)) or "none"
+            raise UsageError(f"unknown peer '{spec.name}': no peers/*/peer.yaml names it (known: {known})")
+    if len(set(specs)) != len(specs):
+        raise UsageError(f"a peer is named twice in '{text}'")
+    return specs

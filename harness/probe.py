@@ -1,0 +1,182 @@
+"""The probe: the harness's own raw AMQP client.
+
+It publishes exactly the properties, headers and header value types a scenario describes
+(a header as a byte array, an empty `reply_to`, a `b`-typed number...) and records exactly
+what arrives, header types included, so one binding can be checked against the spec rather
+than against another binding.
+"""
+from __future__ import annotations
+
+import json
+import struct
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pika
+import pika.data
+import pika.exceptions
+
+POLL_S = 0.02
+
+
+@dataclass(frozen=True)
+class Typed:
+    """A header value with an explicit AMQP field type (`x`, `b`, `l`, `I`, `t`, `d`)."""
+
+    kind: str
+    value: Any
+
+
+_original_encode_value = pika.data.encode_value
+
+
+def _encode_value(pieces: list, value: Any) -> int:
+    # pika picks field types itself; the probe needs to choose them, so Typed values are
+    # encoded here and everything else is left to pika.
+    if not isinstance(value, Typed):
+        return _original_encode_value(pieces, value)
+    kind, v = value.kind, value.value
+    if kind == "x":
+        raw = v.encode("utf-8") if isinstance(v, str) else bytes(v)
+        pieces.append(struct.pack(">cI", b"x", len(raw)))
+        pieces.append(raw)
+        return 5 + len(raw)
+    formats = {"b": ">cb", "l": ">cq", "I": ">ci", "t": ">cB", "d": ">cd"}
+    if kind not in formats:
+        raise ValueError(f"the probe cannot write header type {kind!r}")
+    packed = struct.pack(formats[kind], kind.encode(), int(v) if kind != "d" else float(v))
+    pieces.append(packed)
+    return len(packed)
+
+
+pika.data.encode_value = _encode_value
+
+TYPE_WORDS = {"bytes": "x", "byte": "b", "long": "l", "int": "I", "bool": "t", "double": "d"}
+
+
+def header_value(spec: Any) -> Any:
+    """A scenario's header value: a plain value, or `{bytes: ...}`, `{long: 5}`, `{table: {...}}`..."""
+    if isinstance(spec, dict) and len(spec) == 1:
+        (word, value), = spec.items()
+        if word in TYPE_WORDS:
+            return Typed(TYPE_WORDS[word], value)
+        if word == "table":
+            return {k: header_value(v) for k, v in value.items()}
+        if word == "array":
+            return [header_value(v) for v in value]
+    return spec
+
+
+def value_type(value: Any) -> str:
+    """The field type a header arrived as, in words pika lets us tell apart."""
+    if isinstance(value, str):
+        return "longstr"
+    if isinstance(value, bytes):
+        return "bytes"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, dict):
+        return "table"
+    if isinstance(value, list):
+        return "array"
+    return type(value).__name__
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def record(method: Any, properties: pika.BasicProperties, body: bytes) -> dict[str, Any]:
+    """What arrived, as the data scenarios assert on."""
+    headers = properties.headers or {}
+    try:
+        decoded: Any = json.loads(body.decode("utf-8")) if body else None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        decoded = None
+    return {
+        "properties": {
+            "message_id": properties.message_id,
+            "correlation_id": properties.correlation_id,
+            "reply_to": properties.reply_to,
+            "content_type": properties.content_type,
+            "type": properties.type,
+        },
+        "headers": {k: _plain(v) for k, v in headers.items()},
+        "header_types": {k: value_type(v) for k, v in headers.items()},
+        "body": decoded,
+        "body_text": body.decode("utf-8", errors="replace"),
+        "body_length": len(body),
+        "redelivered": bool(getattr(method, "redelivered", False)),
+    }
+
+
+class Probe:
+    """One blocking AMQP connection, used by one cell's thread only."""
+
+    def __init__(self, amqp_url: str):
+        params = pika.URLParameters(amqp_url)
+        params.client_properties = {"connection_name": "acemq-interop probe"}
+        self._connection = pika.BlockingConnection(params)
+        self._channel = self._connection.channel()
+        self._channel.confirm_delivery()
+
+    def close(self) -> None:
+        try:
+            self._connection.close()
+        except pika.exceptions.AMQPError:
+            pass
+
+    def declare_queue(self, name: str, kind: str = "quorum", exclusive: bool = False) -> str:
+        if kind == "quorum":
+            self._channel.queue_declare(name, durable=True, arguments={"x-queue-type": "quorum"})
+        else:
+            result = self._channel.queue_declare(
+                name, durable=False, exclusive=exclusive, auto_delete=exclusive, arguments={"x-queue-type": "classic"}
+            )
+            name = result.method.queue
+        return name
+
+    def declare_exchange(self, name: str, kind: str) -> None:
+        self._channel.exchange_declare(name, exchange_type=kind, durable=False, auto_delete=False)
+
+    def bind(self, queue: str, exchange: str, routing_key: str) -> None:
+        self._channel.queue_bind(queue, exchange, routing_key=routing_key)
+
+    def publish(
+        self,
+        exchange: str,
+        routing_key: str,
+        body: bytes,
+        properties: dict[str, Any],
+        headers: dict[str, Any],
+        mandatory: bool = True,
+    ) -> bool:
+        """Publish with confirms; False when the broker returned it (unroutable)."""
+        props = pika.BasicProperties(headers={k: header_value(v) for k, v in headers.items()} or None, **properties)
+        try:
+            self._channel.basic_publish(exchange, routing_key, body, props, mandatory=mandatory)
+        except pika.exceptions.UnroutableError:
+            return False
+        return True
+
+    def get(self, queue: str, bound_s: float) -> dict[str, Any] | None:
+        """The next message on `queue` (acknowledged), or None when none came within the bound."""
+        deadline = time.monotonic() + bound_s
+        while True:
+            method, properties, body = self._channel.basic_get(queue, auto_ack=True)
+            if method is not None:
+                return record(method, properties, body)
+            if time.monotonic() >= deadline:
+                return None
+            self._connection.sleep(POLL_S)

@@ -1,0 +1,91 @@
+using System.Reflection;
+using RabbitMQ.Client;
+
+namespace Acemq;
+
+/// <summary>
+/// The entry point: one AMQP connection, from which requesters and responders are opened.
+/// Each requester and responder gets channels of its own, so one slow or failed channel
+/// never stalls another.
+/// </summary>
+public sealed class Mq : IAsyncDisposable, IDisposable
+{
+    private readonly IConnection _connection;
+
+    private Mq(IConnection connection) => _connection = connection;
+
+    /// <summary>The RabbitMQ.Client version this library runs on, read from the assembly.</summary>
+    public static string ClientVersion { get; } = ReadClientVersion();
+
+    /// <summary>This library's version.</summary>
+    public static string Version { get; } =
+        typeof(Mq).Assembly.GetName().Version?.ToString(3) ?? "0.0.0";
+
+    public static async Task<Mq> ConnectAsync(Uri uri, string clientName = "acemq-dotnet", CancellationToken cancellationToken = default)
+    {
+        var factory = new ConnectionFactory
+        {
+            Uri = uri,
+            ClientProvidedName = clientName,
+
+            // Recovery would silently re-declare exclusive reply queues under a new
+            // connection; a requester must rather fail loudly and be reopened.
+            AutomaticRecoveryEnabled = false,
+            TopologyRecoveryEnabled = false,
+        };
+        return new Mq(await factory.CreateConnectionAsync(cancellationToken).ConfigureAwait(false));
+    }
+
+    /// <summary>Opens a requester with its own reply queue (declared and consumed before this returns).</summary>
+    public Task<Requester> RequesterAsync(RequesterOptions? options = null, CancellationToken cancellationToken = default) =>
+        Requester.OpenAsync(_connection, options ?? new RequesterOptions(), cancellationToken);
+
+    /// <summary>Answers requests on <paramref name="queue"/> with <paramref name="handler"/>.</summary>
+    public Task<Responder> RespondAsync<TReq, TRes>(
+        string queue, Func<TReq, Task<TRes>> handler, ResponderOptions? options = null, CancellationToken cancellationToken = default) =>
+        RespondAsync<TReq, TRes>(queue, (request, _, _) => handler(request), options, cancellationToken);
+
+    /// <summary>
+    /// Answers requests on <paramref name="queue"/>; the handler also sees the request's
+    /// envelope (ids, reply address, headers, attempt).
+    /// </summary>
+    public Task<Responder> RespondAsync<TReq, TRes>(
+        string queue,
+        Func<TReq, RequestContext, CancellationToken, Task<TRes>> handler,
+        ResponderOptions? options = null,
+        CancellationToken cancellationToken = default)
+    {
+        async Task<byte[]> Handle(byte[] body, RequestContext context, CancellationToken ct)
+        {
+            // A request that is not a TReq is the handler's failure: JsonException goes back as acemq-error.
+            var request = System.Text.Json.JsonSerializer.Deserialize<TReq>(body, JsonCodec.Options)!;
+            return JsonCodec.Encode(await handler(request, context, ct).ConfigureAwait(false));
+        }
+
+        return Responder.StartAsync(_connection, queue, Handle, options ?? new ResponderOptions(), cancellationToken);
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        try
+        {
+            await _connection.CloseAsync().ConfigureAwait(false);
+        }
+        catch (Exception)
+        {
+            // Already closed by the broker or the network: nothing left to release.
+        }
+
+        await _connection.DisposeAsync().ConfigureAwait(false);
+    }
+
+    public void Dispose() => DisposeAsync().AsTask().GetAwaiter().GetResult();
+
+    private static string ReadClientVersion()
+    {
+        var assembly = typeof(ConnectionFactory).Assembly;
+        var informational = assembly.GetCustomAttribute<AssemblyInformationalVersionAttribute>()?.InformationalVersion;
+        var version = informational?.Split('+')[0] ?? assembly.GetName().Version?.ToString(3) ?? "unknown";
+        return $"RabbitMQ.Client {version}";
+    }
+}

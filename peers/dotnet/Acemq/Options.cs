@@ -1,0 +1,105 @@
+namespace Acemq;
+
+public sealed record RequesterOptions
+{
+    public Profile Profile { get; init; } = Profile.Current;
+
+    /// <summary>A catalogue defect to reproduce; <see cref="Mutant.None"/> in real use.</summary>
+    public Mutant Mutant { get; init; } = Mutant.None;
+
+    public IRequesterObserver? Observer { get; init; }
+}
+
+/// <summary>Per-call settings beyond the timeout.</summary>
+public sealed record RequestOptions
+{
+    /// <summary>Defaults to <see cref="Requester.DefaultTimeout"/>.</summary>
+    public TimeSpan? Timeout { get; init; }
+
+    /// <summary>The request id (AMQP <c>message_id</c>); a fresh one when null. It is the idempotency key.</summary>
+    public string? MessageId { get; init; }
+
+    /// <summary>Extra application headers sent with the request.</summary>
+    public IReadOnlyDictionary<string, object?>? Headers { get; init; }
+}
+
+public sealed record GatherOptions
+{
+    /// <summary>The queue <see cref="Requester.SendRequestMultiAsync{TReq,TRes}"/> publishes to.</summary>
+    public string? Endpoint { get; init; }
+
+    /// <summary>The fanout exchange <see cref="Requester.PublishRequestAsync{TReq,TRes}"/> publishes to; the type name when null.</summary>
+    public string? Exchange { get; init; }
+
+    /// <summary>Resolve as soon as this many replies arrived; a shortfall at the timeout throws.</summary>
+    public int? ExpectedReplyCount { get; init; }
+
+    /// <summary>The budget of the gather; defaults to <see cref="Requester.DefaultTimeout"/>.</summary>
+    public TimeSpan? Timeout { get; init; }
+
+    /// <summary>The business correlation id shared by every copy; the requestMessageId when null.</summary>
+    public string? CorrelationId { get; init; }
+
+    /// <summary>The requestMessageId; a fresh one (<see cref="Wire.NewMessageId"/>) when null.</summary>
+    public string? RequestMessageId { get; init; }
+}
+
+public sealed record Binding(string Exchange, string RoutingKey);
+
+public sealed record ResponderOptions
+{
+    public Profile Profile { get; init; } = Profile.Current;
+
+    /// <summary>A catalogue defect to reproduce; <see cref="Mutant.None"/> in real use.</summary>
+    public Mutant Mutant { get; init; } = Mutant.None;
+
+    /// <summary>Attempts of the retry policy before a request is dead-lettered.</summary>
+    public int MaxAttempts { get; init; } = 3;
+
+    /// <summary>Unacknowledged requests this responder holds at once; 1 shares a queue fairly among competing responders.</summary>
+    public ushort Prefetch { get; init; } = 1;
+
+    /// <summary>Exchanges to bind the request queue to (the exchanges must exist).</summary>
+    public IReadOnlyList<Binding> Bindings { get; init; } = [];
+
+    public IResponderObserver? Observer { get; init; }
+}
+
+/// <summary>What a handler is told about the request it handles.</summary>
+public sealed record RequestContext(
+    string Queue,
+    string? MessageId,
+    string? CorrelationId,
+    string ReplyTo,
+    ReplyToSource ReplyToSource,
+    IReadOnlyDictionary<string, object?> Headers,
+    int Attempt);
+
+/// <summary>Hooks into a requester, for logging and tests. Called on the reply consumer: keep them quick.</summary>
+public interface IRequesterObserver
+{
+    /// <summary>A reply was counted Unmatched and dropped.</summary>
+    void Unmatched(string? correlationId) { }
+}
+
+/// <summary>Hooks into a responder, for logging and tests. Called on its consumer: keep them quick.</summary>
+public interface IResponderObserver
+{
+    /// <summary>The handler is about to run.</summary>
+    void Handling(RequestContext request) { }
+
+    /// <summary>A reply was confirmed and not returned; <paramref name="failure"/> is the <c>acemq-error</c> text, if any.</summary>
+    void Replied(RequestContext request, string? failure) { }
+
+    /// <summary>A reply publish was returned, nacked or lost with its channel.</summary>
+    void ReplyFailed(RequestContext request, Exception error) { }
+
+    /// <summary>The request was published to the dead-letter queue (confirmed) and acknowledged.</summary>
+    void DeadLettered(string? messageId, string reason) { }
+
+    /// <summary>A request with no reply address was counted and acknowledged.</summary>
+    void Unanswerable(string? messageId) { }
+
+    /// <summary>Something went wrong that only a log can report.</summary>
+    void Error(string message) { }
+}

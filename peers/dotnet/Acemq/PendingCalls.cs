@@ -1,0 +1,102 @@
+namespace Acemq;
+
+/// <summary>A reply as it arrived, before it is decoded.</summary>
+internal sealed record Reply(byte[] Body, string? Error, string? CorrelationId);
+
+/// <summary>
+/// The calls waiting for a reply on one reply queue, matched by correlation id. Kept in
+/// send order only so that the <c>late-reply-to-next</c> mutant can do the wrong thing.
+/// </summary>
+internal sealed class PendingCalls
+{
+    private readonly object _gate = new();
+    private readonly Dictionary<string, TaskCompletionSource<Reply>> _byId = new(StringComparer.Ordinal);
+    private readonly List<string> _order = [];
+
+    public TaskCompletionSource<Reply> Add(string messageId)
+    {
+        var waiter = new TaskCompletionSource<Reply>(TaskCreationOptions.RunContinuationsAsynchronously);
+        lock (_gate)
+        {
+            _byId.Add(messageId, waiter);
+            _order.Add(messageId);
+        }
+
+        return waiter;
+    }
+
+    /// <summary>Removes a call; false when it had already been answered or removed.</summary>
+    public bool Remove(string messageId)
+    {
+        lock (_gate)
+        {
+            _order.Remove(messageId);
+            return _byId.Remove(messageId);
+        }
+    }
+
+    /// <summary>Takes the call this correlation id answers, if it is still waiting.</summary>
+    public TaskCompletionSource<Reply>? TakeMatching(string? correlationId)
+    {
+        if (correlationId is null)
+        {
+            return null;
+        }
+
+        lock (_gate)
+        {
+            if (!_byId.Remove(correlationId, out var waiter))
+            {
+                return null;
+            }
+
+            _order.Remove(correlationId);
+            return waiter;
+        }
+    }
+
+    /// <summary>The defect: takes whoever has waited longest, whatever the reply correlates to.</summary>
+    public TaskCompletionSource<Reply>? TakeOldest()
+    {
+        lock (_gate)
+        {
+            if (_order.Count == 0)
+            {
+                return null;
+            }
+
+            var oldest = _order[0];
+            _order.RemoveAt(0);
+            _byId.Remove(oldest, out var waiter);
+            return waiter;
+        }
+    }
+
+    public int Count
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return _byId.Count;
+            }
+        }
+    }
+
+    /// <summary>Ends every waiting call with <paramref name="error"/>.</summary>
+    public void FailAll(Exception error)
+    {
+        List<TaskCompletionSource<Reply>> waiters;
+        lock (_gate)
+        {
+            waiters = [.. _byId.Values];
+            _byId.Clear();
+            _order.Clear();
+        }
+
+        foreach (var waiter in waiters)
+        {
+            waiter.TrySetException(error);
+        }
+    }
+}

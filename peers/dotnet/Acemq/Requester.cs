@@ -1,0 +1,402 @@
+using System.Collections.Concurrent;
+using System.Diagnostics;
+using System.Text;
+using RabbitMQ.Client;
+using RabbitMQ.Client.Events;
+
+namespace Acemq;
+
+/// <summary>
+/// Sends requests and waits for their replies on one reply queue of its own. Replies are
+/// matched to callers by correlation id; gathers are matched by <c>responseMessageId</c>.
+/// </summary>
+public sealed class Requester : IAsyncDisposable, IDisposable
+{
+    /// <summary>The header that carries the reply address besides the native <c>reply_to</c>.</summary>
+    public const string ReplyToHeader = Wire.ReplyToHeader;
+
+    /// <summary>The header of a failure reply: <c>{ExceptionType}: {message}</c>.</summary>
+    public const string ErrorHeader = Wire.ErrorHeader;
+
+    public static readonly TimeSpan DefaultTimeout = TimeSpan.FromSeconds(30);
+
+    private static readonly Dictionary<string, object?> ClassicQueue = new() { ["x-queue-type"] = "classic" };
+
+    private readonly IConnection _connection;
+    private readonly IChannel _replies;
+    private readonly AsyncEventingBasicConsumer _consumer;
+    private readonly RequesterOptions _options;
+    private readonly PendingCalls _calls = new();
+    private readonly ConcurrentDictionary<string, IPendingGather> _gathers = new(StringComparer.Ordinal);
+    private readonly SemaphoreSlim _publisherGate = new(1, 1);
+    private readonly CancellationTokenSource _disposed = new();
+    private IChannel? _publisher;
+    private long _timedOut;
+    private long _unmatched;
+
+    private Requester(IConnection connection, IChannel replies, RequesterOptions options, string replyQueue)
+    {
+        _connection = connection;
+        _replies = replies;
+        _options = options;
+        ReplyQueue = replyQueue;
+        _consumer = new AsyncEventingBasicConsumer(replies);
+        _consumer.ReceivedAsync += OnReplyAsync;
+    }
+
+    /// <summary>The reply address every request of this requester names.</summary>
+    public string ReplyQueue { get; }
+
+    public Profile Profile => _options.Profile;
+
+    public Mutant Mutant => _options.Mutant;
+
+    /// <summary>Requests that gave up before an answer arrived.</summary>
+    public long TimedOut => Interlocked.Read(ref _timedOut);
+
+    /// <summary>Replies with nobody left waiting for them.</summary>
+    public long Unmatched => Interlocked.Read(ref _unmatched);
+
+    internal static async Task<Requester> OpenAsync(IConnection connection, RequesterOptions options, CancellationToken ct)
+    {
+        Mutants.EnsureSide(options.Mutant, MutantSide.Requester);
+        var channel = await connection.CreateChannelAsync(cancellationToken: ct).ConfigureAwait(false);
+        try
+        {
+            var queue = await DeclareReplyQueueAsync(channel, ct).ConfigureAwait(false);
+            var requester = new Requester(connection, channel, options, queue);
+            await channel.BasicConsumeAsync(queue, autoAck: true, requester._consumer, ct).ConfigureAwait(false);
+            return requester;
+        }
+        catch
+        {
+            await channel.DisposeAsync().ConfigureAwait(false);
+            throw;
+        }
+    }
+
+    /// <summary>
+    /// Classic given explicitly: the broker's or the library's default may be quorum, and a
+    /// quorum queue cannot be exclusive or auto-delete.
+    /// </summary>
+    private static async Task<string> DeclareReplyQueueAsync(IChannel channel, CancellationToken ct)
+    {
+        var ok = await channel.QueueDeclareAsync(
+            queue: "", durable: false, exclusive: true, autoDelete: true, arguments: ClassicQueue,
+            cancellationToken: ct).ConfigureAwait(false);
+        return ok.QueueName;
+    }
+
+    public Task<TRes> RequestAsync<TReq, TRes>(
+        string exchange, string routingKey, TReq request, TimeSpan? timeout = null, CancellationToken cancellationToken = default) =>
+        RequestAsync<TReq, TRes>(exchange, routingKey, request, new RequestOptions { Timeout = timeout }, cancellationToken);
+
+    /// <summary>
+    /// Sends <paramref name="request"/> and waits for its reply.
+    /// </summary>
+    /// <exception cref="RequestTimedOutException">No reply arrived in time.</exception>
+    /// <exception cref="ResponderFailedException">The responder's handler failed.</exception>
+    /// <exception cref="ReplyDecodeException">The reply was not a <typeparamref name="TRes"/>.</exception>
+    /// <exception cref="UnroutableException">The broker returned the request: nothing receives it.</exception>
+    public async Task<TRes> RequestAsync<TReq, TRes>(
+        string exchange, string routingKey, TReq request, RequestOptions options, CancellationToken cancellationToken = default)
+    {
+        ObjectDisposedException.ThrowIf(_disposed.IsCancellationRequested, this);
+        var started = Stopwatch.GetTimestamp();
+        var messageId = options.MessageId ?? Wire.NewMessageId();
+        var timeout = options.Timeout ?? DefaultTimeout;
+        var replyTo = await ReplyAddressAsync(cancellationToken).ConfigureAwait(false);
+        var properties = RequestProperties(messageId, messageId, replyTo, type: null, options.Headers);
+        var body = JsonCodec.Encode(request);
+
+        // Registered before publishing: a fast responder can answer before the confirm arrives.
+        var waiter = _calls.Add(messageId);
+        try
+        {
+            var publisher = await PublisherAsync(cancellationToken).ConfigureAwait(false);
+            await Publishing.PublishAsync(publisher, exchange, routingKey, properties, body, cancellationToken).ConfigureAwait(false);
+        }
+        catch
+        {
+            _calls.Remove(messageId);
+            throw;
+        }
+
+        var reply = await WaitAsync(waiter, messageId, timeout - Stopwatch.GetElapsedTime(started), cancellationToken)
+            .ConfigureAwait(false);
+        if (reply is null)
+        {
+            Interlocked.Increment(ref _timedOut);
+            throw new RequestTimedOutException(messageId, timeout) { RequestId = messageId };
+        }
+
+        // The header is checked before the body: a failure reply's body is empty.
+        if (reply.Error is not null && _options.Profile.KnowsErrorHeader() && _options.Mutant != Mutant.IgnoresErrorHeader)
+        {
+            throw new ResponderFailedException(reply.Error) { RequestId = messageId };
+        }
+
+        try
+        {
+            return JsonCodec.Decode<TRes>(reply.Body);
+        }
+        catch (ReplyDecodeException e)
+        {
+            throw new ReplyDecodeException(e.Message, e.InnerException!) { RequestId = messageId };
+        }
+    }
+
+    /// <summary>The reply, or null when the timeout elapsed first (the call is then no longer waiting).</summary>
+    private async Task<Reply?> WaitAsync(
+        TaskCompletionSource<Reply> waiter, string messageId, TimeSpan remaining, CancellationToken cancellationToken)
+    {
+        using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, _disposed.Token);
+        var expired = Task.Delay(remaining > TimeSpan.Zero ? remaining : TimeSpan.Zero, stop.Token);
+        var first = await Task.WhenAny(waiter.Task, expired).ConfigureAwait(false);
+        await stop.CancelAsync().ConfigureAwait(false);
+        if (first != waiter.Task && _calls.Remove(messageId))
+        {
+            cancellationToken.ThrowIfCancellationRequested();
+            ObjectDisposedException.ThrowIf(_disposed.IsCancellationRequested, this);
+            return null;
+        }
+
+        // Either the reply won, or it was taken in the instant the timeout fired: it is answered.
+        return await waiter.Task.ConfigureAwait(false);
+    }
+
+    /// <summary>
+    /// sendRequestMulti: publishes <see cref="GatherOptions.ExpectedReplyCount"/> copies (one
+    /// when no count is given) to the endpoint queue, so that as many competing consumers
+    /// each get one, and gathers their replies.
+    /// </summary>
+    /// <exception cref="RequestTimeoutException">A count was given and not reached in time; the replies that came are attached.</exception>
+    public Task<IReadOnlyList<TRes>> SendRequestMultiAsync<TReq, TRes>(
+        string type, TReq message, GatherOptions options, CancellationToken cancellationToken = default)
+    {
+        if (string.IsNullOrEmpty(options.Endpoint))
+        {
+            throw new ArgumentException("sendRequestMulti needs an endpoint queue", nameof(options));
+        }
+
+        return GatherAsync<TReq, TRes>(
+            type, message, "", options.Endpoint, options.ExpectedReplyCount ?? 1, options, onReply: null, cancellationToken);
+    }
+
+    /// <summary>
+    /// publishRequest: publishes one request to a fanout exchange (every bound queue gets a
+    /// copy) and calls <paramref name="onReply"/> once per reply, in arrival order.
+    /// </summary>
+    /// <exception cref="RequestTimeoutException">A count was given and not reached in time; the replies that came are attached.</exception>
+    public Task<IReadOnlyList<TRes>> PublishRequestAsync<TReq, TRes>(
+        string type, TReq message, Action<TRes>? onReply, GatherOptions options, CancellationToken cancellationToken = default)
+    {
+        if (options.Endpoint is not null)
+        {
+            throw new ArgumentException("publishRequest broadcasts to an exchange; it never takes an endpoint", nameof(options));
+        }
+
+        return GatherAsync(type, message, options.Exchange ?? type, "", 1, options, onReply, cancellationToken);
+    }
+
+    private async Task<IReadOnlyList<TRes>> GatherAsync<TReq, TRes>(
+        string type, TReq message, string exchange, string routingKey, int copies, GatherOptions options,
+        Action<TRes>? onReply, CancellationToken cancellationToken)
+    {
+        ObjectDisposedException.ThrowIf(_disposed.IsCancellationRequested, this);
+        if (options.ExpectedReplyCount is <= 0)
+        {
+            throw new ArgumentOutOfRangeException(nameof(options), "expectedReplyCount must be positive");
+        }
+
+        var started = Stopwatch.GetTimestamp();
+        var requestMessageId = options.RequestMessageId ?? Wire.NewMessageId();
+        var correlationId = options.CorrelationId ?? requestMessageId;
+        var timeout = options.Timeout ?? DefaultTimeout;
+        var body = JsonCodec.Encode(message);
+        var gather = new PendingGather<TRes>(requestMessageId, options.ExpectedReplyCount, onReply);
+        if (!_gathers.TryAdd(requestMessageId, gather))
+        {
+            throw new ArgumentException($"a gather with requestMessageId {requestMessageId} is already pending", nameof(options));
+        }
+
+        try
+        {
+            var publisher = await PublisherAsync(cancellationToken).ConfigureAwait(false);
+            for (var copy = 0; copy < copies; copy++)
+            {
+                var replyTo = await ReplyAddressAsync(cancellationToken).ConfigureAwait(false);
+                var properties = RequestProperties(requestMessageId, correlationId, replyTo, type, headers: null);
+                await Publishing.PublishAsync(publisher, exchange, routingKey, properties, body, cancellationToken).ConfigureAwait(false);
+            }
+
+            var remaining = timeout - Stopwatch.GetElapsedTime(started);
+            using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, _disposed.Token);
+            var expired = Task.Delay(remaining > TimeSpan.Zero ? remaining : TimeSpan.Zero, stop.Token);
+            if (await Task.WhenAny(gather.Ended, expired).ConfigureAwait(false) != gather.Ended)
+            {
+                cancellationToken.ThrowIfCancellationRequested();
+                ObjectDisposedException.ThrowIf(_disposed.IsCancellationRequested, this);
+                gather.TimeoutElapsed();
+            }
+
+            await stop.CancelAsync().ConfigureAwait(false);
+            var end = await gather.Ended.ConfigureAwait(false);
+            var replies = gather.Replies;
+            if (end == GatherEnd.Shortfall && _options.Mutant != Mutant.ShortfallResolves)
+            {
+                throw new RequestTimeoutException(requestMessageId, gather.ExpectedReplyCount!.Value, replies.Cast<object?>().ToArray())
+                {
+                    RequestId = requestMessageId,
+                };
+            }
+
+            return replies;
+        }
+        finally
+        {
+            // Ends it for late replies too: they are Unmatched from here on.
+            gather.TimeoutElapsed();
+            _gathers.TryRemove(requestMessageId, out _);
+        }
+    }
+
+    private BasicProperties RequestProperties(
+        string messageId, string correlationId, string replyTo, string? type, IReadOnlyDictionary<string, object?>? headers)
+    {
+        var table = new Dictionary<string, object?>(StringComparer.Ordinal);
+        if (headers is not null)
+        {
+            foreach (var (name, value) in headers)
+            {
+                table[name] = value;
+            }
+        }
+
+        if (!_options.Profile.NativeReplyToOnly() && _options.Mutant != Mutant.NativeOnly)
+        {
+            // A string is written as a long string (S); BinaryTableValue is a byte array (x).
+            table[ReplyToHeader] = _options.Mutant == Mutant.HeaderBytes
+                ? new BinaryTableValue(Encoding.UTF8.GetBytes(replyTo))
+                : replyTo;
+        }
+
+        return new BasicProperties
+        {
+            MessageId = messageId,
+            CorrelationId = correlationId,
+            ReplyTo = replyTo,
+            Type = type,
+            ContentType = Wire.JsonContentType,
+            DeliveryMode = DeliveryModes.Persistent,
+            Headers = table.Count > 0 ? table : null,
+        };
+    }
+
+    private async Task<string> ReplyAddressAsync(CancellationToken ct)
+    {
+        if (_options.Mutant != Mutant.QueuePerRequest)
+        {
+            return ReplyQueue;
+        }
+
+        // The defect: a declare (and later a delete) on the broker for every call.
+        var queue = await DeclareReplyQueueAsync(_replies, ct).ConfigureAwait(false);
+        await _replies.BasicConsumeAsync(queue, autoAck: true, _consumer, ct).ConfigureAwait(false);
+        return queue;
+    }
+
+    /// <summary>A confirm-mode channel for publishing, reopened if the broker closed it (say, a publish to a missing exchange).</summary>
+    private async Task<IChannel> PublisherAsync(CancellationToken ct)
+    {
+        if (_publisher is { IsOpen: true } open)
+        {
+            return open;
+        }
+
+        await _publisherGate.WaitAsync(ct).ConfigureAwait(false);
+        try
+        {
+            if (_publisher is { IsOpen: true } reopened)
+            {
+                return reopened;
+            }
+
+            if (_publisher is not null)
+            {
+                await _publisher.DisposeAsync().ConfigureAwait(false);
+            }
+
+            _publisher = await _connection.CreateChannelAsync(Publishing.Confirmed, ct).ConfigureAwait(false);
+            return _publisher;
+        }
+        finally
+        {
+            _publisherGate.Release();
+        }
+    }
+
+    private Task OnReplyAsync(object sender, BasicDeliverEventArgs delivery)
+    {
+        var properties = delivery.BasicProperties;
+        var headers = properties.Headers;
+        var reply = new Reply(delivery.Body.ToArray(), Wire.HeaderText(headers, ErrorHeader), properties.CorrelationId);
+
+        var caller = _options.Mutant == Mutant.LateReplyToNext
+            ? _calls.TakeOldest()
+            : _calls.TakeMatching(properties.CorrelationId);
+        if (caller is not null)
+        {
+            caller.TrySetResult(reply);
+            return Task.CompletedTask;
+        }
+
+        var gatherKey = _options.Mutant == Mutant.GatherByCorrelationId
+            ? properties.CorrelationId
+            : Wire.HeaderText(headers, Wire.ResponseMessageIdHeader);
+
+        // A failure reply is kept out of a gather's result (the wire spec's SG-8 choice).
+        if (reply.Error is null && gatherKey is not null && _gathers.TryGetValue(gatherKey, out var gather) && gather.Offer(reply.Body))
+        {
+            return Task.CompletedTask;
+        }
+
+        Interlocked.Increment(ref _unmatched);
+        _options.Observer?.Unmatched(properties.CorrelationId);
+        return Task.CompletedTask;
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        if (_disposed.IsCancellationRequested)
+        {
+            return;
+        }
+
+        await _disposed.CancelAsync().ConfigureAwait(false);
+        _calls.FailAll(new ObjectDisposedException(nameof(Requester), "the requester was disposed"));
+
+        // Closing the consuming channel cancels its consumer; the auto-delete reply queue goes with it.
+        foreach (var channel in new[] { _replies, _publisher })
+        {
+            if (channel is null)
+            {
+                continue;
+            }
+
+            try
+            {
+                await channel.CloseAsync().ConfigureAwait(false);
+            }
+            catch (Exception)
+            {
+                // Already closed: the broker has released it.
+            }
+
+            await channel.DisposeAsync().ConfigureAwait(false);
+        }
+
+    }
+
+    public void Dispose() => DisposeAsync().AsTask().GetAwaiter().GetResult();
+}

@@ -1,0 +1,182 @@
+package acemq
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// RequestTimeoutError ends a gather that was given an ExpectedReplyCount and
+// did not receive that many replies in time. PartialReplies holds every reply
+// that did arrive, in arrival order.
+type RequestTimeoutError struct {
+	MessageID      string
+	Expected       int
+	PartialReplies []json.RawMessage
+}
+
+func (e *RequestTimeoutError) Error() string {
+	return fmt.Sprintf("gather %s: %d of %d replies before the timeout", e.MessageID, len(e.PartialReplies), e.Expected)
+}
+
+// GatherOptions configures one scatter-gather.
+type GatherOptions struct {
+	// ExpectedReplyCount resolves the gather as soon as that many replies
+	// arrived, and makes a shortfall at the timeout a *RequestTimeoutError.
+	// Zero means no count: the gather resolves at the timeout with whatever
+	// arrived.
+	ExpectedReplyCount int
+	// Timeout is the gather's budget; zero means the requester's timeout.
+	Timeout time.Duration
+	// CorrelationID is the business correlation id every copy carries; it
+	// defaults to the gather's message id. It plays no part in matching.
+	CorrelationID string
+	// MessageID is the requestMessageId; empty means a fresh one.
+	MessageID string
+	// Type, when set, is sent as the AMQP type property.
+	Type string
+}
+
+type gathering struct {
+	id            string
+	correlationID string
+	seq           uint64
+	expected      int
+	replies       []json.RawMessage
+	onReply       func(json.RawMessage)
+	// full is closed when the expected count is reached.
+	full chan struct{}
+}
+
+// add keeps a reply and returns the callback to run for it.
+func (g *gathering) add(body []byte) func(json.RawMessage) {
+	g.replies = append(g.replies, json.RawMessage(append([]byte(nil), body...)))
+	return g.onReply
+}
+
+func (g *gathering) complete() bool {
+	return g.expected > 0 && len(g.replies) >= g.expected
+}
+
+// SendRequestMulti publishes message to the endpoint queue and gathers the
+// replies. A queue gives each message to one of its competing consumers, so
+// it publishes ExpectedReplyCount copies (one without a count), all with the
+// same message id and correlation id.
+func (r *Requester) SendRequestMulti(ctx context.Context, endpoint string, message interface{}, opts GatherOptions) ([]json.RawMessage, error) {
+	copies := opts.ExpectedReplyCount
+	if copies < 1 {
+		copies = 1
+	}
+	return r.gather(ctx, "", endpoint, copies, message, nil, opts)
+}
+
+// PublishRequest publishes one message to a fanout exchange, which gives a
+// copy to every bound queue, and gathers the replies. onReply, when not nil,
+// is called once per reply in arrival order, on the requester's delivery
+// goroutine.
+func (r *Requester) PublishRequest(ctx context.Context, exchange string, message interface{}, onReply func(json.RawMessage), opts GatherOptions) ([]json.RawMessage, error) {
+	return r.gather(ctx, exchange, "", 1, message, onReply, opts)
+}
+
+func (r *Requester) gather(ctx context.Context, exchange, key string, copies int, message interface{}, onReply func(json.RawMessage), opts GatherOptions) ([]json.RawMessage, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = r.opts.Timeout
+	}
+	if opts.MessageID == "" {
+		opts.MessageID = NewMessageID()
+	}
+	if opts.CorrelationID == "" {
+		opts.CorrelationID = opts.MessageID
+	}
+	body, err := json.Marshal(message)
+	if err != nil {
+		return nil, err
+	}
+	msg := r.requestPublishing(opts.MessageID, opts.CorrelationID, r.replyQueue, body, nil)
+	msg.Type = opts.Type
+	if err := checkShortStrings(msg); err != nil {
+		return nil, err
+	}
+
+	g := &gathering{
+		id:            opts.MessageID,
+		correlationID: opts.CorrelationID,
+		expected:      opts.ExpectedReplyCount,
+		onReply:       onReply,
+		full:          make(chan struct{}),
+	}
+	if err := r.registerGather(g); err != nil {
+		return nil, err
+	}
+	for i := 0; i < copies; i++ {
+		if err := r.pub.publish(exchange, key, msg); err != nil {
+			r.endGather(g)
+			return nil, err
+		}
+	}
+
+	timer := time.NewTimer(opts.Timeout)
+	defer timer.Stop()
+	select {
+	case <-g.full:
+	case <-timer.C:
+	case <-ctx.Done():
+		r.endGather(g)
+		return nil, ctx.Err()
+	case <-r.done:
+		return nil, ErrClosed
+	}
+	replies := r.endGather(g)
+	if g.expected > 0 && len(replies) < g.expected && r.opts.Mutant != MutantShortfallResolves {
+		return nil, &RequestTimeoutError{MessageID: g.id, Expected: g.expected, PartialReplies: replies}
+	}
+	return replies, nil
+}
+
+func (r *Requester) registerGather(g *gathering) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	if _, dup := r.gathers[g.id]; dup {
+		return fmt.Errorf("acemq: a gather with message id %q is already running", g.id)
+	}
+	r.seq++
+	g.seq = r.seq
+	r.gathers[g.id] = g
+	return nil
+}
+
+// endGather stops a gather from taking replies and returns what it has: a
+// reply arriving later is Unmatched.
+func (r *Requester) endGather(g *gathering) []json.RawMessage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.gathers, g.id)
+	replies := append([]json.RawMessage(nil), g.replies...)
+	if g.expected > 0 && len(replies) > g.expected {
+		replies = replies[:g.expected]
+	}
+	return replies
+}
+
+// gatherFor finds the running gather a reply belongs to: by its
+// responseMessageId header, never by correlation_id, which all copies and
+// possibly other gathers share.
+func (r *Requester) gatherFor(d amqp.Delivery) *gathering {
+	if r.opts.Mutant == MutantGatherByCorrID {
+		var found *gathering
+		for _, g := range r.gathers {
+			if g.correlationID == d.CorrelationId && (found == nil || g.seq < found.seq) {
+				found = g
+			}
+		}
+		return found
+	}
+	key, _ := HeaderString(d.Headers, ResponseMessageIDHeader)
+	return r.gathers[key]
+}

@@ -1,0 +1,155 @@
+package acemq
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Header names on the wire. They are part of the contract with the other
+// languages' bindings, so they never change.
+const (
+	ReplyToHeader           = "acemq-reply-to"
+	ErrorHeader             = "acemq-error"
+	DeadLetterReasonHeader  = "acemq-dead-letter-reason"
+	ResponseMessageIDHeader = "responseMessageId"
+	DeliveryCountHeader     = "x-delivery-count"
+
+	// InternalHeaderPrefix marks the engine's own headers; a handler never
+	// sees them.
+	InternalHeaderPrefix = "x-acemq-"
+
+	contentTypeJSON = "application/json"
+
+	// maxShortString is the AMQP short string limit in bytes.
+	maxShortString = 255
+)
+
+// ShortStringError reports a property value that does not fit an AMQP short
+// string. amqp091-go before 1.13 truncates such values silently, and a
+// truncated id correlates with nothing, so the binding refuses them itself.
+type ShortStringError struct {
+	Property string
+	Length   int
+}
+
+func (e *ShortStringError) Error() string {
+	return fmt.Sprintf("%s is %d bytes, more than the %d an AMQP short string holds", e.Property, e.Length, maxShortString)
+}
+
+func checkShortStrings(p amqp.Publishing) error {
+	for _, f := range []struct{ name, value string }{
+		{"message_id", p.MessageId},
+		{"correlation_id", p.CorrelationId},
+		{"reply_to", p.ReplyTo},
+		{"type", p.Type},
+	} {
+		if len(f.value) > maxShortString {
+			return &ShortStringError{Property: f.name, Length: len(f.value)}
+		}
+	}
+	return nil
+}
+
+// HeaderString reads a string header that may arrive as an AMQP long string
+// or as a byte array: other clients write either, and .NET reads every long
+// string as bytes. Any other type counts as absent.
+func HeaderString(h amqp.Table, name string) (string, bool) {
+	switch v := h[name].(type) {
+	case string:
+		return v, true
+	case []byte:
+		return string(v), true
+	}
+	return "", false
+}
+
+// DeliveryAttempt is the attempt number of a delivery from a quorum queue:
+// x-delivery-count (the failed deliveries before this one) plus one. Clients
+// write integers with whatever width they like, so any integer type is read.
+func DeliveryAttempt(h amqp.Table) int {
+	var n int64
+	switch v := h[DeliveryCountHeader].(type) {
+	case int8:
+		n = int64(v)
+	case int16:
+		n = int64(v)
+	case int32:
+		n = int64(v)
+	case int64:
+		n = v
+	case int:
+		n = int64(v)
+	case uint8:
+		n = int64(v)
+	case uint16:
+		n = int64(v)
+	case uint32:
+		n = int64(v)
+	case uint64:
+		n = int64(v)
+	default:
+		return 1
+	}
+	if n < 0 {
+		return 1
+	}
+	return int(n) + 1
+}
+
+// StripInternal returns a copy of h without the x-acemq- headers.
+func StripInternal(h amqp.Table) amqp.Table {
+	out := make(amqp.Table, len(h))
+	for k, v := range h {
+		if !strings.HasPrefix(k, InternalHeaderPrefix) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// FailureText is the acemq-error text of a handler error:
+// "{TypeName}: {message}", the type named without package or pointer mark.
+func FailureText(err error) string {
+	return typeName(err) + ": " + err.Error()
+}
+
+func typeName(v interface{}) string {
+	t := reflect.TypeOf(v)
+	for t != nil && t.Kind() == reflect.Ptr {
+		t = t.Elem()
+	}
+	if t == nil || t.Name() == "" {
+		return "error"
+	}
+	return t.Name()
+}
+
+// writableTable copies headers received from the broker so they can be
+// published again: a uint8 would go out as field type 'B', which Java and
+// Ruby clients refuse, so it is widened.
+func writableTable(h amqp.Table) amqp.Table {
+	out := make(amqp.Table, len(h))
+	for k, v := range h {
+		out[k] = writableValue(v)
+	}
+	return out
+}
+
+func writableValue(v interface{}) interface{} {
+	switch x := v.(type) {
+	case uint8:
+		return int64(x)
+	case amqp.Table:
+		return writableTable(x)
+	case []interface{}:
+		out := make([]interface{}, len(x))
+		for i, e := range x {
+			out[i] = writableValue(e)
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,386 @@
+package acemq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// ErrTimedOut is wrapped by the error of a request that got no reply in time.
+// The request may still be carried out: a timeout says no answer arrived, not
+// that nothing happened.
+var ErrTimedOut = errors.New("acemq: request timed out")
+
+// ErrClosed is returned by calls on, or pending in, a closed Requester.
+var ErrClosed = errors.New("acemq: requester closed")
+
+// ResponderFailedError is the failure a responder sent back in the
+// acemq-error header instead of a reply.
+type ResponderFailedError struct {
+	Failure string
+}
+
+func (e *ResponderFailedError) Error() string { return "responder failed: " + e.Failure }
+
+// DecodeError means a reply arrived but its body was not the JSON expected.
+type DecodeError struct {
+	Err error
+}
+
+func (e *DecodeError) Error() string { return "cannot decode the reply: " + e.Err.Error() }
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// RequesterOptions configures a Requester. The zero value is the current
+// behaviour with a 30 s timeout.
+type RequesterOptions struct {
+	Profile Profile
+	Mutant  Mutant
+	// Timeout is the default per-call timeout; zero means DefaultTimeout.
+	Timeout time.Duration
+	// OnUnmatched, when set, is called for every reply counted in Unmatched,
+	// with that reply's correlation id.
+	OnUnmatched func(correlationID string)
+}
+
+// Requester sends requests and waits for their replies on one reply queue of
+// its own: a classic, exclusive, auto-delete queue shared by every call.
+type Requester struct {
+	conn       *amqp.Connection
+	opts       RequesterOptions
+	ch         *amqp.Channel
+	pub        *publisher
+	replyQueue string
+
+	mu      sync.Mutex
+	seq     uint64
+	calls   map[string]*call
+	gathers map[string]*gathering
+	closed  bool
+	done    chan struct{}
+
+	timedOut  int64
+	unmatched int64
+}
+
+type call struct {
+	seq   uint64
+	reply chan amqp.Delivery
+}
+
+// NewRequester declares the reply queue on conn and starts consuming it.
+func NewRequester(conn *amqp.Connection, opts RequesterOptions) (*Requester, error) {
+	if opts.Profile == "" {
+		opts.Profile = ProfileCurrent
+	}
+	if _, err := ParseProfile(string(opts.Profile)); err != nil {
+		return nil, err
+	}
+	if _, err := ParseMutant(string(opts.Mutant), RoleRequester); err != nil {
+		return nil, err
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	r := &Requester{
+		conn:    conn,
+		opts:    opts,
+		calls:   map[string]*call{},
+		gathers: map[string]*gathering{},
+		done:    make(chan struct{}),
+	}
+	ch, name, deliveries, err := openReplyQueue(conn)
+	if err != nil {
+		return nil, err
+	}
+	r.ch, r.replyQueue = ch, name
+	if r.pub, err = newPublisher(conn); err != nil {
+		ch.Close()
+		return nil, err
+	}
+	go r.consume(deliveries)
+	return r, nil
+}
+
+// openReplyQueue declares a reply queue on a channel of its own and consumes
+// it. The queue type is given explicitly: a server or policy default of
+// quorum would be refused for an exclusive, auto-delete queue.
+func openReplyQueue(conn *amqp.Connection) (*amqp.Channel, string, <-chan amqp.Delivery, error) {
+	ch, err := conn.Channel()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	q, err := ch.QueueDeclare("", false, true, true, false, amqp.Table{"x-queue-type": "classic"})
+	if err != nil {
+		ch.Close()
+		return nil, "", nil, err
+	}
+	deliveries, err := ch.Consume(q.Name, "", true, true, false, false, nil)
+	if err != nil {
+		ch.Close()
+		return nil, "", nil, err
+	}
+	return ch, q.Name, deliveries, nil
+}
+
+// ReplyQueue is the reply address this requester names.
+func (r *Requester) ReplyQueue() string { return r.replyQueue }
+
+// TimedOut counts requests that gave up before an answer arrived.
+func (r *Requester) TimedOut() int64 { return atomic.LoadInt64(&r.timedOut) }
+
+// Unmatched counts replies with nobody left waiting for them.
+func (r *Requester) Unmatched() int64 { return atomic.LoadInt64(&r.unmatched) }
+
+// RequestOption adjusts one call.
+type RequestOption func(*requestConfig)
+
+type requestConfig struct {
+	timeout       time.Duration
+	messageID     string
+	correlationID string
+	msgType       string
+	headers       amqp.Table
+}
+
+// WithTimeout overrides the requester's timeout for one call.
+func WithTimeout(d time.Duration) RequestOption {
+	return func(c *requestConfig) { c.timeout = d }
+}
+
+// WithMessageID sends the request with this message id instead of a fresh
+// one, for callers that need to know it (idempotency keys, logs).
+func WithMessageID(id string) RequestOption {
+	return func(c *requestConfig) { c.messageID = id }
+}
+
+// WithCorrelationID sends the request with this correlation id instead of
+// its message id. Replies are still matched on the message id, which every
+// responder echoes as the reply's correlation id.
+func WithCorrelationID(id string) RequestOption {
+	return func(c *requestConfig) { c.correlationID = id }
+}
+
+// WithType sets the AMQP type property.
+func WithType(t string) RequestOption {
+	return func(c *requestConfig) { c.msgType = t }
+}
+
+// WithHeaders adds application headers to the request. The binding's own
+// headers win over headers of the same name.
+func WithHeaders(h amqp.Table) RequestOption {
+	return func(c *requestConfig) { c.headers = h }
+}
+
+// Request publishes request as JSON to exchange with routingKey and decodes
+// the reply into reply. It fails with an error wrapping ErrTimedOut, a
+// *ResponderFailedError, a *DecodeError, or the reason the request could not
+// be sent (a *ReturnedError when no queue took it).
+func (r *Requester) Request(ctx context.Context, exchange, routingKey string, request, reply interface{}, opts ...RequestOption) error {
+	cfg := requestConfig{timeout: r.opts.Timeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.messageID == "" {
+		cfg.messageID = NewMessageID()
+	}
+	if cfg.correlationID == "" {
+		cfg.correlationID = cfg.messageID
+	}
+	body, err := json.Marshal(request)
+	if err != nil {
+		return err
+	}
+	id := cfg.messageID
+	replyTo := r.replyQueue
+	if r.opts.Mutant == MutantQueuePerRequest {
+		ch, name, deliveries, err := openReplyQueue(r.conn)
+		if err != nil {
+			return err
+		}
+		defer ch.Close()
+		go r.consume(deliveries)
+		replyTo = name
+	}
+	msg := r.requestPublishing(id, cfg.correlationID, replyTo, body, cfg.headers)
+	msg.Type = cfg.msgType
+	if err := checkShortStrings(msg); err != nil {
+		return err
+	}
+
+	c, err := r.register(id)
+	if err != nil {
+		return err
+	}
+	if err := r.pub.publish(exchange, routingKey, msg); err != nil {
+		r.forget(id)
+		return err
+	}
+
+	timer := time.NewTimer(cfg.timeout)
+	defer timer.Stop()
+	select {
+	case d := <-c.reply:
+		return r.decode(d, reply)
+	case <-timer.C:
+		if r.forget(id) {
+			atomic.AddInt64(&r.timedOut, 1)
+			return fmt.Errorf("%w: no reply to %s within %s", ErrTimedOut, id, cfg.timeout)
+		}
+	case <-ctx.Done():
+		if r.forget(id) {
+			return ctx.Err()
+		}
+	case <-r.done:
+		return ErrClosed
+	}
+	// The reply won the race against the timer: it is already ours.
+	return r.decode(<-c.reply, reply)
+}
+
+// requestPublishing addresses a request. The reply address goes in both the
+// native reply_to and the acemq-reply-to header, because older bindings in
+// other languages read only one of them.
+func (r *Requester) requestPublishing(messageID, correlationID, replyTo string, body []byte, extra amqp.Table) amqp.Publishing {
+	msg := amqp.Publishing{
+		ContentType:   contentTypeJSON,
+		MessageId:     messageID,
+		CorrelationId: correlationID,
+		Body:          body,
+		Headers:       amqp.Table{},
+	}
+	for k, v := range extra {
+		msg.Headers[k] = v
+	}
+	header := r.opts.Mutant != MutantNativeOnly
+	native := !r.opts.Profile.headerOnly()
+	if header {
+		if r.opts.Mutant == MutantHeaderBytes {
+			msg.Headers[ReplyToHeader] = []byte(replyTo)
+		} else {
+			msg.Headers[ReplyToHeader] = replyTo
+		}
+	}
+	if native {
+		msg.ReplyTo = replyTo
+	}
+	return msg
+}
+
+func (r *Requester) register(id string) (*call, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, ErrClosed
+	}
+	if _, dup := r.calls[id]; dup {
+		return nil, fmt.Errorf("acemq: a request with message id %q is already waiting", id)
+	}
+	r.seq++
+	c := &call{seq: r.seq, reply: make(chan amqp.Delivery, 1)}
+	r.calls[id] = c
+	return c, nil
+}
+
+// forget removes a waiting call and reports whether it was still waiting.
+func (r *Requester) forget(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.calls[id]; !ok {
+		return false
+	}
+	delete(r.calls, id)
+	return true
+}
+
+func (r *Requester) decode(d amqp.Delivery, reply interface{}) error {
+	if r.opts.Mutant != MutantIgnoresErrorHeader {
+		if failure, ok := HeaderString(d.Headers, ErrorHeader); ok {
+			return &ResponderFailedError{Failure: failure}
+		}
+	}
+	if err := json.Unmarshal(d.Body, reply); err != nil {
+		return &DecodeError{Err: err}
+	}
+	return nil
+}
+
+func (r *Requester) consume(deliveries <-chan amqp.Delivery) {
+	for d := range deliveries {
+		r.dispatch(d)
+	}
+}
+
+// dispatch hands a reply to the gather or the call it answers, or counts it
+// Unmatched. Gathers are matched on responseMessageId and calls on
+// correlation_id; a reply is never given to anyone else.
+func (r *Requester) dispatch(d amqp.Delivery) {
+	r.mu.Lock()
+	if g := r.gatherFor(d); g != nil {
+		if _, failed := HeaderString(d.Headers, ErrorHeader); !failed {
+			onReply := g.add(d.Body)
+			full := g.complete()
+			if full {
+				delete(r.gathers, g.id)
+			}
+			r.mu.Unlock()
+			if onReply != nil {
+				onReply(json.RawMessage(d.Body))
+			}
+			// Resolve only after the callback saw the last reply.
+			if full {
+				close(g.full)
+			}
+			return
+		}
+		// A gather keeps failure replies out of its result (the wire
+		// spec's choice for SG-8) and counts them Unmatched.
+	} else if id, c := r.callFor(d); c != nil {
+		delete(r.calls, id)
+		r.mu.Unlock()
+		c.reply <- d
+		return
+	}
+	r.mu.Unlock()
+	atomic.AddInt64(&r.unmatched, 1)
+	if r.opts.OnUnmatched != nil {
+		r.opts.OnUnmatched(d.CorrelationId)
+	}
+}
+
+func (r *Requester) callFor(d amqp.Delivery) (string, *call) {
+	if r.opts.Mutant != MutantLateReplyToNext {
+		return d.CorrelationId, r.calls[d.CorrelationId]
+	}
+	var oldestID string
+	var oldest *call
+	for id, c := range r.calls {
+		if oldest == nil || c.seq < oldest.seq {
+			oldestID, oldest = id, c
+		}
+	}
+	return oldestID, oldest
+}
+
+// Close ends pending calls with ErrClosed and closes the requester's
+// channels; the reply queue goes with them. The connection stays open.
+func (r *Requester) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	close(r.done)
+	r.mu.Unlock()
+	err := r.ch.Close()
+	if perr := r.pub.close(); err == nil {
+		err = perr
+	}
+	return err
+}

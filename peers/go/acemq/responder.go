@@ -1,0 +1,396 @@
+package acemq
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"sync/atomic"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Where a responder found a request's reply address.
+const (
+	SourceHeader = "header"
+	SourceNative = "native"
+)
+
+// Request is what a handler is given.
+type Request struct {
+	Body          []byte
+	MessageID     string
+	CorrelationID string
+	// ReplyTo is the reply address chosen, and ReplyToSource where it was
+	// found (SourceHeader or SourceNative).
+	ReplyTo       string
+	ReplyToSource string
+	// Headers are the request's application headers without the engine's
+	// x-acemq- ones.
+	Headers amqp.Table
+	// Attempt is 1 for the first delivery and counts up with every retry.
+	Attempt int
+}
+
+// Decode unmarshals the request body into v.
+func (r *Request) Decode(v interface{}) error { return json.Unmarshal(r.Body, v) }
+
+// Handler answers a request: its result is sent back as JSON. An error is
+// sent back as the acemq-error header and dead-letters the request.
+type Handler func(ctx context.Context, req *Request) (interface{}, error)
+
+// ResponderHooks are optional callbacks for what happens to each request.
+type ResponderHooks struct {
+	// Handled runs just before the handler.
+	Handled func(req *Request)
+	// Replied runs when a reply was confirmed by the broker and not
+	// returned; failure is the acemq-error text, empty for a normal reply.
+	Replied func(messageID, failure string)
+	// ReplyFailed runs when a reply could not be delivered.
+	ReplyFailed func(messageID string, attempt int, err error)
+	// DeadLettered runs when the request was published to {queue}.dlq and
+	// acknowledged.
+	DeadLettered func(messageID, reason string)
+	// Unanswerable runs when a request without a reply address was counted
+	// and acknowledged.
+	Unanswerable func(messageID string)
+}
+
+// Binding binds the request queue to an exchange.
+type Binding struct {
+	Exchange   string
+	RoutingKey string
+}
+
+// ResponderOptions configures a Responder. The zero value is the current
+// behaviour with 3 attempts per reply.
+type ResponderOptions struct {
+	Profile Profile
+	Mutant  Mutant
+	// MaxAttempts is how many deliveries of a request may fail to deliver
+	// their reply before it is dead-lettered; zero means DefaultMaxAttempts.
+	MaxAttempts int
+	// Prefetch bounds the requests handled at once; zero means 32.
+	Prefetch int
+	Bindings []Binding
+	Hooks    ResponderHooks
+}
+
+// Responder consumes a durable quorum request queue and replies to each
+// request at the address it names.
+type Responder struct {
+	queue   string
+	handler Handler
+	opts    ResponderOptions
+	ch      *amqp.Channel
+	pub     *publisher
+	tag     string
+	ctx     context.Context
+	cancel  context.CancelFunc
+
+	// The counters exist, at zero, before the consumer is registered, so a
+	// backlog delivered at start-up is counted like any other request.
+	answered     int64
+	unanswerable int64
+}
+
+// NewResponder declares queue and {queue}.dlq as durable quorum queues,
+// applies the bindings and starts consuming.
+func NewResponder(conn *amqp.Connection, queue string, handler Handler, opts ResponderOptions) (*Responder, error) {
+	if opts.Profile == "" {
+		opts.Profile = ProfileCurrent
+	}
+	if _, err := ParseProfile(string(opts.Profile)); err != nil {
+		return nil, err
+	}
+	if _, err := ParseMutant(string(opts.Mutant), RoleResponder); err != nil {
+		return nil, err
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if opts.Prefetch <= 0 {
+		opts.Prefetch = 32
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		return nil, err
+	}
+	r := &Responder{queue: queue, handler: handler, opts: opts, ch: ch, tag: "acemq-" + NewMessageID()}
+	if err := r.declare(); err != nil {
+		ch.Close()
+		return nil, err
+	}
+	if r.pub, err = newPublisher(conn); err != nil {
+		ch.Close()
+		return nil, err
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	deliveries, err := ch.Consume(queue, r.tag, false, false, false, false, nil)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	if opts.Mutant == MutantCountersAfterSubscribe {
+		time.AfterFunc(250*time.Millisecond, func() {
+			atomic.StoreInt64(&r.answered, 0)
+			atomic.StoreInt64(&r.unanswerable, 0)
+		})
+	}
+	go r.consume(deliveries)
+	return r, nil
+}
+
+func (r *Responder) declare() error {
+	quorum := amqp.Table{"x-queue-type": "quorum"}
+	for _, name := range []string{r.queue, r.queue + ".dlq"} {
+		if _, err := r.ch.QueueDeclare(name, true, false, false, false, quorum); err != nil {
+			return err
+		}
+	}
+	for _, b := range r.opts.Bindings {
+		if err := r.ch.QueueBind(r.queue, b.RoutingKey, b.Exchange, false, nil); err != nil {
+			return err
+		}
+	}
+	return r.ch.Qos(r.opts.Prefetch, 0, false)
+}
+
+// Answered counts replies sent. It is incremented before a reply is
+// published, so a caller holding its answer finds it counted, and taken back
+// if the publish fails.
+func (r *Responder) Answered() int64 { return atomic.LoadInt64(&r.answered) }
+
+// Unanswerable counts requests that named no reply address.
+func (r *Responder) Unanswerable() int64 { return atomic.LoadInt64(&r.unanswerable) }
+
+// Close cancels the consumer and closes the responder's channels. Requests
+// still being handled go back to the queue unacknowledged.
+func (r *Responder) Close() error {
+	r.cancel()
+	r.ch.Cancel(r.tag, false)
+	err := r.ch.Close()
+	if perr := r.pub.close(); err == nil {
+		err = perr
+	}
+	return err
+}
+
+func (r *Responder) consume(deliveries <-chan amqp.Delivery) {
+	for d := range deliveries {
+		go r.handle(d)
+	}
+}
+
+// replyAddress reads the header first and the native property second; an
+// empty value counts as absent, since amqp091-go cannot even write one.
+func (r *Responder) replyAddress(d amqp.Delivery) (string, string) {
+	header, _ := HeaderString(d.Headers, ReplyToHeader)
+	if r.opts.Profile.headerOnly() {
+		return header, SourceHeader
+	}
+	if r.opts.Mutant == MutantNativeFirst && d.ReplyTo != "" {
+		return d.ReplyTo, SourceNative
+	}
+	if header != "" {
+		return header, SourceHeader
+	}
+	return d.ReplyTo, SourceNative
+}
+
+func (r *Responder) handle(d amqp.Delivery) {
+	replyTo, source := r.replyAddress(d)
+	if replyTo == "" {
+		r.acceptUnanswerable(d)
+		return
+	}
+	headers := d.Headers
+	if r.opts.Mutant != MutantNoStrip {
+		headers = StripInternal(d.Headers)
+	}
+	req := &Request{
+		Body:          d.Body,
+		MessageID:     d.MessageId,
+		CorrelationID: d.CorrelationId,
+		ReplyTo:       replyTo,
+		ReplyToSource: source,
+		Headers:       headers,
+		Attempt:       DeliveryAttempt(d.Headers),
+	}
+	if h := r.opts.Hooks.Handled; h != nil {
+		h(req)
+	}
+	result, err := r.invoke(req)
+	if r.ctx.Err() != nil {
+		// Stopped while handling: the broker requeues the request with the
+		// channel, so another responder answers it.
+		return
+	}
+	if err == nil {
+		var body []byte
+		if body, err = json.Marshal(result); err == nil {
+			r.reply(d, req, body)
+			return
+		}
+	}
+	r.replyFailure(d, req, FailureText(err))
+}
+
+// PanicError is the failure of a handler that panicked.
+type PanicError struct {
+	Value interface{}
+}
+
+func (e *PanicError) Error() string { return fmt.Sprint(e.Value) }
+
+func (r *Responder) invoke(req *Request) (result interface{}, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if e, ok := v.(error); ok {
+				err = e
+			} else {
+				err = &PanicError{Value: v}
+			}
+		}
+	}()
+	return r.handler(r.ctx, req)
+}
+
+func (r *Responder) reply(d amqp.Delivery, req *Request, body []byte) {
+	countFirst := r.opts.Mutant != MutantAnsweredAfterPublish
+	if countFirst {
+		atomic.AddInt64(&r.answered, 1)
+	}
+	if err := r.pub.publish("", req.ReplyTo, replyPublishing(req, body, "")); err != nil {
+		if countFirst && r.opts.Mutant != MutantNoRollback {
+			atomic.AddInt64(&r.answered, -1)
+		}
+		r.undeliverable(d, req, err)
+		return
+	}
+	if !countFirst {
+		time.AfterFunc(250*time.Millisecond, func() { atomic.AddInt64(&r.answered, 1) })
+	}
+	if h := r.opts.Hooks.Replied; h != nil {
+		h(req.MessageID, "")
+	}
+	r.ack(d)
+}
+
+// replyFailure tells the caller the handler failed and dead-letters the
+// request once: the caller has its answer, and a retry would answer twice.
+func (r *Responder) replyFailure(d amqp.Delivery, req *Request, failure string) {
+	counted := r.opts.Mutant == MutantCountsFailures
+	if counted {
+		atomic.AddInt64(&r.answered, 1)
+	}
+	if err := r.pub.publish("", req.ReplyTo, replyPublishing(req, nil, failure)); err != nil {
+		if counted {
+			atomic.AddInt64(&r.answered, -1)
+		}
+		r.undeliverable(d, req, err)
+		return
+	}
+	if h := r.opts.Hooks.Replied; h != nil {
+		h(req.MessageID, failure)
+	}
+	if r.opts.Mutant == MutantNoDLQOnFailure {
+		r.ack(d)
+		return
+	}
+	r.deadLetter(d, failure)
+}
+
+// undeliverable sends the request back to the queue for another attempt, or
+// dead-letters it on the last one. It is never acknowledged into nowhere.
+func (r *Responder) undeliverable(d amqp.Delivery, req *Request, err error) {
+	if h := r.opts.Hooks.ReplyFailed; h != nil {
+		h(req.MessageID, req.Attempt, err)
+	}
+	if req.Attempt >= r.opts.MaxAttempts {
+		r.deadLetter(d, "UndeliverableReply: "+err.Error())
+		return
+	}
+	r.requeue(d)
+}
+
+// acceptUnanswerable counts and acknowledges a request with no reply
+// address: redelivering it would not make an address appear.
+func (r *Responder) acceptUnanswerable(d amqp.Delivery) {
+	atomic.AddInt64(&r.unanswerable, 1)
+	if r.opts.Mutant == MutantDeadLetterUnanswerable {
+		r.deadLetter(d, "Unanswerable: the request names no reply address")
+	} else {
+		r.ack(d)
+	}
+	if h := r.opts.Hooks.Unanswerable; h != nil {
+		h(d.MessageId)
+	}
+}
+
+// deadLetter publishes the request to {queue}.dlq with the reason and then
+// acknowledges it. The responder does this itself rather than rejecting to a
+// broker dead-letter exchange, whose reason would only say "rejected".
+func (r *Responder) deadLetter(d amqp.Delivery, reason string) {
+	headers := writableTable(d.Headers)
+	headers[DeadLetterReasonHeader] = reason
+	msg := amqp.Publishing{
+		Headers:         headers,
+		ContentType:     d.ContentType,
+		ContentEncoding: d.ContentEncoding,
+		DeliveryMode:    amqp.Persistent,
+		Priority:        d.Priority,
+		CorrelationId:   d.CorrelationId,
+		ReplyTo:         d.ReplyTo,
+		MessageId:       d.MessageId,
+		Timestamp:       d.Timestamp,
+		Type:            d.Type,
+		AppId:           d.AppId,
+		Body:            d.Body,
+	}
+	if err := r.pub.publish("", r.queue+".dlq", msg); err != nil {
+		log.Printf("acemq: cannot dead-letter %s to %s.dlq: %v", d.MessageId, r.queue, err)
+		r.requeue(d)
+		return
+	}
+	if r.ack(d) {
+		if h := r.opts.Hooks.DeadLettered; h != nil {
+			h(d.MessageId, reason)
+		}
+	}
+}
+
+func (r *Responder) ack(d amqp.Delivery) bool {
+	if err := d.Ack(false); err != nil {
+		log.Printf("acemq: cannot ack %s: %v", d.MessageId, err)
+		return false
+	}
+	return true
+}
+
+// requeue is an explicit basic.nack with requeue: some clients default to
+// requeue and some do not, so it is always said.
+func (r *Responder) requeue(d amqp.Delivery) {
+	if err := d.Nack(false, true); err != nil {
+		log.Printf("acemq: cannot requeue %s: %v", d.MessageId, err)
+	}
+}
+
+// replyPublishing addresses a reply for both families of requesters: acemq
+// correlates on correlation_id, the bus on the responseMessageId header.
+func replyPublishing(req *Request, body []byte, failure string) amqp.Publishing {
+	headers := amqp.Table{}
+	if req.MessageID != "" {
+		headers[ResponseMessageIDHeader] = req.MessageID
+	}
+	if failure != "" {
+		headers[ErrorHeader] = failure
+	}
+	return amqp.Publishing{
+		ContentType:   contentTypeJSON,
+		CorrelationId: req.MessageID,
+		Headers:       headers,
+		Body:          body,
+	}
+}

@@ -1,0 +1,76 @@
+package io.acemq;
+
+import com.google.gson.JsonElement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
+
+/**
+ * One pending scatter-gather: the replies collected so far and the rule for ending it
+ * (SG-5..SG-7). It holds no broker state, so its decisions can be tested on their own.
+ */
+final class Gather {
+    private final String requestMessageId;
+    private final Integer expectedReplyCount;
+    private final boolean shortfallResolves;
+    private final Consumer<JsonElement> onReply;
+    private final List<JsonElement> replies = new ArrayList<>();
+    private final CompletableFuture<List<JsonElement>> result = new CompletableFuture<>();
+
+    Gather(String requestMessageId, Integer expectedReplyCount, boolean shortfallResolves, Consumer<JsonElement> onReply) {
+        this.requestMessageId = requestMessageId;
+        this.expectedReplyCount = expectedReplyCount;
+        this.shortfallResolves = shortfallResolves;
+        this.onReply = onReply;
+    }
+
+    String requestMessageId() {
+        return requestMessageId;
+    }
+
+    CompletableFuture<List<JsonElement>> result() {
+        return result;
+    }
+
+    /**
+     * Adds a reply; false when the gather has already ended, so the reply is Unmatched (SG-8).
+     * Resolves at once when the expected count is reached (SG-5).
+     */
+    synchronized boolean offer(JsonElement reply) {
+        if (result.isDone()) {
+            return false;
+        }
+        replies.add(reply);
+        if (onReply != null) {
+            onReply.accept(reply);
+        }
+        if (expectedReplyCount != null && replies.size() >= expectedReplyCount) {
+            result.complete(List.copyOf(replies));
+        }
+        return true;
+    }
+
+    /**
+     * The timeout elapsed: without a count the gather resolves with what arrived (SG-7); with a
+     * count it is a shortfall and rejects with the partial replies (SG-6).
+     */
+    synchronized void expire() {
+        if (result.isDone()) {
+            return;
+        }
+        if (expectedReplyCount == null || shortfallResolves) {
+            result.complete(List.copyOf(replies));
+        } else {
+            result.completeExceptionally(new RequestTimeoutException(requestMessageId, expectedReplyCount, replies));
+        }
+    }
+
+    synchronized void fail(RuntimeException error) {
+        result.completeExceptionally(error);
+    }
+
+    synchronized boolean isDone() {
+        return result.isDone();
+    }
+}

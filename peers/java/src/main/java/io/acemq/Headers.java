@@ -1,0 +1,94 @@
+package io.acemq;
+
+import com.rabbitmq.client.LongString;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.TreeMap;
+
+/** The header names of the wire spec and the rules for reading them. */
+public final class Headers {
+    /** The reply address, written beside the native {@code reply_to} (RR-1). */
+    public static final String REPLY_TO = "acemq-reply-to";
+    /** A responder's failure, {@code {Type}: {message}}, on an empty-bodied reply (RR-10). */
+    public static final String ERROR = "acemq-error";
+    /** Why a request was put in {@code {queue}.dlq} (RR-11, RR-14). */
+    public static final String DEAD_LETTER_REASON = "acemq-dead-letter-reason";
+    /** The request's message id echoed on every reply; gathers demultiplex on it (SG-4). */
+    public static final String RESPONSE_MESSAGE_ID = "responseMessageId";
+    /** The engine's namespace, stripped before a handler sees a request (RR-5). */
+    public static final String ENGINE_PREFIX = "x-acemq-";
+    /** Set by a quorum queue on redelivery; the retry policy counts attempts with it. */
+    public static final String DELIVERY_COUNT = "x-delivery-count";
+
+    private Headers() {
+    }
+
+    /**
+     * A string header's value, whether the writer used a long string or a byte array (RR-2);
+     * {@code null} when absent or of another type.
+     */
+    public static String text(Map<String, Object> headers, String name) {
+        if (headers == null) {
+            return null;
+        }
+        return text(headers.get(name));
+    }
+
+    /** A header value as text when it is a long string or a byte array, else {@code null}. */
+    public static String text(Object value) {
+        if (value instanceof LongString longString) {
+            return new String(longString.getBytes(), StandardCharsets.UTF_8);
+        }
+        if (value instanceof byte[] bytes) {
+            return new String(bytes, StandardCharsets.UTF_8);
+        }
+        if (value instanceof String string) {
+            return string;
+        }
+        return null;
+    }
+
+    /** Absent and empty mean the same everywhere (RR-3). */
+    static String nonEmpty(String value) {
+        return value == null || value.isEmpty() ? null : value;
+    }
+
+    /** The headers a handler is shown: everything but the engine's namespace (RR-5). */
+    public static Map<String, Object> visibleToHandler(Map<String, Object> headers) {
+        Map<String, Object> visible = new TreeMap<>();
+        if (headers != null) {
+            headers.forEach((name, value) -> {
+                if (!name.startsWith(ENGINE_PREFIX)) {
+                    visible.put(name, value);
+                }
+            });
+        }
+        return visible;
+    }
+
+    /**
+     * The retry policy's attempt number: the quorum queue's delivery count plus one, 1 when the
+     * broker has not set it. The count may arrive as any integer type.
+     */
+    public static int attempt(Map<String, Object> headers) {
+        Object count = headers == null ? null : headers.get(DELIVERY_COUNT);
+        if (count instanceof Number number) {
+            return (int) Math.max(0, number.longValue()) + 1;
+        }
+        String text = text(count);
+        if (text != null) {
+            try {
+                return Math.max(0, Integer.parseInt(text.trim())) + 1;
+            } catch (NumberFormatException ignored) {
+                return 1;
+            }
+        }
+        return 1;
+    }
+
+    /** {@code {Type}: {message}}, the failure text of RR-10, with the unqualified type name. */
+    public static String failureText(Throwable error) {
+        String message = error.getMessage();
+        return error.getClass().getSimpleName() + ": " + (message == null ? "" : message);
+    }
+}

@@ -1,0 +1,403 @@
+package io.acemq;
+
+import com.google.gson.JsonElement;
+import com.google.gson.JsonParseException;
+import com.google.gson.JsonPrimitive;
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ConnectionFactory;
+import com.rabbitmq.client.DefaultConsumer;
+import com.rabbitmq.client.Envelope;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Sends requests and gathers over one private reply queue (RR-6, RR-7) and hands each reply
+ * to the caller it belongs to: requests by {@code correlation_id} (RR-8), gathers by the
+ * {@code responseMessageId} header (SG-4). Thread-safe: any number of calls may be pending.
+ */
+public final class Requester implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(Requester.class);
+
+    private final Connection connection;
+    private final boolean ownsConnection;
+    private final Options options;
+    private final RequesterObserver observer;
+    private final Channel replyChannel;
+    private final ConfirmingPublisher publisher;
+    private final ScheduledExecutorService timers;
+    private final String replyQueue;
+    private final AtomicLong timedOut = new AtomicLong();
+    private final AtomicLong unmatched = new AtomicLong();
+    /** Pending requests in the order they were sent; guarded by itself. */
+    private final LinkedHashMap<String, Call> calls = new LinkedHashMap<>();
+    private final Map<String, Gather> gathers = new ConcurrentHashMap<>();
+    private volatile boolean closed;
+
+    private Requester(Connection connection, boolean ownsConnection, Options options, RequesterObserver observer)
+            throws IOException {
+        this.connection = connection;
+        this.ownsConnection = ownsConnection;
+        this.options = options;
+        this.observer = observer == null ? new RequesterObserver() { } : observer;
+        this.replyChannel = connection.createChannel();
+        this.publisher = new ConfirmingPublisher(connection);
+        this.timers = Executors.newSingleThreadScheduledExecutor(runnable -> {
+            Thread thread = new Thread(runnable, "acemq-requester-timers");
+            thread.setDaemon(true);
+            return thread;
+        });
+        this.replyQueue = declareReplyQueue();
+    }
+
+    /** Opens a requester on a connection of its own, closed with it. */
+    public static Requester open(ConnectionFactory factory, Options options, RequesterObserver observer)
+            throws IOException, TimeoutException {
+        Connection connection = factory.newConnection("acemq-java requester");
+        try {
+            return new Requester(connection, true, options, observer);
+        } catch (IOException | RuntimeException e) {
+            connection.abort();
+            throw e;
+        }
+    }
+
+    /** Opens a requester on channels of a connection the caller keeps. */
+    public static Requester open(Connection connection, Options options, RequesterObserver observer) throws IOException {
+        return new Requester(connection, false, options, observer);
+    }
+
+    /** The reply address this requester names on every request. */
+    public String replyQueue() {
+        return replyQueue;
+    }
+
+    /** Requests that gave up before an answer arrived (RR-9). */
+    public long getTimedOut() {
+        return timedOut.get();
+    }
+
+    /** Replies with nobody left waiting for them (RR-8, SG-8). */
+    public long getUnmatched() {
+        return unmatched.get();
+    }
+
+    public JsonElement request(String exchange, String routingKey, JsonElement body) throws IOException, InterruptedException {
+        return request(exchange, routingKey, body, options.defaultTimeout());
+    }
+
+    /** Sends one request and waits for its reply; failures are {@link AcemqException}s. */
+    public JsonElement request(String exchange, String routingKey, JsonElement body, Duration timeout)
+            throws IOException, InterruptedException {
+        return await(send(exchange, routingKey, body, timeout, null, Map.of()).result());
+    }
+
+    /** As {@link #request(String, String, JsonElement, Duration)}, with objects mapped by Gson. */
+    public <T> T request(String exchange, String routingKey, Object body, Class<T> replyType, Duration timeout)
+            throws IOException, InterruptedException {
+        return Json.GSON.fromJson(request(exchange, routingKey, Json.GSON.toJsonTree(body), timeout), replyType);
+    }
+
+    /**
+     * Publishes a request and returns at once with its id and the reply to come.
+     *
+     * @param correlationId the request's {@code correlation_id}; {@code null} uses its message id
+     * @param headers extra application headers (strings, numbers, booleans)
+     * @throws PublishRefusedException when the broker returned or nacked the request
+     * @throws IllegalArgumentException when a short-string property is over 255 bytes (RR-18)
+     */
+    public PendingRequest send(String exchange, String routingKey, JsonElement body, Duration timeout,
+            String correlationId, Map<String, Object> headers) throws IOException {
+        ensureOpen();
+        String messageId = newMessageId();
+        ShortStrings.check("correlation_id", correlationId);
+        String replyTo = options.is(Mutant.QUEUE_PER_REQUEST) ? declareReplyQueue() : replyQueue;
+        AMQP.BasicProperties properties = requestProperties(
+                messageId, correlationId == null ? messageId : correlationId, replyTo, null, headers);
+        Call call = new Call(messageId, timeout);
+        synchronized (calls) {
+            calls.put(messageId, call);
+        }
+        call.timer = timers.schedule(() -> expire(call), timeout.toMillis(), TimeUnit.MILLISECONDS);
+        try {
+            publisher.publish(exchange, routingKey, properties, Json.encode(body));
+        } catch (IOException | RuntimeException e) {
+            synchronized (calls) {
+                calls.remove(messageId, call);
+            }
+            call.timer.cancel(false);
+            throw e;
+        }
+        return new PendingRequest(messageId, call.future);
+    }
+
+    /** Blocking {@link #sendRequestMultiAsync}: the replies, or {@link RequestTimeoutException}. */
+    public List<JsonElement> sendRequestMulti(String type, JsonElement message, String endpoint, GatherOptions gather)
+            throws IOException, InterruptedException {
+        return await(sendRequestMultiAsync(type, message, endpoint, gather).result());
+    }
+
+    /**
+     * Scatter-gather over one endpoint queue (SG-2): a queue gives each message to one of its
+     * competing consumers, so {@code expectedReplyCount} copies are published (one without a
+     * count), all sharing {@code message_id} and {@code correlation_id}.
+     */
+    public PendingGather sendRequestMultiAsync(String type, JsonElement message, String endpoint, GatherOptions gather)
+            throws IOException {
+        int copies = gather.expectedReplyCount() == null ? 1 : gather.expectedReplyCount();
+        return scatter(type, message, "", endpoint, copies, null, gather);
+    }
+
+    /** Blocking {@link #publishRequestAsync}. */
+    public List<JsonElement> publishRequest(String type, JsonElement message, String exchange,
+            Consumer<JsonElement> onReply, GatherOptions gather) throws IOException, InterruptedException {
+        return await(publishRequestAsync(type, message, exchange, onReply, gather).result());
+    }
+
+    /**
+     * Broadcast-then-gather (SG-2): one message to a fanout exchange; {@code onReply} sees each
+     * reply in arrival order.
+     */
+    public PendingGather publishRequestAsync(String type, JsonElement message, String exchange,
+            Consumer<JsonElement> onReply, GatherOptions gather) throws IOException {
+        return scatter(type, message, exchange, "", 1, onReply, gather);
+    }
+
+    private PendingGather scatter(String type, JsonElement message, String exchange, String routingKey, int copies,
+            Consumer<JsonElement> onReply, GatherOptions options) throws IOException {
+        ensureOpen();
+        String requestMessageId = newMessageId();
+        String correlationId = options.correlationId();
+        // The bus's messages carry their business correlationId; it is the default.
+        if (correlationId == null && message != null && message.isJsonObject()
+                && message.getAsJsonObject().get("correlationId") instanceof JsonPrimitive given && given.isString()) {
+            correlationId = given.getAsString();
+        }
+        if (correlationId == null || correlationId.isEmpty()) {
+            correlationId = requestMessageId;
+        }
+        AMQP.BasicProperties properties = requestProperties(requestMessageId, correlationId, replyQueue, type, null);
+        ShortStrings.check("correlation_id", correlationId);
+        ShortStrings.check("type", type);
+        Gather gather = new Gather(requestMessageId, options.expectedReplyCount(),
+                this.options.is(Mutant.SHORTFALL_RESOLVES), onReply);
+        gathers.put(requestMessageId, gather);
+        ScheduledFuture<?> timer = timers.schedule(gather::expire, options.timeout().toMillis(), TimeUnit.MILLISECONDS);
+        gather.result().whenComplete((replies, error) -> {
+            timer.cancel(false);
+            gathers.remove(requestMessageId, gather);
+        });
+        try {
+            byte[] body = Json.encode(message);
+            for (int i = 0; i < copies; i++) {
+                publisher.publish(exchange, routingKey, properties, body);
+            }
+        } catch (IOException | RuntimeException e) {
+            gather.fail(e instanceof AcemqException acemq ? acemq : new AcemqException(e.getMessage(), e));
+            throw e;
+        }
+        return new PendingGather(requestMessageId, gather.result());
+    }
+
+    private AMQP.BasicProperties requestProperties(String messageId, String correlationId, String replyTo,
+            String type, Map<String, Object> extraHeaders) {
+        Map<String, Object> headers = new HashMap<>();
+        if (extraHeaders != null) {
+            headers.putAll(extraHeaders);
+        }
+        // RR-1: both places since 0.5.0; up to 0.3.0 Java wrote only the native property.
+        if (options.profile().usesReplyToHeader() && !options.is(Mutant.NATIVE_ONLY)) {
+            headers.put(Headers.REPLY_TO, options.is(Mutant.HEADER_BYTES)
+                    ? replyTo.getBytes(StandardCharsets.UTF_8)
+                    : replyTo);
+        }
+        return new AMQP.BasicProperties.Builder()
+                .messageId(messageId)
+                .correlationId(correlationId)
+                .replyTo(replyTo)
+                .type(type)
+                .contentType("application/json")
+                .headers(headers)
+                .build();
+    }
+
+    private String declareReplyQueue() throws IOException {
+        synchronized (replyChannel) {
+            String queue = replyChannel.queueDeclare("", false, true, true, Map.of("x-queue-type", "classic")).getQueue();
+            replyChannel.basicConsume(queue, true, new ReplyConsumer(replyChannel));
+            return queue;
+        }
+    }
+
+    private void expire(Call call) {
+        boolean removed;
+        synchronized (calls) {
+            removed = calls.remove(call.id, call);
+        }
+        if (removed) {
+            timedOut.incrementAndGet();
+            call.future.completeExceptionally(new RequestTimedOutException(call.id, call.timeout));
+        }
+    }
+
+    private void onReply(AMQP.BasicProperties properties, byte[] body) {
+        Map<String, Object> headers = properties.getHeaders();
+        String correlationId = properties.getCorrelationId();
+        String gatherKey = options.is(Mutant.GATHER_BY_CORRELATION_ID)
+                ? correlationId
+                : Headers.text(headers, Headers.RESPONSE_MESSAGE_ID);
+        Gather gather = gatherKey == null ? null : gathers.get(gatherKey);
+        if (gather != null) {
+            onGatherReply(gather, headers, body, correlationId);
+            return;
+        }
+        Call call = takeCall(correlationId);
+        if (call == null) {
+            countUnmatched(correlationId);
+            return;
+        }
+        call.timer.cancel(false);
+        String failure = options.is(Mutant.IGNORES_ERROR_HEADER) ? null : Headers.text(headers, Headers.ERROR);
+        if (failure != null) {
+            call.future.completeExceptionally(new ResponderFailedException(failure));
+            return;
+        }
+        try {
+            call.future.complete(Json.decode(body));
+        } catch (JsonParseException e) {
+            call.future.completeExceptionally(new ReplyDecodeException(e.getMessage(), e));
+        }
+    }
+
+    private Call takeCall(String correlationId) {
+        synchronized (calls) {
+            if (options.is(Mutant.LATE_REPLY_TO_NEXT)) {
+                Iterator<Call> oldest = calls.values().iterator();
+                if (!oldest.hasNext()) {
+                    return null;
+                }
+                Call call = oldest.next();
+                oldest.remove();
+                return call;
+            }
+            return correlationId == null ? null : calls.remove(correlationId);
+        }
+    }
+
+    /** A failure reply or an undecodable body is kept out of a gather's result (SG-8's choice). */
+    private void onGatherReply(Gather gather, Map<String, Object> headers, byte[] body, String correlationId) {
+        if (Headers.text(headers, Headers.ERROR) != null) {
+            countUnmatched(correlationId);
+            return;
+        }
+        JsonElement reply;
+        try {
+            reply = Json.decode(body);
+        } catch (JsonParseException e) {
+            LOG.warn("gather {}: reply body is not JSON: {}", gather.requestMessageId(), e.getMessage());
+            countUnmatched(correlationId);
+            return;
+        }
+        if (!gather.offer(reply)) {
+            countUnmatched(correlationId);
+        }
+    }
+
+    private void countUnmatched(String correlationId) {
+        unmatched.incrementAndGet();
+        observer.unmatched(correlationId);
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new RequesterClosedException();
+        }
+    }
+
+    /** Ends pending calls and gathers, closes the connection; the reply queue goes with it. */
+    @Override
+    public void close() {
+        closed = true;
+        List<Call> pending;
+        synchronized (calls) {
+            pending = new ArrayList<>(calls.values());
+            calls.clear();
+        }
+        pending.forEach(call -> call.future.completeExceptionally(new RequesterClosedException()));
+        new ArrayList<>(gathers.values()).forEach(gather -> gather.fail(new RequesterClosedException()));
+        timers.shutdownNow();
+        publisher.close();
+        try {
+            if (ownsConnection) {
+                connection.close();
+            } else if (replyChannel.isOpen()) {
+                replyChannel.close();
+            }
+        } catch (IOException | TimeoutException | RuntimeException e) {
+            LOG.debug("closing requester: {}", e.toString());
+        }
+    }
+
+    static String newMessageId() {
+        return UUID.randomUUID().toString();
+    }
+
+    static <T> T await(CompletableFuture<T> future) throws InterruptedException {
+        try {
+            return future.get();
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException runtime) {
+                throw runtime;
+            }
+            throw new AcemqException(e.getCause().getMessage(), e.getCause());
+        }
+    }
+
+    private static final class Call {
+        final String id;
+        final Duration timeout;
+        final CompletableFuture<JsonElement> future = new CompletableFuture<>();
+        volatile ScheduledFuture<?> timer;
+
+        Call(String id, Duration timeout) {
+            this.id = id;
+            this.timeout = timeout;
+        }
+    }
+
+    private final class ReplyConsumer extends DefaultConsumer {
+        ReplyConsumer(Channel channel) {
+            super(channel);
+        }
+
+        @Override
+        public void handleDelivery(String consumerTag, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
+            try {
+                onReply(properties, body);
+            } catch (RuntimeException e) {
+                LOG.error("reply on {} could not be handled", envelope.getRoutingKey(), e);
+            }
+        }
+    }
+}

@@ -1,0 +1,532 @@
+package io.acemq.peer;
+
+import com.google.gson.Gson;
+import com.google.gson.GsonBuilder;
+import com.google.gson.JsonArray;
+import com.google.gson.JsonElement;
+import com.google.gson.JsonNull;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import com.rabbitmq.client.ConnectionFactory;
+import io.acemq.Acemq;
+import io.acemq.GatherOptions;
+import io.acemq.Handler;
+import io.acemq.IncomingRequest;
+import io.acemq.Mutant;
+import io.acemq.Options;
+import io.acemq.PendingGather;
+import io.acemq.PendingRequest;
+import io.acemq.Profile;
+import io.acemq.ReplyDecodeException;
+import io.acemq.RequestTimedOutException;
+import io.acemq.RequestTimeoutException;
+import io.acemq.Requester;
+import io.acemq.RequesterObserver;
+import io.acemq.Responder;
+import io.acemq.ResponderFailedException;
+import io.acemq.ResponderObserver;
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The acemq-interop peer: reads JSON-lines commands on stdin, runs each on a thread of its
+ * own, and writes answers and events on stdout, one line each. Logs go to stderr.
+ */
+public final class PeerMain {
+    private static final int PROTOCOL = 1;
+    private static final String PEER = "java";
+    private static final Gson GSON = new GsonBuilder().serializeNulls().disableHtmlEscaping().create();
+
+    private final PrintStream out;
+    private final ExecutorService workers = Executors.newCachedThreadPool(runnable -> {
+        Thread thread = new Thread(runnable, "peer-command");
+        thread.setDaemon(true);
+        return thread;
+    });
+    private final Map<String, Requester> requesters = new ConcurrentHashMap<>();
+    private final Map<String, Responder> responders = new ConcurrentHashMap<>();
+    private volatile ConnectionFactory factory;
+
+    private PeerMain(PrintStream out) {
+        this.out = out;
+    }
+
+    public static void main(String[] args) throws IOException {
+        PrintStream protocolOut = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
+        // Nothing but protocol lines may reach stdout: anything printed by accident goes to the log.
+        System.setOut(System.err);
+        new PeerMain(protocolOut).run(new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)));
+    }
+
+    private void run(BufferedReader in) throws IOException {
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isBlank()) {
+                continue;
+            }
+            JsonObject command;
+            try {
+                command = JsonParser.parseString(line).getAsJsonObject();
+            } catch (RuntimeException e) {
+                System.err.println("peer: ignoring a line that is not a JSON object: " + line);
+                continue;
+            }
+            workers.execute(() -> dispatch(command));
+        }
+        // End of input: what is still pending ends (requesters fail their calls on close),
+        // and its answers are written before the process goes.
+        workers.shutdown();
+        closeAll();
+        try {
+            workers.awaitTermination(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        System.exit(0);
+    }
+
+    private void dispatch(JsonObject command) {
+        JsonElement id = command.get("id");
+        String op = text(command, "op");
+        JsonObject answer = new JsonObject();
+        answer.add("id", id);
+        answer.addProperty("ok", true);
+        try {
+            switch (op == null ? "" : op) {
+                case "hello" -> hello(command, answer);
+                case "requester.open" -> openRequester(command, answer);
+                case "requester.close" -> closeRequester(command);
+                case "request" -> request(command, answer);
+                case "gather" -> gather(command, answer);
+                case "responder.start" -> startResponder(command);
+                case "responder.stop" -> stopResponder(command);
+                case "counters" -> counters(command, answer);
+                case "shutdown" -> {
+                    write(answer);
+                    closeAll();
+                    System.exit(0);
+                }
+                default -> throw new IllegalArgumentException("unknown op '" + op + "'");
+            }
+        } catch (Exception e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            System.err.println("peer: command " + id + " (" + op + ") failed: " + e);
+            answer = new JsonObject();
+            answer.add("id", id);
+            answer.addProperty("ok", false);
+            answer.addProperty("error", describe(e));
+        }
+        write(answer);
+    }
+
+    private void hello(JsonObject command, JsonObject answer) {
+        JsonElement protocol = command.get("protocol");
+        if (protocol != null && !protocol.isJsonNull() && protocol.getAsInt() != PROTOCOL) {
+            throw new IllegalArgumentException("this peer speaks protocol " + PROTOCOL + ", not " + protocol);
+        }
+        String url = text(command, "amqp_url");
+        if (url != null) {
+            ConnectionFactory fresh = new ConnectionFactory();
+            try {
+                fresh.setUri(url);
+            } catch (Exception e) {
+                throw new IllegalArgumentException("bad amqp_url: " + e.getMessage(), e);
+            }
+            fresh.setAutomaticRecoveryEnabled(false);
+            fresh.setConnectionTimeout(10_000);
+            factory = fresh;
+        }
+        answer.addProperty("protocol", PROTOCOL);
+        answer.addProperty("peer", PEER);
+        answer.addProperty("language", "Java");
+        answer.addProperty("binding", "acemq-java " + Acemq.VERSION);
+        answer.addProperty("client", "amqp-client " + Acemq.clientVersion());
+        answer.add("profiles", strings(Arrays.stream(Profile.values()).map(Profile::wireName).toList()));
+        answer.add("mutants", strings(Arrays.stream(Mutant.values()).map(Mutant::wireName).toList()));
+        answer.add("capabilities", strings(List.of("request", "respond", "gather")));
+    }
+
+    private void openRequester(JsonObject command, JsonObject answer) throws Exception {
+        String name = required(command, "name");
+        Options options = options(command);
+        if (requesters.containsKey(name)) {
+            throw new IllegalArgumentException("a requester named '" + name + "' is already open");
+        }
+        RequesterObserver observer = new RequesterObserver() {
+            @Override
+            public void unmatched(String correlationId) {
+                JsonObject event = event("unmatched");
+                event.addProperty("requester", name);
+                event.addProperty("correlation_id", correlationId);
+                write(event);
+            }
+        };
+        Requester requester = Requester.open(connectionFactory(), options, observer);
+        if (requesters.putIfAbsent(name, requester) != null) {
+            requester.close();
+            throw new IllegalArgumentException("a requester named '" + name + "' is already open");
+        }
+        answer.addProperty("reply_queue", requester.replyQueue());
+    }
+
+    private void closeRequester(JsonObject command) {
+        String name = required(command, "name");
+        Requester requester = requesters.remove(name);
+        if (requester == null) {
+            throw new IllegalArgumentException("no requester named '" + name + "'");
+        }
+        requester.close();
+    }
+
+    private void request(JsonObject command, JsonObject answer) throws Exception {
+        Requester requester = requester(command);
+        Duration timeout = duration(command, "timeout_ms");
+        long started = System.nanoTime();
+        PendingRequest pending = requester.send(
+                textOr(command, "exchange", ""),
+                required(command, "routing_key"),
+                bodyOf(command),
+                timeout == null ? Options.DEFAULT_TIMEOUT : timeout,
+                text(command, "correlation_id"),
+                headers(command));
+        try {
+            JsonElement reply = pending.result().get();
+            answer.addProperty("outcome", "reply");
+            answer.add("reply", reply);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof RequestTimedOutException) {
+                answer.addProperty("outcome", "timeout");
+            } else if (cause instanceof ResponderFailedException failed) {
+                answer.addProperty("outcome", "responder_failed");
+                answer.addProperty("failure", failed.getFailure());
+            } else if (cause instanceof ReplyDecodeException decode) {
+                answer.addProperty("outcome", "decode_error");
+                answer.addProperty("error", decode.getMessage());
+            } else {
+                throw cause instanceof Exception exception ? exception : e;
+            }
+        }
+        answer.addProperty("request_id", pending.requestId());
+        answer.addProperty("elapsed_ms", elapsedMs(started));
+    }
+
+    private void gather(JsonObject command, JsonObject answer) throws Exception {
+        Requester requester = requester(command);
+        Duration timeout = duration(command, "timeout_ms");
+        JsonElement count = command.get("expected_reply_count");
+        GatherOptions options = new GatherOptions(
+                count == null || count.isJsonNull() ? null : count.getAsInt(),
+                timeout == null ? Options.DEFAULT_TIMEOUT : timeout,
+                text(command, "correlation_id"));
+        String mode = required(command, "mode");
+        long started = System.nanoTime();
+        PendingGather pending = switch (mode) {
+            case "multi" -> requester.sendRequestMultiAsync(
+                    text(command, "type"), bodyOf(command), required(command, "endpoint"), options);
+            case "publish" -> requester.publishRequestAsync(
+                    text(command, "type"), bodyOf(command), required(command, "exchange"), reply -> { }, options);
+            default -> throw new IllegalArgumentException("gather mode is 'multi' or 'publish', not '" + mode + "'");
+        };
+        try {
+            answer.addProperty("outcome", "replies");
+            answer.add("replies", array(pending.result().get()));
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RequestTimeoutException shortfall) {
+                answer.addProperty("outcome", "timeout_with_partial");
+                answer.add("replies", array(shortfall.getPartialReplies()));
+            } else {
+                throw e.getCause() instanceof Exception exception ? exception : e;
+            }
+        }
+        answer.addProperty("request_id", pending.requestMessageId());
+        answer.addProperty("elapsed_ms", elapsedMs(started));
+    }
+
+    private void startResponder(JsonObject command) throws Exception {
+        String name = required(command, "name");
+        String queue = required(command, "queue");
+        Options options = options(command);
+        JsonElement maxAttempts = command.get("max_attempts");
+        if (maxAttempts != null && !maxAttempts.isJsonNull()) {
+            options = options.withMaxAttempts(maxAttempts.getAsInt());
+        }
+        if (responders.containsKey(name)) {
+            throw new IllegalArgumentException("a responder named '" + name + "' is already started");
+        }
+        JsonObject behavior = command.has("behavior") && command.get("behavior").isJsonObject()
+                ? command.getAsJsonObject("behavior")
+                : new JsonObject();
+        Responder.Builder builder = Responder.builder(queue)
+                .options(options)
+                .handler(behaviorHandler(name, behavior))
+                .observer(new EventObserver(name));
+        if (command.has("bind") && command.get("bind").isJsonObject()) {
+            JsonObject bind = command.getAsJsonObject("bind");
+            builder.bind(required(bind, "exchange"), textOr(bind, "routing_key", ""));
+        }
+        Responder responder = builder.start(connectionFactory());
+        if (responders.putIfAbsent(name, responder) != null) {
+            responder.close();
+            throw new IllegalArgumentException("a responder named '" + name + "' is already started");
+        }
+    }
+
+    private Handler behaviorHandler(String name, JsonObject behavior) {
+        String reply = textOr(behavior, "reply", "echo");
+        if (!reply.equals("echo") && !reply.equals("fail")) {
+            throw new IllegalArgumentException("behavior.reply is 'echo' or 'fail', not '" + reply + "'");
+        }
+        long delayMs = behavior.has("delay_ms") && !behavior.get("delay_ms").isJsonNull()
+                ? behavior.get("delay_ms").getAsLong()
+                : 0;
+        String errorMessage = textOr(behavior, "error_message", "scenario failure");
+        return request -> {
+            if (delayMs > 0) {
+                Thread.sleep(delayMs);
+            }
+            if (reply.equals("fail")) {
+                throw new ScenarioFailure(errorMessage);
+            }
+            JsonElement body = request.body();
+            JsonObject echo = new JsonObject();
+            echo.add("echo", body);
+            echo.addProperty("responder", name);
+            echo.addProperty("peer", PEER);
+            if (body.isJsonObject() && body.getAsJsonObject().has("correlationId")) {
+                echo.add("correlationId", body.getAsJsonObject().get("correlationId"));
+            }
+            echo.add("seen", seen(request));
+            return echo;
+        };
+    }
+
+    private void stopResponder(JsonObject command) {
+        String name = required(command, "name");
+        Responder responder = responders.remove(name);
+        if (responder == null) {
+            throw new IllegalArgumentException("no responder named '" + name + "'");
+        }
+        responder.close();
+    }
+
+    private void counters(JsonObject command, JsonObject answer) {
+        String name = required(command, "of");
+        JsonObject counters = new JsonObject();
+        Requester requester = requesters.get(name);
+        Responder responder = responders.get(name);
+        if (requester != null) {
+            counters.addProperty("timed_out", requester.getTimedOut());
+            counters.addProperty("unmatched", requester.getUnmatched());
+        } else if (responder != null) {
+            counters.addProperty("answered", responder.getAnswered());
+            counters.addProperty("unanswerable", responder.getUnanswerable());
+        } else {
+            throw new IllegalArgumentException("no requester or responder named '" + name + "'");
+        }
+        answer.add("counters", counters);
+    }
+
+    private void closeAll() {
+        requesters.values().forEach(Requester::close);
+        requesters.clear();
+        responders.values().forEach(Responder::close);
+        responders.clear();
+    }
+
+    /** Turns the binding's hooks into event lines. */
+    private final class EventObserver implements ResponderObserver {
+        private final String responder;
+
+        EventObserver(String responder) {
+            this.responder = responder;
+        }
+
+        @Override
+        public void handled(IncomingRequest request) {
+            JsonObject event = responderEvent("handled", request.messageId());
+            event.addProperty("attempt", request.attempt());
+            event.add("seen", seen(request));
+            write(event);
+        }
+
+        @Override
+        public void replied(String messageId, String failure) {
+            JsonObject event = responderEvent("replied", messageId);
+            event.addProperty("failure", failure);
+            write(event);
+        }
+
+        @Override
+        public void replyFailed(String messageId, int attempt, String error) {
+            JsonObject event = responderEvent("reply_failed", messageId);
+            event.addProperty("attempt", attempt);
+            event.addProperty("error", error);
+            write(event);
+        }
+
+        @Override
+        public void deadLettered(String messageId, String reason) {
+            JsonObject event = responderEvent("dead_lettered", messageId);
+            event.addProperty("reason", reason);
+            write(event);
+        }
+
+        @Override
+        public void unanswerable(String messageId) {
+            write(responderEvent("unanswerable", messageId));
+        }
+
+        private JsonObject responderEvent(String name, String messageId) {
+            JsonObject event = event(name);
+            event.addProperty("responder", responder);
+            event.addProperty("message_id", messageId);
+            return event;
+        }
+    }
+
+    private static JsonObject seen(IncomingRequest request) {
+        JsonObject seen = new JsonObject();
+        seen.addProperty("message_id", request.messageId());
+        seen.addProperty("correlation_id", request.correlationId());
+        seen.addProperty("reply_to", request.replyAddress().queue());
+        seen.addProperty("reply_to_source", request.replyAddress().source().wireName());
+        // The binding keeps headers sorted by name.
+        seen.add("headers", strings(List.copyOf(request.headers().keySet())));
+        seen.addProperty("attempt", request.attempt());
+        return seen;
+    }
+
+    private void write(JsonObject message) {
+        String line = GSON.toJson(message);
+        synchronized (out) {
+            out.print(line);
+            out.print('\n');
+            out.flush();
+        }
+    }
+
+    private ConnectionFactory connectionFactory() {
+        ConnectionFactory current = factory;
+        if (current == null) {
+            throw new IllegalStateException("no broker yet: send hello with amqp_url first");
+        }
+        return current;
+    }
+
+    private Requester requester(JsonObject command) {
+        String name = required(command, "requester");
+        Requester requester = requesters.get(name);
+        if (requester == null) {
+            throw new IllegalArgumentException("no requester named '" + name + "'");
+        }
+        return requester;
+    }
+
+    private static Options options(JsonObject command) {
+        return Options.defaults()
+                .withProfile(Profile.fromWireName(text(command, "profile")))
+                .withMutant(Mutant.fromWireName(text(command, "mutant")));
+    }
+
+    private static JsonElement bodyOf(JsonObject command) {
+        JsonElement body = command.get("body");
+        return body == null ? JsonNull.INSTANCE : body;
+    }
+
+    /** Extra request headers: strings as long strings, whole numbers as longs, booleans. */
+    private static Map<String, Object> headers(JsonObject command) {
+        Map<String, Object> headers = new HashMap<>();
+        JsonElement given = command.get("headers");
+        if (given == null || !given.isJsonObject()) {
+            return headers;
+        }
+        given.getAsJsonObject().entrySet().forEach(entry -> {
+            JsonElement value = entry.getValue();
+            if (value.isJsonPrimitive() && value.getAsJsonPrimitive().isBoolean()) {
+                headers.put(entry.getKey(), value.getAsBoolean());
+            } else if (value.isJsonPrimitive() && value.getAsJsonPrimitive().isNumber()) {
+                headers.put(entry.getKey(), value.getAsLong());
+            } else if (value.isJsonPrimitive()) {
+                headers.put(entry.getKey(), value.getAsString());
+            } else {
+                throw new IllegalArgumentException("header '" + entry.getKey() + "' must be a string, number or boolean");
+            }
+        });
+        return headers;
+    }
+
+    private static Duration duration(JsonObject command, String field) {
+        JsonElement value = command.get(field);
+        if (value == null || value.isJsonNull()) {
+            return null;
+        }
+        long ms = value.getAsLong();
+        if (ms <= 0) {
+            throw new IllegalArgumentException(field + " must be positive");
+        }
+        return Duration.ofMillis(ms);
+    }
+
+    private static JsonObject event(String name) {
+        JsonObject event = new JsonObject();
+        event.addProperty("event", name);
+        return event;
+    }
+
+    private static JsonArray strings(List<String> values) {
+        JsonArray array = new JsonArray();
+        values.forEach(array::add);
+        return array;
+    }
+
+    private static JsonArray array(List<JsonElement> values) {
+        JsonArray array = new JsonArray();
+        values.forEach(array::add);
+        return array;
+    }
+
+    private static double elapsedMs(long startedNanos) {
+        return Math.round((System.nanoTime() - startedNanos) / 10_000.0) / 100.0;
+    }
+
+    private static String text(JsonObject object, String field) {
+        JsonElement value = object.get(field);
+        return value == null || value.isJsonNull() ? null : value.getAsString();
+    }
+
+    private static String textOr(JsonObject object, String field, String fallback) {
+        String value = text(object, field);
+        return value == null ? fallback : value;
+    }
+
+    private static String required(JsonObject object, String field) {
+        String value = text(object, field);
+        if (value == null || value.isEmpty()) {
+            throw new IllegalArgumentException("missing '" + field + "'");
+        }
+        return value;
+    }
+
+    private static String describe(Throwable error) {
+        String message = error.getMessage();
+        return error.getClass().getSimpleName() + (message == null ? "" : ": " + message);
+    }
+}

@@ -1,0 +1,79 @@
+package io.acemq;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.google.gson.JsonElement;
+import com.google.gson.JsonPrimitive;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import org.junit.jupiter.api.Test;
+
+class GatherTest {
+    private static final JsonElement A = new JsonPrimitive("a");
+    private static final JsonElement B = new JsonPrimitive("b");
+
+    @Test
+    void resolvesAsSoonAsTheCountIsReached() throws Exception {
+        Gather gather = new Gather("m", 2, false, null);
+        assertTrue(gather.offer(A));
+        assertFalse(gather.isDone());
+        assertTrue(gather.offer(B));
+        assertEquals(List.of(A, B), gather.result().getNow(null));
+    }
+
+    @Test
+    void aShortfallRejectsWithThePartialReplies() {
+        Gather gather = new Gather("m", 3, false, null);
+        gather.offer(A);
+        gather.offer(B);
+        gather.expire();
+        ExecutionException error = org.junit.jupiter.api.Assertions.assertThrows(
+                ExecutionException.class, () -> gather.result().get());
+        RequestTimeoutException shortfall = assertInstanceOf(RequestTimeoutException.class, error.getCause());
+        assertEquals(List.of(A, B), shortfall.getPartialReplies());
+    }
+
+    @Test
+    void withoutACountItResolvesAtTheTimeoutWithWhateverArrived() throws Exception {
+        Gather gather = new Gather("m", null, false, null);
+        gather.offer(A);
+        gather.offer(B);
+        assertFalse(gather.isDone());
+        gather.expire();
+        assertEquals(List.of(A, B), gather.result().get());
+
+        Gather empty = new Gather("e", null, false, null);
+        empty.expire();
+        assertEquals(List.of(), empty.result().get());
+    }
+
+    @Test
+    void repliesAfterTheEndAreRefused() {
+        Gather gather = new Gather("m", 1, false, null);
+        assertTrue(gather.offer(A));
+        assertFalse(gather.offer(B));
+        gather.expire();
+        assertEquals(List.of(A), gather.result().getNow(null));
+    }
+
+    @Test
+    void onReplySeesEachReplyInArrivalOrder() {
+        List<JsonElement> seen = new ArrayList<>();
+        Gather gather = new Gather("m", 2, false, seen::add);
+        gather.offer(B);
+        gather.offer(A);
+        assertEquals(List.of(B, A), seen);
+    }
+
+    @Test
+    void shortfallResolvesMutantResolvesWithThePartialReplies() throws Exception {
+        Gather gather = new Gather("m", 3, true, null);
+        gather.offer(A);
+        gather.expire();
+        assertEquals(List.of(A), gather.result().get());
+    }
+}

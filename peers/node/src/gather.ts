@@ -1,0 +1,88 @@
+// One pending scatter-gather: collects replies for one requestMessageId and settles by the
+// rules SG-5..SG-7. No AMQP here, so it is unit tested with plain timers.
+
+import { RequestTimeoutError } from './errors';
+
+export interface PendingGatherOptions<TRes> {
+  /** Resolve as soon as this many replies arrived (SG-5); reject on a shortfall (SG-6). */
+  expectedReplyCount?: number | undefined;
+  timeoutMs: number;
+  /** Called once per reply, in arrival order (publishRequest's onReply). */
+  onReply?: ((reply: TRes) => void) | undefined;
+  /** The `shortfall-resolves` mutant: a shortfall resolves with the partial replies. */
+  shortfallResolves?: boolean | undefined;
+}
+
+export class PendingGather<TRes> {
+  readonly replies: TRes[] = [];
+  readonly result: Promise<TRes[]>;
+  private settled = false;
+  private timer: NodeJS.Timeout | undefined;
+  private resolveResult!: (replies: TRes[]) => void;
+  private rejectResult!: (error: Error) => void;
+  private readonly settledListeners: Array<() => void> = [];
+
+  constructor(
+    readonly requestMessageId: string,
+    private readonly options: PendingGatherOptions<TRes>,
+  ) {
+    const count = options.expectedReplyCount;
+    if (count !== undefined && (!Number.isInteger(count) || count < 1)) {
+      throw new RangeError(`expectedReplyCount must be a positive integer, got ${count}`);
+    }
+    this.result = new Promise<TRes[]>((resolve, reject) => {
+      this.resolveResult = resolve;
+      this.rejectResult = reject;
+    });
+    this.timer = setTimeout(() => this.onTimeout(), options.timeoutMs);
+  }
+
+  get isSettled(): boolean {
+    return this.settled;
+  }
+
+  /** Runs once when the gather resolves or rejects, so its owner can forget it (SG-8). */
+  onSettled(listener: () => void): void {
+    if (this.settled) listener();
+    else this.settledListeners.push(listener);
+  }
+
+  /** Adds a reply; false when the gather has already ended (the reply is Unmatched). */
+  add(reply: TRes): boolean {
+    if (this.settled) return false;
+    this.replies.push(reply);
+    try {
+      this.options.onReply?.(reply);
+    } catch (error) {
+      // A throwing callback is the caller's bug; it must not lose the reply or the gather.
+      console.error(`onReply for gather ${this.requestMessageId} threw:`, error);
+    }
+    const count = this.options.expectedReplyCount;
+    if (count !== undefined && this.replies.length >= count) this.settle(() => this.resolveResult([...this.replies]));
+    return true;
+  }
+
+  /** Ends the gather with an error (a returned publish, a closed requester). */
+  fail(error: Error): void {
+    this.settle(() => this.rejectResult(error));
+  }
+
+  private onTimeout(): void {
+    const count = this.options.expectedReplyCount;
+    const replies = [...this.replies];
+    if (count === undefined || this.options.shortfallResolves) {
+      this.settle(() => this.resolveResult(replies));
+    } else {
+      this.settle(() => this.rejectResult(new RequestTimeoutError<TRes>(this.requestMessageId, count, replies)));
+    }
+  }
+
+  private settle(finish: () => void): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    finish();
+    for (const listener of this.settledListeners.splice(0)) listener();
+  }
+}

@@ -1,0 +1,374 @@
+// The requester: acemq request/reply (RR-1..RR-19) and the bus's scatter-gather
+// (sendRequestMulti / publishRequest, SG-1..SG-8) over one private reply queue.
+
+import { randomUUID } from 'node:crypto';
+import * as amqp from 'amqplib';
+import type { Channel, ChannelModel, ConsumeMessage, Options } from 'amqplib';
+import {
+  ReplyDecodeError,
+  RequestTimedOutError,
+  RequesterClosedError,
+  ResponderFailedError,
+} from './errors';
+import { PendingGather } from './gather';
+import type { RequesterMutant } from './mutants';
+import { ConfirmPublisher } from './publisher';
+import { routeReply } from './routing';
+import {
+  DEFAULT_TIMEOUT_MS,
+  ERROR_HEADER,
+  JSON_CONTENT_TYPE,
+  REPLY_TO_HEADER,
+  RESPONSE_MESSAGE_ID_HEADER,
+  decodeJson,
+  encodeJson,
+  headerString,
+  nonEmpty,
+} from './wire';
+
+/** A fresh id for a request or a gather (the bus's requestMessageId). */
+export function newMessageId(): string {
+  return randomUUID();
+}
+
+export interface UnmatchedReply {
+  correlationId: string | null;
+  responseMessageId: string | null;
+}
+
+/** Hooks for what happens inside a requester; every one is optional. */
+export interface RequesterObserver {
+  /** A reply was counted in Unmatched and dropped (RR-8, SG-8). */
+  unmatched?(reply: UnmatchedReply): void;
+}
+
+export interface RequesterOptions {
+  /** Per-call timeout when a call gives none (RR-9). */
+  defaultTimeoutMs?: number;
+  observer?: RequesterObserver;
+  /** A deliberate defect from the wire spec's catalogue, for conformance testing only. */
+  mutant?: RequesterMutant | undefined;
+}
+
+export interface RequestOptions {
+  timeoutMs?: number | undefined;
+  /** The request's message_id; a fresh one when not given. Doubles as an idempotency key. */
+  messageId?: string | undefined;
+}
+
+export interface GatherCallOptions {
+  /** Resolve once this many replies arrived; reject with RequestTimeoutError on a shortfall. */
+  expectedReplyCount?: number | undefined;
+  timeoutMs: number;
+  /** The business correlationId; the message's own `correlationId`, else the requestMessageId. */
+  correlationId?: string | undefined;
+  /** The gather's requestMessageId; a fresh newMessageId() when not given. */
+  requestMessageId?: string | undefined;
+}
+
+export interface SendRequestMultiOptions extends GatherCallOptions {
+  /** The queue the copies are sent to, through the default exchange. */
+  endpoint: string;
+}
+
+export interface PublishRequestOptions extends GatherCallOptions {
+  /** The fanout exchange every responder's queue is bound to. */
+  exchange: string;
+}
+
+interface Waiter {
+  settle(message: ConsumeMessage): void;
+  fail(error: Error): void;
+}
+
+export class Requester {
+  private timedOutCount = 0;
+  private unmatchedCount = 0;
+  private readonly waiters = new Map<string, Waiter>();
+  private readonly gathers = new Map<string, PendingGather<unknown>>();
+  private closed = false;
+  private publishing: Promise<ConfirmPublisher> | undefined;
+
+  private constructor(
+    private readonly connection: ChannelModel,
+    /** Declares and consumes the reply queue; it outlives any failed publish. */
+    private readonly channel: Channel,
+    readonly replyQueue: string,
+    private readonly options: RequesterOptions,
+  ) {}
+
+  /** Connects, declares the reply queue and starts consuming it before returning (RR-6, RR-7). */
+  static async open(url: string, options: RequesterOptions = {}): Promise<Requester> {
+    const connection = await amqp.connect(url);
+    try {
+      connection.on('error', (err: Error) => console.error(`requester connection error: ${err.message}`));
+      const channel = await connection.createChannel();
+      channel.on('error', (err: Error) => console.error(`requester channel error: ${err.message}`));
+      const replyQueue = await declareReplyQueue(channel);
+      const requester = new Requester(connection, channel, replyQueue, options);
+      await requester.consume(replyQueue);
+      return requester;
+    } catch (err) {
+      await connection.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Requests that gave up before an answer arrived (RR-9). */
+  get timedOut(): number {
+    return this.timedOutCount;
+  }
+
+  /** Replies with nobody left waiting for them (RR-8, SG-8). */
+  get unmatched(): number {
+    return this.unmatchedCount;
+  }
+
+  /**
+   * Sends one request and waits for its reply. Rejects with RequestTimedOutError,
+   * ResponderFailedError, ReplyDecodeError, or PublishFailedError when the broker did not
+   * route the request.
+   */
+  async request<TReq, TRes>(
+    exchange: string,
+    routingKey: string,
+    message: TReq,
+    options: RequestOptions = {},
+  ): Promise<TRes> {
+    this.ensureOpen();
+    const requestId = options.messageId ?? newMessageId();
+    const timeoutMs = options.timeoutMs ?? this.options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const replyTo = await this.replyAddressForOneCall();
+
+    const reply = new Promise<ConsumeMessage>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        if (this.waiters.delete(requestId)) {
+          this.timedOutCount++;
+          reject(new RequestTimedOutError(requestId, timeoutMs));
+        }
+      }, timeoutMs);
+      const finish = () => {
+        clearTimeout(timer);
+        this.waiters.delete(requestId);
+      };
+      // Registered before the publish: a fast reply can overtake the publisher confirm.
+      this.waiters.set(requestId, {
+        settle: (msg) => {
+          finish();
+          resolve(msg);
+        },
+        fail: (err) => {
+          finish();
+          reject(err);
+        },
+      });
+    });
+
+    try {
+      await (await this.publisher()).publish(exchange, routingKey, encodeJson(message), {
+        ...this.addressing(replyTo),
+        messageId: requestId,
+        correlationId: requestId,
+        contentType: JSON_CONTENT_TYPE,
+      });
+    } catch (err) {
+      this.waiters.get(requestId)?.fail(err as Error);
+      await reply.catch(() => undefined);
+      throw err;
+    }
+    return this.decodeReply<TRes>(requestId, await reply);
+  }
+
+  /**
+   * Scatter-gather to one endpoint queue served by competing consumers: publishes
+   * `expectedReplyCount` copies (one when no count), all with the same message_id and
+   * correlation_id, and gathers the replies (SG-2, SG-5..SG-7).
+   */
+  async sendRequestMulti<TReq, TRes>(type: string, message: TReq, options: SendRequestMultiOptions): Promise<TRes[]> {
+    const copies = options.expectedReplyCount ?? 1;
+    return this.gather<TReq, TRes>(type, message, undefined, options, '', options.endpoint, copies);
+  }
+
+  /**
+   * Broadcast-then-gather over a fanout exchange: one publish, one copy per bound queue.
+   * `onReply` runs once per reply in arrival order; the promise settles like
+   * sendRequestMulti's and resolves with the same replies.
+   */
+  async publishRequest<TReq, TRes>(
+    type: string,
+    message: TReq,
+    onReply: (reply: TRes) => void,
+    options: PublishRequestOptions,
+  ): Promise<TRes[]> {
+    return this.gather<TReq, TRes>(type, message, onReply, options, options.exchange, '', 1);
+  }
+
+  /** Ends every pending call with RequesterClosedError and closes the connection. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const waiter of [...this.waiters.values()]) waiter.fail(new RequesterClosedError());
+    for (const gather of [...this.gathers.values()]) gather.fail(new RequesterClosedError());
+    await this.connection.close().catch(() => undefined);
+  }
+
+  private async gather<TReq, TRes>(
+    type: string,
+    message: TReq,
+    onReply: ((reply: TRes) => void) | undefined,
+    options: GatherCallOptions,
+    exchange: string,
+    routingKey: string,
+    copies: number,
+  ): Promise<TRes[]> {
+    this.ensureOpen();
+    const requestMessageId = options.requestMessageId ?? newMessageId();
+    const correlationId = options.correlationId ?? businessCorrelationId(message) ?? requestMessageId;
+    const pending = new PendingGather<TRes>(requestMessageId, {
+      expectedReplyCount: options.expectedReplyCount,
+      timeoutMs: options.timeoutMs,
+      onReply,
+      shortfallResolves: this.options.mutant === 'shortfall-resolves',
+    });
+    this.gathers.set(requestMessageId, pending as PendingGather<unknown>);
+    pending.onSettled(() => this.gathers.delete(requestMessageId));
+
+    try {
+      const properties: Options.Publish = {
+        ...this.addressing(await this.replyAddressForOneCall()),
+        messageId: requestMessageId,
+        correlationId,
+        type,
+        contentType: JSON_CONTENT_TYPE,
+      };
+      const body = encodeJson(message);
+      const publisher = await this.publisher();
+      for (let i = 0; i < copies; i++) await publisher.publish(exchange, routingKey, body, properties);
+    } catch (err) {
+      pending.fail(err as Error);
+    }
+    return pending.result;
+  }
+
+  /** RR-1: the reply address in both places, unless a mutant says otherwise. */
+  private addressing(replyTo: string): Pick<Options.Publish, 'replyTo' | 'headers'> {
+    switch (this.options.mutant) {
+      case 'native-only':
+        return { replyTo, headers: {} };
+      case 'header-bytes':
+        return { replyTo, headers: { [REPLY_TO_HEADER]: Buffer.from(replyTo, 'utf8') } };
+      default:
+        // A string, never a Buffer: amqplib writes a Buffer as a byte array (RR-2).
+        return { replyTo, headers: { [REPLY_TO_HEADER]: replyTo } };
+    }
+  }
+
+  private decodeReply<TRes>(requestId: string, msg: ConsumeMessage): TRes {
+    if (this.options.mutant !== 'ignores-error-header') {
+      const failure = headerString(msg.properties.headers, ERROR_HEADER);
+      if (failure !== undefined) throw new ResponderFailedError(requestId, failure);
+    }
+    try {
+      return decodeJson(msg.content) as TRes;
+    } catch (err) {
+      throw new ReplyDecodeError(requestId, err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  private async consume(queue: string): Promise<void> {
+    await this.channel.consume(queue, (msg) => {
+      if (msg) this.onReply(msg);
+    }, { noAck: true });
+  }
+
+  private onReply(msg: ConsumeMessage): void {
+    const correlationId = nonEmpty(msg.properties.correlationId as string | undefined);
+    const responseMessageId = headerString(msg.properties.headers, RESPONSE_MESSAGE_ID_HEADER);
+    const route = routeReply({ correlationId, responseMessageId }, this.gathers, this.waiters, {
+      gatherByCorrelationId: this.options.mutant === 'gather-by-correlation-id',
+      lateReplyToNext: this.options.mutant === 'late-reply-to-next',
+    });
+    if (route.kind === 'request') {
+      this.waiters.get(route.requestId)?.settle(msg);
+      return;
+    }
+    if (route.kind === 'gather' && this.addToGather(route.requestMessageId, msg)) return;
+    this.unmatchedCount++;
+    this.options.observer?.unmatched?.({
+      correlationId: correlationId ?? null,
+      responseMessageId: responseMessageId ?? null,
+    });
+  }
+
+  /** A failure reply or an undecodable body is kept out of a gather's result (SG-8). */
+  private addToGather(requestMessageId: string, msg: ConsumeMessage): boolean {
+    const pending = this.gathers.get(requestMessageId);
+    if (!pending || headerString(msg.properties.headers, ERROR_HEADER) !== undefined) return false;
+    let reply: unknown;
+    try {
+      reply = decodeJson(msg.content);
+    } catch {
+      return false;
+    }
+    return pending.add(reply);
+  }
+
+  /** RR-6: the one reply queue, except for the `queue-per-request` mutant. */
+  private async replyAddressForOneCall(): Promise<string> {
+    if (this.options.mutant !== 'queue-per-request') return this.replyQueue;
+    const queue = await declareReplyQueue(this.channel);
+    await this.consume(queue);
+    return queue;
+  }
+
+  /**
+   * The confirm channel requests are published on, opened again after the broker closed it
+   * (a publish to a missing exchange is a channel error): the reply queue's consumer is on
+   * another channel, so pending calls survive.
+   */
+  private publisher(): Promise<ConfirmPublisher> {
+    this.publishing ??= this.openPublisher();
+    return this.publishing;
+  }
+
+  private async openPublisher(): Promise<ConfirmPublisher> {
+    try {
+      const channel = await this.connection.createConfirmChannel();
+      channel.on('error', (err: Error) => console.error(`requester publish channel error: ${err.message}`));
+      channel.on('close', () => {
+        this.publishing = undefined;
+      });
+      return new ConfirmPublisher(channel);
+    } catch (err) {
+      this.publishing = undefined;
+      throw err;
+    }
+  }
+
+  private ensureOpen(): void {
+    if (this.closed) throw new RequesterClosedError();
+  }
+}
+
+/**
+ * RR-7: classic given explicitly, exclusive, auto-delete and non-durable (amqplib's
+ * assertQueue is durable unless told otherwise).
+ */
+async function declareReplyQueue(channel: Channel): Promise<string> {
+  const { queue } = await channel.assertQueue('', {
+    durable: false,
+    exclusive: true,
+    autoDelete: true,
+    arguments: { 'x-queue-type': 'classic' },
+  });
+  return queue;
+}
+
+/** The bus's messages carry their business correlationId as a field. */
+function businessCorrelationId(message: unknown): string | undefined {
+  if (typeof message === 'object' && message !== null && 'correlationId' in message) {
+    const value = (message as { correlationId: unknown }).correlationId;
+    if (typeof value === 'string' && value !== '') return value;
+  }
+  return undefined;
+}

@@ -1,0 +1,13 @@
+# frozen_string_literal: true
+
+# acemq for Ruby: request/reply and scatter-gather over RabbitMQ with Bunny.
+require_relative "acemq/version"
+require_relative "acemq/errors"
+require_relative "acemq/headers"
+require_relative "acemq/options"
+require_relative "acemq/observable"
+require_relative "acemq/byte_array"
+require_relative "acemq/publisher"
+require_relative "acemq/gather"
+require_relative "acemq/requester"
+require_relative "acemq/responder"

@@ -1,0 +1,60 @@
+# frozen_string_literal: true
+
+module Acemq
+  # Base class of every error this library raises on purpose.
+  class Error < StandardError; end
+
+  # A request got no reply within its timeout (RR-9).
+  class RequestTimedOut < Error
+    attr_reader :request_id
+
+    def initialize(request_id, timeout)
+      @request_id = request_id
+      super("no reply to #{request_id} within #{timeout}s")
+    end
+  end
+
+  # The responder's handler failed; #failure is the acemq-error text (RR-10).
+  class ResponderFailed < Error
+    attr_reader :request_id, :failure
+
+    def initialize(request_id, failure)
+      @request_id = request_id
+      @failure = failure
+      super(failure)
+    end
+  end
+
+  # A reply without acemq-error whose body is not JSON (RR-19).
+  class DecodeError < Error
+    attr_reader :request_id
+
+    def initialize(request_id, message)
+      @request_id = request_id
+      super(message)
+    end
+  end
+
+  # A gather with an expected reply count that ran out of time (SG-6).
+  class RequestTimeoutError < Error
+    attr_reader :request_id, :partial_replies
+
+    def initialize(request_id, partial_replies, expected)
+      @request_id = request_id
+      @partial_replies = partial_replies
+      super("#{partial_replies.size} of #{expected} replies to #{request_id} before the timeout")
+    end
+  end
+
+  # A publish the broker did not take: returned, nacked, or the channel failed (RR-13).
+  class PublishFailed < Error; end
+
+  # The broker sent basic.return for a mandatory publish: nothing routed it.
+  class PublishReturned < PublishFailed; end
+
+  # A short-string property over 255 bytes; refused rather than truncated (RR-18).
+  class ShortStringTooLong < Error; end
+
+  # An unknown profile or mutant name.
+  class ConfigurationError < Error; end
+end

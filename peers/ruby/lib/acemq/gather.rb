@@ -1,0 +1,125 @@
+# frozen_string_literal: true
+
+require "json"
+require "securerandom"
+
+module Acemq
+  # One scatter-gather in progress: the replies that arrived for one requestMessageId.
+  class Gathering
+    attr_reader :request_id, :correlation_id, :expected
+
+    def initialize(request_id, correlation_id, expected, on_reply)
+      @request_id = request_id
+      @correlation_id = correlation_id
+      @expected = expected
+      @on_reply = on_reply
+      @replies = []
+      @mutex = Mutex.new
+      @changed = ConditionVariable.new
+      @closed = false
+    end
+
+    def add(reply)
+      @mutex.synchronize do
+        @replies << reply
+        @changed.broadcast
+      end
+      @on_reply&.call(reply)
+    end
+
+    def close
+      @mutex.synchronize do
+        @closed = true
+        @changed.broadcast
+      end
+    end
+
+    # Waits until the count is reached (SG-5) or the timeout passes; returns the replies
+    # and whether the count was reached.
+    def wait(timeout)
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+      @mutex.synchronize do
+        loop do
+          break if @closed || (@expected && @replies.size >= @expected)
+
+          left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          break if left <= 0
+
+          @changed.wait(@mutex, left)
+        end
+        [@replies.dup, @expected.nil? || @replies.size >= @expected]
+      end
+    end
+  end
+
+  # Scatter-gather on a Requester's reply queue (the SG rules).
+  #
+  #   quotes = requester.send_request_multi({ sku: "SKU-1" }, endpoint: "pricing",
+  #                                         expected_reply_count: 3, timeout: 5)
+  #
+  # With expected_reply_count: returns as soon as that many replies arrived, raises
+  # RequestTimeoutError (#partial_replies) on a shortfall. Without: returns whatever
+  # arrived when the timeout passes.
+  module Gather
+    # Publishes expected_reply_count copies (one without a count) to the endpoint queue:
+    # a queue hands each message to one of its competing consumers (SG-2).
+    def send_request_multi(body, endpoint:, expected_reply_count: nil, timeout: 30,
+                           correlation_id: nil, type: nil, request_id: SecureRandom.uuid)
+      copies = expected_reply_count || 1
+      gather(body, "", endpoint, copies, expected_reply_count, timeout, correlation_id, type, request_id, nil)
+    end
+
+    # Publishes once to a fanout exchange; on_reply is called per reply, in arrival order.
+    def publish_request(body, exchange:, expected_reply_count: nil, timeout: 30,
+                        correlation_id: nil, type: nil, request_id: SecureRandom.uuid, &on_reply)
+      gather(body, exchange, "", 1, expected_reply_count, timeout, correlation_id, type, request_id, on_reply)
+    end
+
+    private
+
+    def gather(body, exchange, routing_key, copies, expected, timeout, correlation_id, type, request_id, on_reply)
+      correlation_id ||= request_id
+      gathering = Gathering.new(request_id, correlation_id, expected, on_reply)
+      payload = JSON.generate(body)
+      with_reply_address do |address|
+        @lock.synchronize { @gathers[request_id] = gathering }
+        begin
+          copies.times do
+            publish(payload, exchange, routing_key, address, message_id: request_id,
+                                                             correlation_id: correlation_id, headers: {}, type: type)
+          end
+          replies, complete = gathering.wait(timeout)
+        ensure
+          # From here on a reply for this gather is Unmatched (SG-8).
+          @lock.synchronize { @gathers.delete(request_id) }
+        end
+        return replies if complete || @mutant == "shortfall-resolves"
+
+        raise RequestTimeoutError.new(request_id, replies, expected)
+      end
+    end
+
+    # SG-4: replies go to the gather named by responseMessageId; false when none is waiting.
+    def deliver_to_gather(headers, correlation_id, body)
+      key = if @mutant == "gather-by-correlation-id"
+              correlation_id # the defect SG-4 forbids
+            else
+              Headers.text(headers[Headers::RESPONSE_MESSAGE_ID])
+            end
+      gathering = @lock.synchronize { @gathers[key] }
+      return false unless gathering
+
+      # A failure reply or an undecodable body is kept out of the result (SG-8's choice).
+      if headers.key?(Headers::ERROR)
+        count_unmatched(correlation_id)
+      else
+        begin
+          gathering.add(JSON.parse(Headers.text(body)))
+        rescue JSON::ParserError
+          count_unmatched(correlation_id)
+        end
+      end
+      true
+    end
+  end
+end

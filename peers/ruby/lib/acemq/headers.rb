@@ -1,0 +1,76 @@
+# frozen_string_literal: true
+
+module Acemq
+  # Wire names and the pure rules for reading and writing them.
+  module Headers
+    REPLY_TO = "acemq-reply-to"
+    ERROR = "acemq-error"
+    DEAD_LETTER_REASON = "acemq-dead-letter-reason"
+    RESPONSE_MESSAGE_ID = "responseMessageId"
+    DELIVERY_COUNT = "x-delivery-count"
+    PRIVATE_PREFIX = "x-acemq-"
+    CONTENT_TYPE = "application/json"
+    SHORT_STRING_LIMIT = 255
+    SHORT_STRING_PROPERTIES = %i[message_id correlation_id reply_to type].freeze
+
+    module_function
+
+    # Bunny hands back every string (keys, long strings, byte arrays, properties) as
+    # ASCII-8BIT; the spec's strings are UTF-8 whichever of S or x carried them (RR-2).
+    def text(value)
+      return nil unless value.is_a?(String)
+
+      value.dup.force_encoding(Encoding::UTF_8).scrub
+    end
+
+    # Empty and absent mean the same (RR-3).
+    def present_text(value)
+      s = text(value)
+      s.nil? || s.empty? ? nil : s
+    end
+
+    # Headers with UTF-8 keys; values untouched, since unknown ones are never compared (WF-1).
+    def normalize(headers)
+      (headers || {}).each_with_object({}) { |(k, v), out| out[text(k.to_s)] = v }
+    end
+
+    # What a handler may see: everything outside the x-acemq- namespace (RR-5).
+    def strip_private(headers)
+      headers.reject { |name, _| name.start_with?(PRIVATE_PREFIX) }
+    end
+
+    # RR-14: the quorum queue counts deliveries; the header may be any integer type.
+    def attempt(headers)
+      count = headers[DELIVERY_COUNT]
+      count = Integer(text(count), exception: false) if count.is_a?(String)
+      count.is_a?(Numeric) ? count.to_i + 1 : 1
+    end
+
+    # The reply address and where it came from (:header or :native), in the order given.
+    def reply_address(headers, native, order)
+      order.each do |source|
+        value = source == :header ? present_text(headers[REPLY_TO]) : present_text(native)
+        return [value, source] if value
+      end
+      [nil, nil]
+    end
+
+    # RR-10: "{ExceptionType}: {message}" with the unqualified type name.
+    def failure_text(error)
+      type = error.class.name.to_s.split("::").last || "Error"
+      "#{type}: #{error.message}"
+    end
+
+    # RR-18: amq-protocol would raise a RangeError mid-frame or (other clients) truncate.
+    def check_short_strings!(properties)
+      SHORT_STRING_PROPERTIES.each do |name|
+        value = properties[name]
+        next if value.nil? || value.to_s.bytesize <= SHORT_STRING_LIMIT
+
+        raise ShortStringTooLong,
+              "#{name} is #{value.to_s.bytesize} bytes; AMQP short strings hold at most #{SHORT_STRING_LIMIT}"
+      end
+      properties
+    end
+  end
+end

@@ -1,0 +1,169 @@
+# frozen_string_literal: true
+
+require_relative "test_helper"
+
+class ResponderTest < Minitest::Test
+  # Records what the responder does with each delivery.
+  class FakeChannel
+    attr_reader :settled
+
+    def initialize
+      @settled = []
+    end
+
+    def ack(tag) = @settled << [:ack, tag]
+    def nack(tag, multiple, requeue) = @settled << [:nack, tag, multiple, requeue]
+  end
+
+  Info = Struct.new(:delivery_tag)
+  Props = Struct.new(:headers, :message_id, :correlation_id, :reply_to, :type, :content_type, keyword_init: true)
+
+  def responder(publisher, max_attempts: 3, mutant: nil, profile: "current", &handler)
+    handler ||= ->(request) { { echo: request.body } }
+    r = Acemq::Responder.new(nil, queue: "svc", max_attempts: max_attempts, mutant: mutant, profile: profile, &handler)
+    r.instance_variable_set(:@channel, FakeChannel.new)
+    r.instance_variable_set(:@publisher, publisher)
+    @events = []
+    %i[handled replied reply_failed dead_lettered unanswerable].each { |e| r.on(e) { |f| @events << [e, f] } }
+    r
+  end
+
+  def deliver(r, headers: { "acemq-reply-to" => "rq" }, reply_to: nil, delivery_count: nil, body: '{"a":1}')
+    headers = headers.transform_keys(&:b)
+    headers["x-delivery-count".b] = delivery_count if delivery_count
+    props = Props.new(headers: headers, message_id: "m1".b, correlation_id: "c1".b, reply_to: reply_to&.b,
+                      content_type: "application/json".b)
+    r.send(:handle, Info.new(7), props, body.b)
+  end
+
+  def settled(r) = r.instance_variable_get(:@channel).settled
+
+  def test_echo_reply_is_addressed_by_the_rules
+    publisher = FakePublisher.new
+    r = responder(publisher)
+    deliver(r, headers: { "acemq-reply-to" => "rq", "x-acemq-trace" => "t", "x-custom" => 1 })
+    reply = publisher.published.first
+    assert_equal ["", "rq"], [reply.exchange, reply.routing_key]
+    assert_equal "m1", reply.properties[:correlation_id]
+    assert_equal "m1", reply.properties[:headers]["responseMessageId"]
+    assert_equal "application/json", reply.properties[:content_type]
+    assert_equal({ "echo" => { "a" => 1 } }, JSON.parse(reply.payload))
+    assert_equal [[:ack, 7]], settled(r)
+    assert_equal 1, r.answered
+    handled = @events.assoc(:handled).last[:request]
+    assert_equal %w[acemq-reply-to x-custom], handled.headers.keys.sort
+    assert_equal [:header, 1], [handled.reply_to_source, handled.attempt]
+  end
+
+  def test_no_strip_mutant_shows_private_headers
+    r = responder(FakePublisher.new, mutant: "no-strip")
+    deliver(r, headers: { "acemq-reply-to" => "rq", "x-acemq-trace" => "t" })
+    assert_includes @events.assoc(:handled).last[:request].headers.keys, "x-acemq-trace"
+  end
+
+  def test_reply_address_order_by_profile_and_mutant
+    [[nil, "current", :header], ["native-first", "current", :native]].each do |mutant, profile, source|
+      r = responder(FakePublisher.new, mutant: mutant, profile: profile)
+      deliver(r, headers: { "acemq-reply-to" => "h" }, reply_to: "n")
+      assert_equal source, @events.assoc(:handled).last[:request].reply_to_source
+    end
+    r = responder(FakePublisher.new, profile: "0.3.0")
+    deliver(r, headers: {}, reply_to: "n")
+    assert_equal 1, r.unanswerable
+  end
+
+  def test_unanswerable_is_counted_and_acked_without_running_the_handler
+    ran = false
+    publisher = FakePublisher.new
+    r = responder(publisher) { ran = true }
+    deliver(r, headers: { "acemq-reply-to" => "" }, reply_to: "")
+    refute ran
+    assert_equal [1, 0], [r.unanswerable, r.answered]
+    assert_empty publisher.published
+    assert_equal [[:ack, 7]], settled(r)
+    assert_equal [:unanswerable, { message_id: "m1" }], @events.last
+  end
+
+  def test_dead_letter_unanswerable_mutant
+    publisher = FakePublisher.new
+    r = responder(publisher, mutant: "dead-letter-unanswerable")
+    deliver(r, headers: {})
+    assert_equal ["svc.dlq"], publisher.published.map(&:routing_key)
+  end
+
+  class PriceError < StandardError; end
+
+  def test_handler_failure_replies_with_the_error_then_dead_letters_once
+    publisher = FakePublisher.new
+    r = responder(publisher) { raise PriceError, "no price" }
+    deliver(r)
+    failure, dead = publisher.published
+    assert_equal ["", "rq"], [failure.payload, failure.routing_key]
+    assert_equal "PriceError: no price", failure.properties[:headers]["acemq-error"]
+    assert_equal "svc.dlq", dead.routing_key
+    assert_equal "PriceError: no price", dead.properties[:headers]["acemq-dead-letter-reason"]
+    assert_equal %w[m1 c1], dead.properties.values_at(:message_id, :correlation_id)
+    assert_equal '{"a":1}', dead.payload
+    assert_equal [[:ack, 7]], settled(r)
+    assert_equal 0, r.answered
+  end
+
+  def test_failure_mutants
+    publisher = FakePublisher.new
+    r = responder(publisher, mutant: "no-dlq-on-failure") { raise "x" }
+    deliver(r)
+    assert_equal ["rq"], publisher.published.map(&:routing_key)
+    r = responder(FakePublisher.new, mutant: "counts-failures") { raise "x" }
+    deliver(r)
+    assert_equal 1, r.answered
+  end
+
+  def returning_publisher
+    FakePublisher.new { |m| raise Acemq::PublishReturned, "returned: 312 NO_ROUTE" unless m.routing_key.end_with?(".dlq") }
+  end
+
+  def test_undeliverable_reply_is_requeued_explicitly_and_rolled_back
+    r = responder(returning_publisher)
+    deliver(r)
+    assert_equal [[:nack, 7, false, true]], settled(r)
+    assert_equal 0, r.answered
+    assert_equal [:reply_failed, { message_id: "m1", attempt: 1, error: "returned: 312 NO_ROUTE" }], @events.last
+  end
+
+  def test_last_attempt_dead_letters_as_undeliverable_reply
+    publisher = returning_publisher
+    r = responder(publisher)
+    deliver(r, delivery_count: 2)
+    assert_equal [[:ack, 7]], settled(r)
+    assert_equal "UndeliverableReply: returned: 312 NO_ROUTE",
+                 publisher.published.last.properties[:headers]["acemq-dead-letter-reason"]
+    assert_equal :dead_lettered, @events.last.first
+  end
+
+  def test_no_rollback_mutant_keeps_the_increment
+    r = responder(returning_publisher, mutant: "no-rollback")
+    deliver(r)
+    assert_equal 1, r.answered
+  end
+
+  def test_answered_after_publish_mutant_counts_late
+    r = responder(FakePublisher.new, mutant: "answered-after-publish")
+    deliver(r)
+    assert_equal 0, r.answered
+    sleep 0.35
+    assert_equal 1, r.answered
+  end
+
+  def test_answered_is_counted_before_the_reply_is_published
+    r = nil
+    seen = nil
+    r = responder(FakePublisher.new { seen = r.answered })
+    deliver(r)
+    assert_equal 1, seen
+  end
+
+  def test_counters_exist_at_zero_before_start
+    r = responder(FakePublisher.new)
+    assert_equal [0, 0], [r.answered, r.unanswerable]
+  end
+end

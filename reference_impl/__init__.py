@@ -1,0 +1,1 @@
+"""The Python reference binding of acemq (package ``acemq``) and its peer adapter."""

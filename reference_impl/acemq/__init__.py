@@ -1,0 +1,53 @@
+"""acemq for Python: request/reply and scatter-gather over RabbitMQ (pika).
+
+    with Requester.open("amqp://guest:guest@localhost/") as requester:
+        quote = requester.request("pricing", "quote.requested", {"sku": "A-1"}, timeout=5)
+
+    responder = Responder.start(url, "pricing.requests", lambda request: quote(request.body))
+"""
+
+from .errors import (
+    AcemqError,
+    ReplyDecodeError,
+    RequestRefused,
+    RequestTimedOut,
+    RequestTimeoutError,
+    RequesterClosed,
+    ResponderFailed,
+    ShortStringTooLong,
+    UnknownOption,
+)
+from .hooks import RequesterObserver, ResponderObserver
+from .mutants import MUTANT_NAMES, PROFILES, Mutant
+from .requester import PendingGather, PendingRequest, Requester
+from .responder import Binding, Request, Responder
+from .wire import ERROR_HEADER, REPLY_TO_HEADER, RESPONSE_MESSAGE_ID_HEADER
+
+__version__ = "0.9.0"
+
+__all__ = [
+    "AcemqError",
+    "Binding",
+    "ERROR_HEADER",
+    "MUTANT_NAMES",
+    "Mutant",
+    "PROFILES",
+    "PendingGather",
+    "PendingRequest",
+    "REPLY_TO_HEADER",
+    "RESPONSE_MESSAGE_ID_HEADER",
+    "ReplyDecodeError",
+    "Request",
+    "RequestRefused",
+    "RequestTimedOut",
+    "RequestTimeoutError",
+    "Requester",
+    "RequesterClosed",
+    "Responder",
+    "ResponderFailed",
+    "ResponderObserver",
+    "RequesterObserver",
+    "ShortStringTooLong",
+    "UnknownOption",
+    "__version__",
+]

@@ -1,0 +1,156 @@
+"""One pika connection driven by its own I/O thread.
+
+pika is not thread-safe: everything that touches the connection or its
+channels runs on the I/O thread. Other threads hand work over with
+``call`` (wait for the result) or ``submit`` (fire and forget), both built on
+``add_callback_threadsafe``, the one thread-safe method of BlockingConnection.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future
+from typing import Any, Callable, Optional, TypeVar
+
+import pika
+from pika.adapters.blocking_connection import BlockingChannel
+
+from .errors import AcemqError
+
+T = TypeVar("T")
+log = logging.getLogger("acemq.connection")
+
+# The loop wakes at least this often to notice close(); threadsafe callbacks wake it at once.
+_POLL_SECONDS = 0.5
+# A call into the I/O thread that takes longer than this means the connection is stuck.
+CALL_TIMEOUT_SECONDS = 30.0
+
+
+class ConnectionLost(AcemqError):
+    """The connection closed or failed while work was pending on it."""
+
+
+class ConnectionThread:
+    """A BlockingConnection and its I/O thread."""
+
+    def __init__(self, url: str, name: str) -> None:
+        self._url = url
+        self._ready: Future[None] = Future()
+        self._closing = threading.Event()
+        self._pending: set[Future[Any]] = set()
+        self._pending_lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.connection: Optional[pika.BlockingConnection] = None
+        self.on_lost: Optional[Callable[[BaseException], None]] = None
+
+    def start(self, timeout: float = CALL_TIMEOUT_SECONDS) -> None:
+        self._thread.start()
+        self._ready.result(timeout)
+
+    @property
+    def in_io_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def channel(self) -> BlockingChannel:
+        """A new channel in confirm mode. I/O thread only."""
+        assert self.connection is not None
+        channel = self.connection.channel()
+        channel.confirm_delivery()
+        return channel
+
+    def call(self, fn: Callable[..., T], *args: Any, timeout: float = CALL_TIMEOUT_SECONDS) -> T:
+        """Run ``fn(*args)`` on the I/O thread and return its result (or raise its error)."""
+        if self.in_io_thread:
+            return fn(*args)
+        return self._schedule(fn, *args).result(timeout)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` on the I/O thread without waiting; errors are logged."""
+        if self.in_io_thread:
+            self._guarded(fn, *args)
+            return
+        try:
+            self._schedule(self._guarded, fn, *args)
+        except ConnectionLost as exc:
+            log.warning("dropped work for a closed connection: %s", exc)
+
+    def call_later(self, seconds: float, fn: Callable[[], Any]) -> None:
+        """Run ``fn`` on the I/O thread after ``seconds``, from any thread."""
+        timer = threading.Timer(seconds, self.submit, args=(fn,))
+        timer.daemon = True
+        timer.start()
+
+    def close(self, timeout: float = 10.0) -> None:
+        self._closing.set()
+        if self.connection is not None and not self.in_io_thread:
+            try:
+                self.connection.add_callback_threadsafe(lambda: None)
+            except Exception:  # already closed: the loop ends by itself
+                pass
+        if not self.in_io_thread:
+            self._thread.join(timeout)
+
+    def _guarded(self, fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            log.exception("error in I/O thread work")
+
+    def _schedule(self, fn: Callable[..., T], *args: Any) -> "Future[T]":
+        future: Future[T] = Future()
+
+        def run() -> None:
+            with self._pending_lock:
+                self._pending.discard(future)
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # handed to the waiting caller
+                future.set_exception(exc)
+
+        with self._pending_lock:
+            if self._closing.is_set() or self.connection is None:
+                raise ConnectionLost("connection is closed")
+            self._pending.add(future)
+        try:
+            self.connection.add_callback_threadsafe(run)
+        except Exception as exc:
+            with self._pending_lock:
+                self._pending.discard(future)
+            raise ConnectionLost(f"connection is closed: {exc}") from exc
+        return future
+
+    def _run(self) -> None:
+        try:
+            params = pika.URLParameters(self._url)
+            self.connection = pika.BlockingConnection(params)
+        except BaseException as exc:
+            self._ready.set_exception(exc)
+            return
+        self._ready.set_result(None)
+        lost: Optional[BaseException] = None
+        try:
+            while not self._closing.is_set():
+                self.connection.process_data_events(time_limit=_POLL_SECONDS)
+        except BaseException as exc:
+            lost = exc
+            log.warning("connection lost: %r", exc)
+        finally:
+            self._closing.set()
+            self._fail_pending(lost)
+            if self.connection.is_open:
+                try:
+                    self.connection.close()
+                except Exception:
+                    log.debug("error closing connection", exc_info=True)
+            if lost is not None and self.on_lost is not None:
+                self.on_lost(lost)
+
+    def _fail_pending(self, cause: Optional[BaseException]) -> None:
+        with self._pending_lock:
+            pending, self._pending = self._pending, set()
+        for future in pending:
+            if future.set_running_or_notify_cancel():
+                future.set_exception(ConnectionLost(f"connection closed: {cause!r}"))

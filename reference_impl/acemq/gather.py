@@ -1,0 +1,94 @@
+"""The state of one scatter-gather (SG-5..SG-8), free of any I/O.
+
+A Gather collects replies in arrival order. With an expected count it
+completes as soon as the count is reached; at its deadline it either resolves
+(no count given: the timeout is a budget) or fails with RequestTimeoutError
+holding the partial replies. Once finished it accepts nothing more, so a late
+reply is the caller's to count as Unmatched.
+"""
+
+from __future__ import annotations
+
+import threading
+from enum import Enum
+from typing import Any, Callable, Optional
+
+from .errors import RequestTimeoutError
+
+
+class GatherState(Enum):
+    COLLECTING = "collecting"
+    RESOLVED = "resolved"
+    REJECTED = "rejected"
+
+
+class Gather:
+    def __init__(
+        self,
+        request_id: str,
+        correlation_id: str,
+        expected_reply_count: Optional[int] = None,
+        on_reply: Optional[Callable[[Any], None]] = None,
+        shortfall_resolves: bool = False,
+    ) -> None:
+        if expected_reply_count is not None and expected_reply_count < 1:
+            raise ValueError("expected_reply_count must be at least 1")
+        self.request_id = request_id
+        self.correlation_id = correlation_id
+        self.expected_reply_count = expected_reply_count
+        self._on_reply = on_reply
+        # The shortfall-resolves mutant (SG-6): a shortfall resolves instead of rejecting.
+        self._shortfall_resolves = shortfall_resolves
+        self._lock = threading.Lock()
+        self._replies: list[Any] = []
+        self._state = GatherState.COLLECTING
+        self._done = threading.Event()
+
+    @property
+    def state(self) -> GatherState:
+        with self._lock:
+            return self._state
+
+    @property
+    def replies(self) -> list[Any]:
+        with self._lock:
+            return list(self._replies)
+
+    def add(self, reply: Any) -> bool:
+        """Take one reply; False when the gather has already finished (Unmatched)."""
+        with self._lock:
+            if self._state is not GatherState.COLLECTING:
+                return False
+            self._replies.append(reply)
+            if self.expected_reply_count is not None and len(self._replies) >= self.expected_reply_count:
+                self._state = GatherState.RESOLVED
+                self._done.set()
+        if self._on_reply is not None:
+            self._on_reply(reply)
+        return True
+
+    def expire(self) -> GatherState:
+        """The deadline passed: finish now, unless the count was reached first."""
+        with self._lock:
+            if self._state is GatherState.COLLECTING:
+                shortfall = self.expected_reply_count is not None
+                if shortfall and not self._shortfall_resolves:
+                    self._state = GatherState.REJECTED
+                else:
+                    self._state = GatherState.RESOLVED
+                self._done.set()
+            return self._state
+
+    def cancel(self) -> None:
+        """Finish as a shortfall (the requester closed); no-op when already finished."""
+        with self._lock:
+            if self._state is GatherState.COLLECTING:
+                self._state = GatherState.REJECTED
+                self._done.set()
+
+    def wait(self, timeout: float) -> list[Any]:
+        """Block until finished or ``timeout`` seconds passed; the replies or RequestTimeoutError."""
+        self._done.wait(timeout)
+        if self.expire() is GatherState.REJECTED:
+            raise RequestTimeoutError(self.request_id, self.expected_reply_count or 0, self.replies)
+        return self.replies

@@ -1,0 +1,437 @@
+"""The requester: sends requests and gathers, and matches the replies.
+
+One reply queue per requester (RR-6), classic, exclusive and auto-delete
+(RR-7), named in both ``reply_to`` and the ``acemq-reply-to`` header (RR-1).
+Replies to plain requests are matched by ``correlation_id`` (RR-8); replies to
+gathers by the ``responseMessageId`` header (SG-4).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from typing import Any, Callable, Mapping, Optional
+
+import pika
+
+from . import wire
+from .connection import ConnectionThread
+from .counters import Counter
+from .errors import (
+    ReplyDecodeError,
+    RequestRefused,
+    RequestTimedOut,
+    RequestTimeoutError,
+    RequesterClosed,
+    ResponderFailed,
+)
+from .gather import Gather
+from .hooks import RequesterObserver
+from .mutants import Mutant, Side, check_mutant, check_profile, header_only
+from .publishing import PublishFailed, Publisher
+
+log = logging.getLogger("acemq.requester")
+
+DEFAULT_TIMEOUT_SECONDS = 30.0
+
+
+class _Call:
+    """One request waiting for its reply."""
+
+    def __init__(self, request_id: str) -> None:
+        self.request_id = request_id
+        self._done = threading.Event()
+        self._value: Any = None
+        self._error: Optional[BaseException] = None
+
+    def complete(self, value: Any = None, error: Optional[BaseException] = None) -> None:
+        self._value, self._error = value, error
+        self._done.set()
+
+    def wait(self, timeout: Optional[float]) -> bool:
+        return self._done.wait(timeout)
+
+    def result(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+class PendingRequest:
+    """A sent request; ``result()`` waits for its reply until the call's timeout."""
+
+    def __init__(self, requester: "Requester", call: _Call, deadline: float, timeout: float) -> None:
+        self._requester = requester
+        self._call = call
+        self._deadline = deadline
+        self._timeout = timeout
+
+    @property
+    def request_id(self) -> str:
+        return self._call.request_id
+
+    def result(self) -> Any:
+        """The decoded reply; raises RequestTimedOut, ResponderFailed or ReplyDecodeError."""
+        return self._requester._wait(self._call, self._deadline, self._timeout)
+
+
+class PendingGather:
+    """A sent gather; ``result()`` waits until it resolves or rejects."""
+
+    def __init__(self, requester: "Requester", gather: Gather, deadline: float) -> None:
+        self._requester = requester
+        self._gather = gather
+        self._deadline = deadline
+
+    @property
+    def request_id(self) -> str:
+        return self._gather.request_id
+
+    def result(self) -> list[Any]:
+        """The replies in arrival order; raises RequestTimeoutError on a shortfall (SG-6)."""
+        return self._requester._wait_gather(self._gather, self._deadline)
+
+
+class Requester:
+    """Sends requests over its own connection. Open with ``Requester.open``."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        profile: Optional[str] = None,
+        mutant: Optional[str] = None,
+        observer: Optional[RequesterObserver] = None,
+        default_timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        name: str = "acemq-requester",
+    ) -> None:
+        self.profile = check_profile(profile)
+        self.mutant = check_mutant(mutant, Side.REQUESTER, Side.GATHERER)
+        self.default_timeout = default_timeout
+        self._observer = observer or RequesterObserver()
+        self._io = ConnectionThread(url, name)
+        self._publisher = Publisher(self._io)
+        self._lock = threading.Lock()
+        self._calls: "OrderedDict[str, _Call]" = OrderedDict()
+        self._gathers: dict[str, Gather] = {}
+        self._closed = False
+        self._reply_queue = ""
+        self.timed_out = Counter()
+        self.unmatched = Counter()
+
+    @classmethod
+    def open(cls, url: str, **options: Any) -> "Requester":
+        """Connect, declare the reply queue and start consuming it."""
+        requester = cls(url, **options)
+        requester._start()
+        return requester
+
+    @property
+    def reply_queue(self) -> str:
+        return self._reply_queue
+
+    # -- requests ---------------------------------------------------------
+
+    def request(
+        self,
+        exchange: str,
+        routing_key: str,
+        body: Any,
+        timeout: Optional[float] = None,
+        headers: Optional[Mapping[str, Any]] = None,
+    ) -> Any:
+        """Send ``body`` and return the decoded reply (RR-9 timeout default 30 s)."""
+        return self.send(exchange, routing_key, body, timeout=timeout, headers=headers).result()
+
+    def send(
+        self,
+        exchange: str,
+        routing_key: str,
+        body: Any,
+        *,
+        timeout: Optional[float] = None,
+        headers: Optional[Mapping[str, Any]] = None,
+        message_id: Optional[str] = None,
+        correlation_id: Optional[str] = None,
+        message_type: Optional[str] = None,
+    ) -> PendingRequest:
+        """Publish a request and return at once; the reply is waited for with ``result()``."""
+        timeout = self.default_timeout if timeout is None else timeout
+        message_id = message_id or wire.new_message_id()
+        correlation_id = correlation_id or message_id
+        for field, value in (("message_id", message_id), ("correlation_id", correlation_id), ("type", message_type)):
+            wire.check_short_string(field, value)
+        payload = wire.encode_body(body)
+        call = _Call(message_id)
+        with self._lock:
+            if self._closed:
+                raise RequesterClosed("the requester is closed")
+            self._calls[message_id] = call  # before publishing: a fast reply must find it
+        try:
+            self._io.call(self._publish_request, exchange, routing_key, payload, message_id, correlation_id, message_type, headers)
+        except BaseException:
+            with self._lock:
+                self._calls.pop(message_id, None)
+            raise
+        return PendingRequest(self, call, time.monotonic() + timeout, timeout)
+
+    def _wait(self, call: _Call, deadline: float, timeout: float) -> Any:
+        if not call.wait(max(0.0, deadline - time.monotonic())):
+            with self._lock:
+                gave_up = self._calls.pop(call.request_id, None) is not None
+            if gave_up:
+                self.timed_out.increment()
+                raise RequestTimedOut(call.request_id, timeout)
+            call.wait(None)  # a reply took it at the last moment and is completing it
+        return call.result()
+
+    # -- scatter-gather ---------------------------------------------------
+
+    def send_request_multi(
+        self,
+        message_type: Optional[str],
+        message: Any,
+        endpoint: str,
+        expected_reply_count: Optional[int] = None,
+        timeout: Optional[float] = None,
+        correlation_id: Optional[str] = None,
+    ) -> list[Any]:
+        """Gather replies from the competing consumers of one endpoint queue (SG-2)."""
+        return self.begin_gather(
+            message,
+            endpoint=endpoint,
+            message_type=message_type,
+            expected_reply_count=expected_reply_count,
+            timeout=timeout,
+            correlation_id=correlation_id,
+        ).result()
+
+    def publish_request(
+        self,
+        message_type: Optional[str],
+        message: Any,
+        on_reply: Optional[Callable[[Any], None]],
+        exchange: str,
+        expected_reply_count: Optional[int] = None,
+        timeout: Optional[float] = None,
+        correlation_id: Optional[str] = None,
+    ) -> list[Any]:
+        """Broadcast one request to a fanout exchange and gather the replies (SG-2)."""
+        return self.begin_gather(
+            message,
+            exchange=exchange,
+            message_type=message_type,
+            on_reply=on_reply,
+            expected_reply_count=expected_reply_count,
+            timeout=timeout,
+            correlation_id=correlation_id,
+        ).result()
+
+    def begin_gather(
+        self,
+        message: Any,
+        *,
+        endpoint: Optional[str] = None,
+        exchange: Optional[str] = None,
+        message_type: Optional[str] = None,
+        on_reply: Optional[Callable[[Any], None]] = None,
+        expected_reply_count: Optional[int] = None,
+        timeout: Optional[float] = None,
+        correlation_id: Optional[str] = None,
+    ) -> PendingGather:
+        """Publish a gather (to ``endpoint`` xor ``exchange``) and return at once."""
+        if (endpoint is None) == (exchange is None):
+            raise ValueError("a gather goes to an endpoint queue or to a fanout exchange, not both")
+        timeout = self.default_timeout if timeout is None else timeout
+        request_id = wire.new_message_id()
+        if correlation_id is None and isinstance(message, dict) and isinstance(message.get("correlationId"), str):
+            correlation_id = message["correlationId"]
+        correlation_id = correlation_id or request_id
+        for field, value in (("correlation_id", correlation_id), ("type", message_type)):
+            wire.check_short_string(field, value)
+        gather = Gather(
+            request_id,
+            correlation_id,
+            expected_reply_count,
+            on_reply,
+            shortfall_resolves=self.mutant is Mutant.SHORTFALL_RESOLVES,
+        )
+        # sendRequestMulti sends one copy per expected reply: a queue hands each
+        # message to one of its consumers, so N workers need N copies (SG-2).
+        copies = 1 if exchange is not None else (expected_reply_count or 1)
+        target = (exchange, "") if exchange is not None else ("", endpoint)
+        payload = wire.encode_body(message)
+        with self._lock:
+            if self._closed:
+                raise RequesterClosed("the requester is closed")
+            self._gathers[request_id] = gather
+        try:
+            for _ in range(copies):
+                self._io.call(
+                    self._publish_request, target[0], target[1], payload, request_id, correlation_id, message_type, None,
+                    # A broadcast that no queue is bound to reached zero subscribers:
+                    # that is a gather with no replies (SG-7), not a refusal.
+                    exchange is not None,
+                )
+        except BaseException:
+            with self._lock:
+                self._gathers.pop(request_id, None)
+            gather.cancel()
+            raise
+        return PendingGather(self, gather, time.monotonic() + timeout)
+
+    def _wait_gather(self, gather: Gather, deadline: float) -> list[Any]:
+        try:
+            return gather.wait(max(0.0, deadline - time.monotonic()))
+        except RequestTimeoutError as exc:
+            if self._closed:
+                raise RequesterClosed("the requester was closed") from exc
+            raise
+        finally:
+            with self._lock:
+                self._gathers.pop(gather.request_id, None)
+
+    # -- lifecycle --------------------------------------------------------
+
+    def close(self) -> None:
+        """End pending calls with RequesterClosed and close the connection (the reply queue goes with it)."""
+        with self._lock:
+            self._closed = True
+            calls, self._calls = list(self._calls.values()), OrderedDict()
+            gathers, self._gathers = list(self._gathers.values()), {}
+        for call in calls:
+            call.complete(error=RequesterClosed("the requester was closed"))
+        for gather in gathers:
+            gather.cancel()
+        self._io.close()
+
+    def __enter__(self) -> "Requester":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    # -- I/O thread -------------------------------------------------------
+
+    def _start(self) -> None:
+        self._io.start()
+        try:
+            self._reply_queue = self._io.call(self._open_channels)
+        except BaseException:
+            self._io.close()
+            raise
+
+    def _open_channels(self) -> str:
+        assert self._io.connection is not None
+        self._consumer = self._io.connection.channel()
+        return self._declare_reply_queue()
+
+    def _declare_reply_queue(self) -> str:
+        result = self._consumer.queue_declare(
+            "", durable=False, exclusive=True, auto_delete=True, arguments={"x-queue-type": "classic"}
+        )
+        queue = result.method.queue
+        self._consumer.basic_consume(queue, self._on_reply, auto_ack=True)
+        return queue
+
+    def _publish_request(
+        self,
+        exchange: str,
+        routing_key: str,
+        payload: bytes,
+        message_id: str,
+        correlation_id: str,
+        message_type: Optional[str],
+        extra_headers: Optional[Mapping[str, Any]],
+        broadcast: bool = False,
+    ) -> None:
+        # queue-per-request mutant (RR-6): a fresh reply queue for every request.
+        reply_queue = self._declare_reply_queue() if self.mutant is Mutant.QUEUE_PER_REQUEST else self._reply_queue
+        wire.check_short_string("reply_to", reply_queue)
+        headers: dict[str, Any] = dict(extra_headers or {})
+        native: Optional[str] = reply_queue
+        if self.mutant is Mutant.NATIVE_ONLY:
+            pass
+        elif self.mutant is Mutant.HEADER_BYTES:
+            headers[wire.REPLY_TO_HEADER] = reply_queue.encode("utf-8")  # pika writes bytes as 'x'
+        else:
+            headers[wire.REPLY_TO_HEADER] = reply_queue
+        if header_only(self.profile):
+            native = None
+        properties = pika.BasicProperties(
+            content_type=wire.CONTENT_TYPE,
+            message_id=message_id,
+            correlation_id=correlation_id,
+            reply_to=native,
+            type=message_type,
+            headers=headers or None,
+        )
+        try:
+            self._publisher.publish(exchange, routing_key, properties, payload)
+        except PublishFailed as exc:
+            if broadcast and exc.returned:
+                log.info("broadcast to %r reached no queue", exchange)
+                return
+            raise RequestRefused(f"request not accepted: {exc.detail}") from exc
+
+    def _on_reply(self, _channel: Any, _method: Any, properties: pika.BasicProperties, body: bytes) -> None:
+        headers = properties.headers or {}
+        if self.mutant is Mutant.GATHER_BY_CORRELATION_ID:
+            gather_key = properties.correlation_id
+        else:
+            gather_key = wire.header(headers, wire.RESPONSE_MESSAGE_ID_HEADER)
+        with self._lock:
+            gather = self._gathers.get(gather_key) if gather_key else None
+            call: Optional[_Call] = None
+            if gather is None:
+                call = self._take_call(properties.correlation_id)
+        if gather is not None:
+            self._deliver_to_gather(gather, properties, body)
+        elif call is not None:
+            self._deliver_to_call(call, properties, body)
+        else:
+            self._count_unmatched(properties.correlation_id)
+
+    def _take_call(self, correlation_id: Optional[str]) -> Optional[_Call]:
+        """The waiting caller a reply belongs to; called with the lock held."""
+        if self.mutant is Mutant.LATE_REPLY_TO_NEXT:
+            # The defect RR-8 forbids: the oldest waiting caller gets whatever arrives.
+            if not self._calls:
+                return None
+            return self._calls.popitem(last=False)[1]
+        if correlation_id is None:
+            return None
+        return self._calls.pop(correlation_id, None)
+
+    def _deliver_to_call(self, call: _Call, properties: pika.BasicProperties, body: bytes) -> None:
+        failure = wire.header(properties.headers, wire.ERROR_HEADER)
+        if failure is not None and self.mutant is not Mutant.IGNORES_ERROR_HEADER:
+            call.complete(error=ResponderFailed(call.request_id, failure))
+            return
+        try:
+            call.complete(wire.decode_body(body))
+        except ValueError as exc:
+            call.complete(error=ReplyDecodeError(call.request_id, str(exc)))
+
+    def _deliver_to_gather(self, gather: Gather, properties: pika.BasicProperties, body: bytes) -> None:
+        # Spec choice (SG-8): failure replies and undecodable bodies stay out of a gather's result.
+        if wire.header(properties.headers, wire.ERROR_HEADER) is not None:
+            self._count_unmatched(properties.correlation_id)
+            return
+        try:
+            reply = wire.decode_body(body)
+        except ValueError:
+            log.warning("undecodable gather reply for %s dropped", gather.request_id)
+            self._count_unmatched(properties.correlation_id)
+            return
+        if not gather.add(reply):
+            self._count_unmatched(properties.correlation_id)
+
+    def _count_unmatched(self, correlation_id: Optional[str]) -> None:
+        self.unmatched.increment()
+        try:
+            self._observer.unmatched(correlation_id)
+        except Exception:
+            log.exception("unmatched observer failed")

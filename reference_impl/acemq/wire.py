@@ -1,0 +1,145 @@
+"""What acemq puts on the wire and how it reads it back: header names, header
+decoding, the reply address, failure text, attempts and short strings.
+
+Pure functions only: nothing here touches a connection.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+from .errors import ShortStringTooLong
+
+REPLY_TO_HEADER = "acemq-reply-to"
+ERROR_HEADER = "acemq-error"
+DEAD_LETTER_REASON_HEADER = "acemq-dead-letter-reason"
+RESPONSE_MESSAGE_ID_HEADER = "responseMessageId"
+ENGINE_HEADER_PREFIX = "x-acemq-"
+DELIVERY_COUNT_HEADER = "x-delivery-count"
+CONTENT_TYPE = "application/json"
+UNDELIVERABLE_REPLY = "UndeliverableReply"
+SHORT_STRING_MAX = 255
+
+SOURCE_HEADER = "header"
+SOURCE_NATIVE = "native"
+
+
+def new_message_id() -> str:
+    """A fresh request id (used as the AMQP ``message_id``)."""
+    return uuid.uuid4().hex
+
+
+def header_text(value: Any) -> Optional[str]:
+    """A spec header's value as text (RR-2).
+
+    Peers send these headers as long strings or byte arrays depending on their
+    client library; both decode to the same text. Anything else is not a
+    spec header value and reads as absent.
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", errors="replace")
+    return None
+
+
+def header(headers: Optional[Mapping[str, Any]], name: str) -> Optional[str]:
+    """The text of one spec header, or None when absent (or not text)."""
+    if not headers:
+        return None
+    return header_text(headers.get(name))
+
+
+def non_empty(value: Optional[str]) -> Optional[str]:
+    """Empty and absent mean the same (RR-3): amqp091-go cannot write ''."""
+    return value if value else None
+
+
+@dataclass(frozen=True)
+class ReplyAddress:
+    """Where a reply goes and where the responder found that out."""
+
+    queue: str
+    source: str  # SOURCE_HEADER or SOURCE_NATIVE
+
+
+def choose_reply_address(
+    headers: Optional[Mapping[str, Any]],
+    reply_to: Optional[str],
+    *,
+    header_only: bool = False,
+    native_first: bool = False,
+) -> Optional[ReplyAddress]:
+    """The reply address of a request (RR-3), or None when it names none (RR-12).
+
+    ``header_only`` is the 0.3.0 profile; ``native_first`` is the mutant of
+    that name, which reads the two places the wrong way round.
+    """
+    from_header = non_empty(header(headers, REPLY_TO_HEADER))
+    from_native = None if header_only else non_empty(header_text(reply_to))
+    order = [(from_header, SOURCE_HEADER), (from_native, SOURCE_NATIVE)]
+    if native_first:
+        order.reverse()
+    for queue, source in order:
+        if queue is not None:
+            return ReplyAddress(queue, source)
+    return None
+
+
+def failure_text(exc: BaseException) -> str:
+    """``{ExceptionType}: {message}`` with the unqualified type name (RR-10)."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+def undeliverable_reason(detail: str) -> str:
+    """The dead-letter reason of a reply that could not be delivered (RR-14)."""
+    return f"{UNDELIVERABLE_REPLY}: {detail}"
+
+
+def attempt_number(headers: Optional[Mapping[str, Any]]) -> int:
+    """``x-delivery-count + 1``; 1 when the header is absent or unreadable (RR-14).
+
+    The count may arrive as any integer field type (pika reads ``l`` as
+    unsigned, amqplib writes ``b``), so anything int-like is accepted.
+    """
+    if not headers:
+        return 1
+    raw = headers.get(DELIVERY_COUNT_HEADER)
+    if isinstance(raw, bool) or raw is None:
+        return 1
+    try:
+        count = int(raw)
+    except (TypeError, ValueError):
+        return 1
+    return max(count, 0) + 1
+
+
+def strip_engine_headers(headers: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+    """Every header except the engine's ``x-acemq-*`` namespace (RR-5)."""
+    return {
+        name: value
+        for name, value in (headers or {}).items()
+        if not name.startswith(ENGINE_HEADER_PREFIX)
+    }
+
+
+def check_short_string(name: str, value: Optional[str]) -> None:
+    """Refuse, never truncate, a short-string property over 255 bytes (RR-18)."""
+    if value is None:
+        return
+    length = len(value.encode("utf-8"))
+    if length > SHORT_STRING_MAX:
+        raise ShortStringTooLong(name, length)
+
+
+def encode_body(value: Any) -> bytes:
+    """A JSON body as UTF-8 (RR-19)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def decode_body(body: bytes) -> Any:
+    """Decode a JSON body; raises ValueError (with the decoder's message) when it is not."""
+    return json.loads(body.decode("utf-8"))

@@ -1,0 +1,131 @@
+"""How a requester routes the replies it receives, driven without a broker.
+
+A Requester that was never opened has no connection; its reply callback is
+fed pika properties directly, as pika's I/O thread would.
+"""
+
+import pika
+import pytest
+
+from reference_impl.acemq.errors import ReplyDecodeError, RequestTimeoutError, ResponderFailed
+from reference_impl.acemq.gather import Gather
+from reference_impl.acemq.hooks import RequesterObserver
+from reference_impl.acemq.requester import Requester, _Call
+
+
+class Recorder(RequesterObserver):
+    def __init__(self):
+        self.unmatched_ids = []
+
+    def unmatched(self, correlation_id):
+        self.unmatched_ids.append(correlation_id)
+
+
+def _requester(mutant=None):
+    observer = Recorder()
+    return Requester("amqp://unused/", mutant=mutant, observer=observer), observer
+
+
+def _reply(requester, correlation_id, body=b'{"ok":true}', **headers):
+    properties = pika.BasicProperties(correlation_id=correlation_id, headers=headers or None)
+    requester._on_reply(None, None, properties, body)
+
+
+def _waiting(requester, *ids):
+    calls = [_Call(i) for i in ids]
+    for call in calls:
+        requester._calls[call.request_id] = call
+    return calls
+
+
+def test_reply_goes_to_the_caller_with_its_correlation_id():
+    requester, _ = _requester()
+    first, second = _waiting(requester, "m-1", "m-2")
+    _reply(requester, "m-2", b'{"n":2}')
+    assert second.wait(0) and second.result() == {"n": 2}
+    assert not first.wait(0)
+
+
+def test_reply_nobody_waits_for_is_unmatched():
+    requester, observer = _requester()
+    _waiting(requester, "m-1")
+    _reply(requester, "m-gone")
+    assert requester.unmatched.value == 1
+    assert observer.unmatched_ids == ["m-gone"]
+    assert "m-1" in requester._calls
+
+
+def test_late_reply_to_next_mutant_hands_it_to_the_oldest_caller():
+    requester, _ = _requester("late-reply-to-next")
+    oldest, _newer = _waiting(requester, "m-1", "m-2")
+    _reply(requester, "m-gone", b'{"late":true}')
+    assert oldest.result() == {"late": True}
+    assert requester.unmatched.value == 0
+
+
+@pytest.mark.parametrize("failure", ["ScenarioFailure: no price", b"ScenarioFailure: no price"])
+def test_error_header_fails_the_call_at_once(failure):
+    requester, _ = _requester()
+    (call,) = _waiting(requester, "m-1")
+    _reply(requester, "m-1", b"", **{"acemq-error": failure})
+    with pytest.raises(ResponderFailed) as caught:
+        call.result()
+    assert caught.value.failure == "ScenarioFailure: no price"
+
+
+def test_ignores_error_header_mutant_decodes_the_empty_body():
+    requester, _ = _requester("ignores-error-header")
+    (call,) = _waiting(requester, "m-1")
+    _reply(requester, "m-1", b"", **{"acemq-error": "ScenarioFailure: x"})
+    with pytest.raises(ReplyDecodeError):
+        call.result()
+
+
+def test_undecodable_body_is_a_decode_error():
+    requester, _ = _requester()
+    (call,) = _waiting(requester, "m-1")
+    _reply(requester, "m-1", b"not json")
+    with pytest.raises(ReplyDecodeError):
+        call.result()
+
+
+def _gathering(requester, request_id, correlation_id, count=None):
+    gather = Gather(request_id, correlation_id, count)
+    requester._gathers[request_id] = gather
+    return gather
+
+
+def test_gather_replies_are_demultiplexed_by_response_message_id_only():
+    requester, _ = _requester()
+    gather = _gathering(requester, "g-1", "c-1", 2)
+    _reply(requester, "c-1", b'{"r":1}', responseMessageId="g-1")
+    _reply(requester, "anything", b'{"r":2}', responseMessageId=b"g-1")
+    assert gather.wait(0) == [{"r": 1}, {"r": 2}]
+
+
+def test_gather_by_correlation_id_mutant_ignores_response_message_id():
+    requester, _ = _requester("gather-by-correlation-id")
+    gather = _gathering(requester, "g-1", "c-1", 1)
+    _reply(requester, "c-1", b'{"r":1}', responseMessageId="g-1")
+    assert requester.unmatched.value == 1
+    _reply(requester, "g-1", b'{"r":2}')
+    assert gather.wait(0) == [{"r": 2}]
+
+
+def test_failure_replies_stay_out_of_a_gather():
+    requester, _ = _requester()
+    gather = _gathering(requester, "g-1", "c-1", 1)
+    _reply(requester, "g-1", b"", responseMessageId="g-1", **{"acemq-error": "ScenarioFailure: x"})
+    assert requester.unmatched.value == 1
+    with pytest.raises(RequestTimeoutError) as caught:
+        gather.wait(0)
+    assert caught.value.partial_replies == []
+
+
+def test_reply_after_a_gather_ended_is_unmatched():
+    requester, _ = _requester()
+    gather = _gathering(requester, "g-1", "c-1", 1)
+    _reply(requester, "g-1", b"{}", responseMessageId="g-1")
+    _reply(requester, "g-1", b"{}", responseMessageId="g-1")
+    assert gather.wait(0) == [{}]
+    assert requester.unmatched.value == 1
