@@ -34,6 +34,7 @@ class RunContext:
     vhost: str
     management: Management
     peers: dict[str, PeerProcess]
+    op_bound_s: float = 20.0  # for commands that do not wait on the broker's behaviour
 
 
 @dataclass
@@ -86,8 +87,8 @@ def _mutant_for(spec: PeerSpec, op: str) -> str | None:
     return spec.mutant if mutant is None or mutant.acts_on == op else None
 
 
-def _answer(state: CellState, peer: PeerProcess, command: dict[str, Any], bound_s: float = 20.0) -> dict[str, Any]:
-    answer = peer.call(command, bound_s)
+def _answer(state: CellState, peer: PeerProcess, command: dict[str, Any]) -> dict[str, Any]:
+    answer = peer.call(command, state.ctx.op_bound_s)
     state.note(command["op"], peer=peer.manifest.name, sent=command, answer=answer)
     if not answer.get("ok"):
         raise PeerError(f"peer '{peer.manifest.name}' refused {command['op']}: {answer.get('error')}")
@@ -218,7 +219,7 @@ def _step_await(state: CellState, args: Any) -> None:
 
 def _step_counters(state: CellState, args: dict[str, Any]) -> None:
     peer, name = state.owners[args["of"]]
-    answer = _answer(state, peer, {"op": "counters", "of": name}, bound_s=10.0)
+    answer = _answer(state, peer, {"op": "counters", "of": name})
     state.variables[args["as"]] = answer["counters"]
 
 
@@ -392,7 +393,7 @@ def _cleanup(state: CellState, result: CellResult) -> None:
         if not opened.peer.alive:
             continue
         try:
-            opened.peer.call({"op": opened.op, "name": opened.name}, 15.0)
+            opened.peer.call({"op": opened.op, "name": opened.name}, state.ctx.op_bound_s)
         except PeerError as exc:
             if result.status == PASS:
                 result.status, result.message = ERROR, f"cleanup: {exc}"

@@ -70,7 +70,7 @@ class PeerProcess:
         self.startup_s = time.monotonic() - self.started_at
         return answer
 
-    def shutdown(self, bound_s: float = 10.0) -> None:
+    def shutdown(self, bound_s: float = 5.0) -> None:
         if self._dead is None:
             try:
                 self.call({"op": "shutdown"}, bound_s)

@@ -48,6 +48,7 @@ class RunReport:
     duration_s: float
     started_at: str
     log_dir: Path
+    vhost: str = ""
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -90,6 +91,7 @@ class Runner:
         log: Callable[[str], None],
         only_cells: list[str] | None = None,
         diagonal: bool = False,
+        op_bound_s: float = 20.0,
     ):
         self.manifests = manifests
         self.specs = specs
@@ -102,6 +104,7 @@ class Runner:
         self.log = log
         self.only_cells = only_cells
         self.diagonal = diagonal
+        self.op_bound_s = op_bound_s
 
     def run(self) -> RunReport:
         started = time.monotonic()
@@ -119,7 +122,7 @@ class Runner:
             management.create_vhost(vhost)
             amqp_url = endpoint.amqp_url(vhost)
             statuses = self._start_peers(amqp_url, processes, log_dir)
-            ctx = RunContext(amqp_url=amqp_url, vhost=vhost, management=management, peers=processes)
+            ctx = RunContext(amqp_url=amqp_url, vhost=vhost, management=management, peers=processes, op_bound_s=self.op_bound_s)
             results = self._run_cells(ctx, statuses)
         finally:
             for process in processes.values():
@@ -131,7 +134,7 @@ class Runner:
                     self.log("stopping the private RabbitMQ node")
                     embedded.stop()
         broker = "private node (rabbitmq-server)" if embedded else f"{endpoint.host}:{endpoint.port}"
-        return RunReport(results, statuses, self.specs, broker, time.monotonic() - started, started_at, log_dir)
+        return RunReport(results, statuses, self.specs, broker, time.monotonic() - started, started_at, log_dir, vhost)
 
     def _start_peers(self, amqp_url: str, processes: dict[str, PeerProcess], log_dir: Path) -> dict[str, PeerStatus]:
         statuses: dict[str, PeerStatus] = {}
@@ -157,7 +160,7 @@ class Runner:
             try:
                 process = PeerProcess(self.manifests[name], log_dir)
                 processes[name] = process
-                status.hello = process.handshake(amqp_url)
+                status.hello = process.handshake(amqp_url, max(60.0, self.op_bound_s))
                 status.startup_s = process.startup_s
                 self.log(f"peer {name}: {status.hello.get('binding')} on {status.hello.get('client')}, ready in {status.startup_s:.2f}s")
             except PeerError as exc:

@@ -165,6 +165,11 @@ def _elapsed_ms(started: float) -> int:
 
 
 class Peer:
+    # Ops that never wait are answered on the reading thread: under a burst of
+    # requests a new thread can take a while to be scheduled, and `counters`
+    # must not wait for anything.
+    _INLINE = frozenset({"counters", "hello"})
+
     def __init__(self, out: Output) -> None:
         self._out = out
         self._url = os.environ.get("ACEMQ_AMQP_URL", DEFAULT_URL)
@@ -195,6 +200,9 @@ class Peer:
             return
         if op == "shutdown":
             self.shutdown(command_id)
+            return
+        if op in self._INLINE:
+            self._run(command_id, op, command)
             return
         threading.Thread(target=self._run, args=(command_id, op, command), name=f"cmd-{command_id}", daemon=True).start()
 

@@ -27,8 +27,8 @@ _POLL_SECONDS = 0.5
 CALL_TIMEOUT_SECONDS = 30.0
 
 
-class ConnectionLost(AcemqError):
-    """The connection closed or failed while work was pending on it."""
+class ConnectionFailed(AcemqError):
+    """The connection could not be opened, or closed while work was pending on it."""
 
 
 class ConnectionThread:
@@ -72,7 +72,7 @@ class ConnectionThread:
             return
         try:
             self._schedule(self._guarded, fn, *args)
-        except ConnectionLost as exc:
+        except ConnectionFailed as exc:
             log.warning("dropped work for a closed connection: %s", exc)
 
     def call_later(self, seconds: float, fn: Callable[[], Any]) -> None:
@@ -112,22 +112,27 @@ class ConnectionThread:
 
         with self._pending_lock:
             if self._closing.is_set() or self.connection is None:
-                raise ConnectionLost("connection is closed")
+                raise ConnectionFailed("connection is closed")
             self._pending.add(future)
         try:
             self.connection.add_callback_threadsafe(run)
         except Exception as exc:
             with self._pending_lock:
                 self._pending.discard(future)
-            raise ConnectionLost(f"connection is closed: {exc}") from exc
+            raise ConnectionFailed(f"connection is closed: {exc}") from exc
         return future
 
     def _run(self) -> None:
         try:
             params = pika.URLParameters(self._url)
+            where = f"{params.host}:{params.port} (vhost {params.virtual_host!r})"
+        except BaseException as exc:
+            self._ready.set_exception(ConnectionFailed(f"not a usable AMQP URL: {exc!r}"))
+            return
+        try:
             self.connection = pika.BlockingConnection(params)
         except BaseException as exc:
-            self._ready.set_exception(exc)
+            self._ready.set_exception(ConnectionFailed(f"cannot connect to {where}: {exc!r}"))
             return
         self._ready.set_result(None)
         lost: Optional[BaseException] = None
@@ -153,4 +158,4 @@ class ConnectionThread:
             pending, self._pending = self._pending, set()
         for future in pending:
             if future.set_running_or_notify_cancel():
-                future.set_exception(ConnectionLost(f"connection closed: {cause!r}"))
+                future.set_exception(ConnectionFailed(f"connection closed: {cause!r}"))

@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
 import pika
@@ -35,6 +36,23 @@ from .publishing import PublishFailed, Publisher
 log = logging.getLogger("acemq.requester")
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class _Outgoing:
+    """One request message to publish."""
+
+    exchange: str
+    routing_key: str
+    payload: bytes
+    message_id: str
+    correlation_id: str
+    reply_queue: str
+    message_type: Optional[str] = None
+    headers: Optional[Mapping[str, Any]] = None
+    # A broadcast that no queue is bound to reached zero subscribers: that is a
+    # gather with no replies (SG-7), not a refusal.
+    tolerate_return: bool = False
 
 
 class _Call:
@@ -170,7 +188,10 @@ class Requester:
                 raise RequesterClosed("the requester is closed")
             self._calls[message_id] = call  # before publishing: a fast reply must find it
         try:
-            self._io.call(self._publish_request, exchange, routing_key, payload, message_id, correlation_id, message_type, headers)
+            outgoing = _Outgoing(
+                exchange, routing_key, payload, message_id, correlation_id, self._reply_queue_for_call(), message_type, headers
+            )
+            self._io.call(self._publish_request, outgoing)
         except BaseException:
             with self._lock:
                 self._calls.pop(message_id, None)
@@ -268,13 +289,18 @@ class Requester:
                 raise RequesterClosed("the requester is closed")
             self._gathers[request_id] = gather
         try:
+            outgoing = _Outgoing(
+                target[0],
+                target[1],
+                payload,
+                request_id,
+                correlation_id,
+                self._reply_queue_for_call(),
+                message_type,
+                tolerate_return=exchange is not None,
+            )
             for _ in range(copies):
-                self._io.call(
-                    self._publish_request, target[0], target[1], payload, request_id, correlation_id, message_type, None,
-                    # A broadcast that no queue is bound to reached zero subscribers:
-                    # that is a gather with no replies (SG-7), not a refusal.
-                    exchange is not None,
-                )
+                self._io.call(self._publish_request, outgoing)
         except BaseException:
             with self._lock:
                 self._gathers.pop(request_id, None)
@@ -328,6 +354,12 @@ class Requester:
         self._consumer = self._io.connection.channel()
         return self._declare_reply_queue()
 
+    def _reply_queue_for_call(self) -> str:
+        if self.mutant is Mutant.QUEUE_PER_REQUEST:
+            # The defect RR-6 forbids: a fresh reply queue for every call.
+            return self._io.call(self._declare_reply_queue)
+        return self._reply_queue
+
     def _declare_reply_queue(self) -> str:
         result = self._consumer.queue_declare(
             "", durable=False, exclusive=True, auto_delete=True, arguments={"x-queue-type": "classic"}
@@ -336,43 +368,30 @@ class Requester:
         self._consumer.basic_consume(queue, self._on_reply, auto_ack=True)
         return queue
 
-    def _publish_request(
-        self,
-        exchange: str,
-        routing_key: str,
-        payload: bytes,
-        message_id: str,
-        correlation_id: str,
-        message_type: Optional[str],
-        extra_headers: Optional[Mapping[str, Any]],
-        broadcast: bool = False,
-    ) -> None:
-        # queue-per-request mutant (RR-6): a fresh reply queue for every request.
-        reply_queue = self._declare_reply_queue() if self.mutant is Mutant.QUEUE_PER_REQUEST else self._reply_queue
+    def _publish_request(self, outgoing: _Outgoing) -> None:
+        reply_queue = outgoing.reply_queue
         wire.check_short_string("reply_to", reply_queue)
-        headers: dict[str, Any] = dict(extra_headers or {})
+        headers: dict[str, Any] = dict(outgoing.headers or {})
         native: Optional[str] = reply_queue
-        if self.mutant is Mutant.NATIVE_ONLY:
-            pass
-        elif self.mutant is Mutant.HEADER_BYTES:
+        if self.mutant is Mutant.HEADER_BYTES:
             headers[wire.REPLY_TO_HEADER] = reply_queue.encode("utf-8")  # pika writes bytes as 'x'
-        else:
+        elif self.mutant is not Mutant.NATIVE_ONLY:
             headers[wire.REPLY_TO_HEADER] = reply_queue
         if header_only(self.profile):
             native = None
         properties = pika.BasicProperties(
             content_type=wire.CONTENT_TYPE,
-            message_id=message_id,
-            correlation_id=correlation_id,
+            message_id=outgoing.message_id,
+            correlation_id=outgoing.correlation_id,
             reply_to=native,
-            type=message_type,
+            type=outgoing.message_type,
             headers=headers or None,
         )
         try:
-            self._publisher.publish(exchange, routing_key, properties, payload)
+            self._publisher.publish(outgoing.exchange, outgoing.routing_key, properties, outgoing.payload)
         except PublishFailed as exc:
-            if broadcast and exc.returned:
-                log.info("broadcast to %r reached no queue", exchange)
+            if outgoing.tolerate_return and exc.returned:
+                log.info("broadcast to %r reached no queue", outgoing.exchange)
                 return
             raise RequestRefused(f"request not accepted: {exc.detail}") from exc
 

@@ -33,6 +33,7 @@ module Acemq
       @mutant = Mutants.check!(mutant, :requester)
       @default_timeout = default_timeout
       @lock = Mutex.new
+      @declare_lock = Mutex.new
       @pending = {}  # message_id => Slot, oldest first
       @gathers = {}  # requestMessageId => Gathering
       @timed_out = 0
@@ -115,16 +116,14 @@ module Acemq
       Headers.text(queue.name)
     end
 
-    # The queue-per-request mutant breaks RR-6 by declaring a queue for each call.
+    # The queue-per-request mutant breaks RR-6 by declaring a queue for each call; the
+    # queue stays consumed (a late reply is still Unmatched) until the requester closes.
     def with_reply_address
       return yield(@reply_queue) unless @mutant == "queue-per-request"
 
-      channel = @connection.create_channel
-      begin
-        yield declare_reply_queue(channel)
-      ensure
-        channel.close if channel.open?
-      end
+      # A Bunny channel runs one synchronous method at a time.
+      address = @declare_lock.synchronize { declare_reply_queue(@channel) }
+      yield address
     end
 
     def publish(payload, exchange, routing_key, address, message_id:, correlation_id:, headers:, type: nil)

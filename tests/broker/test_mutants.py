@@ -1,0 +1,46 @@
+"""The suite proves its power: every mutant of every peer is caught, by exactly the scenarios
+that claim it (their `catches:`), and a clean peer passes those same scenarios.
+
+One diagonal run per peer: each mutant plays every role against itself and the probe (the
+harness gives a mutant only to the side it acts on, so the other side is the clean binding).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from harness import spec
+from harness.cells import FAIL, PASS
+from harness.manifests import discover
+from harness.scenarios import load_all
+from support import describe, run
+
+pytestmark = pytest.mark.broker
+
+CAUGHT_BY: dict[str, set[str]] = defaultdict(set)
+for _scenario in load_all():
+    for _mutant in _scenario.catches:
+        CAUGHT_BY[_mutant].add(_scenario.id)
+
+
+@pytest.mark.parametrize("peer", sorted(discover()))
+def test_every_mutant_is_caught_by_exactly_its_scenarios(broker, peer: str) -> None:
+    mutants = sorted(spec.mutants())
+    report = run(broker, [f"{peer}+{m}" for m in mutants], diagonal=True, with_known_failures=False, concurrency=6)
+    offered = set(next(iter(report.peers.values())).hello.get("mutants", []))
+    assert offered == set(mutants), f"{peer} must offer every catalogue mutant; missing {set(mutants) - offered}"
+    by_mutant = defaultdict(list)
+    for result in report.results:
+        by_mutant[result.cell.specs()[0].mutant].append(result)
+    problems = []
+    for mutant in mutants:
+        results = by_mutant[mutant]
+        failed = {r.cell.scenario.id for r in results if r.status == FAIL}
+        others = [r for r in results if r.status not in (PASS, FAIL)]
+        if failed != CAUGHT_BY[mutant] or others:
+            problems.append(
+                f"{peer}+{mutant}: failed {sorted(failed)}, expected exactly {sorted(CAUGHT_BY[mutant])}\n"
+                + describe([r for r in results if r.status != PASS])
+            )
+    assert not problems, "\n\n".join(problems)

@@ -1,0 +1,75 @@
+"""The harness on a real broker when peers or inputs are broken: clear results, no hangs."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import urllib.parse
+
+import pytest
+
+from harness.cells import ERROR
+from support import describe, fixture_manifest, run
+
+pytestmark = pytest.mark.broker
+
+
+@pytest.mark.parametrize(
+    "mode, words",
+    [
+        ("crash", "exited (status 3)"),
+        ("silent", "did not answer responder.start"),
+        ("garbage", "not a protocol message"),
+    ],
+)
+def test_a_broken_peer_gives_error_cells_with_the_reason(broker, mode: str, words: str) -> None:
+    started = time.monotonic()
+    report = run(broker, [f"broken-{mode}"], ["rr-responder-native-only", "rr-pair-round-trip"],
+                 manifests=fixture_manifest(mode), op_bound_s=3.0)
+    assert time.monotonic() - started < 60, "a broken peer must not make the run hang"
+    assert [r.status for r in report.results] == [ERROR, ERROR], describe(report.results)
+    assert any(words in r.message for r in report.results), describe(report.results)
+    crashed = [r for r in report.results if "broken peer: crashing on purpose" in str(r.stderr)]
+    assert mode != "crash" or crashed, "the peer's stderr tail is kept for the report"
+
+
+def test_nothing_is_left_on_the_broker_after_a_run(broker) -> None:
+    report = run(broker, ["python"], ["rr-pair-round-trip", "rr-responder-failure-reply", "sg-pair-publish-shortfall"])
+    assert report.ok, describe(report.results)
+    assert report.vhost.startswith("acemq-interop-")
+    assert report.vhost not in broker.management().vhosts(), "the run's vhost (and every queue in it) is deleted"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_cli_unknown_peer_is_a_usage_error() -> None:
+    done = cli("run", "--peers", "python,fortran", "--broker", "amqp://guest:guest@127.0.0.1:1/")
+    assert done.returncode == 2
+    assert "unknown peer 'fortran'" in done.stderr
+
+
+def test_cli_unreachable_broker_says_so() -> None:
+    done = cli("run", "--peers", "python", "--broker", "amqp://guest:guest@127.0.0.1:1/", "--management-url", "http://127.0.0.1:1")
+    assert done.returncode == 2
+    assert "management API at http://127.0.0.1:1 did not answer" in done.stderr
+
+
+def test_cli_run_of_one_cell_writes_reports_and_exits_zero(broker, tmp_path) -> None:
+    url = broker.amqp_url("/").rsplit("/", 1)[0] + "/"
+    done = cli("run", "--peers", "python", "--cell", "rr-pair-round-trip[requester=python,responder=python]",
+               "--broker", url, "--management-url", broker.mgmt_url, "--out", str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 cells: 1 PASS" in done.stdout
+    for name in ("results.json", "junit.xml", "report.html"):
+        assert (tmp_path / name).stat().st_size > 0
+
+
+def test_the_default_run_starts_a_private_node_and_leaves_nothing_behind(tmp_path) -> None:
+    done = cli("run", "--peers", "python", "--cell", "rr-pair-round-trip[requester=python,responder=python]", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 cells: 1 PASS" in done.stdout
+    node = next(line.split()[5] for line in done.stderr.splitlines() if line.startswith("starting a private RabbitMQ node"))
+    left = subprocess.run(["pgrep", "-f", node], capture_output=True, text=True)
+    assert left.stdout.strip() == "", f"the node {node} is still running: {left.stdout}"

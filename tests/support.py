@@ -1,0 +1,46 @@
+"""Running the harness from tests, exactly as the CLI does, on the session's broker."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from harness import known_failures, scenarios
+from harness.broker import BrokerEndpoint
+from harness.cells import CellResult
+from harness.manifests import Manifest, PeerSpec, discover, load_manifest
+from harness.runner import RunReport, Runner
+
+FIXTURE_PEERS = Path(__file__).parent / "fixtures" / "peers"
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def run(
+    broker: BrokerEndpoint,
+    peers: list[str],
+    scenario_globs: list[str] | None = None,
+    diagonal: bool = False,
+    with_known_failures: bool = True,
+    manifests: dict[str, Manifest] | None = None,
+    op_bound_s: float = 20.0,
+    concurrency: int = 4,
+) -> RunReport:
+    manifests = manifests or discover()
+    specs = [PeerSpec.parse(p) for p in peers]
+    chosen = scenarios.select(scenarios.load_all(), scenario_globs)
+    known = known_failures.load([known_failures.DEFAULT_DIR]) if with_known_failures else []
+    runner = Runner(manifests, specs, chosen, known, None, broker, concurrency, build=True, log=log,
+                    diagonal=diagonal, op_bound_s=op_bound_s)
+    return runner.run()
+
+
+def fixture_manifest(name: str) -> dict[str, Manifest]:
+    """A deliberately broken peer from tests/fixtures/peers, as the only manifest."""
+    manifest = load_manifest(FIXTURE_PEERS / name / "peer.yaml")
+    return {manifest.name: manifest}
+
+
+def describe(results: list[CellResult]) -> str:
+    return "\n".join(f"{r.status} {r.cell.id} {r.rule or ''} {r.message[:300]}" for r in results)

@@ -1,0 +1,75 @@
+"""Peer specs, manifests and the spec-derived catalogue."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness import spec
+from harness.cells import plan
+from harness.errors import UsageError
+from harness.known_failures import KnownFailure
+from harness.manifests import PeerSpec, discover, load_manifest, parse_peer_list
+from harness.scenarios import load_all
+
+
+def test_peer_spec_syntax() -> None:
+    assert PeerSpec.parse("go") == PeerSpec("go", "current", None)
+    assert PeerSpec.parse("dotnet@0.7.12") == PeerSpec("dotnet", "0.7.12", None)
+    assert PeerSpec.parse("python@0.3.0+native-only").label == "python@0.3.0+native-only"
+    assert PeerSpec.parse("python+native-only").label == "python+native-only"
+    with pytest.raises(UsageError, match="is not a peer spec"):
+        PeerSpec.parse("Go Lang")
+
+
+def test_unknown_peer_names_the_known_ones() -> None:
+    with pytest.raises(UsageError, match=r"unknown peer 'cobol'.*known: .*python"):
+        parse_peer_list("python,cobol", discover())
+
+
+def test_every_peer_folder_has_a_complete_manifest() -> None:
+    manifests = discover()
+    assert {"python", "go", "ruby", "dotnet", "java", "node"} <= set(manifests)
+    for manifest in manifests.values():
+        assert manifest.run and manifest.language
+        assert (manifest.folder / "README.md").exists(), manifest.name
+        assert (manifest.folder / manifest.docker.get("dockerfile", "Dockerfile")).exists(), manifest.name
+
+
+def test_a_manifest_without_run_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "peer.yaml").write_text("name: x\nlanguage: X\n")
+    with pytest.raises(UsageError, match="missing 'run'"):
+        load_manifest(tmp_path / "peer.yaml")
+
+
+def test_the_catalogue_is_read_from_the_wire_spec() -> None:
+    mutants = spec.mutants()
+    assert len(mutants) >= 15
+    assert mutants["native-only"].acts_on == "requester.open"
+    assert mutants["gather-by-correlation-id"].acts_on == "requester.open"
+    assert mutants["no-strip"].acts_on == "responder.start"
+    assert all(m.rule in spec.rules() for m in mutants.values())
+
+
+def test_every_mutant_is_caught_by_some_scenario() -> None:
+    caught = {m for s in load_all() for m in s.catches}
+    assert caught == set(spec.mutants())
+
+
+def test_pairs_are_the_full_product_and_diagonal_only_the_diagonal() -> None:
+    scenario = next(s for s in load_all() if s.id == "rr-pair-round-trip")
+    specs = [PeerSpec("a"), PeerSpec("b"), PeerSpec("a", "0.3.0")]
+    assert len(plan([scenario], specs)) == 9
+    diagonal = plan([scenario], specs, diagonal=True)
+    assert [c.id for c in diagonal] == [
+        "rr-pair-round-trip[requester=a,responder=a]",
+        "rr-pair-round-trip[requester=b,responder=b]",
+        "rr-pair-round-trip[requester=a@0.3.0,responder=a@0.3.0]",
+    ]
+
+
+def test_known_failure_patterns_match_cell_ids_literally_but_for_stars() -> None:
+    known = KnownFailure("rr-x[requester=*@0.3.0]", "why", "", "f")
+    assert known.matches("rr-x[requester=go@0.3.0]")
+    assert not known.matches("rr-x[requester=go]")
+    assert not known.matches("rr-y[requester=go@0.3.0]")
