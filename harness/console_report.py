@@ -11,6 +11,7 @@ from rich.table import Table
 from .cells import ERROR, FAIL, PASS, SKIP, XFAIL, XPASS, CellResult
 from .runner import RunReport
 
+MAX_PROBLEMS_SHOWN = 25
 STYLE = {PASS: "green", FAIL: "bold red", ERROR: "bold magenta", SKIP: "dim", XFAIL: "yellow", XPASS: "bold red"}
 
 
@@ -100,7 +101,7 @@ def print_report(report: RunReport, console: Console | None = None) -> None:
     problems = [r for r in report.results if r.status in (FAIL, ERROR, XPASS)]
     if problems:
         console.print(f"\n[bold]{len(problems)} cell(s) need attention:[/]")
-    for r in problems:
+    for r in problems[:MAX_PROBLEMS_SHOWN]:
         console.print(f"[{STYLE[r.status]}]{r.status}[/] {escape(r.cell.id)}")
         if r.status == FAIL:
             console.print(escape(f"    broke {r.rule}: {r.message}"))
@@ -110,6 +111,8 @@ def print_report(report: RunReport, console: Console | None = None) -> None:
             for line in (r.message or r.reason).splitlines()[:8]:
                 console.print(escape(f"    {line}"))
         console.print(escape(f"    rerun: {r.rerun}"), soft_wrap=True)
+    if len(problems) > MAX_PROBLEMS_SHOWN:
+        console.print(f"... and {len(problems) - MAX_PROBLEMS_SHOWN} more: every one is in report.html and results.json, with its rerun line")
     xfails = [r for r in report.results if r.status == XFAIL]
     if xfails:
         console.print(f"\n{len(xfails)} known failure(s) (XFAIL), each with its reason in the HTML report and results.json")

@@ -7,18 +7,29 @@ cd "$(dirname "$0")"
 JAVA_LIBS=${JAVA_LIBS:-/usr/share/java}
 JUNIT=${JUNIT:-$JAVA_LIBS/junit-platform-console-standalone.jar}
 
-rm -rf build/classes build/test-classes build/lib
-mkdir -p build/classes build/test-classes build/lib
+# Build beside the old output and swap it in at the end, so a peer that is running (or a
+# second build at the same time) never sees a half-written tree.
+mkdir -p build
+work=$(mktemp -d build/.work.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/classes" "$work/test-classes" "$work/lib"
 for jar in amqp-client slf4j-api slf4j-simple gson; do
-    cp "$JAVA_LIBS/$jar.jar" build/lib/
+    cp "$JAVA_LIBS/$jar.jar" "$work/lib/"
 done
 
-javac -encoding UTF-8 --release 17 -Xlint:all,-serial -Werror -d build/classes \
-    -cp "build/lib/*" $(find src/main/java -name '*.java')
+javac -encoding UTF-8 --release 17 -Xlint:all,-serial -Werror -d "$work/classes" \
+    -cp "$work/lib/*" $(find src/main/java -name '*.java')
 
 if [ -f "$JUNIT" ] && [ -d src/test/java ]; then
-    javac -encoding UTF-8 --release 17 -d build/test-classes \
-        -cp "build/classes:build/lib/*:$JUNIT" $(find src/test/java -name '*.java')
+    javac -encoding UTF-8 --release 17 -d "$work/test-classes" \
+        -cp "$work/classes:$work/lib/*:$JUNIT" $(find src/test/java -name '*.java')
 else
     echo "build.sh: $JUNIT not found; unit tests not compiled" >&2
 fi
+
+for part in lib classes test-classes; do
+    rm -rf "build/$part.old"
+    [ ! -e "build/$part" ] || mv "build/$part" "build/$part.old"
+    mv "$work/$part" "build/$part"
+    rm -rf "build/$part.old"
+done

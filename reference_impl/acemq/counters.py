@@ -18,10 +18,6 @@ class Counter:
         with self._lock:
             self._value -= 1
 
-    def reset(self) -> None:
-        with self._lock:
-            self._value = 0
-
     @property
     def value(self) -> int:
         with self._lock:

@@ -50,9 +50,6 @@ class _Outgoing:
     reply_queue: str
     message_type: Optional[str] = None
     headers: Optional[Mapping[str, Any]] = None
-    # A broadcast that no queue is bound to reached zero subscribers: that is a
-    # gather with no replies (SG-7), not a refusal.
-    tolerate_return: bool = False
 
 
 class _Call:
@@ -297,7 +294,6 @@ class Requester:
                 correlation_id,
                 self._reply_queue_for_call(),
                 message_type,
-                tolerate_return=exchange is not None,
             )
             for _ in range(copies):
                 self._io.call(self._publish_request, outgoing)
@@ -390,9 +386,6 @@ class Requester:
         try:
             self._publisher.publish(outgoing.exchange, outgoing.routing_key, properties, outgoing.payload)
         except PublishFailed as exc:
-            if outgoing.tolerate_return and exc.returned:
-                log.info("broadcast to %r reached no queue", outgoing.exchange)
-                return
             raise RequestRefused(f"request not accepted: {exc.detail}") from exc
 
     def _on_reply(self, _channel: Any, _method: Any, properties: pika.BasicProperties, body: bytes) -> None:

@@ -28,8 +28,8 @@ log = logging.getLogger("acemq.responder")
 
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_CONCURRENCY = 16
-# The answered-after-publish and counters-after-subscribe mutants widen a real
-# race window to this, so the suite catches them every time.
+# The answered-after-publish mutant widens a real race window to this, so the
+# suite catches it every time.
 MUTANT_WINDOW_SECONDS = 0.25
 UNANSWERABLE_REASON = "Unanswerable: the request names no reply address"
 
@@ -103,6 +103,7 @@ class Responder:
         self._publisher = Publisher(self._io)
         self._workers = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"{name}-handler")
         self._consumer_tag: Optional[str] = None
+        self._lazy_counters_made = False  # only for the counters-after-subscribe mutant
         self._stopped = threading.Event()
         # RR-16: the counters exist, at zero, before anything is consumed.
         self.answered = Counter()
@@ -143,10 +144,6 @@ class Responder:
             self._io.close()
             self._workers.shutdown(wait=False)
             raise
-        if self.mutant is Mutant.COUNTERS_AFTER_SUBSCRIBE:
-            timer = threading.Timer(MUTANT_WINDOW_SECONDS, self._reset_counters)
-            timer.daemon = True
-            timer.start()
 
     def _subscribe(self) -> None:
         assert self._io.connection is not None
@@ -162,11 +159,6 @@ class Responder:
     def _cancel(self) -> None:
         if self._consumer_tag is not None and self._channel.is_open:
             self._channel.basic_cancel(self._consumer_tag)
-
-    def _reset_counters(self) -> None:
-        # counters-after-subscribe mutant (RR-16): a start-up backlog is forgotten.
-        self.answered.reset()
-        self.unanswerable.reset()
 
     # -- one request ------------------------------------------------------
 
@@ -240,7 +232,12 @@ class Responder:
         if self._stopped.is_set():
             return  # the connection is going; the broker requeues the request
         count_first = self.mutant is not Mutant.ANSWERED_AFTER_PUBLISH
-        if count_first:
+        if self.mutant is Mutant.COUNTERS_AFTER_SUBSCRIBE and not self._lazy_counters_made:
+            # counters-after-subscribe mutant (RR-16): the counter is made lazily, once
+            # the first delivery has been handled, so that delivery is never counted.
+            self._lazy_counters_made = True
+            count_first = False
+        elif count_first:
             self.answered.increment()  # RR-15: before the caller can hold the reply
         try:
             self._publisher.publish("", delivery.reply_to.queue, self._reply_properties(delivery, None), payload)
@@ -249,7 +246,7 @@ class Responder:
                 self.answered.decrement()
             self._undeliverable(delivery, exc.detail)
             return
-        if not count_first:
+        if self.mutant is Mutant.ANSWERED_AFTER_PUBLISH:
             timer = threading.Timer(MUTANT_WINDOW_SECONDS, self.answered.increment)
             timer.daemon = True
             timer.start()

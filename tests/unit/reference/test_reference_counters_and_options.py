@@ -28,8 +28,6 @@ def test_counter_starts_at_zero_and_counts():
     counter.increment()
     counter.decrement()
     assert counter.value == 1
-    counter.reset()
-    assert counter.value == 0
 
 
 def test_counter_is_exact_under_threads():

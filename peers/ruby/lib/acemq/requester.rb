@@ -89,7 +89,8 @@ module Acemq
         end
         raise RequestTimedOut.new(message_id, timeout) if removed
 
-        _, reply = slot.wait(0)
+        # The reply thread took the entry and is about to fill the slot.
+        _, reply = slot.wait(5)
       end
       raise Error, "requester closed" if reply == :closed
 

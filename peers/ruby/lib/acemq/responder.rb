@@ -21,6 +21,7 @@ module Acemq
 
     DEFAULT_MAX_ATTEMPTS = 3
     MUTANT_DELAY = 0.25
+    STOP_GRACE = 5
 
     attr_reader :queue, :profile, :mutant
 
@@ -46,7 +47,9 @@ module Acemq
     def unanswerable = @lock.synchronize { @unanswerable }
 
     def start
-      @channel = @connection.create_channel(nil, @concurrency)
+      # On stop, handlers still running get STOP_GRACE to finish; what they leave
+      # unacknowledged goes back to the queue when the channel closes.
+      @channel = @connection.create_channel(nil, @concurrency, false, STOP_GRACE)
       @channel.prefetch(@concurrency)
       quorum = { durable: true, arguments: { "x-queue-type" => "quorum" } }
       request_queue = @channel.queue(@queue, quorum)
@@ -82,9 +85,9 @@ module Acemq
         reply_to: address, reply_to_source: source, attempt: Headers.attempt(headers),
         headers: @mutant == "no-strip" ? headers : Headers.strip_private(headers)
       )
-      emit(:handled, request: request)
       result = begin
         request.body = JSON.parse(Headers.text(body))
+        emit(:handled, request: request)
         [:ok, JSON.generate(@handler.call(request))]
       rescue StandardError => e
         [:failed, Headers.failure_text(e)]

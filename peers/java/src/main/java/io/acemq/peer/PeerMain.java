@@ -201,7 +201,7 @@ public final class PeerMain {
         long started = System.nanoTime();
         PendingRequest pending = requester.send(
                 textOr(command, "exchange", ""),
-                required(command, "routing_key"),
+                textOr(command, "routing_key", ""),
                 bodyOf(command),
                 timeout == null ? Options.DEFAULT_TIMEOUT : timeout,
                 text(command, "correlation_id"),
