@@ -21,7 +21,7 @@ apt_install() {
     }
 }
 
-apt_install rabbitmq-server curl
+apt_install rabbitmq-server curl docker-compose
 # The Python one first: it makes the .venv the others' checks may use.
 sh ci/install-python.sh
 for script in ci/install-*.sh; do

@@ -32,7 +32,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if endpoint is None and shutil.which("rabbitmq-server") is None and not Path("/usr/sbin/rabbitmq-server").exists():
         raise BrokerError(no_broker_message())
     runner = Runner(manifests, specs, scenarios, known, args.broker, endpoint, args.concurrency, not args.no_build, _log,
-                    only_cells=args.cell or None, diagonal=args.diagonal, op_bound_s=args.op_timeout)
+                    only_cells=args.cell or None, diagonal=args.diagonal, op_bound_s=args.op_timeout,
+                    in_docker=args.in_docker)
     report = runner.run()
     if args.cell and not report.results:
         raise UsageError(f"no planned cell has the id {args.cell!r}; check --peers (the cell's peers must be selected)")
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-expectations", action="store_true", help="ignore the known-failures lists (every failure is a FAIL)")
     run.add_argument("--diagonal", action="store_true", help="only cells where one peer spec plays every role (itself and the probe): for certifying a binding and for mutant runs")
     run.add_argument("--op-timeout", type=float, default=20.0, help="seconds a peer has to answer a command that does not wait on the broker (default 20)")
+    run.add_argument("--in-docker", action="store_true", help="run each peer from its image (docker run -i --rm --network host IMAGE; build them with docker compose build)")
     run.add_argument("--no-build", action="store_true", help="do not run the peers' build commands")
     run.set_defaults(func=cmd_run)
     lst = sub.add_parser("list", help="list peers and scenarios")

@@ -45,6 +45,16 @@ class Manifest:
     def argv(self, argv: tuple[str, ...]) -> list[str]:
         return [sys.executable if part == "{python}" else part for part in argv]
 
+    def docker_run(self) -> list[str]:
+        """The same peer from its image: the harness only sees a process with pipes.
+
+        Host networking keeps the broker URL the harness hands over in `hello` valid.
+        """
+        image = self.docker.get("image")
+        if not image:
+            raise UsageError(f"{self.folder}/peer.yaml: no docker.image, so --in-docker cannot run this peer")
+        return ["docker", "run", "-i", "--rm", "--network", "host", str(image)]
+
     def environment(self) -> dict[str, str]:
         env = dict(os.environ)
         env.update(self.env)

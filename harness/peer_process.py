@@ -27,7 +27,7 @@ DEFAULT_OP_BOUND_S = 20.0
 class PeerProcess:
     """Owns the pipes of one peer process."""
 
-    def __init__(self, manifest: Manifest, log_dir: Path):
+    def __init__(self, manifest: Manifest, log_dir: Path, in_docker: bool = False):
         self.manifest = manifest
         self.hello: dict[str, Any] = {}
         self._ids = itertools.count(1)
@@ -41,7 +41,7 @@ class PeerProcess:
         self.started_at = time.monotonic()
         try:
             self._proc = subprocess.Popen(
-                manifest.argv(manifest.run),
+                manifest.docker_run() if in_docker else manifest.argv(manifest.run),
                 cwd=manifest.cwd,
                 env=manifest.environment(),
                 stdin=subprocess.PIPE,

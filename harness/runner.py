@@ -5,6 +5,7 @@ the run's vhost (and with it every queue a cell might have left) is deleted at t
 """
 from __future__ import annotations
 
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -92,6 +93,7 @@ class Runner:
         only_cells: list[str] | None = None,
         diagonal: bool = False,
         op_bound_s: float = 20.0,
+        in_docker: bool = False,
     ):
         self.manifests = manifests
         self.specs = specs
@@ -105,6 +107,7 @@ class Runner:
         self.only_cells = only_cells
         self.diagonal = diagonal
         self.op_bound_s = op_bound_s
+        self.in_docker = in_docker
 
     def run(self) -> RunReport:
         started = time.monotonic()
@@ -143,12 +146,15 @@ class Runner:
             manifest = self.manifests[name]
             status = PeerStatus(name, manifest.language)
             statuses[name] = status
-            missing = manifest.missing_tools()
+            if self.in_docker:
+                missing = [] if shutil.which("docker") else ["docker"]
+            else:
+                missing = manifest.missing_tools()
             if missing:
                 status.unavailable = f"toolchain missing: {', '.join(missing)} not on PATH (see peers/{manifest.folder.name}/README.md)"
                 self.log(f"peer {name}: SKIP, {status.unavailable}")
                 continue
-            if self.build and manifest.build:
+            if self.build and manifest.build and not self.in_docker:
                 status.build_s, failure = build_peer(manifest, self.log)
                 if failure:
                     status.unavailable, status.broken = failure, True
@@ -158,7 +164,7 @@ class Runner:
         def start(name: str) -> None:
             status = statuses[name]
             try:
-                process = PeerProcess(self.manifests[name], log_dir)
+                process = PeerProcess(self.manifests[name], log_dir, self.in_docker)
                 processes[name] = process
                 status.hello = process.handshake(amqp_url, max(60.0, self.op_bound_s))
                 status.startup_s = process.startup_s

@@ -73,6 +73,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
   // Both exist, at zero, before the consumer is registered (RR-16).
   private answeredCount = 0;
   private unanswerableCount = 0;
+  private lazyCountersMade = false; // only for the counters-after-subscribe mutant
   private consumerTag: string | undefined;
   private stopped = false;
   private readonly maxAttempts: number;
@@ -144,12 +145,6 @@ export class Responder<TReq = unknown, TRes = unknown> {
       else console.error(`responder ${this.queue}: consumer cancelled by the broker`);
     });
     this.consumerTag = consumerTag;
-    if (this.options.mutant === 'counters-after-subscribe') {
-      setTimeout(() => {
-        this.answeredCount = 0;
-        this.unanswerableCount = 0;
-      }, MUTANT_WINDOW_MS);
-    }
   }
 
   private async onRequest(msg: ConsumeMessage): Promise<void> {
@@ -196,7 +191,13 @@ export class Responder<TReq = unknown, TRes = unknown> {
       return;
     }
 
-    const counted = mutant !== 'answered-after-publish';
+    let counted = mutant !== 'answered-after-publish';
+    if (mutant === 'counters-after-subscribe' && !this.lazyCountersMade) {
+      // counters-after-subscribe mutant (RR-16): a counter made lazily, once the first
+      // delivery has been handled, never counts that delivery.
+      this.lazyCountersMade = true;
+      counted = false;
+    }
     if (counted) this.answeredCount++;
     try {
       await this.sendReply(context, encodeJson(result), {});
@@ -207,7 +208,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
     }
     this.channel.ack(msg);
     this.options.observer?.replied?.({ messageId, failure: null });
-    if (!counted) setTimeout(() => this.answeredCount++, MUTANT_WINDOW_MS);
+    if (mutant === 'answered-after-publish') setTimeout(() => this.answeredCount++, MUTANT_WINDOW_MS);
   }
 
   /** RR-10 then RR-11: the failure goes back to the caller, the request to `{queue}.dlq`. */

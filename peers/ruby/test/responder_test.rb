@@ -154,6 +154,16 @@ class ResponderTest < Minitest::Test
     assert_equal 1, r.answered
   end
 
+  def test_counters_after_subscribe_mutant_never_counts_the_first_answer
+    r = responder(FakePublisher.new, mutant: "counters-after-subscribe")
+    deliver(r)
+    assert_equal [[:ack, 7]], settled(r)
+    assert_equal 0, r.answered
+    deliver(r)
+    deliver(r)
+    assert_equal 2, r.answered
+  end
+
   def test_answered_is_counted_before_the_reply_is_published
     r = nil
     seen = nil

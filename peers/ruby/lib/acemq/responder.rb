@@ -41,6 +41,7 @@ module Acemq
       # RR-16: the counters exist before anything is consumed.
       @answered = 0
       @unanswerable = 0
+      @lazy_counters_made = false # only for the counters-after-subscribe mutant
     end
 
     def answered = @lock.synchronize { @answered }
@@ -57,7 +58,6 @@ module Acemq
       request_queue.bind(@bind[:exchange], routing_key: @bind[:routing_key].to_s) if @bind
       @publisher = ConfirmedPublisher.new(@connection)
       @consumer = request_queue.subscribe(manual_ack: true) { |info, props, body| handle(info, props, body) }
-      reset_counters_later if @mutant == "counters-after-subscribe"
       self
     end
 
@@ -105,11 +105,12 @@ module Acemq
 
     # RR-15: counted before the reply leaves, taken back if it does not arrive.
     def answer(info, props, body, request, payload)
-      count_answered(1) unless @mutant == "answered-after-publish"
+      counted = @mutant != "answered-after-publish" && !lazy_counter_first_delivery?
+      count_answered(1) if counted
       begin
         publish_reply(request, payload, {})
       rescue PublishFailed => e
-        count_answered(-1) unless %w[no-rollback answered-after-publish].include?(@mutant)
+        count_answered(-1) if counted && @mutant != "no-rollback"
         return retry_or_dead_letter(info, props, body, request, e)
       end
       if @mutant == "answered-after-publish"
@@ -182,10 +183,15 @@ module Acemq
       @lock.synchronize { @answered += delta }
     end
 
-    def reset_counters_later
-      Thread.new do
-        sleep MUTANT_DELAY
-        @lock.synchronize { @answered = @unanswerable = 0 }
+    # counters-after-subscribe mutant (RR-16): a counter made lazily, once the first
+    # delivery has been handled, never counts that delivery.
+    def lazy_counter_first_delivery?
+      return false unless @mutant == "counters-after-subscribe"
+
+      @lock.synchronize do
+        next false if @lazy_counters_made
+
+        @lazy_counters_made = true
       end
     end
 
