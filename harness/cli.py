@@ -77,6 +77,16 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_FAILED
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import bench
+
+    manifests = discover()
+    specs = parse_peer_list(args.peers, manifests) if args.peers else parse_peer_list(",".join(sorted(manifests)), manifests)
+    endpoint = parse_broker_url(args.broker, args.management_url) if args.broker else None
+    bench(manifests, specs, endpoint, args.requests, args.burst, _log)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="acemq-interop", description="Cross-language interop conformance for acemq request/reply and scatter-gather on RabbitMQ.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -98,6 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
     lst = sub.add_parser("list", help="list peers and scenarios")
     lst.add_argument("-v", "--verbose", action="store_true", help="with each scenario's title and procedure")
     lst.set_defaults(func=cmd_list)
+    bench = sub.add_parser("bench", help="speed and memory figures per requester x responder pair")
+    bench.add_argument("--peers", help="comma list of peer names (default: every peer)")
+    bench.add_argument("--requests", type=int, default=200, help="sequential round trips per pair, for latency (default 200)")
+    bench.add_argument("--burst", type=int, default=200, help="requests sent at once per pair, for throughput (default 200)")
+    bench.add_argument("--broker", help="amqp://USER:PASS@HOST:PORT/ of an existing RabbitMQ (default: a private node)")
+    bench.add_argument("--management-url", help="management API of --broker (default http://HOST:15672)")
+    bench.set_defaults(func=cmd_bench)
     doctor = sub.add_parser("doctor", help="which peers can run here, and why not")
     doctor.set_defaults(func=cmd_doctor)
     return parser

@@ -27,6 +27,9 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     private long _answered;
     private long _unanswerable;
 
+    // Only for the counters-after-subscribe mutant: 1 once its lazy counter "exists".
+    private int _lazyCounterMade;
+
     private Responder(
         IChannel channel, string queue, Func<byte[], RequestContext, CancellationToken, Task<byte[]>> handler, ResponderOptions options)
     {
@@ -93,16 +96,6 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         var consumer = new AsyncEventingBasicConsumer(_channel);
         consumer.ReceivedAsync += OnRequestAsync;
         _consumerTag = await _channel.BasicConsumeAsync(Queue, autoAck: false, consumer, ct).ConfigureAwait(false);
-
-        if (_options.Mutant == Mutant.CountersAfterSubscribe)
-        {
-            // The defect: counters initialised once the consumer runs, losing a start-up backlog.
-            _ = Task.Delay(MutantDelay).ContinueWith(_ =>
-            {
-                Interlocked.Exchange(ref _answered, 0);
-                Interlocked.Exchange(ref _unanswerable, 0);
-            }, TaskScheduler.Default);
-        }
     }
 
     private async Task OnRequestAsync(object sender, BasicDeliverEventArgs delivery)
@@ -172,6 +165,12 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         var counted = failure is null
             ? _options.Mutant != Mutant.AnsweredAfterPublish
             : _options.Mutant == Mutant.CountsFailures;
+        if (counted && _options.Mutant == Mutant.CountersAfterSubscribe && Interlocked.Exchange(ref _lazyCounterMade, 1) == 0)
+        {
+            // The defect: a lazily created counter misses the delivery that created it,
+            // which is the first request of a start-up backlog.
+            counted = false;
+        }
 
         // Before publishing: a caller holding its answer must find it counted.
         if (counted)
