@@ -7,6 +7,7 @@ from pathlib import Path
 
 import jinja2
 
+from . import spec
 from .results_files import cell_record
 from .runner import RunReport
 
@@ -21,6 +22,7 @@ th{background:#f4f4f4}.PASS{background:#d9f2d9}.FAIL,.XPASS{background:#f8c9c9}.
 pre{background:#f7f7f7;padding:8px;overflow:auto;max-height:30em}a{color:#036}
 </style></head><body>
 <h1>acemq-interop</h1>
+<p>P pass &middot; F fail &middot; E error &middot; s skip &middot; x known failure &middot; X! known failure that passed. Each letter links to its cell's evidence.</p>
 <p>{{ started_at }} &middot; {{ cells|length }} cells &middot; {{ summary }} &middot; {{ duration }}s on {{ broker }}</p>
 <h2>Peers</h2>
 <table><tr><th>peer</th><th>language</th><th>binding</th><th>client</th><th>build</th><th>start-up</th><th>note</th></tr>
@@ -31,12 +33,18 @@ pre{background:#f7f7f7;padding:8px;overflow:auto;max-height:30em}a{color:#036}
 {% if pairs %}<h2>Compatibility matrix (requester row &times; responder column)</h2>
 <table><tr><th>requester \\ responder</th>{% for c in labels %}<th>{{ c }}</th>{% endfor %}</tr>
 {% for r in labels %}<tr><th>{{ r }}</th>{% for c in labels %}{% set cs = pairs.get((r, c), []) %}
-<td class="{{ worst(cs) }}">{% for x in cs %}<a href="#{{ x.id }}" title="{{ x.scenario }}: {{ x.status }}">{{ x.status[0] }}</a>{% endfor %}</td>
+<td class="{{ worst(cs) }}">{% for x in cs %}<a href="#{{ x.id }}" title="{{ x.scenario }}: {{ x.status }}">{{ short[x.status] }}</a>{% endfor %}</td>
 {% endfor %}</tr>{% endfor %}</table>{% endif %}
 <h2>Scenarios</h2>
 <table><tr><th>scenario</th><th>rules</th><th>title</th><th>cells</th></tr>
 {% for sid, cs in by_scenario.items() %}<tr><td class="l">{{ sid }}</td><td>{{ cs[0].rules|join(', ') }}</td><td class="l">{{ cs[0].title }}</td>
-<td class="l">{% for x in cs %}<a class="{{ x.status }}" href="#{{ x.id }}" title="{{ x.id }}">&nbsp;{{ x.status[0] }}&nbsp;</a> {% endfor %}</td></tr>{% endfor %}
+<td class="l">{% for x in cs %}<a class="{{ x.status }}" href="#{{ x.id }}" title="{{ x.id }}">&nbsp;{{ short[x.status] }}&nbsp;</a> {% endfor %}</td></tr>{% endfor %}
+</table>
+<h2>Rules</h2>
+<table><tr><th>rule</th><th>title</th><th>checked by</th><th>cells failing it</th></tr>
+{% for rid, title in rules.items() %}<tr><td>{{ rid }}</td><td class="l">{{ title }}</td>
+<td class="l">{{ checked_by.get(rid, [])|join(', ') or '(no scenario)' }}</td>
+<td class="{{ 'FAIL' if failing.get(rid) else '' }}">{% for x in failing.get(rid, []) %}<a href="#{{ x.id }}">{{ x.id }}</a><br>{% endfor %}</td></tr>{% endfor %}
 </table>
 <h2>Cells</h2>
 {% for x in cells %}<div id="{{ x.id }}"><h3><span class="{{ x.status }}">&nbsp;{{ x.status }}&nbsp;</span> {{ x.id }}</h3>
@@ -54,6 +62,7 @@ pre{background:#f7f7f7;padding:8px;overflow:auto;max-height:30em}a{color:#036}
 )
 
 _ORDER = ["XPASS", "ERROR", "FAIL", "XFAIL", "SKIP", "PASS"]
+_SHORT = {"PASS": "P", "FAIL": "F", "ERROR": "E", "SKIP": "s", "XFAIL": "x", "XPASS": "X!"}
 
 
 def _worst(cells: list[dict]) -> str:
@@ -71,12 +80,21 @@ def write_html(report: RunReport, path: Path) -> None:
         by_scenario[c["scenario"]].append(c)
         if c["matrix"] == "pairs":
             pairs[(c["roles"]["requester"], c["roles"]["responder"])].append(c)
+    checked_by: dict[str, list[str]] = defaultdict(list)
+    for sid, group in by_scenario.items():
+        for rule in group[0]["rules"]:
+            checked_by[rule].append(sid)
+    failing: dict[str, list[dict]] = defaultdict(list)
+    for c in cells:
+        if c["status"] == "FAIL" and c["failed_rule"]:
+            failing[c["failed_rule"]].append(c)
     summary = ", ".join(f"{report.count(s)} {s}" for s in _ORDER[::-1] if report.count(s))
     path.write_text(
         TEMPLATE.render(
             started_at=report.started_at, cells=cells, summary=summary, duration=round(report.duration_s, 1),
             broker=report.broker, peers=report.peers, pairs=pairs, labels=[s.label for s in report.specs],
-            by_scenario=by_scenario, worst=_worst,
+            by_scenario=by_scenario, worst=_worst, short=_SHORT, rules=spec.rules(), checked_by=checked_by,
+            failing=failing,
         ),
         encoding="utf-8",
     )

@@ -29,8 +29,9 @@ class Mutant:
 
 @lru_cache(maxsize=1)
 def rules(path: Path = WIRE_SPEC) -> dict[str, str]:
-    """Rule id -> title, from the spec's `### RR-1 Title` headings."""
-    return dict(_RULE_RE.findall(path.read_text(encoding="utf-8")))
+    """Rule id -> title, from the spec's `### RR-1 Title` headings (markdown marks dropped)."""
+    found = _RULE_RE.findall(path.read_text(encoding="utf-8"))
+    return {rule: title.replace("*(client fact)*", "").replace("`", "").strip() for rule, title in found}
 
 
 @lru_cache(maxsize=1)

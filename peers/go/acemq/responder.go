@@ -93,7 +93,14 @@ type Responder struct {
 	// backlog delivered at start-up is counted like any other request.
 	answered     int64
 	unanswerable int64
+	// lazyCountersMade is only for the counters-after-subscribe mutant; set
+	// to 1 by the first delivery that would have been counted.
+	lazyCountersMade int32
 }
+
+// mutantWindow widens the answered-after-publish mutant's window so the
+// suite catches it every time, not by luck.
+const mutantWindow = 1000 * time.Millisecond
 
 // NewResponder declares queue and {queue}.dlq as durable quorum queues,
 // applies the bindings and starts consuming.
@@ -131,12 +138,6 @@ func NewResponder(conn *amqp.Connection, queue string, handler Handler, opts Res
 	if err != nil {
 		r.Close()
 		return nil, err
-	}
-	if opts.Mutant == MutantCountersAfterSubscribe {
-		time.AfterFunc(250*time.Millisecond, func() {
-			atomic.StoreInt64(&r.answered, 0)
-			atomic.StoreInt64(&r.unanswerable, 0)
-		})
 	}
 	go r.consume(deliveries)
 	return r, nil
@@ -257,8 +258,23 @@ func (r *Responder) invoke(req *Request) (result interface{}, err error) {
 	return r.handler(r.ctx, req)
 }
 
+// countsBeforePublish says whether this reply is counted in Answered before
+// it is published (RR-15). Each call with the counters-after-subscribe
+// mutant is a delivery handled, so only the first one answers false.
+func (r *Responder) countsBeforePublish() bool {
+	switch r.opts.Mutant {
+	case MutantAnsweredAfterPublish:
+		return false
+	case MutantCountersAfterSubscribe:
+		// A counter made lazily, once the first delivery has been handled,
+		// never counts that delivery.
+		return !atomic.CompareAndSwapInt32(&r.lazyCountersMade, 0, 1)
+	}
+	return true
+}
+
 func (r *Responder) reply(d amqp.Delivery, req *Request, body []byte) {
-	countFirst := r.opts.Mutant != MutantAnsweredAfterPublish
+	countFirst := r.countsBeforePublish()
 	if countFirst {
 		atomic.AddInt64(&r.answered, 1)
 	}
@@ -269,8 +285,8 @@ func (r *Responder) reply(d amqp.Delivery, req *Request, body []byte) {
 		r.undeliverable(d, req, err)
 		return
 	}
-	if !countFirst {
-		time.AfterFunc(250*time.Millisecond, func() { atomic.AddInt64(&r.answered, 1) })
+	if r.opts.Mutant == MutantAnsweredAfterPublish {
+		time.AfterFunc(mutantWindow, func() { atomic.AddInt64(&r.answered, 1) })
 	}
 	if h := r.opts.Hooks.Replied; h != nil {
 		h(req.MessageID, "")

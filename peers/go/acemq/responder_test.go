@@ -1,6 +1,7 @@
 package acemq
 
 import (
+	"sync"
 	"testing"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -50,5 +51,45 @@ func TestReplyIsAddressedForBothFamilies(t *testing.T) {
 	failed := replyPublishing(req, nil, "ScenarioFailure: no")
 	if failed.Headers[ErrorHeader] != "ScenarioFailure: no" || len(failed.Body) != 0 || failed.CorrelationId != "m-1" {
 		t.Errorf("failure reply %+v", failed)
+	}
+}
+
+func TestCountsBeforePublish(t *testing.T) {
+	for _, m := range []Mutant{NoMutant, MutantNoRollback} {
+		r := &Responder{opts: ResponderOptions{Mutant: m}}
+		for i := 0; i < 3; i++ {
+			if !r.countsBeforePublish() {
+				t.Errorf("%q: reply %d not counted before publishing", m, i)
+			}
+		}
+	}
+	late := &Responder{opts: ResponderOptions{Mutant: MutantAnsweredAfterPublish}}
+	if late.countsBeforePublish() {
+		t.Error("answered-after-publish counts before publishing")
+	}
+}
+
+func TestCountersAfterSubscribeNeverCountsTheFirstAnswer(t *testing.T) {
+	r := &Responder{opts: ResponderOptions{Mutant: MutantCountersAfterSubscribe}}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	uncounted := 0
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !r.countsBeforePublish() {
+				mu.Lock()
+				uncounted++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if uncounted != 1 {
+		t.Errorf("%d of 50 concurrent deliveries not counted, want exactly the first", uncounted)
+	}
+	if !r.countsBeforePublish() {
+		t.Error("a later delivery is not counted")
 	}
 }

@@ -67,7 +67,7 @@ export interface ResponderOptions {
 /** The reply publish failed: the request goes to the retry policy (RR-14). */
 class ReplyNotDelivered extends Error {}
 
-const MUTANT_WINDOW_MS = 250;
+const MUTANT_WINDOW_MS = 1000;
 
 export class Responder<TReq = unknown, TRes = unknown> {
   // Both exist, at zero, before the consumer is registered (RR-16).

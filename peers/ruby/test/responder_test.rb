@@ -150,7 +150,7 @@ class ResponderTest < Minitest::Test
     r = responder(FakePublisher.new, mutant: "answered-after-publish")
     deliver(r)
     assert_equal 0, r.answered
-    sleep 0.35
+    sleep Acemq::Responder::MUTANT_DELAY + 0.1
     assert_equal 1, r.answered
   end
 

@@ -20,7 +20,8 @@ module Acemq
     include Observable
 
     DEFAULT_MAX_ATTEMPTS = 3
-    MUTANT_DELAY = 0.25
+    # answered-after-publish: wide enough that the suite catches it every time.
+    MUTANT_DELAY = 1.0
     STOP_GRACE = 5
 
     attr_reader :queue, :profile, :mutant

@@ -22,10 +22,7 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -46,7 +43,6 @@ public final class Requester implements AutoCloseable {
     private final RequesterObserver observer;
     private final Channel replyChannel;
     private final ConfirmingPublisher publisher;
-    private final ScheduledExecutorService timers;
     private final String replyQueue;
     private final AtomicLong timedOut = new AtomicLong();
     private final AtomicLong unmatched = new AtomicLong();
@@ -63,11 +59,6 @@ public final class Requester implements AutoCloseable {
         this.observer = observer == null ? new RequesterObserver() { } : observer;
         this.replyChannel = connection.createChannel();
         this.publisher = new ConfirmingPublisher(connection);
-        this.timers = Executors.newSingleThreadScheduledExecutor(runnable -> {
-            Thread thread = new Thread(runnable, "acemq-requester-timers");
-            thread.setDaemon(true);
-            return thread;
-        });
         this.replyQueue = declareReplyQueue();
     }
 
@@ -139,7 +130,7 @@ public final class Requester implements AutoCloseable {
         synchronized (calls) {
             calls.put(messageId, call);
         }
-        call.timer = timers.schedule(() -> expire(call), timeout.toMillis(), TimeUnit.MILLISECONDS);
+        call.timer = Timers.after(timeout, () -> expire(call));
         try {
             publisher.publish(exchange, routingKey, properties, Json.encode(body));
         } catch (IOException | RuntimeException e) {
@@ -203,7 +194,7 @@ public final class Requester implements AutoCloseable {
         Gather gather = new Gather(requestMessageId, options.expectedReplyCount(),
                 this.options.is(Mutant.SHORTFALL_RESOLVES), onReply);
         gathers.put(requestMessageId, gather);
-        ScheduledFuture<?> timer = timers.schedule(gather::expire, options.timeout().toMillis(), TimeUnit.MILLISECONDS);
+        ScheduledFuture<?> timer = Timers.after(options.timeout(), gather::expire);
         gather.result().whenComplete((replies, error) -> {
             timer.cancel(false);
             gathers.remove(requestMessageId, gather);
@@ -346,7 +337,6 @@ public final class Requester implements AutoCloseable {
         }
         pending.forEach(call -> call.future.completeExceptionally(new RequesterClosedException()));
         new ArrayList<>(gathers.values()).forEach(gather -> gather.fail(new RequesterClosedException()));
-        timers.shutdownNow();
         publisher.close();
         try {
             if (ownsConnection) {
