@@ -9,7 +9,6 @@ import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
 import java.io.IOException;
-import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -30,7 +29,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class Responder implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Responder.class);
-    private static final Duration MUTANT_WINDOW = Duration.ofMillis(250);
     /** Requests handled at once by one responder, unless the builder says otherwise. */
     public static final int DEFAULT_CONCURRENCY = 16;
 
@@ -41,7 +39,7 @@ public final class Responder implements AutoCloseable {
     private final int concurrency;
     private final ExecutorService workers;
     // RR-16: the counters exist, at zero, before the consumer is registered.
-    private final AtomicLong answered = new AtomicLong();
+    private final AnsweredCounter answered;
     private final AtomicLong unanswerable = new AtomicLong();
     private Connection connection;
     private boolean ownsConnection;
@@ -53,6 +51,7 @@ public final class Responder implements AutoCloseable {
         this.queue = builder.queue;
         this.handler = Objects.requireNonNull(builder.handler, "handler");
         this.options = builder.options;
+        this.answered = new AnsweredCounter(options.mutant());
         this.observer = builder.observer == null ? new ResponderObserver() { } : builder.observer;
         this.concurrency = builder.concurrency;
         this.workers = Executors.newFixedThreadPool(concurrency, runnable -> {
@@ -94,12 +93,6 @@ public final class Responder implements AutoCloseable {
         channel.basicQos(concurrency);
         publisher = new ConfirmingPublisher(connection);
         consumerTag = channel.basicConsume(queue, false, new RequestConsumer(channel));
-        if (options.is(Mutant.COUNTERS_AFTER_SUBSCRIBE)) {
-            Timers.after(MUTANT_WINDOW, () -> {
-                answered.set(0);
-                unanswerable.set(0);
-            });
-        }
     }
 
     private String deadLetterQueue() {
@@ -139,22 +132,17 @@ public final class Responder implements AutoCloseable {
         }
 
         boolean counts = failure == null || options.is(Mutant.COUNTS_FAILURES);
-        boolean countedEarly = counts && !options.is(Mutant.ANSWERED_AFTER_PUBLISH);
-        if (countedEarly) {
-            answered.incrementAndGet();
-        }
+        boolean counted = counts && answered.beforePublish();
         try {
             publisher.publish("", address.get().queue(), replyProperties(messageId, failure),
                     failure == null ? Json.encode(reply) : new byte[0]);
         } catch (IOException | RuntimeException e) {
-            if (countedEarly && !options.is(Mutant.NO_ROLLBACK)) {
-                answered.decrementAndGet();
-            }
+            answered.publishFailed(counted);
             onReplyFailed(tag, properties, body, attempt, e.getMessage());
             return;
         }
-        if (counts && options.is(Mutant.ANSWERED_AFTER_PUBLISH)) {
-            Timers.after(MUTANT_WINDOW, answered::incrementAndGet);
+        if (counts) {
+            answered.published();
         }
         observer.replied(messageId, failure);
         if (failure != null && !options.is(Mutant.NO_DLQ_ON_FAILURE)) {

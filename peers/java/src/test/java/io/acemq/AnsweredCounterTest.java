@@ -1,0 +1,99 @@
+package io.acemq;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+class AnsweredCounterTest {
+    @Test
+    void countsBeforePublishingAndTakesAFailureBack() {
+        AnsweredCounter answered = new AnsweredCounter(null);
+        assertTrue(answered.beforePublish());
+        assertEquals(1, answered.get());
+        answered.publishFailed(true);
+        assertEquals(0, answered.get());
+        assertTrue(answered.beforePublish());
+        answered.published();
+        assertEquals(1, answered.get());
+    }
+
+    @Test
+    void noRollbackKeepsAFailedReply() {
+        AnsweredCounter answered = new AnsweredCounter(Mutant.NO_ROLLBACK);
+        answered.publishFailed(answered.beforePublish());
+        assertEquals(1, answered.get());
+    }
+
+    @Test
+    void answeredAfterPublishCountsASecondAfterTheConfirm() {
+        List<Duration> delays = new ArrayList<>();
+        List<Runnable> tasks = new ArrayList<>();
+        AnsweredCounter answered = new AnsweredCounter(Mutant.ANSWERED_AFTER_PUBLISH, (delay, task) -> {
+            delays.add(delay);
+            tasks.add(task);
+        });
+        assertFalse(answered.beforePublish());
+        answered.published();
+        assertEquals(0, answered.get());
+        assertEquals(List.of(Duration.ofMillis(1000)), delays);
+        tasks.forEach(Runnable::run);
+        assertEquals(1, answered.get());
+    }
+
+    @Test
+    void countersAfterSubscribeLosesOnlyTheFirstAnswer() {
+        AnsweredCounter answered = new AnsweredCounter(Mutant.COUNTERS_AFTER_SUBSCRIBE);
+        boolean first = answered.beforePublish();
+        assertFalse(first);
+        answered.publishFailed(first);
+        assertEquals(0, answered.get());
+        for (int i = 0; i < 3; i++) {
+            assertTrue(answered.beforePublish());
+            answered.published();
+        }
+        assertEquals(3, answered.get());
+    }
+
+    @Test
+    void countersAfterSubscribeLosesExactlyOneUnderConcurrency() throws InterruptedException {
+        AnsweredCounter answered = new AnsweredCounter(Mutant.COUNTERS_AFTER_SUBSCRIBE);
+        int threads = 16;
+        int each = 100;
+        AtomicInteger lost = new AtomicInteger();
+        CountDownLatch go = new CountDownLatch(1);
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            for (int t = 0; t < threads; t++) {
+                pool.execute(() -> {
+                    try {
+                        go.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return;
+                    }
+                    for (int i = 0; i < each; i++) {
+                        if (!answered.beforePublish()) {
+                            lost.incrementAndGet();
+                        }
+                    }
+                });
+            }
+            go.countDown();
+        } finally {
+            pool.shutdown();
+        }
+        assertTrue(pool.awaitTermination(10, TimeUnit.SECONDS));
+        assertEquals(1, lost.get());
+        assertEquals(threads * each - 1, answered.get());
+    }
+}
