@@ -29,6 +29,6 @@ fi
 
 cd "$peer"
 dotnet restore acemq-dotnet.slnx --nologo -v q
-dotnet build Acemq.Peer/Acemq.Peer.csproj -c Release --no-restore --nologo -v q -clp:NoSummary
-dotnet build Acemq.Tests/Acemq.Tests.csproj --no-restore --nologo -v q -clp:NoSummary
+dotnet build Acemq.Peer/Acemq.Peer.csproj -c Release --no-restore --nologo -v q
+dotnet build Acemq.Tests/Acemq.Tests.csproj --no-restore --nologo -v q
 echo "install-dotnet: built $peer/Acemq.Peer/bin/Release/net10.0/Acemq.Peer.dll (.NET SDK $(dotnet --version))"

@@ -427,6 +427,7 @@ internal sealed class PeerHost(Output output)
     private static string Describe(Exception e) => e switch
     {
         AcemqException or ArgumentException => e.Message,
+        ObjectDisposedException disposed => $"{disposed.ObjectName} closed while the command was pending",
         _ => $"{e.GetType().Name}: {e.Message}",
     };
 }

@@ -342,22 +342,20 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         var headers = properties.Headers;
         var reply = new Reply(delivery.Body.ToArray(), Wire.HeaderText(headers, ErrorHeader), properties.CorrelationId);
 
-        var caller = _options.Mutant == Mutant.LateReplyToNext
-            ? _calls.TakeOldest()
-            : _calls.TakeMatching(properties.CorrelationId);
-        if (caller is not null)
-        {
-            caller.TrySetResult(reply);
-            return Task.CompletedTask;
-        }
-
         var gatherKey = _options.Mutant == Mutant.GatherByCorrelationId
             ? properties.CorrelationId
             : Wire.HeaderText(headers, Wire.ResponseMessageIdHeader);
-
-        // A failure reply is kept out of a gather's result (the wire spec's SG-8 choice).
-        if (reply.Error is null && gatherKey is not null && _gathers.TryGetValue(gatherKey, out var gather) && gather.Offer(reply.Body))
+        if (gatherKey is not null && _gathers.TryGetValue(gatherKey, out var gather))
         {
+            // A failure reply is kept out of a gather's result (the wire spec's SG-8 choice).
+            if (reply.Error is null && gather.Offer(reply.Body))
+            {
+                return Task.CompletedTask;
+            }
+        }
+        else if (TakeCaller(properties.CorrelationId) is { } caller)
+        {
+            caller.TrySetResult(reply);
             return Task.CompletedTask;
         }
 
@@ -365,6 +363,10 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         _options.Observer?.Unmatched(properties.CorrelationId);
         return Task.CompletedTask;
     }
+
+    /// <summary>The caller a reply is for; the late-reply-to-next defect takes whoever waited longest instead.</summary>
+    private TaskCompletionSource<Reply>? TakeCaller(string? correlationId) =>
+        _options.Mutant == Mutant.LateReplyToNext ? _calls.TakeOldest() : _calls.TakeMatching(correlationId);
 
     public async ValueTask DisposeAsync()
     {
