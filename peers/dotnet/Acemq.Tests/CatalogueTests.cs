@@ -46,4 +46,10 @@ public class CatalogueTests
         Mutants.EnsureSide(Mutant.None, MutantSide.Responder);
         Assert.Throws<ArgumentException>(() => Mutants.EnsureSide(Mutant.NoStrip, MutantSide.Requester));
     }
+
+    [Fact]
+    public void Answered_after_publish_waits_the_catalogues_window()
+    {
+        Assert.Equal(TimeSpan.FromMilliseconds(1000), Responder.MutantDelay);
+    }
 }

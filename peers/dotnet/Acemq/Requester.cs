@@ -223,10 +223,10 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         try
         {
             var publisher = await PublisherAsync(cancellationToken).ConfigureAwait(false);
+            var replyTo = await ReplyAddressAsync(cancellationToken).ConfigureAwait(false);
+            var properties = RequestProperties(requestMessageId, correlationId, replyTo, type, headers: null);
             for (var copy = 0; copy < copies; copy++)
             {
-                var replyTo = await ReplyAddressAsync(cancellationToken).ConfigureAwait(false);
-                var properties = RequestProperties(requestMessageId, correlationId, replyTo, type, headers: null);
                 await Publishing.PublishAsync(publisher, exchange, routingKey, properties, body, cancellationToken).ConfigureAwait(false);
             }
 
@@ -300,7 +300,8 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             return ReplyQueue;
         }
 
-        // The defect: a declare (and later a delete) on the broker for every call.
+        // The defect: a new queue on the broker for every request and every gather, consumed
+        // (so a late reply still arrives and is counted) until the requester is disposed.
         var queue = await DeclareReplyQueueAsync(_replies, ct).ConfigureAwait(false);
         await _replies.BasicConsumeAsync(queue, autoAck: true, _consumer, ct).ConfigureAwait(false);
         return queue;

@@ -12,8 +12,11 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 {
     public const string DeadLetterReasonHeader = Wire.DeadLetterReasonHeader;
 
-    /// <summary>The mutants' widened race window.</summary>
-    private static readonly TimeSpan MutantDelay = TimeSpan.FromMilliseconds(250);
+    /// <summary>
+    /// The answered-after-publish mutant's race window, widened from microseconds so the
+    /// suite catches it every time, not by luck.
+    /// </summary>
+    internal static readonly TimeSpan MutantDelay = TimeSpan.FromMilliseconds(1000);
 
     private static readonly Dictionary<string, object?> QuorumQueue = new() { ["x-queue-type"] = "quorum" };
 

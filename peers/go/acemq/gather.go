@@ -41,12 +41,10 @@ type GatherOptions struct {
 }
 
 type gathering struct {
-	id            string
-	correlationID string
-	seq           uint64
-	expected      int
-	replies       []json.RawMessage
-	onReply       func(json.RawMessage)
+	id       string
+	expected int
+	replies  []json.RawMessage
+	onReply  func(json.RawMessage)
 	// full is closed when the expected count is reached.
 	full chan struct{}
 }
@@ -95,18 +93,21 @@ func (r *Requester) gather(ctx context.Context, exchange, key string, copies int
 	if err != nil {
 		return nil, err
 	}
-	msg := r.requestPublishing(opts.MessageID, opts.CorrelationID, r.replyQueue, body, nil)
+	replyTo, err := r.replyQueueForCall()
+	if err != nil {
+		return nil, err
+	}
+	msg := r.requestPublishing(opts.MessageID, opts.CorrelationID, replyTo, body, nil)
 	msg.Type = opts.Type
 	if err := checkShortStrings(msg); err != nil {
 		return nil, err
 	}
 
 	g := &gathering{
-		id:            opts.MessageID,
-		correlationID: opts.CorrelationID,
-		expected:      opts.ExpectedReplyCount,
-		onReply:       onReply,
-		full:          make(chan struct{}),
+		id:       opts.MessageID,
+		expected: opts.ExpectedReplyCount,
+		onReply:  onReply,
+		full:     make(chan struct{}),
 	}
 	if err := r.registerGather(g); err != nil {
 		return nil, err
@@ -145,8 +146,6 @@ func (r *Requester) registerGather(g *gathering) error {
 	if _, dup := r.gathers[g.id]; dup {
 		return fmt.Errorf("acemq: a gather with message id %q is already running", g.id)
 	}
-	r.seq++
-	g.seq = r.seq
 	r.gathers[g.id] = g
 	return nil
 }
@@ -165,18 +164,14 @@ func (r *Requester) endGather(g *gathering) []json.RawMessage {
 }
 
 // gatherFor finds the running gather a reply belongs to: by its
-// responseMessageId header, never by correlation_id, which all copies and
-// possibly other gathers share.
+// responseMessageId header, never by correlation_id, which a bus responder
+// may set to the business correlation id that all copies share.
 func (r *Requester) gatherFor(d amqp.Delivery) *gathering {
+	var key string
 	if r.opts.Mutant == MutantGatherByCorrID {
-		var found *gathering
-		for _, g := range r.gathers {
-			if g.correlationID == d.CorrelationId && (found == nil || g.seq < found.seq) {
-				found = g
-			}
-		}
-		return found
+		key = d.CorrelationId
+	} else {
+		key, _ = HeaderString(d.Headers, ResponseMessageIDHeader)
 	}
-	key, _ := HeaderString(d.Headers, ResponseMessageIDHeader)
 	return r.gathers[key]
 }

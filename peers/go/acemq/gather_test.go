@@ -11,9 +11,9 @@ func reply(responseID, correlationID, body string) amqp.Delivery {
 	return amqp.Delivery{CorrelationId: correlationID, Headers: amqp.Table{ResponseMessageIDHeader: responseID}, Body: []byte(body)}
 }
 
-func startGather(t *testing.T, r *Requester, id, correlationID string, expected int, onReply func(json.RawMessage)) *gathering {
+func startGather(t *testing.T, r *Requester, id string, expected int, onReply func(json.RawMessage)) *gathering {
 	t.Helper()
-	g := &gathering{id: id, correlationID: correlationID, expected: expected, onReply: onReply, full: make(chan struct{})}
+	g := &gathering{id: id, expected: expected, onReply: onReply, full: make(chan struct{})}
 	if err := r.registerGather(g); err != nil {
 		t.Fatal(err)
 	}
@@ -23,8 +23,8 @@ func startGather(t *testing.T, r *Requester, id, correlationID string, expected 
 func TestGatherRepliesAreMatchedByResponseMessageID(t *testing.T) {
 	r := newTestRequester(ProfileCurrent, NoMutant)
 	var seen []string
-	a := startGather(t, r, "g-a", "c-1", 2, func(m json.RawMessage) { seen = append(seen, string(m)) })
-	b := startGather(t, r, "g-b", "c-1", 0, nil)
+	a := startGather(t, r, "g-a", 2, func(m json.RawMessage) { seen = append(seen, string(m)) })
+	b := startGather(t, r, "g-b", 0, nil)
 
 	r.dispatch(reply("g-a", "c-1", `1`))
 	r.dispatch(reply("g-b", "c-1", `"b"`))
@@ -52,7 +52,7 @@ func TestGatherRepliesAreMatchedByResponseMessageID(t *testing.T) {
 
 func TestGatherKeepsFailureRepliesOut(t *testing.T) {
 	r := newTestRequester(ProfileCurrent, NoMutant)
-	g := startGather(t, r, "g-a", "c-1", 0, nil)
+	g := startGather(t, r, "g-a", 0, nil)
 	d := reply("g-a", "g-a", ``)
 	d.Headers[ErrorHeader] = "ScenarioFailure: no"
 	r.dispatch(d)
@@ -61,13 +61,29 @@ func TestGatherKeepsFailureRepliesOut(t *testing.T) {
 	}
 }
 
-func TestGatherByCorrelationIDMutantMatchesTheBusinessID(t *testing.T) {
+func TestGatherByCorrelationIDMutantLooksUpTheCorrelationID(t *testing.T) {
+	// A reply whose correlation_id is the requestMessageId (as every acemq
+	// responder sends it) still finds its gather under the mutant.
 	r := newTestRequester(ProfileCurrent, MutantGatherByCorrID)
-	a := startGather(t, r, "g-a", "c-1", 0, nil)
-	b := startGather(t, r, "g-b", "c-1", 0, nil)
-	r.dispatch(reply("g-b", "c-1", `1`))
+	a := startGather(t, r, "g-a", 0, nil)
+	r.dispatch(reply("g-a", "g-a", `1`))
 	if got := r.endGather(a); len(got) != 1 {
-		t.Errorf("the mutant should give g-b's reply to g-a, got %s", got)
+		t.Errorf("gather a = %s, want its reply", got)
 	}
-	r.endGather(b)
+
+	// A bus responder sets correlation_id to the business id: the mutant
+	// finds no gather and counts the reply Unmatched.
+	b := startGather(t, r, "g-b", 0, nil)
+	r.dispatch(reply("g-b", "c-1", `2`))
+	if got := r.endGather(b); len(got) != 0 || r.Unmatched() != 1 {
+		t.Errorf("gather b = %s, Unmatched %d; want none and 1", got, r.Unmatched())
+	}
+
+	// Without the mutant the responseMessageId header decides.
+	ok := newTestRequester(ProfileCurrent, NoMutant)
+	c := startGather(t, ok, "g-c", 0, nil)
+	ok.dispatch(reply("g-c", "c-1", `3`))
+	if got := ok.endGather(c); len(got) != 1 {
+		t.Errorf("gather c = %s, want its reply", got)
+	}
 }

@@ -63,6 +63,9 @@ type Requester struct {
 	gathers map[string]*gathering
 	closed  bool
 	done    chan struct{}
+	// perCall holds the channels of the queue-per-request mutant's reply
+	// queues, which live until Close.
+	perCall []*amqp.Channel
 
 	timedOut  int64
 	unmatched int64
@@ -126,6 +129,29 @@ func openReplyQueue(conn *amqp.Connection) (*amqp.Channel, string, <-chan amqp.D
 		return nil, "", nil, err
 	}
 	return ch, q.Name, deliveries, nil
+}
+
+// replyQueueForCall is the reply address one request or gather names: the
+// requester's own queue, or with the queue-per-request mutant a fresh one,
+// consumed until Close so that a late reply still arrives and is counted.
+func (r *Requester) replyQueueForCall() (string, error) {
+	if r.opts.Mutant != MutantQueuePerRequest {
+		return r.replyQueue, nil
+	}
+	ch, name, deliveries, err := openReplyQueue(r.conn)
+	if err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		ch.Close()
+		return "", ErrClosed
+	}
+	r.perCall = append(r.perCall, ch)
+	r.mu.Unlock()
+	go r.consume(deliveries)
+	return name, nil
 }
 
 // ReplyQueue is the reply address this requester names.
@@ -197,15 +223,9 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 		return err
 	}
 	id := cfg.messageID
-	replyTo := r.replyQueue
-	if r.opts.Mutant == MutantQueuePerRequest {
-		ch, name, deliveries, err := openReplyQueue(r.conn)
-		if err != nil {
-			return err
-		}
-		defer ch.Close()
-		go r.consume(deliveries)
-		replyTo = name
+	replyTo, err := r.replyQueueForCall()
+	if err != nil {
+		return err
 	}
 	msg := r.requestPublishing(id, cfg.correlationID, replyTo, body, cfg.headers)
 	msg.Type = cfg.msgType
@@ -377,7 +397,12 @@ func (r *Requester) Close() error {
 	}
 	r.closed = true
 	close(r.done)
+	perCall := r.perCall
+	r.perCall = nil
 	r.mu.Unlock()
+	for _, ch := range perCall {
+		ch.Close()
+	}
 	err := r.ch.Close()
 	if perr := r.pub.close(); err == nil {
 		err = perr
