@@ -6,21 +6,8 @@ set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 peer="$here/peers/java"
 
-packages="openjdk-17-jdk-headless librabbitmq-client-java libslf4j-java libgoogle-gson-java junit5"
-missing=""
-for p in $packages; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-	echo "install-java: installing$missing"
-	export DEBIAN_FRONTEND=noninteractive
-	# shellcheck disable=SC2086
-	apt-get install -y -qq --no-upgrade $missing >/dev/null 2>&1 || {
-		apt-get update -qq
-		# shellcheck disable=SC2086
-		apt-get install -y -qq --no-upgrade $missing >/dev/null
-	}
-fi
+. "$here/ci/apt.sh"
+apt_install openjdk-17-jdk-headless librabbitmq-client-java libslf4j-java libgoogle-gson-java junit5
 
 sh "$peer/build.sh"
 echo "install-java: built $peer/build/classes ($(javac -version 2>&1), librabbitmq-client-java $(dpkg-query -W -f='${Version}' librabbitmq-client-java))"

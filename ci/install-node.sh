@@ -6,19 +6,9 @@
 # node_modules is missing.
 set -eu
 
-missing=""
-command -v node >/dev/null 2>&1 || missing="$missing nodejs"
-command -v npm >/dev/null 2>&1 || missing="$missing npm"
-if [ -n "$missing" ]; then
-  export DEBIAN_FRONTEND=noninteractive
-  echo "install-node: installing$missing"
-  # shellcheck disable=SC2086
-  apt-get install -y -qq --no-upgrade $missing >/dev/null 2>&1 || {
-    apt-get update -qq >/dev/null
-    # shellcheck disable=SC2086
-    apt-get install -y -qq --no-upgrade $missing >/dev/null
-  }
-fi
+. "$(dirname "$0")/apt.sh"
+command -v node >/dev/null 2>&1 || apt_install nodejs
+command -v npm >/dev/null 2>&1 || apt_install npm
 
 cd "$(dirname "$0")/../peers/node"
 if [ -d node_modules ]; then

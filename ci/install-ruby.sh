@@ -4,23 +4,8 @@
 # a package is missing and cannot be installed from the current package lists.
 set -eu
 
-packages="ruby ruby-bunny ruby-minitest"
-missing=""
-for package in $packages; do
-  dpkg-query -W -f '${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
-    || missing="$missing $package"
-done
-
-if [ -n "$missing" ]; then
-  export DEBIAN_FRONTEND=noninteractive
-  echo "install-ruby: installing$missing"
-  # shellcheck disable=SC2086
-  apt-get install -y -qq --no-upgrade $missing >/dev/null 2>&1 || {
-    apt-get update -qq >/dev/null
-    # shellcheck disable=SC2086
-    apt-get install -y -qq --no-upgrade $missing >/dev/null
-  }
-fi
+. "$(dirname "$0")/apt.sh"
+apt_install ruby ruby-bunny ruby-minitest
 
 cd "$(dirname "$0")/../peers/ruby"
 ruby -Ilib -e 'require "acemq"; puts "install-ruby: acemq-ruby #{Acemq::VERSION} on bunny #{Bunny::VERSION}, ruby #{RUBY_VERSION}"'

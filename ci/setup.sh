@@ -7,19 +7,7 @@ set -eu
 ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 cd "$ROOT"
 
-apt_install() {
-    missing=""
-    for pkg in "$@"; do
-        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"
-    done
-    [ -z "$missing" ] && return 0
-    echo "ci/setup.sh: installing$missing"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q --no-upgrade $missing >/dev/null 2>&1 || {
-        apt-get update -q >/dev/null
-        apt-get install -y -q --no-upgrade $missing >/dev/null
-    }
-}
+. ci/apt.sh
 
 apt_install rabbitmq-server curl docker-compose
 # The Python one first: it makes the .venv the others' checks may use.
