@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds the peer with plain javac from the jars Debian installs (no Maven Central needed):
-# src/main/java -> build/classes, src/test/java -> build/test-classes, dependencies -> build/lib.
+# src/main/java -> build/classes and build/peer.jar, src/test/java -> build/test-classes,
+# dependencies -> build/lib.
 # JAVA_LIBS points elsewhere when the jars live somewhere else.
 set -eu
 cd "$(dirname "$0")"
@@ -8,8 +9,10 @@ JAVA_LIBS=${JAVA_LIBS:-/usr/share/java}
 JUNIT=${JUNIT:-$JAVA_LIBS/junit-platform-console-standalone.jar}
 
 # Build beside the old output and swap it in at the end, so a peer that is running (or a
-# second build at the same time) never sees a half-written tree.
-mkdir -p build
+# second build at the same time) never sees a half-written tree. The peer runs from
+# build/peer.jar and build/lib/*.jar, each replaced by one rename: a running JVM keeps
+# reading the files it opened, never a mix of two builds or a path that is briefly gone.
+mkdir -p build/lib
 work=$(mktemp -d build/.work.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/classes" "$work/test-classes" "$work/lib"
@@ -19,6 +22,7 @@ done
 
 javac -encoding UTF-8 --release 17 -Xlint:all,-serial -Werror -d "$work/classes" \
     -cp "$work/lib/*" $(find src/main/java -name '*.java')
+jar --create --file "$work/peer.jar" -C "$work/classes" .
 
 if [ -f "$JUNIT" ] && [ -d src/test/java ]; then
     javac -encoding UTF-8 --release 17 -d "$work/test-classes" \
@@ -27,7 +31,14 @@ else
     echo "build.sh: $JUNIT not found; unit tests not compiled" >&2
 fi
 
-for part in lib classes test-classes; do
+for jar in "$work"/lib/*.jar; do
+    name=$(basename "$jar")
+    cmp -s "$jar" "build/lib/$name" || mv -f "$jar" "build/lib/$name"
+done
+mv -f "$work/peer.jar" build/peer.jar
+
+# The class trees are for the unit tests (test.sh).
+for part in classes test-classes; do
     rm -rf "build/$part.old"
     [ ! -e "build/$part" ] || mv "build/$part" "build/$part.old"
     mv "$work/$part" "build/$part"

@@ -21,7 +21,9 @@ final class ConfirmingPublisher implements AutoCloseable {
     private static final Duration CONFIRM_TIMEOUT = Duration.ofSeconds(10);
 
     private final Connection connection;
-    private Channel channel;
+    /** Written under the publish lock; read without it by {@link #close()}. */
+    private volatile Channel channel;
+    private volatile boolean closed;
     private volatile String returned;
 
     ConfirmingPublisher(Connection connection) {
@@ -45,7 +47,7 @@ final class ConfirmingPublisher implements AutoCloseable {
             throw new PublishRefusedException("interrupted while waiting for the broker's confirm", e);
         } catch (TimeoutException e) {
             // The channel's confirm sequence is now ambiguous: start over on a fresh one.
-            closeQuietly(target);
+            abortQuietly(target);
             channel = null;
             throw new PublishRefusedException("no confirm from the broker within " + CONFIRM_TIMEOUT.toMillis() + " ms", e);
         } catch (IOException | RuntimeException e) {
@@ -63,30 +65,57 @@ final class ConfirmingPublisher implements AutoCloseable {
     }
 
     private Channel openChannel() throws IOException {
+        if (closed) {
+            throw new PublishRefusedException("the publisher is closed");
+        }
         if (channel == null || !channel.isOpen()) {
             Channel fresh = connection.createChannel();
             fresh.confirmSelect();
             fresh.addReturnListener((ReturnListener) (code, text, exchange, key, props, body) ->
                     returned = code + " " + text);
             channel = fresh;
+            // close() may have run while the channel was being opened, and not seen it.
+            if (closed) {
+                abortQuietly(fresh);
+                throw new PublishRefusedException("the publisher is closed");
+            }
         }
         return channel;
     }
 
+    /** Closes the channel once the publish in flight, if any, has its confirm. */
     @Override
     public synchronized void close() {
-        if (channel != null) {
-            closeQuietly(channel);
-            channel = null;
+        closed = true;
+        Channel current = channel;
+        if (current != null && current.isOpen()) {
+            try {
+                current.close();
+            } catch (IOException | TimeoutException | RuntimeException ignored) {
+                // Closing is best effort: the connection may already be gone.
+            }
+        }
+        channel = null;
+    }
+
+    /**
+     * Closes the channel without taking the publish lock: a publish waiting for its confirm
+     * (up to {@link #CONFIRM_TIMEOUT}) fails at once instead of holding the caller up.
+     */
+    void abort() {
+        closed = true;
+        Channel current = channel;
+        if (current != null) {
+            abortQuietly(current);
         }
     }
 
-    private static void closeQuietly(Channel target) {
+    private static void abortQuietly(Channel target) {
         try {
             if (target.isOpen()) {
-                target.close();
+                target.abort();
             }
-        } catch (IOException | TimeoutException | RuntimeException ignored) {
+        } catch (IOException | RuntimeException ignored) {
             // Closing is best effort: the connection may already be gone.
         }
     }

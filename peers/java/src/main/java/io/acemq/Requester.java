@@ -36,6 +36,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class Requester implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Requester.class);
+    /** How long {@link #close()} waits for the broker's close-ok before dropping the socket. */
+    private static final int CLOSE_TIMEOUT_MS = 5_000;
 
     private final Connection connection;
     private final boolean ownsConnection;
@@ -123,11 +125,12 @@ public final class Requester implements AutoCloseable {
         ensureOpen();
         String messageId = newMessageId();
         ShortStrings.check("correlation_id", correlationId);
-        String replyTo = options.is(Mutant.QUEUE_PER_REQUEST) ? declareReplyQueue() : replyQueue;
         AMQP.BasicProperties properties = requestProperties(
-                messageId, correlationId == null ? messageId : correlationId, replyTo, null, headers);
+                messageId, correlationId == null ? messageId : correlationId, replyQueueForCall(), null, headers);
         Call call = new Call(messageId, timeout);
         synchronized (calls) {
+            // Checked under the lock close() takes, so a call registered now is one close() will end.
+            ensureOpen();
             calls.put(messageId, call);
         }
         call.timer = Timers.after(timeout, () -> expire(call));
@@ -137,7 +140,8 @@ public final class Requester implements AutoCloseable {
             synchronized (calls) {
                 calls.remove(messageId, call);
             }
-            call.timer.cancel(false);
+            call.cancelTimer();
+            ensureOpen();
             throw e;
         }
         return new PendingRequest(messageId, call.future);
@@ -188,12 +192,17 @@ public final class Requester implements AutoCloseable {
         if (correlationId == null || correlationId.isEmpty()) {
             correlationId = requestMessageId;
         }
-        AMQP.BasicProperties properties = requestProperties(requestMessageId, correlationId, replyQueue, type, null);
         ShortStrings.check("correlation_id", correlationId);
         ShortStrings.check("type", type);
+        AMQP.BasicProperties properties = requestProperties(
+                requestMessageId, correlationId, replyQueueForCall(), type, null);
         Gather gather = new Gather(requestMessageId, options.expectedReplyCount(),
                 this.options.is(Mutant.SHORTFALL_RESOLVES), onReply);
-        gathers.put(requestMessageId, gather);
+        synchronized (calls) {
+            // As in send: close() either sees this gather or the gather sees the close.
+            ensureOpen();
+            gathers.put(requestMessageId, gather);
+        }
         ScheduledFuture<?> timer = Timers.after(options.timeout(), gather::expire);
         gather.result().whenComplete((replies, error) -> {
             timer.cancel(false);
@@ -206,6 +215,7 @@ public final class Requester implements AutoCloseable {
             }
         } catch (IOException | RuntimeException e) {
             gather.fail(e instanceof AcemqException acemq ? acemq : new AcemqException(e.getMessage(), e));
+            ensureOpen();
             throw e;
         }
         return new PendingGather(requestMessageId, gather.result());
@@ -233,6 +243,15 @@ public final class Requester implements AutoCloseable {
                 .build();
     }
 
+    /**
+     * The reply address a new request or gather names: the requester's one queue, or under the
+     * {@code queue-per-request} mutant a fresh queue that stays consumed until close, so a late
+     * reply to it is still received and counted.
+     */
+    private String replyQueueForCall() throws IOException {
+        return options.is(Mutant.QUEUE_PER_REQUEST) ? declareReplyQueue() : replyQueue;
+    }
+
     private String declareReplyQueue() throws IOException {
         synchronized (replyChannel) {
             String queue = replyChannel.queueDeclare("", false, true, true, Map.of("x-queue-type", "classic")).getQueue();
@@ -255,9 +274,7 @@ public final class Requester implements AutoCloseable {
     private void onReply(AMQP.BasicProperties properties, byte[] body) {
         Map<String, Object> headers = properties.getHeaders();
         String correlationId = properties.getCorrelationId();
-        String gatherKey = options.is(Mutant.GATHER_BY_CORRELATION_ID)
-                ? correlationId
-                : Headers.text(headers, Headers.RESPONSE_MESSAGE_ID);
+        String gatherKey = gatherKey(options, properties);
         Gather gather = gatherKey == null ? null : gathers.get(gatherKey);
         if (gather != null) {
             onGatherReply(gather, headers, body, correlationId);
@@ -268,7 +285,7 @@ public final class Requester implements AutoCloseable {
             countUnmatched(correlationId);
             return;
         }
-        call.timer.cancel(false);
+        call.cancelTimer();
         String failure = options.is(Mutant.IGNORES_ERROR_HEADER) ? null : Headers.text(headers, Headers.ERROR);
         if (failure != null) {
             call.future.completeExceptionally(new ResponderFailedException(failure));
@@ -279,6 +296,17 @@ public final class Requester implements AutoCloseable {
         } catch (JsonParseException e) {
             call.future.completeExceptionally(new ReplyDecodeException(e.getMessage(), e));
         }
+    }
+
+    /**
+     * What a reply's pending gather (kept by its requestMessageId) is looked up with: the
+     * {@code responseMessageId} header (SG-4), or the {@code correlation_id} under the
+     * {@code gather-by-correlation-id} mutant.
+     */
+    static String gatherKey(Options options, AMQP.BasicProperties reply) {
+        return options.is(Mutant.GATHER_BY_CORRELATION_ID)
+                ? reply.getCorrelationId()
+                : Headers.text(reply.getHeaders(), Headers.RESPONSE_MESSAGE_ID);
     }
 
     private Call takeCall(String correlationId) {
@@ -326,26 +354,42 @@ public final class Requester implements AutoCloseable {
         }
     }
 
-    /** Ends pending calls and gathers, closes the connection; the reply queue goes with it. */
+    /**
+     * Ends pending calls and gathers with {@link RequesterClosedException} and closes the
+     * connection; the reply queues go with it. Never waits for a pending call or for a publish
+     * waiting on its confirm (that publish fails as the channel goes), and waits for the broker
+     * at most {@value #CLOSE_TIMEOUT_MS} ms, so a slow or silent broker cannot hold it up.
+     */
     @Override
     public void close() {
-        closed = true;
         List<Call> pending;
+        List<Gather> gathering;
         synchronized (calls) {
+            if (closed) {
+                return;
+            }
+            closed = true;
             pending = new ArrayList<>(calls.values());
             calls.clear();
+            gathering = new ArrayList<>(gathers.values());
         }
-        pending.forEach(call -> call.future.completeExceptionally(new RequesterClosedException()));
-        new ArrayList<>(gathers.values()).forEach(gather -> gather.fail(new RequesterClosedException()));
-        publisher.close();
-        try {
-            if (ownsConnection) {
-                connection.close();
-            } else if (replyChannel.isOpen()) {
-                replyChannel.close();
+        pending.forEach(call -> {
+            call.cancelTimer();
+            call.future.completeExceptionally(new RequesterClosedException());
+        });
+        gathering.forEach(gather -> gather.fail(new RequesterClosedException()));
+        if (ownsConnection) {
+            // abort, not close: close() waits for close-ok without limit and throws on a timeout
+            // without dropping the socket; abort bounds the wait and then closes the socket.
+            connection.abort(CLOSE_TIMEOUT_MS);
+            publisher.abort();
+        } else {
+            publisher.abort();
+            try {
+                replyChannel.abort();
+            } catch (IOException | RuntimeException e) {
+                LOG.debug("closing requester: {}", e.toString());
             }
-        } catch (IOException | TimeoutException | RuntimeException e) {
-            LOG.debug("closing requester: {}", e.toString());
         }
     }
 
@@ -373,6 +417,14 @@ public final class Requester implements AutoCloseable {
         Call(String id, Duration timeout) {
             this.id = id;
             this.timeout = timeout;
+        }
+
+        /** The timer is set just after the call is registered, so a reply or close may come first. */
+        void cancelTimer() {
+            ScheduledFuture<?> pending = timer;
+            if (pending != null) {
+                pending.cancel(false);
+            }
         }
     }
 

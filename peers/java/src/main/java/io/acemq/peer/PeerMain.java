@@ -123,7 +123,9 @@ public final class PeerMain {
                 }
                 default -> throw new IllegalArgumentException("unknown op '" + op + "'");
             }
-        } catch (Exception e) {
+        } catch (Exception | Error e) {
+            // An Error too (a class that no longer loads after a rebuild under a running peer,
+            // say) gets its answer: a command left unanswered stalls the harness until its bound.
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
             }
