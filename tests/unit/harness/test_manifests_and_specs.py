@@ -73,3 +73,9 @@ def test_known_failure_patterns_match_cell_ids_literally_but_for_stars() -> None
     assert known.matches("rr-x[requester=go@0.3.0]")
     assert not known.matches("rr-x[requester=go]")
     assert not known.matches("rr-y[requester=go@0.3.0]")
+
+
+def test_every_rule_a_scenario_checks_has_a_mutant_to_prove_it() -> None:
+    checked = {rule for s in load_all() for rule in s.rules}
+    proven = {m.rule for m in spec.mutants().values()}
+    assert checked - proven == set()
