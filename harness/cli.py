@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -120,8 +121,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # A CI job's timeout sends SIGTERM: unwind like Ctrl-C, so the private broker node,
+    # the run's vhost and the peer processes are still cleaned up.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.func(args)
     except UsageError as exc:
