@@ -21,7 +21,7 @@ pytestmark = pytest.mark.broker
 NATIVE_ONLY = ["dotnet@0.3.0", "java@0.3.0"]
 HEADER_ONLY = ["go@0.3.0", "python@0.3.0", "ruby@0.3.0"]
 OLD_DOTNET = ["dotnet@0.3.0", "dotnet@0.7.12"]
-PEERS = NATIVE_ONLY + HEADER_ONLY + ["dotnet@0.7.12", "dotnet", "go", "java"]
+PEERS = NATIVE_ONLY + HEADER_ONLY + ["dotnet@0.7.12", "dotnet", "go", "java", "node", "python", "ruby"]
 
 SPLIT = {(a, b) for a, b in itertools.product(NATIVE_ONLY, HEADER_ONLY)} | {(b, a) for a, b in itertools.product(NATIVE_ONLY, HEADER_ONLY)}
 
@@ -58,6 +58,12 @@ def test_native_only_and_header_only_bindings_cannot_talk_and_all_others_can(his
     assert answer(round_trip[("go@0.3.0", "dotnet@0.3.0")], "call")["outcome"] == "timeout"
     for both_ways in [("dotnet@0.7.12", "go@0.3.0"), ("go@0.3.0", "dotnet@0.7.12"), ("dotnet", "go@0.3.0"), ("go@0.3.0", "dotnet")]:
         assert round_trip[both_ways].status == PASS, both_ways
+    # The header-only 0.3.0 bindings talk to each other and to every current peer.
+    current = ["dotnet", "go", "java", "node", "python", "ruby"]
+    for old in HEADER_ONLY:
+        for other in HEADER_ONLY + current:
+            assert round_trip[(old, other)].status == PASS, (old, other)
+            assert round_trip[(other, old)].status == PASS, (other, old)
 
 
 def test_old_dotnet_failures_time_out_or_fail_to_decode(history) -> None:
