@@ -30,6 +30,7 @@ class Gather:
         expected_reply_count: Optional[int] = None,
         on_reply: Optional[Callable[[Any], None]] = None,
         shortfall_resolves: bool = False,
+        no_early_resolve: bool = False,
     ) -> None:
         if expected_reply_count is not None and expected_reply_count < 1:
             raise ValueError("expected_reply_count must be at least 1")
@@ -39,6 +40,8 @@ class Gather:
         self._on_reply = on_reply
         # The shortfall-resolves mutant (SG-6): a shortfall resolves instead of rejecting.
         self._shortfall_resolves = shortfall_resolves
+        # The no-early-resolve mutant (SG-5): a reached count waits for the deadline.
+        self._no_early_resolve = no_early_resolve
         self._lock = threading.Lock()
         self._replies: list[Any] = []
         self._state = GatherState.COLLECTING
@@ -55,12 +58,12 @@ class Gather:
             return list(self._replies)
 
     def add(self, reply: Any) -> bool:
-        """Take one reply; False when the gather has already finished (Unmatched)."""
+        """Take one reply; False when the gather has finished or holds its count (Unmatched)."""
         with self._lock:
-            if self._state is not GatherState.COLLECTING:
+            if self._state is not GatherState.COLLECTING or self._count_reached():
                 return False
             self._replies.append(reply)
-            if self.expected_reply_count is not None and len(self._replies) >= self.expected_reply_count:
+            if self._count_reached() and not self._no_early_resolve:
                 self._state = GatherState.RESOLVED
                 self._done.set()
         if self._on_reply is not None:
@@ -71,13 +74,17 @@ class Gather:
         """The deadline passed: finish now, unless the count was reached first."""
         with self._lock:
             if self._state is GatherState.COLLECTING:
-                shortfall = self.expected_reply_count is not None
+                shortfall = self.expected_reply_count is not None and not self._count_reached()
                 if shortfall and not self._shortfall_resolves:
                     self._state = GatherState.REJECTED
                 else:
                     self._state = GatherState.RESOLVED
                 self._done.set()
             return self._state
+
+    def _count_reached(self) -> bool:
+        """Whether the expected count has arrived; called with the lock held."""
+        return self.expected_reply_count is not None and len(self._replies) >= self.expected_reply_count
 
     def cancel(self) -> None:
         """Finish as a shortfall (the requester closed); no-op when already finished."""

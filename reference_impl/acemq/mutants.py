@@ -43,6 +43,21 @@ class Mutant(str, Enum):
     COUNTERS_AFTER_SUBSCRIBE = "counters-after-subscribe"  # RR-16
     GATHER_BY_CORRELATION_ID = "gather-by-correlation-id"  # SG-4
     SHORTFALL_RESOLVES = "shortfall-resolves"  # SG-6
+    IMPLICIT_QUEUE_TYPE = "implicit-queue-type"  # RR-7
+    TIMEOUTS_NOT_COUNTED = "timeouts-not-counted"  # RR-9
+    IGNORES_RETURNS = "ignores-returns"  # RR-13
+    TRUNCATES_SHORT_STRINGS = "truncates-short-strings"  # RR-18
+    DROPS_UNDECODABLE = "drops-undecodable"  # RR-19
+    CORRELATION_FROM_CORRELATION_ID = "correlation-from-correlation-id"  # RR-4
+    ACKS_UNDELIVERABLE = "acks-undeliverable"  # RR-14
+    CLASSIC_DLQ = "classic-dlq"  # RR-17
+    NO_RESPONSE_MESSAGE_ID = "no-response-message-id"  # SG-3
+    STRICT_HEADER_TYPES = "strict-header-types"  # WF-1
+    COPIES_DISTINCT_IDS = "copies-distinct-ids"  # SG-1
+    MULTI_ONE_COPY = "multi-one-copy"  # SG-2
+    NO_EARLY_RESOLVE = "no-early-resolve"  # SG-5
+    NO_COUNT_MEANS_ONE = "no-count-means-one"  # SG-7
+    STRAY_REPLY_TO_OLDEST_GATHER = "stray-reply-to-oldest-gather"  # SG-8
 
     @property
     def side(self) -> Side:
@@ -65,6 +80,21 @@ _SIDES: dict[Mutant, Side] = {
     Mutant.COUNTERS_AFTER_SUBSCRIBE: Side.RESPONDER,
     Mutant.GATHER_BY_CORRELATION_ID: Side.GATHERER,
     Mutant.SHORTFALL_RESOLVES: Side.GATHERER,
+    Mutant.IMPLICIT_QUEUE_TYPE: Side.REQUESTER,
+    Mutant.TIMEOUTS_NOT_COUNTED: Side.REQUESTER,
+    Mutant.IGNORES_RETURNS: Side.REQUESTER,
+    Mutant.TRUNCATES_SHORT_STRINGS: Side.REQUESTER,
+    Mutant.DROPS_UNDECODABLE: Side.REQUESTER,
+    Mutant.CORRELATION_FROM_CORRELATION_ID: Side.RESPONDER,
+    Mutant.ACKS_UNDELIVERABLE: Side.RESPONDER,
+    Mutant.CLASSIC_DLQ: Side.RESPONDER,
+    Mutant.NO_RESPONSE_MESSAGE_ID: Side.RESPONDER,
+    Mutant.STRICT_HEADER_TYPES: Side.RESPONDER,
+    Mutant.COPIES_DISTINCT_IDS: Side.GATHERER,
+    Mutant.MULTI_ONE_COPY: Side.GATHERER,
+    Mutant.NO_EARLY_RESOLVE: Side.GATHERER,
+    Mutant.NO_COUNT_MEANS_ONE: Side.GATHERER,
+    Mutant.STRAY_REPLY_TO_OLDEST_GATHER: Side.GATHERER,
 }
 
 MUTANT_NAMES: tuple[str, ...] = tuple(m.value for m in Mutant)

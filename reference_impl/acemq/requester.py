@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional
 
 import pika
@@ -28,7 +28,7 @@ from .errors import (
     RequesterClosed,
     ResponderFailed,
 )
-from .gather import Gather
+from .gather import Gather, GatherState
 from .hooks import RequesterObserver
 from .mutants import Mutant, Side, check_mutant, check_profile, header_only
 from .publishing import PublishFailed, Publisher
@@ -174,10 +174,9 @@ class Requester:
     ) -> PendingRequest:
         """Publish a request and return at once; the reply is waited for with ``result()``."""
         timeout = self.default_timeout if timeout is None else timeout
-        message_id = message_id or wire.new_message_id()
-        correlation_id = correlation_id or message_id
-        for field, value in (("message_id", message_id), ("correlation_id", correlation_id), ("type", message_type)):
-            wire.check_short_string(field, value)
+        message_id = self._short_string("message_id", message_id or wire.new_message_id())
+        correlation_id = self._short_string("correlation_id", correlation_id or message_id)
+        message_type = self._short_string("type", message_type)
         payload = wire.encode_body(body)
         call = _Call(message_id)
         with self._lock:
@@ -200,7 +199,8 @@ class Requester:
             with self._lock:
                 gave_up = self._calls.pop(call.request_id, None) is not None
             if gave_up:
-                self.timed_out.increment()
+                if self.mutant is not Mutant.TIMEOUTS_NOT_COUNTED:  # the mutant breaks RR-9
+                    self.timed_out.increment()
                 raise RequestTimedOut(call.request_id, timeout)
             call.wait(None)  # a reply took it at the last moment and is completing it
         return call.result()
@@ -266,19 +266,23 @@ class Requester:
         request_id = wire.new_message_id()
         if correlation_id is None and isinstance(message, dict) and isinstance(message.get("correlationId"), str):
             correlation_id = message["correlationId"]
-        correlation_id = correlation_id or request_id
-        for field, value in (("correlation_id", correlation_id), ("type", message_type)):
-            wire.check_short_string(field, value)
+        correlation_id = self._short_string("correlation_id", correlation_id or request_id)
+        message_type = self._short_string("type", message_type)
+        if expected_reply_count is None and self.mutant is Mutant.NO_COUNT_MEANS_ONE:
+            expected_reply_count = 1  # the mutant breaks SG-7: no count is not a count of 1
         gather = Gather(
             request_id,
             correlation_id,
             expected_reply_count,
             on_reply,
             shortfall_resolves=self.mutant is Mutant.SHORTFALL_RESOLVES,
+            no_early_resolve=self.mutant is Mutant.NO_EARLY_RESOLVE,
         )
         # sendRequestMulti sends one copy per expected reply: a queue hands each
         # message to one of its consumers, so N workers need N copies (SG-2).
         copies = 1 if exchange is not None else (expected_reply_count or 1)
+        if self.mutant is Mutant.MULTI_ONE_COPY:
+            copies = 1  # the mutant breaks SG-2: one copy cannot reach N competing workers
         target = (exchange, "") if exchange is not None else ("", endpoint)
         payload = wire.encode_body(message)
         with self._lock:
@@ -295,7 +299,10 @@ class Requester:
                 self._reply_queue_for_call(),
                 message_type,
             )
-            for _ in range(copies):
+            for copy in range(copies):
+                if copy and self.mutant is Mutant.COPIES_DISTINCT_IDS:
+                    # The mutant breaks SG-1: the copies of one gather must share its id.
+                    outgoing = replace(outgoing, message_id=wire.new_message_id())
                 self._io.call(self._publish_request, outgoing)
         except BaseException:
             with self._lock:
@@ -350,6 +357,13 @@ class Requester:
         self._consumer = self._io.connection.channel()
         return self._declare_reply_queue()
 
+    def _short_string(self, field: str, value: Optional[str]) -> Optional[str]:
+        """RR-18: a short-string property over 255 bytes is refused, never truncated."""
+        if self.mutant is Mutant.TRUNCATES_SHORT_STRINGS:
+            return wire.truncate_short_string(value)  # the mutant's defect
+        wire.check_short_string(field, value)
+        return value
+
     def _reply_queue_for_call(self) -> str:
         if self.mutant is Mutant.QUEUE_PER_REQUEST:
             # The defect RR-6 forbids: a fresh reply queue for every call.
@@ -357,9 +371,9 @@ class Requester:
         return self._reply_queue
 
     def _declare_reply_queue(self) -> str:
-        result = self._consumer.queue_declare(
-            "", durable=False, exclusive=True, auto_delete=True, arguments={"x-queue-type": "classic"}
-        )
+        # RR-7: the type is given explicitly; the implicit-queue-type mutant leaves it to the server.
+        arguments = None if self.mutant is Mutant.IMPLICIT_QUEUE_TYPE else {"x-queue-type": "classic"}
+        result = self._consumer.queue_declare("", durable=False, exclusive=True, auto_delete=True, arguments=arguments)
         queue = result.method.queue
         self._consumer.basic_consume(queue, self._on_reply, auto_ack=True)
         return queue
@@ -386,6 +400,10 @@ class Requester:
         try:
             self._publisher.publish(outgoing.exchange, outgoing.routing_key, properties, outgoing.payload)
         except PublishFailed as exc:
+            if exc.returned and self.mutant is Mutant.IGNORES_RETURNS:
+                # The mutant breaks RR-13: it takes the ack after a basic.return for delivery.
+                log.info("ignoring the return of request %s: %s", outgoing.message_id, exc.detail)
+                return
             raise RequestRefused(f"request not accepted: {exc.detail}") from exc
 
     def _on_reply(self, _channel: Any, _method: Any, properties: pika.BasicProperties, body: bytes) -> None:
@@ -399,6 +417,9 @@ class Requester:
             call: Optional[_Call] = None
             if gather is None:
                 call = self._take_call(properties.correlation_id)
+            if gather is None and call is None and gather_key and self.mutant is Mutant.STRAY_REPLY_TO_OLDEST_GATHER:
+                # The mutant breaks SG-8: a reply for no pending gather is given to the oldest one.
+                gather = next((g for g in self._gathers.values() if g.state is GatherState.COLLECTING), None)
         if gather is not None:
             self._deliver_to_gather(gather, properties, body)
         elif call is not None:
@@ -425,6 +446,12 @@ class Requester:
         try:
             call.complete(wire.decode_body(body))
         except ValueError as exc:
+            if self.mutant is Mutant.DROPS_UNDECODABLE:
+                # The mutant breaks RR-19: the call is left waiting for its timeout.
+                with self._lock:
+                    self._calls[call.request_id] = call
+                self._count_unmatched(properties.correlation_id)
+                return
             call.complete(error=ReplyDecodeError(call.request_id, str(exc)))
 
     def _deliver_to_gather(self, gather: Gather, properties: pika.BasicProperties, body: bytes) -> None:

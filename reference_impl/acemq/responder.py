@@ -150,7 +150,9 @@ class Responder:
         self._channel = self._io.connection.channel()
         quorum = {"x-queue-type": "quorum"}
         self._channel.queue_declare(self.queue, durable=True, arguments=quorum)
-        self._channel.queue_declare(self.dead_letter_queue, durable=True, arguments=quorum)
+        # RR-17: the dead-letter queue is quorum too; the classic-dlq mutant breaks that.
+        dlq_type = {"x-queue-type": "classic"} if self.mutant is Mutant.CLASSIC_DLQ else quorum
+        self._channel.queue_declare(self.dead_letter_queue, durable=True, arguments=dlq_type)
         if self._bind is not None:
             self._channel.queue_bind(self.queue, self._bind.exchange, self._bind.routing_key)
         self._channel.basic_qos(prefetch_count=self._concurrency)
@@ -190,6 +192,11 @@ class Responder:
         """Worker thread: run the handler, then hand the outcome back to the I/O thread."""
         failure: Optional[str] = None
         payload = b""
+        malformed = wire.first_strict_header(delivery.properties.headers)
+        if malformed is not None and self.mutant is Mutant.STRICT_HEADER_TYPES:
+            # The mutant breaks WF-1: a header of a type it does not expect fails the request.
+            self._io.submit(self._fail, delivery, f"MalformedHeader: {malformed}")
+            return
         try:
             request = Request(
                 body=wire.decode_body(delivery.body),
@@ -218,13 +225,17 @@ class Responder:
 
     def _reply_properties(self, delivery: _Delivery, failure: Optional[str]) -> pika.BasicProperties:
         headers: dict[str, Any] = {}
-        if delivery.message_id is not None:
+        # SG-3: the no-response-message-id mutant leaves the header off.
+        if delivery.message_id is not None and self.mutant is not Mutant.NO_RESPONSE_MESSAGE_ID:
             headers[wire.RESPONSE_MESSAGE_ID_HEADER] = delivery.message_id
         if failure is not None:
             headers[wire.ERROR_HEADER] = failure
+        correlation_id = delivery.message_id
+        if self.mutant is Mutant.CORRELATION_FROM_CORRELATION_ID:
+            correlation_id = delivery.properties.correlation_id  # the mutant breaks RR-4
         return pika.BasicProperties(
             content_type=wire.CONTENT_TYPE,
-            correlation_id=delivery.message_id,
+            correlation_id=correlation_id,
             headers=headers,
         )
 
@@ -272,7 +283,10 @@ class Responder:
 
     def _undeliverable(self, delivery: _Delivery, detail: str) -> None:
         self._observer.reply_failed(delivery.message_id, delivery.attempt, detail)
-        if delivery.attempt >= self.max_attempts:
+        if self.mutant is Mutant.ACKS_UNDELIVERABLE:
+            # The mutant breaks RR-14: the request is acknowledged into nowhere.
+            self._channel.basic_ack(delivery.tag)
+        elif delivery.attempt >= self.max_attempts:
             self._dead_letter(delivery.tag, delivery.properties, delivery.body, wire.undeliverable_reason(detail))
         else:
             # requeue given explicitly: not every client defaults to it (RR-14).

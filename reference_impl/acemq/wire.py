@@ -135,6 +135,31 @@ def check_short_string(name: str, value: Optional[str]) -> None:
         raise ShortStringTooLong(name, length)
 
 
+def truncate_short_string(value: Optional[str]) -> Optional[str]:
+    """The truncates-short-strings mutant's defect (breaks RR-18): cut to 255 bytes.
+
+    The cut falls on a UTF-8 character boundary, as amqp091-go's does not, so
+    the value still encodes.
+    """
+    if value is None:
+        return None
+    return value.encode("utf-8")[:SHORT_STRING_MAX].decode("utf-8", errors="ignore")
+
+
+def first_strict_header(headers: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """The name of the first header a strict reader would refuse (strict-header-types mutant).
+
+    The mutant refuses booleans, floating-point numbers, tables and arrays. pika
+    1.2 decodes doubles and floats (``d``, ``f``) as ints, so a float header
+    cannot be told from an integer one here: only booleans (bool), tables
+    (dict) and arrays (list) are detected.
+    """
+    for name, value in (headers or {}).items():
+        if isinstance(value, (bool, dict, list)):
+            return name
+    return None
+
+
 def encode_body(value: Any) -> bytes:
     """A JSON body as UTF-8 (RR-19)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

@@ -27,7 +27,8 @@ public class CatalogueTests
     [Fact]
     public void Every_mutant_of_the_catalogue_parses_and_has_a_side()
     {
-        Assert.Equal(15, Mutants.All.Count);
+        Assert.Equal(30, Mutants.All.Count);
+        Assert.Equal(Mutants.All.Count, Mutants.All.Distinct().Count());
         foreach (var name in Mutants.All)
         {
             var mutant = Mutants.Parse(name);
@@ -45,6 +46,8 @@ public class CatalogueTests
         Mutants.EnsureSide(Mutant.GatherByCorrelationId, MutantSide.Requester);
         Mutants.EnsureSide(Mutant.None, MutantSide.Responder);
         Assert.Throws<ArgumentException>(() => Mutants.EnsureSide(Mutant.NoStrip, MutantSide.Requester));
+        Assert.Throws<ArgumentException>(() => Mutants.EnsureSide(Mutant.StrictHeaderTypes, MutantSide.Requester));
+        Assert.Throws<ArgumentException>(() => Mutants.EnsureSide(Mutant.NoEarlyResolve, MutantSide.Responder));
     }
 
     [Fact]

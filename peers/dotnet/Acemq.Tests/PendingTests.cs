@@ -120,6 +120,46 @@ public class PendingGatherTests
     }
 
     [Fact]
+    public async Task No_early_resolve_mutant_waits_for_the_timeout_with_the_count_reached()
+    {
+        var gather = new PendingGather<int>("m", expectedReplyCount: 2, onReply: null, Mutant.NoEarlyResolve);
+        gather.Offer(Json(1));
+        gather.Offer(Json(2));
+        Assert.False(gather.Ended.IsCompleted);
+
+        gather.TimeoutElapsed();
+
+        Assert.Equal(GatherEnd.Resolved, await gather.Ended);
+        Assert.Equal([1, 2], gather.Replies);
+    }
+
+    [Fact]
+    public async Task No_count_means_one_mutant_resolves_at_the_first_reply_and_rejects_an_empty_gather()
+    {
+        var gather = new PendingGather<int>("m", expectedReplyCount: null, onReply: null, Mutant.NoCountMeansOne);
+        Assert.Equal(1, gather.ExpectedReplyCount);
+        gather.Offer(Json(1));
+        Assert.Equal(GatherEnd.Resolved, await gather.Ended);
+        Assert.False(gather.Offer(Json(2)));
+
+        var empty = new PendingGather<int>("n", expectedReplyCount: null, onReply: null, Mutant.NoCountMeansOne);
+        empty.TimeoutElapsed();
+        Assert.Equal(GatherEnd.Shortfall, await empty.Ended);
+
+        var counted = new PendingGather<int>("o", expectedReplyCount: 3, onReply: null, Mutant.NoCountMeansOne);
+        Assert.Equal(3, counted.ExpectedReplyCount);
+    }
+
+    [Fact]
+    public void Later_gathers_have_larger_sequence_numbers()
+    {
+        var first = new PendingGather<int>("a", expectedReplyCount: null, onReply: null);
+        var second = new PendingGather<int>("b", expectedReplyCount: null, onReply: null);
+
+        Assert.True(first.Sequence < second.Sequence);
+    }
+
+    [Fact]
     public void A_body_that_is_not_a_reply_is_refused()
     {
         var gather = new PendingGather<int>("m", expectedReplyCount: 1, onReply: null);
@@ -140,6 +180,19 @@ public class JsonCodecTests
 
         Assert.Equal("""{"sku":"A-1","unitPrice":2.5}""", Encoding.UTF8.GetString(body));
         Assert.Equal(new Quote("A-1", 2.5m), JsonCodec.Decode<Quote>(body));
+    }
+
+    [Theory]
+    [InlineData("{\"n\":1}", true)]
+    [InlineData("[1, 2]", true)]
+    [InlineData("\"text\"", true)]
+    [InlineData("null", true)]
+    [InlineData("not json{", false)]
+    [InlineData("", false)]
+    [InlineData("{\"n\":1} trailing", false)]
+    public void IsJson_tells_well_formed_json_from_anything_else(string body, bool json)
+    {
+        Assert.Equal(json, JsonCodec.IsJson(Encoding.UTF8.GetBytes(body)));
     }
 
     [Fact]

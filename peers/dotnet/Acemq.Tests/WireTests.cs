@@ -108,6 +108,45 @@ public class WireTests
     }
 
     [Fact]
+    public void Truncating_mutant_cuts_to_255_bytes_on_a_character_boundary()
+    {
+        Assert.Null(Wire.TruncateShortString(null));
+        Assert.Equal("short", Wire.TruncateShortString("short"));
+        Assert.Equal(new string('c', 255), Wire.TruncateShortString(new string('c', 300)));
+
+        // Two-byte characters: byte 255 would split the 128th, so it is cut before it (254 bytes).
+        Assert.Equal(new string('é', 127), Wire.TruncateShortString(new string('é', 200)));
+        Assert.Equal("a" + new string('é', 127), Wire.TruncateShortString("a" + new string('é', 200)));
+
+        // Four-byte characters (surrogate pairs in .NET) are never split either.
+        var emoji = Wire.TruncateShortString(string.Concat(Enumerable.Repeat("\U0001F600", 70)))!;
+        Assert.Equal(252, Encoding.UTF8.GetByteCount(emoji));
+        Assert.Equal(126, emoji.Length);
+    }
+
+    [Fact]
+    public void Strict_header_mutant_names_the_first_boolean_float_table_or_array_header()
+    {
+        var accepted = Headers(
+            ("s", Encoding.UTF8.GetBytes("t")),
+            ("x", new BinaryTableValue([1])),
+            ("l", 9000000000L),
+            ("i", -7),
+            ("b", (byte)5),
+            ("dec", 1.5m),
+            ("ts", new AmqpTimestamp(0)),
+            ("none", null));
+        Assert.Null(Wire.FirstStrictlyRefusedHeader(accepted));
+        Assert.Null(Wire.FirstStrictlyRefusedHeader(null));
+
+        Assert.Equal("flag", Wire.FirstStrictlyRefusedHeader(Headers(("s", "t"), ("flag", true), ("ratio", 0.25))));
+        Assert.Equal("f", Wire.FirstStrictlyRefusedHeader(Headers(("f", 0.5f))));
+        Assert.Equal("d", Wire.FirstStrictlyRefusedHeader(Headers(("d", 0.25))));
+        Assert.Equal("table", Wire.FirstStrictlyRefusedHeader(Headers(("table", new Dictionary<string, object?> { ["k"] = "v" }))));
+        Assert.Equal("list", Wire.FirstStrictlyRefusedHeader(Headers(("list", new List<object?> { "a", 2L }))));
+    }
+
+    [Fact]
     public void Message_ids_are_fresh()
     {
         Assert.NotEqual(Wire.NewMessageId(), Wire.NewMessageId());

@@ -15,6 +15,9 @@ internal interface IPendingGather
 {
     string RequestMessageId { get; }
 
+    /// <summary>Increases with every gather opened: the smallest is the oldest pending one.</summary>
+    long Sequence { get; }
+
     /// <summary>Adds a reply body; false when the gather has already ended (the reply is Unmatched).</summary>
     bool Offer(byte[] body);
 }
@@ -23,16 +26,22 @@ internal interface IPendingGather
 /// Collects the replies of one gather in arrival order and decides when and how it ends.
 /// Pure state: the caller supplies the replies and says when the timeout elapsed.
 /// </summary>
-internal sealed class PendingGather<T>(string requestMessageId, int? expectedReplyCount, Action<T>? onReply)
+internal sealed class PendingGather<T>(
+    string requestMessageId, int? expectedReplyCount, Action<T>? onReply, Mutant mutant = Mutant.None)
     : IPendingGather
 {
+    private static long s_opened;
+
     private readonly object _gate = new();
     private readonly List<T> _replies = [];
     private readonly TaskCompletionSource<GatherEnd> _ended = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     public string RequestMessageId { get; } = requestMessageId;
 
-    public int? ExpectedReplyCount { get; } = expectedReplyCount;
+    public long Sequence { get; } = Interlocked.Increment(ref s_opened);
+
+    // The no-count-means-one defect (breaks SG-7): no count is not "until the timeout" but 1.
+    public int? ExpectedReplyCount { get; } = expectedReplyCount ?? (mutant == Mutant.NoCountMeansOne ? 1 : null);
 
     public Task<GatherEnd> Ended => _ended.Task;
 
@@ -76,7 +85,8 @@ internal sealed class PendingGather<T>(string requestMessageId, int? expectedRep
 
             // Called under the lock so that callbacks see replies in arrival order.
             onReply?.Invoke(reply);
-            if (ExpectedReplyCount is { } expected && _replies.Count >= expected)
+            // The no-early-resolve defect (breaks SG-5) leaves a reached count to the timeout.
+            if (ExpectedReplyCount is { } expected && _replies.Count >= expected && mutant != Mutant.NoEarlyResolve)
             {
                 _ended.TrySetResult(GatherEnd.Resolved);
             }

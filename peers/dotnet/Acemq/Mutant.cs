@@ -15,10 +15,20 @@ public enum Mutant
     QueuePerRequest,
     LateReplyToNext,
     IgnoresErrorHeader,
+    ImplicitQueueType,
+    TimeoutsNotCounted,
+    IgnoresReturns,
+    TruncatesShortStrings,
+    DropsUndecodable,
 
     // Gatherer (acts on a requester's gathers)
     GatherByCorrelationId,
     ShortfallResolves,
+    CopiesDistinctIds,
+    MultiOneCopy,
+    NoEarlyResolve,
+    NoCountMeansOne,
+    StrayReplyToOldestGather,
 
     // Responder
     NativeFirst,
@@ -29,6 +39,11 @@ public enum Mutant
     NoRollback,
     AnsweredAfterPublish,
     CountersAfterSubscribe,
+    CorrelationFromCorrelationId,
+    AcksUndeliverable,
+    ClassicDlq,
+    NoResponseMessageId,
+    StrictHeaderTypes,
 }
 
 public enum MutantSide
@@ -57,6 +72,21 @@ public static class Mutants
         ("counters-after-subscribe", Mutant.CountersAfterSubscribe, MutantSide.Responder),
         ("gather-by-correlation-id", Mutant.GatherByCorrelationId, MutantSide.Requester),
         ("shortfall-resolves", Mutant.ShortfallResolves, MutantSide.Requester),
+        ("implicit-queue-type", Mutant.ImplicitQueueType, MutantSide.Requester),
+        ("timeouts-not-counted", Mutant.TimeoutsNotCounted, MutantSide.Requester),
+        ("ignores-returns", Mutant.IgnoresReturns, MutantSide.Requester),
+        ("truncates-short-strings", Mutant.TruncatesShortStrings, MutantSide.Requester),
+        ("drops-undecodable", Mutant.DropsUndecodable, MutantSide.Requester),
+        ("correlation-from-correlation-id", Mutant.CorrelationFromCorrelationId, MutantSide.Responder),
+        ("acks-undeliverable", Mutant.AcksUndeliverable, MutantSide.Responder),
+        ("classic-dlq", Mutant.ClassicDlq, MutantSide.Responder),
+        ("no-response-message-id", Mutant.NoResponseMessageId, MutantSide.Responder),
+        ("strict-header-types", Mutant.StrictHeaderTypes, MutantSide.Responder),
+        ("copies-distinct-ids", Mutant.CopiesDistinctIds, MutantSide.Requester),
+        ("multi-one-copy", Mutant.MultiOneCopy, MutantSide.Requester),
+        ("no-early-resolve", Mutant.NoEarlyResolve, MutantSide.Requester),
+        ("no-count-means-one", Mutant.NoCountMeansOne, MutantSide.Requester),
+        ("stray-reply-to-oldest-gather", Mutant.StrayReplyToOldestGather, MutantSide.Requester),
     ];
 
     public static IReadOnlyList<string> All { get; } = Catalogue.Select(c => c.Name).ToArray();

@@ -63,7 +63,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         var channel = await connection.CreateChannelAsync(cancellationToken: ct).ConfigureAwait(false);
         try
         {
-            var queue = await DeclareReplyQueueAsync(channel, ct).ConfigureAwait(false);
+            var queue = await DeclareReplyQueueAsync(channel, options.Mutant, ct).ConfigureAwait(false);
             var requester = new Requester(connection, channel, options, queue);
             await channel.BasicConsumeAsync(queue, autoAck: true, requester._consumer, ct).ConfigureAwait(false);
             return requester;
@@ -79,10 +79,12 @@ public sealed class Requester : IAsyncDisposable, IDisposable
     /// Classic given explicitly: the broker's or the library's default may be quorum, and a
     /// quorum queue cannot be exclusive or auto-delete.
     /// </summary>
-    private static async Task<string> DeclareReplyQueueAsync(IChannel channel, CancellationToken ct)
+    private static async Task<string> DeclareReplyQueueAsync(IChannel channel, Mutant mutant, CancellationToken ct)
     {
+        // The implicit-queue-type defect (breaks RR-7) leaves the type to the server's default.
         var ok = await channel.QueueDeclareAsync(
-            queue: "", durable: false, exclusive: true, autoDelete: true, arguments: ClassicQueue,
+            queue: "", durable: false, exclusive: true, autoDelete: true,
+            arguments: mutant == Mutant.ImplicitQueueType ? null : ClassicQueue,
             cancellationToken: ct).ConfigureAwait(false);
         return ok.QueueName;
     }
@@ -114,7 +116,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         try
         {
             var publisher = await PublisherAsync(cancellationToken).ConfigureAwait(false);
-            await Publishing.PublishAsync(publisher, exchange, routingKey, properties, body, cancellationToken).ConfigureAwait(false);
+            await SendAsync(publisher, exchange, routingKey, properties, body, cancellationToken).ConfigureAwait(false);
         }
         catch
         {
@@ -126,7 +128,12 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             .ConfigureAwait(false);
         if (reply is null)
         {
-            Interlocked.Increment(ref _timedOut);
+            // The timeouts-not-counted defect (breaks RR-9) ends the call without counting it.
+            if (_options.Mutant != Mutant.TimeoutsNotCounted)
+            {
+                Interlocked.Increment(ref _timedOut);
+            }
+
             throw new RequestTimedOutException(messageId, timeout) { RequestId = messageId };
         }
 
@@ -179,8 +186,9 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             throw new ArgumentException("sendRequestMulti needs an endpoint queue", nameof(options));
         }
 
-        return GatherAsync<TReq, TRes>(
-            type, message, "", options.Endpoint, options.ExpectedReplyCount ?? 1, options, onReply: null, cancellationToken);
+        // The multi-one-copy defect (breaks SG-2) sends one copy to as many competing consumers.
+        var copies = _options.Mutant == Mutant.MultiOneCopy ? 1 : options.ExpectedReplyCount ?? 1;
+        return GatherAsync<TReq, TRes>(type, message, "", options.Endpoint, copies, options, onReply: null, cancellationToken);
     }
 
     /// <summary>
@@ -214,7 +222,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         var correlationId = options.CorrelationId ?? requestMessageId;
         var timeout = options.Timeout ?? DefaultTimeout;
         var body = JsonCodec.Encode(message);
-        var gather = new PendingGather<TRes>(requestMessageId, options.ExpectedReplyCount, onReply);
+        var gather = new PendingGather<TRes>(requestMessageId, options.ExpectedReplyCount, onReply, _options.Mutant);
         if (!_gathers.TryAdd(requestMessageId, gather))
         {
             throw new ArgumentException($"a gather with requestMessageId {requestMessageId} is already pending", nameof(options));
@@ -227,7 +235,13 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             var properties = RequestProperties(requestMessageId, correlationId, replyTo, type, headers: null);
             for (var copy = 0; copy < copies; copy++)
             {
-                await Publishing.PublishAsync(publisher, exchange, routingKey, properties, body, cancellationToken).ConfigureAwait(false);
+                if (copy > 0 && _options.Mutant == Mutant.CopiesDistinctIds)
+                {
+                    // The copies-distinct-ids defect (breaks SG-1): only the first copy's replies find the gather.
+                    properties.MessageId = Wire.NewMessageId();
+                }
+
+                await SendAsync(publisher, exchange, routingKey, properties, body, cancellationToken).ConfigureAwait(false);
             }
 
             var remaining = timeout - Stopwatch.GetElapsedTime(started);
@@ -281,6 +295,15 @@ public sealed class Requester : IAsyncDisposable, IDisposable
                 : replyTo;
         }
 
+        if (_options.Mutant == Mutant.TruncatesShortStrings)
+        {
+            // The truncates-short-strings defect (breaks RR-18): cut where the rule says refuse.
+            messageId = Wire.TruncateShortString(messageId)!;
+            correlationId = Wire.TruncateShortString(correlationId)!;
+            replyTo = Wire.TruncateShortString(replyTo)!;
+            type = Wire.TruncateShortString(type);
+        }
+
         return new BasicProperties
         {
             MessageId = messageId,
@@ -293,6 +316,20 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         };
     }
 
+    private async Task SendAsync(
+        IChannel publisher, string exchange, string routingKey, BasicProperties properties, byte[] body, CancellationToken ct)
+    {
+        try
+        {
+            await Publishing.PublishAsync(publisher, exchange, routingKey, properties, body, ct).ConfigureAwait(false);
+        }
+        catch (UnroutableException) when (_options.Mutant == Mutant.IgnoresReturns)
+        {
+            // The ignores-returns defect (breaks RR-13): the ack is taken for delivery and the
+            // basic.return before it ignored, so the caller waits out its timeout.
+        }
+    }
+
     private async Task<string> ReplyAddressAsync(CancellationToken ct)
     {
         if (_options.Mutant != Mutant.QueuePerRequest)
@@ -302,7 +339,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
 
         // The defect: a new queue on the broker for every request and every gather, consumed
         // (so a late reply still arrives and is counted) until the requester is disposed.
-        var queue = await DeclareReplyQueueAsync(_replies, ct).ConfigureAwait(false);
+        var queue = await DeclareReplyQueueAsync(_replies, _options.Mutant, ct).ConfigureAwait(false);
         await _replies.BasicConsumeAsync(queue, autoAck: true, _consumer, ct).ConfigureAwait(false);
         return queue;
     }
@@ -354,9 +391,21 @@ public sealed class Requester : IAsyncDisposable, IDisposable
                 return Task.CompletedTask;
             }
         }
+        else if (_options.Mutant == Mutant.DropsUndecodable && reply.Error is null && !JsonCodec.IsJson(reply.Body))
+        {
+            // The drops-undecodable defect (breaks RR-19): the caller is left to time out
+            // instead of ending with a decode error; the reply is counted Unmatched below.
+        }
         else if (TakeCaller(properties.CorrelationId) is { } caller)
         {
             caller.TrySetResult(reply);
+            return Task.CompletedTask;
+        }
+        else if (_options.Mutant == Mutant.StrayReplyToOldestGather && gatherKey is not null && reply.Error is null
+            && _gathers.Values.MinBy(g => g.Sequence) is { } oldest && oldest.Offer(reply.Body))
+        {
+            // The stray-reply-to-oldest-gather defect (breaks SG-8): a reply for no pending
+            // gather joins the oldest one instead of being counted Unmatched.
             return Task.CompletedTask;
         }
 

@@ -19,6 +19,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     internal static readonly TimeSpan MutantDelay = TimeSpan.FromMilliseconds(1000);
 
     private static readonly Dictionary<string, object?> QuorumQueue = new() { ["x-queue-type"] = "quorum" };
+    private static readonly Dictionary<string, object?> ClassicQueue = new() { ["x-queue-type"] = "classic" };
 
     private readonly IChannel _channel;
     private readonly Func<byte[], RequestContext, CancellationToken, Task<byte[]>> _handler;
@@ -84,9 +85,11 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 
     private async Task SubscribeAsync(CancellationToken ct)
     {
-        foreach (var name in new[] { Queue, DeadLetterQueue })
+        // The classic-dlq defect (breaks RR-17) gives the dead letters a classic queue.
+        var dlqArguments = _options.Mutant == Mutant.ClassicDlq ? ClassicQueue : QuorumQueue;
+        foreach (var (name, arguments) in new[] { (Queue, QuorumQueue), (DeadLetterQueue, dlqArguments) })
         {
-            await _channel.QueueDeclareAsync(name, durable: true, exclusive: false, autoDelete: false, QuorumQueue, cancellationToken: ct)
+            await _channel.QueueDeclareAsync(name, durable: true, exclusive: false, autoDelete: false, arguments, cancellationToken: ct)
                 .ConfigureAwait(false);
         }
 
@@ -143,6 +146,13 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         byte[] reply;
         try
         {
+            if (_options.Mutant == Mutant.StrictHeaderTypes && Wire.FirstStrictlyRefusedHeader(headers) is { } malformed)
+            {
+                // The strict-header-types defect (breaks WF-1): a header type this reader did
+                // not expect fails the request as if the handler had thrown.
+                throw new MalformedHeader(malformed);
+            }
+
             reply = await _handler(body, request, _stopping.Token).ConfigureAwait(false);
         }
         catch (Exception e) when (!_stopping.IsCancellationRequested)
@@ -194,6 +204,14 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             }
 
             Notify(o => o.ReplyFailed(request, e));
+            if (_options.Mutant == Mutant.AcksUndeliverable)
+            {
+                // The acks-undeliverable defect (breaks RR-14): the request is accepted
+                // unanswered, neither retried nor dead-lettered.
+                await _channel.BasicAckAsync(tag, multiple: false).ConfigureAwait(false);
+                return;
+            }
+
             await RetryOrDeadLetterAsync(tag, requestProperties, requestBody, request.Attempt, Wire.UndeliverableReplyPrefix + e.Message)
                 .ConfigureAwait(false);
             return;
@@ -215,10 +233,12 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         await DeadLetterAndAckAsync(tag, requestProperties, requestBody, failure).ConfigureAwait(false);
     }
 
-    private static BasicProperties ReplyProperties(RequestContext request, string? failure)
+    private BasicProperties ReplyProperties(RequestContext request, string? failure)
     {
         var headers = new Dictionary<string, object?>(StringComparer.Ordinal);
-        if (request.MessageId is not null)
+
+        // The no-response-message-id defect (breaks SG-3) leaves gatherers nothing to demultiplex by.
+        if (request.MessageId is not null && _options.Mutant != Mutant.NoResponseMessageId)
         {
             headers[Wire.ResponseMessageIdHeader] = request.MessageId;
         }
@@ -231,7 +251,9 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         return new BasicProperties
         {
             MessageId = Wire.NewMessageId(),
-            CorrelationId = request.MessageId,
+
+            // The correlation-from-correlation-id defect (breaks RR-4) echoes the wrong id.
+            CorrelationId = _options.Mutant == Mutant.CorrelationFromCorrelationId ? request.CorrelationId : request.MessageId,
             ContentType = Wire.JsonContentType,
             Headers = headers,
         };
@@ -390,4 +412,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     }
 
     public void Dispose() => DisposeAsync().AsTask().GetAwaiter().GetResult();
+
+    /// <summary>What the strict-header-types defect throws: its failure text is <c>MalformedHeader: {header name}</c>.</summary>
+    private sealed class MalformedHeader(string header) : Exception(header);
 }

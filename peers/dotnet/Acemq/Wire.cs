@@ -132,6 +132,34 @@ public static class Wire
         }
     }
 
+    /// <summary>
+    /// The <c>truncates-short-strings</c> defect (breaks RR-18): cuts a value to 255 bytes
+    /// of UTF-8, on a character boundary, where <see cref="EnsureShortString"/> refuses it.
+    /// </summary>
+    internal static string? TruncateShortString(string? value)
+    {
+        if (value is null || Encoding.UTF8.GetByteCount(value) <= ShortStringMax)
+        {
+            return value;
+        }
+
+        var bytes = Encoding.UTF8.GetBytes(value);
+        var end = ShortStringMax;
+        while (end > 0 && (bytes[end] & 0xC0) == 0x80)
+        {
+            end--;
+        }
+
+        return Encoding.UTF8.GetString(bytes, 0, end);
+    }
+
+    /// <summary>
+    /// The <c>strict-header-types</c> defect (breaks WF-1): the first header whose value is
+    /// a boolean, a floating-point number, a table or an array, types a reader must accept.
+    /// </summary>
+    internal static string? FirstStrictlyRefusedHeader(IDictionary<string, object?>? headers) =>
+        headers?.FirstOrDefault(h => h.Value is bool or float or double or IDictionary<string, object?> or IList<object?>).Key;
+
     /// <summary>A fresh message id: the request id for a call or a gather.</summary>
     public static string NewMessageId() => Guid.NewGuid().ToString("N");
 

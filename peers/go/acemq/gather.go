@@ -42,6 +42,7 @@ type GatherOptions struct {
 
 type gathering struct {
 	id       string
+	seq      uint64
 	expected int
 	replies  []json.RawMessage
 	onReply  func(json.RawMessage)
@@ -65,7 +66,8 @@ func (g *gathering) complete() bool {
 // same message id and correlation id.
 func (r *Requester) SendRequestMulti(ctx context.Context, endpoint string, message interface{}, opts GatherOptions) ([]json.RawMessage, error) {
 	copies := opts.ExpectedReplyCount
-	if copies < 1 {
+	if copies < 1 || r.opts.Mutant == MutantMultiOneCopy {
+		// SG-2 broken by the mutant: one copy reaches one consumer only.
 		copies = 1
 	}
 	return r.gather(ctx, "", endpoint, copies, message, nil, opts)
@@ -83,6 +85,10 @@ func (r *Requester) gather(ctx context.Context, exchange, key string, copies int
 	if opts.Timeout <= 0 {
 		opts.Timeout = r.opts.Timeout
 	}
+	if opts.ExpectedReplyCount == 0 && r.opts.Mutant == MutantNoCountMeansOne {
+		// SG-7 broken: no count is not a count of one.
+		opts.ExpectedReplyCount = 1
+	}
 	if opts.MessageID == "" {
 		opts.MessageID = NewMessageID()
 	}
@@ -99,7 +105,7 @@ func (r *Requester) gather(ctx context.Context, exchange, key string, copies int
 	}
 	msg := r.requestPublishing(opts.MessageID, opts.CorrelationID, replyTo, body, nil)
 	msg.Type = opts.Type
-	if err := checkShortStrings(msg); err != nil {
+	if err := r.checkShortStrings(&msg); err != nil {
 		return nil, err
 	}
 
@@ -113,16 +119,25 @@ func (r *Requester) gather(ctx context.Context, exchange, key string, copies int
 		return nil, err
 	}
 	for i := 0; i < copies; i++ {
+		if i > 0 && r.opts.Mutant == MutantCopiesDistinctIDs {
+			// SG-1 broken: the copies no longer share the gather's id.
+			msg.MessageId = NewMessageID()
+		}
 		if err := r.pub.publish(exchange, key, msg); err != nil {
 			r.endGather(g)
 			return nil, err
 		}
 	}
 
+	full := g.full
+	if r.opts.Mutant == MutantNoEarlyResolve {
+		// SG-5 broken: a nil channel never fires, so the count is ignored.
+		full = nil
+	}
 	timer := time.NewTimer(opts.Timeout)
 	defer timer.Stop()
 	select {
-	case <-g.full:
+	case <-full:
 	case <-timer.C:
 	case <-ctx.Done():
 		r.endGather(g)
@@ -146,6 +161,8 @@ func (r *Requester) registerGather(g *gathering) error {
 	if _, dup := r.gathers[g.id]; dup {
 		return fmt.Errorf("acemq: a gather with message id %q is already running", g.id)
 	}
+	r.seq++
+	g.seq = r.seq
 	r.gathers[g.id] = g
 	return nil
 }
@@ -173,5 +190,19 @@ func (r *Requester) gatherFor(d amqp.Delivery) *gathering {
 	} else {
 		key, _ = HeaderString(d.Headers, ResponseMessageIDHeader)
 	}
-	return r.gathers[key]
+	g := r.gathers[key]
+	if g != nil || r.opts.Mutant != MutantStrayToOldestGather {
+		return g
+	}
+	// SG-8 broken: a reply that is neither a pending gather's nor a waiting
+	// call's joins the oldest pending gather instead of being Unmatched.
+	if _, waiting := r.calls[d.CorrelationId]; waiting {
+		return nil
+	}
+	for _, p := range r.gathers {
+		if g == nil || p.seq < g.seq {
+			g = p
+		}
+	}
+	return g
 }

@@ -87,3 +87,36 @@ func TestGatherByCorrelationIDMutantLooksUpTheCorrelationID(t *testing.T) {
 		t.Errorf("gather c = %s, want its reply", got)
 	}
 }
+
+func TestStrayReplyToOldestGatherMutant(t *testing.T) {
+	r := newTestRequester(ProfileCurrent, MutantStrayToOldestGather)
+	older := startGather(t, r, "g-a", 2, nil)
+	newer := startGather(t, r, "g-b", 0, nil)
+	c, _ := r.register("m-1")
+
+	r.dispatch(reply("another-gather", "c-1", `999`))
+	r.dispatch(reply("g-b", "c-1", `1`))
+	// A call's reply still goes to its caller.
+	r.dispatch(reply("m-1", "m-1", `2`))
+	if got := string((<-c.reply).Body); got != "2" {
+		t.Errorf("caller got %s", got)
+	}
+	if got := r.endGather(older); len(got) != 1 || string(got[0]) != "999" {
+		t.Errorf("oldest gather = %s, want the stray reply", got)
+	}
+	if got := r.endGather(newer); len(got) != 1 || string(got[0]) != "1" {
+		t.Errorf("newer gather = %s", got)
+	}
+	// With no gather pending, a stray reply is Unmatched as usual.
+	r.dispatch(reply("another-gather", "c-1", `3`))
+	if r.Unmatched() != 1 {
+		t.Errorf("Unmatched = %d, want 1", r.Unmatched())
+	}
+
+	strict := newTestRequester(ProfileCurrent, NoMutant)
+	g := startGather(t, strict, "g-a", 2, nil)
+	strict.dispatch(reply("another-gather", "c-1", `999`))
+	if got := strict.endGather(g); len(got) != 0 || strict.Unmatched() != 1 {
+		t.Errorf("gather = %s, Unmatched %d; want none and 1", got, strict.Unmatched())
+	}
+}

@@ -3,7 +3,9 @@ package acemq
 import (
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
+	"unicode/utf8"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -51,6 +53,52 @@ func checkShortStrings(p amqp.Publishing) error {
 		}
 	}
 	return nil
+}
+
+// truncateShortStrings cuts every short-string property over the limit to
+// the limit, on a UTF-8 boundary. Only the truncates-short-strings mutant
+// does this: a truncated id correlates with nothing (RR-18).
+func truncateShortStrings(p *amqp.Publishing) {
+	for _, f := range []*string{&p.MessageId, &p.CorrelationId, &p.ReplyTo, &p.Type} {
+		*f = truncateUTF8(*f, maxShortString)
+	}
+}
+
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// MalformedHeader is the failure of the strict-header-types mutant: a
+// request header of a type a strict reader did not expect.
+type MalformedHeader struct {
+	Name string
+}
+
+func (e *MalformedHeader) Error() string { return e.Name }
+
+// strictHeaderError is what a reader that knows only strings and integers
+// says about h: a *MalformedHeader for the first header, by name, holding a
+// boolean, a floating-point number, a table or an array. amqp091-go decodes
+// headers into a map, so the wire order is lost and the name decides.
+func strictHeaderError(h amqp.Table) error {
+	var names []string
+	for k, v := range h {
+		switch v.(type) {
+		case bool, float32, float64, amqp.Table, []interface{}:
+			names = append(names, k)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	return &MalformedHeader{Name: names[0]}
 }
 
 // HeaderString reads a string header that may arrive as an AMQP long string

@@ -102,3 +102,33 @@ func TestNewMessageIDIsAFreshUUID(t *testing.T) {
 		t.Errorf("NewMessageID gave %q and %q", a, b)
 	}
 }
+
+func TestTruncateShortStringsCutsOnARuneBoundary(t *testing.T) {
+	long := strings.Repeat("é", 128) // 256 bytes
+	p := amqp.Publishing{MessageId: "m-1", CorrelationId: strings.Repeat("c", 300), Type: long}
+	truncateShortStrings(&p)
+	if p.MessageId != "m-1" || p.CorrelationId != strings.Repeat("c", 255) || p.Type != strings.Repeat("é", 127) {
+		t.Errorf("truncated to %q, %d bytes, %d bytes", p.MessageId, len(p.CorrelationId), len(p.Type))
+	}
+	if err := checkShortStrings(p); err != nil {
+		t.Errorf("still too long: %v", err)
+	}
+}
+
+func TestStrictHeaderErrorNamesTheFirstUnexpectedType(t *testing.T) {
+	tolerated := amqp.Table{"s": "v", "x": []byte("b"), "l": int64(1), "i": int32(-7), "b": int8(5), "dec": amqp.Decimal{Scale: 1, Value: 5}}
+	if err := strictHeaderError(tolerated); err != nil {
+		t.Errorf("strings and integers refused: %v", err)
+	}
+	for _, v := range []interface{}{true, float32(0.5), 0.25, amqp.Table{"k": "v"}, []interface{}{"a"}} {
+		h := amqp.Table{"x-z": v, "x-a": "ok"}
+		var e *MalformedHeader
+		if err := strictHeaderError(h); !errors.As(err, &e) || FailureText(err) != "MalformedHeader: x-z" {
+			t.Errorf("%T header: %v", v, err)
+		}
+	}
+	both := amqp.Table{"x-table": amqp.Table{}, "x-flag": false}
+	if err := strictHeaderError(both); FailureText(err) != "MalformedHeader: x-flag" {
+		t.Errorf("two headers: %v", err)
+	}
+}

@@ -67,13 +67,13 @@ const (
 const (
 	NoMutant Mutant = ""
 
-	MutantNativeOnly         Mutant = "native-only"          // RR-1
-	MutantHeaderBytes        Mutant = "header-bytes"         // RR-2
-	MutantQueuePerRequest    Mutant = "queue-per-request"    // RR-6
-	MutantLateReplyToNext    Mutant = "late-reply-to-next"   // RR-8
-	MutantIgnoresErrorHeader Mutant = "ignores-error-header" // RR-10
-	MutantGatherByCorrID     Mutant = "gather-by-correlation-id"
-	MutantShortfallResolves  Mutant = "shortfall-resolves" // SG-6
+	MutantNativeOnly         Mutant = "native-only"              // RR-1
+	MutantHeaderBytes        Mutant = "header-bytes"             // RR-2
+	MutantQueuePerRequest    Mutant = "queue-per-request"        // RR-6
+	MutantLateReplyToNext    Mutant = "late-reply-to-next"       // RR-8
+	MutantIgnoresErrorHeader Mutant = "ignores-error-header"     // RR-10
+	MutantGatherByCorrID     Mutant = "gather-by-correlation-id" // SG-4
+	MutantShortfallResolves  Mutant = "shortfall-resolves"       // SG-6
 
 	MutantNativeFirst            Mutant = "native-first"             // RR-3
 	MutantNoStrip                Mutant = "no-strip"                 // RR-5
@@ -83,6 +83,23 @@ const (
 	MutantNoRollback             Mutant = "no-rollback"              // RR-15
 	MutantAnsweredAfterPublish   Mutant = "answered-after-publish"   // RR-15
 	MutantCountersAfterSubscribe Mutant = "counters-after-subscribe" // RR-16
+
+	MutantImplicitQueueType     Mutant = "implicit-queue-type"          // RR-7
+	MutantTimeoutsNotCounted    Mutant = "timeouts-not-counted"         // RR-9
+	MutantIgnoresReturns        Mutant = "ignores-returns"              // RR-13
+	MutantTruncatesShortStrings Mutant = "truncates-short-strings"      // RR-18
+	MutantDropsUndecodable      Mutant = "drops-undecodable"            // RR-19
+	MutantCopiesDistinctIDs     Mutant = "copies-distinct-ids"          // SG-1
+	MutantMultiOneCopy          Mutant = "multi-one-copy"               // SG-2
+	MutantNoEarlyResolve        Mutant = "no-early-resolve"             // SG-5
+	MutantNoCountMeansOne       Mutant = "no-count-means-one"           // SG-7
+	MutantStrayToOldestGather   Mutant = "stray-reply-to-oldest-gather" // SG-8
+
+	MutantCorrelationFromCorrID Mutant = "correlation-from-correlation-id" // RR-4
+	MutantAcksUndeliverable     Mutant = "acks-undeliverable"              // RR-14
+	MutantClassicDLQ            Mutant = "classic-dlq"                     // RR-17
+	MutantNoResponseMessageID   Mutant = "no-response-message-id"          // SG-3
+	MutantStrictHeaderTypes     Mutant = "strict-header-types"             // WF-1
 )
 
 var mutantRoles = map[Mutant]Role{
@@ -102,6 +119,23 @@ var mutantRoles = map[Mutant]Role{
 	MutantNoRollback:             RoleResponder,
 	MutantAnsweredAfterPublish:   RoleResponder,
 	MutantCountersAfterSubscribe: RoleResponder,
+
+	MutantImplicitQueueType:     RoleRequester,
+	MutantTimeoutsNotCounted:    RoleRequester,
+	MutantIgnoresReturns:        RoleRequester,
+	MutantTruncatesShortStrings: RoleRequester,
+	MutantDropsUndecodable:      RoleRequester,
+	MutantCopiesDistinctIDs:     RoleRequester,
+	MutantMultiOneCopy:          RoleRequester,
+	MutantNoEarlyResolve:        RoleRequester,
+	MutantNoCountMeansOne:       RoleRequester,
+	MutantStrayToOldestGather:   RoleRequester,
+
+	MutantCorrelationFromCorrID: RoleResponder,
+	MutantAcksUndeliverable:     RoleResponder,
+	MutantClassicDLQ:            RoleResponder,
+	MutantNoResponseMessageID:   RoleResponder,
+	MutantStrictHeaderTypes:     RoleResponder,
 }
 
 // Mutants lists every mutant this binding implements, in catalogue order.
@@ -112,6 +146,12 @@ var Mutants = []Mutant{
 	MutantCountsFailures, MutantDeadLetterUnanswerable, MutantNoRollback,
 	MutantAnsweredAfterPublish, MutantCountersAfterSubscribe,
 	MutantGatherByCorrID, MutantShortfallResolves,
+	MutantImplicitQueueType, MutantTimeoutsNotCounted, MutantIgnoresReturns,
+	MutantTruncatesShortStrings, MutantDropsUndecodable,
+	MutantCorrelationFromCorrID, MutantAcksUndeliverable, MutantClassicDLQ,
+	MutantNoResponseMessageID, MutantStrictHeaderTypes,
+	MutantCopiesDistinctIDs, MutantMultiOneCopy, MutantNoEarlyResolve,
+	MutantNoCountMeansOne, MutantStrayToOldestGather,
 }
 
 // ParseMutant accepts a mutant name for the given role; the empty name is

@@ -14,8 +14,8 @@ func TestParseProfile(t *testing.T) {
 }
 
 func TestEveryMutantHasARole(t *testing.T) {
-	if len(Mutants) != 15 || len(mutantRoles) != len(Mutants) {
-		t.Fatalf("%d mutants listed, %d with roles; the catalogue has 15", len(Mutants), len(mutantRoles))
+	if len(Mutants) != 30 || len(mutantRoles) != len(Mutants) {
+		t.Fatalf("%d mutants listed, %d with roles; the catalogue has 30", len(Mutants), len(mutantRoles))
 	}
 	for _, m := range Mutants {
 		role := mutantRoles[m]

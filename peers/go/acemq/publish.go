@@ -47,6 +47,8 @@ func (e *ChannelClosedError) Error() string {
 // already waiting on its channel.
 type publisher struct {
 	conn *amqp.Connection
+	// ignoreReturns is the ignores-returns mutant.
+	ignoreReturns bool
 
 	mu       sync.Mutex
 	ch       *amqp.Channel
@@ -122,7 +124,7 @@ func (p *publisher) publish(exchange, key string, msg amqp.Publishing) error {
 				default:
 				}
 			}
-			if returned != nil {
+			if returned != nil && !p.ignoreReturns {
 				return &ReturnedError{Exchange: exchange, RoutingKey: key, Code: returned.ReplyCode, Text: returned.ReplyText}
 			}
 			return nil

@@ -97,7 +97,7 @@ func NewRequester(conn *amqp.Connection, opts RequesterOptions) (*Requester, err
 		gathers: map[string]*gathering{},
 		done:    make(chan struct{}),
 	}
-	ch, name, deliveries, err := openReplyQueue(conn)
+	ch, name, deliveries, err := openReplyQueue(conn, r.replyQueueArgs())
 	if err != nil {
 		return nil, err
 	}
@@ -106,19 +106,30 @@ func NewRequester(conn *amqp.Connection, opts RequesterOptions) (*Requester, err
 		ch.Close()
 		return nil, err
 	}
+	// RR-13 broken: the broker's ack is taken as delivery.
+	r.pub.ignoreReturns = opts.Mutant == MutantIgnoresReturns
 	go r.consume(deliveries)
 	return r, nil
 }
 
+// replyQueueArgs gives the reply queue's type explicitly: a server or policy
+// default of quorum would be refused for an exclusive, auto-delete queue.
+func (r *Requester) replyQueueArgs() amqp.Table {
+	if r.opts.Mutant == MutantImplicitQueueType {
+		// RR-7 broken: the type is left to the server's default.
+		return nil
+	}
+	return amqp.Table{"x-queue-type": "classic"}
+}
+
 // openReplyQueue declares a reply queue on a channel of its own and consumes
-// it. The queue type is given explicitly: a server or policy default of
-// quorum would be refused for an exclusive, auto-delete queue.
-func openReplyQueue(conn *amqp.Connection) (*amqp.Channel, string, <-chan amqp.Delivery, error) {
+// it.
+func openReplyQueue(conn *amqp.Connection, args amqp.Table) (*amqp.Channel, string, <-chan amqp.Delivery, error) {
 	ch, err := conn.Channel()
 	if err != nil {
 		return nil, "", nil, err
 	}
-	q, err := ch.QueueDeclare("", false, true, true, false, amqp.Table{"x-queue-type": "classic"})
+	q, err := ch.QueueDeclare("", false, true, true, false, args)
 	if err != nil {
 		ch.Close()
 		return nil, "", nil, err
@@ -138,7 +149,7 @@ func (r *Requester) replyQueueForCall() (string, error) {
 	if r.opts.Mutant != MutantQueuePerRequest {
 		return r.replyQueue, nil
 	}
-	ch, name, deliveries, err := openReplyQueue(r.conn)
+	ch, name, deliveries, err := openReplyQueue(r.conn, r.replyQueueArgs())
 	if err != nil {
 		return "", err
 	}
@@ -229,7 +240,7 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 	}
 	msg := r.requestPublishing(id, cfg.correlationID, replyTo, body, cfg.headers)
 	msg.Type = cfg.msgType
-	if err := checkShortStrings(msg); err != nil {
+	if err := r.checkShortStrings(&msg); err != nil {
 		return err
 	}
 
@@ -249,7 +260,10 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 		return r.decode(d, reply)
 	case <-timer.C:
 		if r.forget(id) {
-			atomic.AddInt64(&r.timedOut, 1)
+			// RR-9 broken: the timeout is not counted.
+			if r.opts.Mutant != MutantTimeoutsNotCounted {
+				atomic.AddInt64(&r.timedOut, 1)
+			}
 			return fmt.Errorf("%w: no reply to %s within %s", ErrTimedOut, id, cfg.timeout)
 		}
 	case <-ctx.Done():
@@ -290,6 +304,16 @@ func (r *Requester) requestPublishing(messageID, correlationID, replyTo string, 
 		msg.ReplyTo = replyTo
 	}
 	return msg
+}
+
+// checkShortStrings refuses a request whose short-string properties do not
+// fit (RR-18).
+func (r *Requester) checkShortStrings(msg *amqp.Publishing) error {
+	if r.opts.Mutant == MutantTruncatesShortStrings {
+		// RR-18 broken: what does not fit is cut to fit.
+		truncateShortStrings(msg)
+	}
+	return checkShortStrings(*msg)
 }
 
 func (r *Requester) register(id string) (*call, error) {
@@ -360,7 +384,7 @@ func (r *Requester) dispatch(d amqp.Delivery) {
 		}
 		// A gather keeps failure replies out of its result (the wire
 		// spec's choice for SG-8) and counts them Unmatched.
-	} else if id, c := r.callFor(d); c != nil {
+	} else if id, c := r.callFor(d); c != nil && !r.dropsUndecodable(d) {
 		delete(r.calls, id)
 		r.mu.Unlock()
 		c.reply <- d
@@ -371,6 +395,16 @@ func (r *Requester) dispatch(d amqp.Delivery) {
 	if r.opts.OnUnmatched != nil {
 		r.opts.OnUnmatched(d.CorrelationId)
 	}
+}
+
+// dropsUndecodable is the drops-undecodable mutant: RR-19 wants a reply body
+// that is not JSON to end its call with decode_error, not to be dropped.
+func (r *Requester) dropsUndecodable(d amqp.Delivery) bool {
+	if r.opts.Mutant != MutantDropsUndecodable {
+		return false
+	}
+	_, failed := HeaderString(d.Headers, ErrorHeader)
+	return !failed && !json.Valid(d.Body)
 }
 
 func (r *Requester) callFor(d amqp.Delivery) (string, *call) {

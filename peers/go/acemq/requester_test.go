@@ -3,6 +3,7 @@ package acemq
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -116,5 +117,63 @@ func TestDecodeChecksTheErrorHeaderFirst(t *testing.T) {
 	ignoring := newTestRequester(ProfileCurrent, MutantIgnoresErrorHeader)
 	if err := ignoring.decode(amqp.Delivery{Headers: amqp.Table{ErrorHeader: "E: x"}}, &v); !errors.As(err, &undecodable) {
 		t.Errorf("ignores-error-header decode = %v, want a DecodeError", err)
+	}
+}
+
+func TestReplyQueueTypeIsExplicit(t *testing.T) {
+	if got := newTestRequester(ProfileCurrent, NoMutant).replyQueueArgs(); got["x-queue-type"] != "classic" {
+		t.Errorf("reply queue args %v", got)
+	}
+	if got := newTestRequester(ProfileCurrent, MutantImplicitQueueType).replyQueueArgs(); got != nil {
+		t.Errorf("implicit-queue-type args %v", got)
+	}
+}
+
+func TestLongShortStringsAreRefusedOrTruncatedByTheMutant(t *testing.T) {
+	long := strings.Repeat("c", 300)
+	msg := amqp.Publishing{MessageId: "m-1", CorrelationId: long}
+	var e *ShortStringError
+	if err := newTestRequester(ProfileCurrent, NoMutant).checkShortStrings(&msg); !errors.As(err, &e) || msg.CorrelationId != long {
+		t.Errorf("refusal = %v, correlation id of %d bytes", err, len(msg.CorrelationId))
+	}
+	if err := newTestRequester(ProfileCurrent, MutantTruncatesShortStrings).checkShortStrings(&msg); err != nil || len(msg.CorrelationId) != 255 {
+		t.Errorf("truncates-short-strings = %v, correlation id of %d bytes", err, len(msg.CorrelationId))
+	}
+}
+
+func TestUndecodableReplyEndsTheCallUnlessDropped(t *testing.T) {
+	notJSON := amqp.Delivery{CorrelationId: "m-1", Body: []byte("not json{")}
+
+	r := newTestRequester(ProfileCurrent, NoMutant)
+	c, _ := r.register("m-1")
+	r.dispatch(notJSON)
+	var v json.RawMessage
+	var undecodable *DecodeError
+	if err := r.decode(<-c.reply, &v); !errors.As(err, &undecodable) {
+		t.Errorf("decode = %v, want a DecodeError", err)
+	}
+
+	dropping := newTestRequester(ProfileCurrent, MutantDropsUndecodable)
+	var unmatched []string
+	dropping.opts.OnUnmatched = func(id string) { unmatched = append(unmatched, id) }
+	c, _ = dropping.register("m-1")
+	dropping.dispatch(notJSON)
+	select {
+	case d := <-c.reply:
+		t.Errorf("drops-undecodable handed over %s", d.Body)
+	default:
+	}
+	if dropping.Unmatched() != 1 || len(unmatched) != 1 || unmatched[0] != "m-1" {
+		t.Errorf("Unmatched = %d, hook saw %v", dropping.Unmatched(), unmatched)
+	}
+	// JSON and failure replies still reach their callers.
+	dropping.dispatch(amqp.Delivery{CorrelationId: "m-1", Body: []byte(`{"a":1}`)})
+	if got := string((<-c.reply).Body); got != `{"a":1}` {
+		t.Errorf("JSON reply = %s", got)
+	}
+	c, _ = dropping.register("m-2")
+	dropping.dispatch(amqp.Delivery{CorrelationId: "m-2", Headers: amqp.Table{ErrorHeader: "E: x"}})
+	if d := <-c.reply; d.Headers[ErrorHeader] != "E: x" {
+		t.Errorf("failure reply = %+v", d)
 	}
 }

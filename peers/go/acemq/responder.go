@@ -145,10 +145,16 @@ func NewResponder(conn *amqp.Connection, queue string, handler Handler, opts Res
 
 func (r *Responder) declare() error {
 	quorum := amqp.Table{"x-queue-type": "quorum"}
-	for _, name := range []string{r.queue, r.queue + ".dlq"} {
-		if _, err := r.ch.QueueDeclare(name, true, false, false, false, quorum); err != nil {
-			return err
-		}
+	dlq := quorum
+	if r.opts.Mutant == MutantClassicDLQ {
+		// RR-17 broken: the dead-letter queue is not a quorum queue.
+		dlq = amqp.Table{"x-queue-type": "classic"}
+	}
+	if _, err := r.ch.QueueDeclare(r.queue, true, false, false, false, quorum); err != nil {
+		return err
+	}
+	if _, err := r.ch.QueueDeclare(r.queue+".dlq", true, false, false, false, dlq); err != nil {
+		return err
 	}
 	for _, b := range r.opts.Bindings {
 		if err := r.ch.QueueBind(r.queue, b.RoutingKey, b.Exchange, false, nil); err != nil {
@@ -219,6 +225,14 @@ func (r *Responder) handle(d amqp.Delivery) {
 		Headers:       headers,
 		Attempt:       DeliveryAttempt(d.Headers),
 	}
+	if r.opts.Mutant == MutantStrictHeaderTypes {
+		// WF-1 broken: header types other clients write are refused, and
+		// the handler never runs.
+		if err := strictHeaderError(d.Headers); err != nil {
+			r.replyFailure(d, req, FailureText(err))
+			return
+		}
+	}
 	if h := r.opts.Hooks.Handled; h != nil {
 		h(req)
 	}
@@ -278,7 +292,7 @@ func (r *Responder) reply(d amqp.Delivery, req *Request, body []byte) {
 	if countFirst {
 		atomic.AddInt64(&r.answered, 1)
 	}
-	if err := r.pub.publish("", req.ReplyTo, replyPublishing(req, body, "")); err != nil {
+	if err := r.pub.publish("", req.ReplyTo, r.replyPublishing(req, body, "")); err != nil {
 		if countFirst && r.opts.Mutant != MutantNoRollback {
 			atomic.AddInt64(&r.answered, -1)
 		}
@@ -301,7 +315,7 @@ func (r *Responder) replyFailure(d amqp.Delivery, req *Request, failure string) 
 	if counted {
 		atomic.AddInt64(&r.answered, 1)
 	}
-	if err := r.pub.publish("", req.ReplyTo, replyPublishing(req, nil, failure)); err != nil {
+	if err := r.pub.publish("", req.ReplyTo, r.replyPublishing(req, nil, failure)); err != nil {
 		if counted {
 			atomic.AddInt64(&r.answered, -1)
 		}
@@ -323,6 +337,11 @@ func (r *Responder) replyFailure(d amqp.Delivery, req *Request, failure string) 
 func (r *Responder) undeliverable(d amqp.Delivery, req *Request, err error) {
 	if h := r.opts.Hooks.ReplyFailed; h != nil {
 		h(req.MessageID, req.Attempt, err)
+	}
+	if r.opts.Mutant == MutantAcksUndeliverable {
+		// RR-14 broken: the request is gone, its caller never answered.
+		r.ack(d)
+		return
 	}
 	if req.Attempt >= r.opts.MaxAttempts {
 		r.deadLetter(d, "UndeliverableReply: "+err.Error())
@@ -395,17 +414,23 @@ func (r *Responder) requeue(d amqp.Delivery) {
 
 // replyPublishing addresses a reply for both families of requesters: acemq
 // correlates on correlation_id, the bus on the responseMessageId header.
-func replyPublishing(req *Request, body []byte, failure string) amqp.Publishing {
+func (r *Responder) replyPublishing(req *Request, body []byte, failure string) amqp.Publishing {
 	headers := amqp.Table{}
-	if req.MessageID != "" {
+	// SG-3 broken by the mutant: bus requesters cannot demultiplex.
+	if req.MessageID != "" && r.opts.Mutant != MutantNoResponseMessageID {
 		headers[ResponseMessageIDHeader] = req.MessageID
 	}
 	if failure != "" {
 		headers[ErrorHeader] = failure
 	}
+	correlationID := req.MessageID
+	if r.opts.Mutant == MutantCorrelationFromCorrID {
+		// RR-4 broken: acemq requesters correlate on the message id.
+		correlationID = req.CorrelationID
+	}
 	return amqp.Publishing{
 		ContentType:   contentTypeJSON,
-		CorrelationId: req.MessageID,
+		CorrelationId: correlationID,
 		Headers:       headers,
 		Body:          body,
 	}

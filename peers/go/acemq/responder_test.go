@@ -41,14 +41,15 @@ func TestResponderReadsTheHeaderFirstThenNative(t *testing.T) {
 
 func TestReplyIsAddressedForBothFamilies(t *testing.T) {
 	req := &Request{MessageID: "m-1", ReplyTo: "q"}
-	ok := replyPublishing(req, []byte(`{}`), "")
+	r := &Responder{}
+	ok := r.replyPublishing(req, []byte(`{}`), "")
 	if ok.CorrelationId != "m-1" || ok.Headers[ResponseMessageIDHeader] != "m-1" || ok.ContentType != "application/json" {
 		t.Errorf("reply %+v", ok)
 	}
 	if _, has := ok.Headers[ErrorHeader]; has {
 		t.Error("a normal reply carries acemq-error")
 	}
-	failed := replyPublishing(req, nil, "ScenarioFailure: no")
+	failed := r.replyPublishing(req, nil, "ScenarioFailure: no")
 	if failed.Headers[ErrorHeader] != "ScenarioFailure: no" || len(failed.Body) != 0 || failed.CorrelationId != "m-1" {
 		t.Errorf("failure reply %+v", failed)
 	}
@@ -91,5 +92,21 @@ func TestCountersAfterSubscribeNeverCountsTheFirstAnswer(t *testing.T) {
 	}
 	if !r.countsBeforePublish() {
 		t.Error("a later delivery is not counted")
+	}
+}
+
+func TestReplyAddressingMutants(t *testing.T) {
+	req := &Request{MessageID: "m-1", CorrelationID: "c-1", ReplyTo: "q"}
+	fromCorr := &Responder{opts: ResponderOptions{Mutant: MutantCorrelationFromCorrID}}
+	if got := fromCorr.replyPublishing(req, nil, ""); got.CorrelationId != "c-1" || got.Headers[ResponseMessageIDHeader] != "m-1" {
+		t.Errorf("correlation-from-correlation-id: %+v", got)
+	}
+	if got := fromCorr.replyPublishing(&Request{MessageID: "m-1"}, nil, ""); got.CorrelationId != "" {
+		t.Errorf("correlation-from-correlation-id without one: %q", got.CorrelationId)
+	}
+	noID := &Responder{opts: ResponderOptions{Mutant: MutantNoResponseMessageID}}
+	got := noID.replyPublishing(req, nil, "E: x")
+	if _, has := got.Headers[ResponseMessageIDHeader]; has || got.CorrelationId != "m-1" || got.Headers[ErrorHeader] != "E: x" {
+		t.Errorf("no-response-message-id: %+v", got)
 	}
 }

@@ -11,6 +11,8 @@ export interface PendingGatherOptions<TRes> {
   onReply?: ((reply: TRes) => void) | undefined;
   /** The `shortfall-resolves` mutant: a shortfall resolves with the partial replies. */
   shortfallResolves?: boolean | undefined;
+  /** The `no-early-resolve` mutant: a count reached still waits for the timeout. */
+  noEarlyResolve?: boolean | undefined;
 }
 
 export class PendingGather<TRes> {
@@ -58,7 +60,10 @@ export class PendingGather<TRes> {
       console.error(`onReply for gather ${this.requestMessageId} threw:`, error);
     }
     const count = this.options.expectedReplyCount;
-    if (count !== undefined && this.replies.length >= count) this.settle(() => this.resolveResult([...this.replies]));
+    // The no-early-resolve mutant breaks SG-5: the count is only looked at when time is up.
+    if (count !== undefined && this.replies.length >= count && !this.options.noEarlyResolve) {
+      this.settle(() => this.resolveResult([...this.replies]));
+    }
     return true;
   }
 
@@ -70,7 +75,8 @@ export class PendingGather<TRes> {
   private onTimeout(): void {
     const count = this.options.expectedReplyCount;
     const replies = [...this.replies];
-    if (count === undefined || this.options.shortfallResolves) {
+    const reached = count !== undefined && replies.length >= count; // only for no-early-resolve
+    if (count === undefined || reached || this.options.shortfallResolves) {
       this.settle(() => this.resolveResult(replies));
     } else {
       this.settle(() => this.rejectResult(new RequestTimeoutError<TRes>(this.requestMessageId, count, replies)));

@@ -2,6 +2,7 @@
 // be opened with, so the conformance suite can show it catches each one. Never use them in
 // a service.
 
+/** Requester and gatherer mutants: both act on a Requester, so both are given to its open(). */
 export const REQUESTER_MUTANTS = [
   'native-only',
   'header-bytes',
@@ -10,6 +11,16 @@ export const REQUESTER_MUTANTS = [
   'ignores-error-header',
   'gather-by-correlation-id',
   'shortfall-resolves',
+  'implicit-queue-type',
+  'timeouts-not-counted',
+  'ignores-returns',
+  'truncates-short-strings',
+  'drops-undecodable',
+  'copies-distinct-ids',
+  'multi-one-copy',
+  'no-early-resolve',
+  'no-count-means-one',
+  'stray-reply-to-oldest-gather',
 ] as const;
 
 export const RESPONDER_MUTANTS = [
@@ -21,6 +32,11 @@ export const RESPONDER_MUTANTS = [
   'no-rollback',
   'answered-after-publish',
   'counters-after-subscribe',
+  'correlation-from-correlation-id',
+  'acks-undeliverable',
+  'classic-dlq',
+  'no-response-message-id',
+  'strict-header-types',
 ] as const;
 
 export type RequesterMutant = (typeof REQUESTER_MUTANTS)[number];

@@ -8,13 +8,24 @@
 
 import type { ConfirmChannel, Options } from 'amqplib';
 import { PublishFailedError } from './errors';
-import { checkShortStrings } from './wire';
+import { type ShortStringProperties, checkShortStrings, truncateShortStrings } from './wire';
+
+/** Deliberate defects for a requester's mutants; a service never sets them. */
+export interface PublisherMutants {
+  /** `ignores-returns` (breaks RR-13): the ack alone is taken as delivery. */
+  ignoreReturns?: boolean | undefined;
+  /** `truncates-short-strings` (breaks RR-18): long short strings are cut, not refused. */
+  truncateShortStrings?: boolean | undefined;
+}
 
 export class ConfirmPublisher {
   private tail: Promise<void> = Promise.resolve();
   private returned = false;
 
-  constructor(private readonly channel: ConfirmChannel) {
+  constructor(
+    private readonly channel: ConfirmChannel,
+    private readonly mutants: PublisherMutants = {},
+  ) {
     channel.on('return', () => {
       this.returned = true;
     });
@@ -22,13 +33,16 @@ export class ConfirmPublisher {
 
   /** Resolves once the broker acked the message and did not return it; rejects otherwise. */
   publish(exchange: string, routingKey: string, body: Buffer, options: Options.Publish): Promise<void> {
-    checkShortStrings({
+    const shortStrings: ShortStringProperties = {
       messageId: options.messageId,
       correlationId: options.correlationId,
       replyTo: options.replyTo,
       type: options.type,
-    });
-    const run = this.tail.then(() => this.publishOne(exchange, routingKey, body, options));
+    };
+    let properties = options;
+    if (this.mutants.truncateShortStrings) properties = { ...options, ...truncateShortStrings(shortStrings) };
+    else checkShortStrings(shortStrings);
+    const run = this.tail.then(() => this.publishOne(exchange, routingKey, body, properties));
     this.tail = run.catch(() => undefined);
     return run;
   }
@@ -39,7 +53,7 @@ export class ConfirmPublisher {
       try {
         this.channel.publish(exchange, routingKey, body, { ...options, mandatory: true }, (err) => {
           if (err) reject(new PublishFailedError(`publish to '${exchange}'/'${routingKey}' nacked or failed: ${describe(err)}`, false));
-          else if (this.returned)
+          else if (this.returned && !this.mutants.ignoreReturns)
             reject(new PublishFailedError(`publish to '${exchange}'/'${routingKey}' returned: unroutable`, true));
           else resolve();
         });

@@ -104,7 +104,7 @@ export class Requester {
       connection.on('error', (err: Error) => console.error(`requester connection error: ${err.message}`));
       const channel = await connection.createChannel();
       channel.on('error', (err: Error) => console.error(`requester channel error: ${err.message}`));
-      const replyQueue = await declareReplyQueue(channel);
+      const replyQueue = await declareReplyQueue(channel, options.mutant);
       const requester = new Requester(connection, channel, replyQueue, options);
       await requester.consume(replyQueue);
       return requester;
@@ -143,7 +143,8 @@ export class Requester {
     const reply = new Promise<ConsumeMessage>((resolve, reject) => {
       const timer = setTimeout(() => {
         if (this.waiters.delete(requestId)) {
-          this.timedOutCount++;
+          // The timeouts-not-counted mutant breaks RR-9: the outcome is right, the counter is not.
+          if (this.options.mutant !== 'timeouts-not-counted') this.timedOutCount++;
           reject(new RequestTimedOutError(requestId, timeoutMs));
         }
       }, timeoutMs);
@@ -185,7 +186,8 @@ export class Requester {
    * correlation_id, and gathers the replies (SG-2, SG-5..SG-7).
    */
   async sendRequestMulti<TReq, TRes>(type: string, message: TReq, options: SendRequestMultiOptions): Promise<TRes[]> {
-    const copies = options.expectedReplyCount ?? 1;
+    // The multi-one-copy mutant breaks SG-2: one copy cannot reach several competing consumers.
+    const copies = this.options.mutant === 'multi-one-copy' ? 1 : (options.expectedReplyCount ?? 1);
     return this.gather<TReq, TRes>(type, message, undefined, options, '', options.endpoint, copies);
   }
 
@@ -224,11 +226,14 @@ export class Requester {
     this.ensureOpen();
     const requestMessageId = options.requestMessageId ?? newMessageId();
     const correlationId = options.correlationId ?? businessCorrelationId(message) ?? requestMessageId;
+    const mutant = this.options.mutant;
     const pending = new PendingGather<TRes>(requestMessageId, {
-      expectedReplyCount: options.expectedReplyCount,
+      // The no-count-means-one mutant breaks SG-7: no count is not a count of one.
+      expectedReplyCount: options.expectedReplyCount ?? (mutant === 'no-count-means-one' ? 1 : undefined),
       timeoutMs: options.timeoutMs,
       onReply,
-      shortfallResolves: this.options.mutant === 'shortfall-resolves',
+      shortfallResolves: mutant === 'shortfall-resolves',
+      noEarlyResolve: mutant === 'no-early-resolve',
     });
     this.gathers.set(requestMessageId, pending as PendingGather<unknown>);
     pending.onSettled(() => this.gathers.delete(requestMessageId));
@@ -236,14 +241,17 @@ export class Requester {
     try {
       const properties: Options.Publish = {
         ...this.addressing(await this.replyAddressForOneCall()),
-        messageId: requestMessageId,
         correlationId,
         type,
         contentType: JSON_CONTENT_TYPE,
       };
       const body = encodeJson(message);
       const publisher = await this.publisher();
-      for (let i = 0; i < copies; i++) await publisher.publish(exchange, routingKey, body, properties);
+      for (let i = 0; i < copies; i++) {
+        // The copies-distinct-ids mutant breaks SG-1: only the first copy's replies find the gather.
+        const messageId = mutant === 'copies-distinct-ids' && i > 0 ? newMessageId() : requestMessageId;
+        await publisher.publish(exchange, routingKey, body, { ...properties, messageId });
+      }
     } catch (err) {
       pending.fail(err as Error);
     }
@@ -287,8 +295,9 @@ export class Requester {
     const route = routeReply({ correlationId, responseMessageId }, this.gathers, this.waiters, {
       gatherByCorrelationId: this.options.mutant === 'gather-by-correlation-id',
       lateReplyToNext: this.options.mutant === 'late-reply-to-next',
+      strayReplyToOldestGather: this.options.mutant === 'stray-reply-to-oldest-gather',
     });
-    if (route.kind === 'request') {
+    if (route.kind === 'request' && !this.dropsUndecodable(msg)) {
       this.waiters.get(route.requestId)?.settle(msg);
       return;
     }
@@ -298,6 +307,18 @@ export class Requester {
       correlationId: correlationId ?? null,
       responseMessageId: responseMessageId ?? null,
     });
+  }
+
+  /** The drops-undecodable mutant (breaks RR-19): a reply that is not JSON is taken for a stray. */
+  private dropsUndecodable(msg: ConsumeMessage): boolean {
+    if (this.options.mutant !== 'drops-undecodable') return false;
+    if (headerString(msg.properties.headers, ERROR_HEADER) !== undefined) return false;
+    try {
+      decodeJson(msg.content);
+      return false;
+    } catch {
+      return true;
+    }
   }
 
   /** A failure reply or an undecodable body is kept out of a gather's result (SG-8). */
@@ -316,7 +337,7 @@ export class Requester {
   /** RR-6: the one reply queue, except for the `queue-per-request` mutant. */
   private async replyAddressForOneCall(): Promise<string> {
     if (this.options.mutant !== 'queue-per-request') return this.replyQueue;
-    const queue = await declareReplyQueue(this.channel);
+    const queue = await declareReplyQueue(this.channel, this.options.mutant);
     await this.consume(queue);
     return queue;
   }
@@ -338,7 +359,10 @@ export class Requester {
       channel.on('close', () => {
         this.publishing = undefined;
       });
-      return new ConfirmPublisher(channel);
+      return new ConfirmPublisher(channel, {
+        ignoreReturns: this.options.mutant === 'ignores-returns',
+        truncateShortStrings: this.options.mutant === 'truncates-short-strings',
+      });
     } catch (err) {
       this.publishing = undefined;
       throw err;
@@ -354,12 +378,13 @@ export class Requester {
  * RR-7: classic given explicitly, exclusive, auto-delete and non-durable (amqplib's
  * assertQueue is durable unless told otherwise).
  */
-async function declareReplyQueue(channel: Channel): Promise<string> {
+async function declareReplyQueue(channel: Channel, mutant: RequesterMutant | undefined): Promise<string> {
   const { queue } = await channel.assertQueue('', {
     durable: false,
     exclusive: true,
     autoDelete: true,
-    arguments: { 'x-queue-type': 'classic' },
+    // The implicit-queue-type mutant breaks RR-7: the type is left to the server's default.
+    arguments: mutant === 'implicit-queue-type' ? {} : { 'x-queue-type': 'classic' },
   });
   return queue;
 }

@@ -19,6 +19,7 @@ import {
   decodeJson,
   encodeJson,
   failureText,
+  firstMalformedHeader,
   handlerHeaders,
   nonEmpty,
 } from './wire';
@@ -108,8 +109,10 @@ export class Responder<TReq = unknown, TRes = unknown> {
       const channel = await connection.createConfirmChannel();
       channel.on('error', (err: Error) => console.error(`responder ${queue} channel error: ${err.message}`));
       const quorum = { durable: true, arguments: { 'x-queue-type': 'quorum' } };
+      // The classic-dlq mutant breaks RR-17: a classic dead-letter queue.
+      const dlq = options.mutant === 'classic-dlq' ? { durable: true, arguments: { 'x-queue-type': 'classic' } } : quorum;
       await channel.assertQueue(queue, quorum);
-      await channel.assertQueue(deadLetterQueue(queue), quorum);
+      await channel.assertQueue(deadLetterQueue(queue), dlq);
       if (options.bind) await channel.bindQueue(queue, options.bind.exchange, options.bind.routingKey);
       await channel.prefetch(options.prefetch ?? 10);
       const responder = new Responder(connection, channel, new ConfirmPublisher(channel), queue, handler, options);
@@ -181,6 +184,13 @@ export class Responder<TReq = unknown, TRes = unknown> {
       headers: handlerHeaders(props.headers, mutant === 'no-strip'),
       attempt: attemptNumber(props.headers),
     };
+    // The strict-header-types mutant breaks WF-1: a header of a type it does not expect fails
+    // the request as a throwing handler would, and the handler never runs.
+    const malformed = mutant === 'strict-header-types' ? firstMalformedHeader(props.headers) : undefined;
+    if (malformed !== undefined) {
+      await this.replyWithFailure(msg, context, `MalformedHeader: ${malformed}`);
+      return;
+    }
     this.options.observer?.handled?.(context);
 
     let result: TRes;
@@ -230,11 +240,17 @@ export class Responder<TReq = unknown, TRes = unknown> {
 
   /** RR-4: default exchange, both correlation keys, JSON content type. */
   private async sendReply(context: RequestContext, body: Buffer, headers: Headers): Promise<void> {
+    const mutant = this.options.mutant;
     const replyHeaders: Headers = { ...headers };
-    if (context.messageId !== null) replyHeaders[RESPONSE_MESSAGE_ID_HEADER] = context.messageId;
+    // The no-response-message-id mutant breaks SG-3: a bus gatherer cannot demultiplex the reply.
+    if (context.messageId !== null && mutant !== 'no-response-message-id') {
+      replyHeaders[RESPONSE_MESSAGE_ID_HEADER] = context.messageId;
+    }
+    // The correlation-from-correlation-id mutant breaks RR-4: the requester waits on its message_id.
+    const correlationId = mutant === 'correlation-from-correlation-id' ? context.correlationId : context.messageId;
     try {
       await this.publisher.publish('', context.replyTo, body, {
-        correlationId: context.messageId ?? undefined,
+        correlationId: correlationId ?? undefined,
         contentType: JSON_CONTENT_TYPE,
         headers: replyHeaders,
       });
@@ -247,7 +263,10 @@ export class Responder<TReq = unknown, TRes = unknown> {
   private async retryOrDeadLetter(msg: ConsumeMessage, context: RequestContext, err: unknown): Promise<void> {
     const error = err instanceof Error ? err.message : String(err);
     this.options.observer?.replyFailed?.({ messageId: context.messageId, attempt: context.attempt, error });
-    if (context.attempt >= this.maxAttempts) {
+    if (this.options.mutant === 'acks-undeliverable') {
+      // The acks-undeliverable mutant breaks RR-14: the request is acknowledged into nowhere.
+      this.channel.ack(msg);
+    } else if (context.attempt >= this.maxAttempts) {
       await this.deadLetter(msg, `UndeliverableReply: ${error}`);
     } else {
       // amqplib requeues by default; said explicitly because the retry depends on it.

@@ -16,6 +16,8 @@ export interface RoutingMutants {
   gatherByCorrelationId?: boolean;
   /** `late-reply-to-next`: give a request reply to the oldest waiting caller (breaks RR-8). */
   lateReplyToNext?: boolean;
+  /** `stray-reply-to-oldest-gather`: a gather reply for no pending gather joins the oldest (breaks SG-8). */
+  strayReplyToOldestGather?: boolean;
 }
 
 /**
@@ -24,7 +26,7 @@ export interface RoutingMutants {
  * are found by correlation_id. Anything else, including a reply for a call that already
  * ended, is Unmatched.
  *
- * `pendingRequests` is keyed by request id, in the order the requests were sent.
+ * `pendingGathers` and `pendingRequests` are keyed by id, in the order the calls were made.
  */
 export function routeReply(
   reply: ReplyKeys,
@@ -42,6 +44,9 @@ export function routeReply(
   }
   if (reply.correlationId !== undefined && pendingRequests.has(reply.correlationId)) {
     return { kind: 'request', requestId: reply.correlationId };
+  }
+  if (mutants.strayReplyToOldestGather && reply.responseMessageId !== undefined) {
+    for (const requestMessageId of pendingGathers.keys()) return { kind: 'gather', requestMessageId };
   }
   return { kind: 'unmatched' };
 }

@@ -129,6 +129,48 @@ export function checkShortStrings(properties: ShortStringProperties): void {
   }
 }
 
+/**
+ * The `truncates-short-strings` mutant (breaks RR-18): every short string cut to 255 bytes,
+ * on a UTF-8 character boundary, instead of refused. Absent properties stay absent.
+ */
+export function truncateShortStrings(properties: ShortStringProperties): ShortStringProperties {
+  const cut: ShortStringProperties = {};
+  for (const [name, value] of Object.entries(properties) as Array<[keyof ShortStringProperties, string | undefined]>) {
+    if (typeof value === 'string') cut[name] = truncateUtf8(value, SHORT_STRING_MAX_BYTES);
+  }
+  return cut;
+}
+
+export function truncateUtf8(value: string, maxBytes: number): string {
+  const bytes = Buffer.from(value, 'utf8');
+  if (bytes.length <= maxBytes) return value;
+  let end = maxBytes;
+  // Back off over continuation bytes (10xxxxxx) so no character is split.
+  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end).toString('utf8');
+}
+
+/**
+ * The `strict-header-types` mutant (breaks WF-1): the first header whose value is a boolean,
+ * a floating-point number, a table or an array. amqplib decodes a table as a plain object,
+ * and a decimal or a timestamp as a tagged object (`{'!': 'decimal', value}`), which is not
+ * a table; it decodes an integral double as an integer, which cannot be told apart.
+ */
+export function firstMalformedHeader(headers: Headers | undefined): string | undefined {
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (typeof value === 'boolean' || Array.isArray(value)) return name;
+    if (typeof value === 'number' && !Number.isInteger(value)) return name;
+    if (isTable(value)) return name;
+  }
+  return undefined;
+}
+
+function isTable(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null || Buffer.isBuffer(value) || value instanceof Uint8Array) return false;
+  const tag = (value as Record<string, unknown>)['!'];
+  return !(tag === 'decimal' || tag === 'timestamp');
+}
+
 /** The JSON body of a request or reply (RR-19). */
 export function encodeJson(value: unknown): Buffer {
   const text = JSON.stringify(value);

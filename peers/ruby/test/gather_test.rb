@@ -104,4 +104,54 @@ class GatherTest < Minitest::Test
     assert_raises(Acemq::RequestTimeoutError) { thread.value }
     assert_equal 1, r.unmatched
   end
+
+  def test_copies_distinct_ids_mutant_gives_each_copy_its_own_message_id
+    r, publisher = requester_answering(1, mutant: "copies-distinct-ids")
+    error = assert_raises(Acemq::RequestTimeoutError) do
+      r.send_request_multi(1, endpoint: "e", expected_reply_count: 3, request_id: "g1", timeout: 0.2)
+    end
+    ids = publisher.published.map { |m| m.properties[:message_id] }
+    assert_equal ["g1", 3], [ids.first, ids.uniq.size]
+    assert_equal [0], error.partial_replies
+  end
+
+  def test_multi_one_copy_mutant_publishes_once
+    r, publisher = requester_answering(1, mutant: "multi-one-copy")
+    assert_raises(Acemq::RequestTimeoutError) do
+      r.send_request_multi(1, endpoint: "e", expected_reply_count: 3, timeout: 0.1)
+    end
+    assert_equal 1, publisher.published.size
+  end
+
+  def test_gathering_without_early_resolution_waits_for_the_timeout
+    gathering = Acemq::Gathering.new("g", "c", 1, nil, early: false)
+    gathering.add(:a)
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    assert_equal [[:a], true], gathering.wait(0.2)
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :>=, 0.2
+    assert_equal [[], false], Acemq::Gathering.new("g", "c", 1, nil, early: false).wait(0.01)
+    assert_equal [[:a], true], Acemq::Gathering.new("g", "c", 1, nil).tap { _1.add(:a) }.wait(5)
+  end
+
+  def test_no_count_means_one_mutant
+    r, = requester_answering(2, mutant: "no-count-means-one")
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    assert_equal [0], r.publish_request(1, exchange: "fan", timeout: 5).take(1)
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 1
+    r, = requester_answering(0, mutant: "no-count-means-one")
+    error = assert_raises(Acemq::RequestTimeoutError) { r.publish_request(1, exchange: "fan", timeout: 0.05) }
+    assert_equal [], error.partial_replies
+  end
+
+  def test_stray_reply_to_oldest_gather_mutant
+    r = requester(FakePublisher.new, mutant: "stray-reply-to-oldest-gather")
+    thread = Thread.new { r.publish_request(1, exchange: "fan", expected_reply_count: 1, request_id: "g1", timeout: 2) }
+    sleep 0.05
+    r.send(:on_reply, FakeProps.new(headers: { "responseMessageId".b => "other".b }, correlation_id: "c".b), "9")
+    assert_equal [9], thread.value
+    assert_equal 0, r.unmatched
+    # With no gather pending there is nothing to misroute to.
+    r.send(:on_reply, FakeProps.new(headers: { "responseMessageId".b => "other".b }, correlation_id: "c".b), "9")
+    assert_equal 1, r.unmatched
+  end
 end

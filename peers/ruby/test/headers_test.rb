@@ -70,4 +70,21 @@ class HeadersTest < Minitest::Test
     assert_match(/256 bytes/, error.message)
     assert H.check_short_strings!(routing_key: "a" * 300, headers: { "h" => "a" * 300 })
   end
+
+  def test_truncation_cuts_short_strings_at_255_bytes_on_a_utf8_boundary
+    out = H.truncate_short_strings(correlation_id: "\u00e9" * 200, message_id: "m", routing_key: "k" * 300)
+    assert_equal 254, out[:correlation_id].bytesize
+    assert out[:correlation_id].valid_encoding?
+    assert_equal %w[m], [out[:message_id]]
+    assert_equal 300, out[:routing_key].size
+    assert_equal 255, H.truncate_short_strings(type: "t" * 256)[:type].bytesize
+  end
+
+  def test_strict_type_violation_names_the_first_boolean_float_table_or_array
+    assert_nil H.strict_type_violation({ "s" => "v".b, "l" => 9_000_000_000, "b" => -7 })
+    assert_equal "x-flag", H.strict_type_violation({ "s" => "v", "x-flag" => false, "x-ratio" => 0.25 })
+    assert_equal "x-ratio", H.strict_type_violation({ "x-ratio" => 0.25 })
+    assert_equal "x-table", H.strict_type_violation({ "x-table" => { "k" => "v" } })
+    assert_equal "x-list", H.strict_type_violation({ "x-list" => ["a", 2] })
+  end
 end

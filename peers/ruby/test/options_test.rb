@@ -17,7 +17,8 @@ class OptionsTest < Minitest::Test
   end
 
   def test_every_catalogue_mutant_is_known_on_its_side
-    assert_equal 15, Acemq::Mutants::ALL.size
+    assert_equal 30, Acemq::Mutants::ALL.uniq.size
+    assert_equal %w[no-early-resolve], Acemq::Mutants::REQUESTER & %w[no-early-resolve classic-dlq]
     assert_equal "native-only", Acemq::Mutants.check!("native-only", :requester)
     assert_equal "no-strip", Acemq::Mutants.check!("no-strip", :responder)
     assert_nil Acemq::Mutants.check!(nil, :responder)

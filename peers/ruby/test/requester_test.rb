@@ -115,4 +115,28 @@ class RequesterTest < Minitest::Test
     r = requester(FakePublisher.new)
     assert_raises(Acemq::ShortStringTooLong) { r.request(1, routing_key: "k", correlation_id: "c" * 256) }
   end
+
+  def test_timeouts_not_counted_mutant_still_times_out
+    r = requester(FakePublisher.new, mutant: "timeouts-not-counted")
+    assert_raises(Acemq::RequestTimedOut) { r.request(1, routing_key: "k", timeout: 0.05) }
+    assert_equal 0, r.timed_out
+  end
+
+  def test_drops_undecodable_mutant_counts_the_reply_unmatched_and_waits
+    r = nil
+    r = requester(FakePublisher.new { |m| reply_to(r, m, "not json") }, mutant: "drops-undecodable")
+    assert_raises(Acemq::RequestTimedOut) { r.request(1, routing_key: "k", timeout: 0.1) }
+    assert_equal [1, 1], [r.unmatched, r.timed_out]
+    r = nil
+    r = requester(FakePublisher.new { |m| reply_to(r, m, "", headers: { "acemq-error".b => "X: y".b }) },
+                  mutant: "drops-undecodable")
+    assert_raises(Acemq::ResponderFailed) { r.request(1, routing_key: "k", timeout: 1) }
+  end
+
+  def test_truncates_short_strings_mutant_sends_255_bytes
+    publisher = FakePublisher.new
+    r = requester(publisher, mutant: "truncates-short-strings")
+    assert_raises(Acemq::RequestTimedOut) { r.request(1, routing_key: "k", correlation_id: "c" * 300, timeout: 0.01) }
+    assert_equal "c" * 255, publisher.published.first.properties[:correlation_id]
+  end
 end

@@ -176,4 +176,43 @@ class ResponderTest < Minitest::Test
     r = responder(FakePublisher.new)
     assert_equal [0, 0], [r.answered, r.unanswerable]
   end
+
+  def test_reply_addressing_mutants
+    publisher = FakePublisher.new
+    r = responder(publisher, mutant: "correlation-from-correlation-id")
+    deliver(r)
+    assert_equal %w[c1 m1], [publisher.published.first.properties[:correlation_id],
+                             publisher.published.first.properties[:headers]["responseMessageId"]]
+    publisher = FakePublisher.new
+    r = responder(publisher, mutant: "no-response-message-id")
+    deliver(r)
+    assert_equal "m1", publisher.published.first.properties[:correlation_id]
+    refute publisher.published.first.properties[:headers].key?("responseMessageId")
+  end
+
+  def test_acks_undeliverable_mutant_neither_retries_nor_dead_letters
+    publisher = returning_publisher
+    r = responder(publisher, mutant: "acks-undeliverable")
+    deliver(r, delivery_count: 2)
+    assert_equal [[:ack, 7]], settled(r)
+    assert_equal ["rq"], publisher.published.map(&:routing_key)
+    assert_equal [:reply_failed, { message_id: "m1", attempt: 3, error: "returned: 312 NO_ROUTE" }], @events.last
+  end
+
+  def test_strict_header_types_mutant_fails_the_request_without_running_the_handler
+    ran = false
+    publisher = FakePublisher.new
+    r = responder(publisher, mutant: "strict-header-types") { ran = true }
+    deliver(r, headers: { "acemq-reply-to" => "rq", "x-n" => 5, "x-flag" => true, "x-list" => [] })
+    refute ran
+    failure, dead = publisher.published
+    assert_equal "MalformedHeader: x-flag", failure.properties[:headers]["acemq-error"]
+    assert_equal "MalformedHeader: x-flag", dead.properties[:headers]["acemq-dead-letter-reason"]
+    assert_equal [[:ack, 7]], settled(r)
+
+    publisher = FakePublisher.new
+    r = responder(publisher, mutant: "strict-header-types")
+    deliver(r, headers: { "acemq-reply-to" => "rq", "x-n" => 5 })
+    assert_equal({ "echo" => { "a" => 1 } }, JSON.parse(publisher.published.first.payload))
+  end
 end

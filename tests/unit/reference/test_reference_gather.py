@@ -85,3 +85,13 @@ def test_wait_returns_early_when_another_thread_completes_it():
 def test_expected_count_must_be_positive():
     with pytest.raises(ValueError):
         Gather("m-1", "c-1", expected_reply_count=0)
+
+
+def test_no_early_resolve_mutant_waits_for_the_deadline_with_the_count():
+    gather = Gather("m-1", "c-1", expected_reply_count=2, no_early_resolve=True)
+    gather.add("a")
+    gather.add("b")
+    assert gather.state is GatherState.COLLECTING
+    assert not gather.add("extra")  # full: counted Unmatched as after a resolution
+    assert gather.wait(0) == ["a", "b"]
+    assert gather.state is GatherState.RESOLVED

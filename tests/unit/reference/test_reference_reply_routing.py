@@ -4,10 +4,18 @@ A Requester that was never opened has no connection; its reply callback is
 fed pika properties directly, as pika's I/O thread would.
 """
 
+import time
+
 import pika
 import pytest
 
-from reference_impl.acemq.errors import ReplyDecodeError, RequestTimeoutError, ResponderFailed
+from reference_impl.acemq.errors import (
+    ReplyDecodeError,
+    RequestTimedOut,
+    RequestTimeoutError,
+    ResponderFailed,
+    ShortStringTooLong,
+)
 from reference_impl.acemq.gather import Gather
 from reference_impl.acemq.hooks import RequesterObserver
 from reference_impl.acemq.requester import Requester, _Call
@@ -129,3 +137,85 @@ def test_reply_after_a_gather_ended_is_unmatched():
     _reply(requester, "g-1", b"{}", responseMessageId="g-1")
     assert gather.wait(0) == [{}]
     assert requester.unmatched.value == 1
+
+
+def test_stray_reply_to_oldest_gather_mutant():
+    requester, _ = _requester("stray-reply-to-oldest-gather")
+    oldest = _gathering(requester, "g-1", "c-1", 2)
+    _gathering(requester, "g-2", "c-2", 2)
+    _reply(requester, "c-1", b'{"r":0}', responseMessageId="another-gather")
+    assert requester.unmatched.value == 0
+    assert oldest.replies == [{"r": 0}]
+
+
+def test_stray_gather_reply_is_unmatched():
+    requester, _ = _requester()
+    gather = _gathering(requester, "g-1", "c-1", 2)
+    _reply(requester, "c-1", b'{"r":0}', responseMessageId="another-gather")
+    assert requester.unmatched.value == 1
+    assert gather.replies == []
+
+
+def test_drops_undecodable_mutant_leaves_the_call_waiting():
+    requester, observer = _requester("drops-undecodable")
+    (call,) = _waiting(requester, "m-1")
+    _reply(requester, "m-1", b"not json")
+    assert not call.wait(0)
+    assert requester.unmatched.value == 1 and observer.unmatched_ids == ["m-1"]
+    with pytest.raises(RequestTimedOut):
+        requester._wait(call, time.monotonic(), 0.0)
+    assert requester.timed_out.value == 1
+
+
+@pytest.mark.parametrize("mutant, counted", [(None, 1), ("timeouts-not-counted", 0)])
+def test_timeouts_are_counted(mutant, counted):
+    requester, _ = _requester(mutant)
+    (call,) = _waiting(requester, "m-1")
+    with pytest.raises(RequestTimedOut):
+        requester._wait(call, time.monotonic(), 0.0)
+    assert requester.timed_out.value == counted
+    assert "m-1" not in requester._calls
+
+
+def _publishing(mutant=None):
+    """A requester whose publishes are recorded instead of sent."""
+    requester, _ = _requester(mutant)
+    sent = []
+    requester._io.call = lambda fn, outgoing: sent.append(outgoing)
+    return requester, sent
+
+
+@pytest.mark.parametrize(
+    "mutant, count, copies",
+    [(None, 3, 3), (None, None, 1), ("multi-one-copy", 3, 1)],
+)
+def test_send_request_multi_publishes_a_copy_per_expected_reply(mutant, count, copies):
+    requester, sent = _publishing(mutant)
+    pending = requester.begin_gather({"n": 1}, endpoint="pricing", expected_reply_count=count, correlation_id="c-1")
+    assert len(sent) == copies
+    assert {(o.message_id, o.correlation_id) for o in sent} == {(pending.request_id, "c-1")}
+
+
+def test_copies_distinct_ids_mutant_gives_each_copy_its_own_id():
+    requester, sent = _publishing("copies-distinct-ids")
+    pending = requester.begin_gather({"n": 1}, endpoint="pricing", expected_reply_count=3)
+    ids = [o.message_id for o in sent]
+    assert len(set(ids)) == 3 and ids[0] == pending.request_id
+    assert list(requester._gathers) == [pending.request_id]
+
+
+@pytest.mark.parametrize("mutant, expected", [(None, None), ("no-count-means-one", 1)])
+def test_a_missing_count_stays_missing(mutant, expected):
+    requester, _ = _publishing(mutant)
+    pending = requester.begin_gather({"n": 1}, endpoint="pricing")
+    assert requester._gathers[pending.request_id].expected_reply_count == expected
+
+
+def test_long_correlation_id_is_refused_unless_the_mutant_truncates_it():
+    requester, sent = _publishing()
+    with pytest.raises(ShortStringTooLong):
+        requester.begin_gather({}, endpoint="pricing", expected_reply_count=1, correlation_id="c" * 300)
+    assert sent == []
+    requester, sent = _publishing("truncates-short-strings")
+    requester.begin_gather({}, endpoint="pricing", expected_reply_count=1, correlation_id="c" * 300)
+    assert sent[0].correlation_id == "c" * 255

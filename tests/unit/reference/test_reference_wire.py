@@ -130,3 +130,21 @@ def test_empty_body_is_a_decode_error():
 
 def test_message_ids_are_fresh():
     assert wire.new_message_id() != wire.new_message_id()
+
+
+@pytest.mark.parametrize(
+    "value, cut",
+    [("a" * 300, "a" * 255), ("\u00e9" * 200, "\u00e9" * 127), ("short", "short"), (None, None)],
+)
+def test_truncates_short_strings_mutant_cuts_on_a_character_boundary(value, cut):
+    assert wire.truncate_short_string(value) == cut
+
+
+def test_strict_header_types_mutant_names_the_first_boolean_table_or_array():
+    # As pika 1.2 decodes them: S, x, l, I, b, and d (read as an int) pass.
+    tolerated = {"x-trace": "t-1", "x-blob": b"\xc3\xa9", "x-long": 9000000000, "x-int": -7, "x-ratio": 0}
+    assert wire.first_strict_header(tolerated) is None
+    assert wire.first_strict_header(None) is None
+    assert wire.first_strict_header({**tolerated, "x-flag": False, "x-table": {"k": "v"}}) == "x-flag"
+    assert wire.first_strict_header({"x-list": ["a", 2], "x-flag": True}) == "x-list"
+    assert wire.first_strict_header({"x-table": {}}) == "x-table"

@@ -32,6 +32,21 @@ describe('PendingGather', () => {
     assert.deepEqual(await gather.result, ['x']);
   });
 
+  it('waits for the timeout with the count reached for the no-early-resolve mutant', async () => {
+    const gather = new PendingGather<number>('m9', { expectedReplyCount: 1, timeoutMs: 60, noEarlyResolve: true });
+    const start = Date.now();
+    gather.add(1);
+    assert.equal(gather.isSettled, false);
+    assert.deepEqual(await gather.result, [1]);
+    assert.ok(Date.now() - start >= 55);
+  });
+
+  it('still rejects a shortfall for the no-early-resolve mutant', async () => {
+    const gather = new PendingGather<number>('m10', { expectedReplyCount: 2, timeoutMs: 20, noEarlyResolve: true });
+    gather.add(1);
+    await assert.rejects(gather.result, RequestTimeoutError);
+  });
+
   it('without a count resolves at the timeout, not earlier (SG-7)', async () => {
     const gather = new PendingGather<number>('m4', { timeoutMs: 60 });
     const start = Date.now();

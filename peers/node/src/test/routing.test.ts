@@ -48,4 +48,19 @@ describe('routeReply', () => {
     });
     assert.equal(routeReply({ correlationId: 'gone', responseMessageId: undefined }, gathers, new Map(), mutants).kind, 'unmatched');
   });
+
+  it('adds a stray gather reply to the oldest gather for the stray-reply-to-oldest-gather mutant', () => {
+    const mutants = { strayReplyToOldestGather: true };
+    const two = new Map<string, unknown>([
+      ['gather-old', null],
+      ['gather-new', null],
+    ]);
+    assert.deepEqual(routeReply({ correlationId: 'c-1', responseMessageId: 'elsewhere' }, two, requests, mutants), {
+      kind: 'gather',
+      requestMessageId: 'gather-old',
+    });
+    assert.equal(routeReply({ correlationId: 'req-new', responseMessageId: 'req-new' }, two, requests, mutants).kind, 'request');
+    assert.equal(routeReply({ correlationId: 'c-1', responseMessageId: 'elsewhere' }, new Map(), requests, mutants).kind, 'unmatched');
+    assert.equal(routeReply({ correlationId: 'c-1', responseMessageId: undefined }, two, requests, mutants).kind, 'unmatched');
+  });
 });

@@ -7,8 +7,11 @@ import {
   chooseReplyAddress,
   encodeJson,
   failureText,
+  firstMalformedHeader,
   handlerHeaders,
   headerString,
+  truncateShortStrings,
+  truncateUtf8,
 } from '../wire';
 
 describe('headerString (RR-2)', () => {
@@ -82,6 +85,41 @@ describe('checkShortStrings (RR-18)', () => {
     assert.throws(() => checkShortStrings({ replyTo: 'é'.repeat(128) }), ShortStringTooLongError);
   });
   it('ignores absent properties', () => assert.doesNotThrow(() => checkShortStrings({ type: undefined })));
+});
+
+describe('truncateShortStrings (the truncates-short-strings mutant)', () => {
+  it('cuts every long property to 255 bytes and leaves short and absent ones alone', () =>
+    assert.deepEqual(truncateShortStrings({ correlationId: 'c'.repeat(300), messageId: 'm', type: undefined }), {
+      correlationId: 'c'.repeat(255),
+      messageId: 'm',
+    }));
+  it('never splits a UTF-8 character', () => {
+    const cut = truncateUtf8('a' + 'é'.repeat(200), 255); // 1 + 2n bytes: 255 bytes fits 127 of them
+    assert.equal(cut, 'a' + 'é'.repeat(127));
+    assert.equal(truncateUtf8('é'.repeat(200), 255), 'é'.repeat(127));
+  });
+});
+
+describe('firstMalformedHeader (the strict-header-types mutant)', () => {
+  it('accepts strings, byte arrays, integers, decimals and timestamps', () =>
+    assert.equal(
+      firstMalformedHeader({
+        s: 'x',
+        x: Buffer.from('y'),
+        l: 9_000_000_000,
+        b: -7,
+        dec: { '!': 'decimal', value: { places: 1, digits: 5 } },
+        ts: { '!': 'timestamp', value: 1 },
+      }),
+      undefined,
+    ));
+  it('names the first boolean, floating-point number, table or array', () => {
+    assert.equal(firstMalformedHeader({ s: 'x', flag: true, ratio: 0.25 }), 'flag');
+    assert.equal(firstMalformedHeader({ ratio: 0.25 }), 'ratio');
+    assert.equal(firstMalformedHeader({ table: { k: 'v' } }), 'table');
+    assert.equal(firstMalformedHeader({ list: ['a', 2] }), 'list');
+  });
+  it('finds nothing without headers', () => assert.equal(firstMalformedHeader(undefined), undefined));
 });
 
 describe('encodeJson (RR-19)', () => {

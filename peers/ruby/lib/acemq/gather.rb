@@ -8,10 +8,12 @@ module Acemq
   class Gathering
     attr_reader :request_id, :correlation_id, :expected
 
-    def initialize(request_id, correlation_id, expected, on_reply)
+    # early: false is the no-early-resolve mutant only.
+    def initialize(request_id, correlation_id, expected, on_reply, early: true)
       @request_id = request_id
       @correlation_id = correlation_id
       @expected = expected
+      @early = early
       @on_reply = on_reply
       @replies = []
       @mutex = Mutex.new
@@ -40,7 +42,8 @@ module Acemq
       deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
       @mutex.synchronize do
         loop do
-          break if @closed || (@expected && @replies.size >= @expected)
+          # no-early-resolve mutant: breaks SG-5 by waiting out the timeout regardless.
+          break if @closed || (@early && @expected && @replies.size >= @expected)
 
           left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
           break if left <= 0
@@ -66,6 +69,7 @@ module Acemq
     def send_request_multi(body, endpoint:, expected_reply_count: nil, timeout: 30,
                            correlation_id: nil, type: nil, request_id: SecureRandom.uuid)
       copies = expected_reply_count || 1
+      copies = 1 if @mutant == "multi-one-copy" # breaks SG-2: one message reaches one worker
       gather(body, "", endpoint, copies, expected_reply_count, timeout, correlation_id, type, request_id, nil)
     end
 
@@ -79,13 +83,16 @@ module Acemq
 
     def gather(body, exchange, routing_key, copies, expected, timeout, correlation_id, type, request_id, on_reply)
       correlation_id ||= request_id
-      gathering = Gathering.new(request_id, correlation_id, expected, on_reply)
+      expected ||= 1 if @mutant == "no-count-means-one" # breaks SG-7
+      gathering = Gathering.new(request_id, correlation_id, expected, on_reply, early: @mutant != "no-early-resolve")
       payload = JSON.generate(body)
       with_reply_address do |address|
         @lock.synchronize { @gathers[request_id] = gathering }
         begin
-          copies.times do
-            publish(payload, exchange, routing_key, address, message_id: request_id,
+          copies.times do |copy|
+            # copies-distinct-ids mutant: breaks SG-1, only the first copy carries the gather's id.
+            message_id = copy.positive? && @mutant == "copies-distinct-ids" ? SecureRandom.uuid : request_id
+            publish(payload, exchange, routing_key, address, message_id: message_id,
                                                              correlation_id: correlation_id, headers: {}, type: type)
           end
           replies, complete = gathering.wait(timeout)
@@ -106,7 +113,7 @@ module Acemq
             else
               Headers.text(headers[Headers::RESPONSE_MESSAGE_ID])
             end
-      gathering = @lock.synchronize { @gathers[key] }
+      gathering = @lock.synchronize { @gathers[key] || stray_gathering(correlation_id) }
       return false unless gathering
 
       # A failure reply or an undecodable body is kept out of the result (SG-8's choice).
@@ -120,6 +127,14 @@ module Acemq
         end
       end
       true
+    end
+
+    # stray-reply-to-oldest-gather mutant: breaks SG-8 by giving a reply that names no
+    # pending gather (and no pending request) to the oldest gather. Called under @lock.
+    def stray_gathering(correlation_id)
+      return nil unless @mutant == "stray-reply-to-oldest-gather" && !@pending.key?(correlation_id)
+
+      @gathers.each_value.first
     end
   end
 end

@@ -12,6 +12,7 @@ module Acemq
     CONTENT_TYPE = "application/json"
     SHORT_STRING_LIMIT = 255
     SHORT_STRING_PROPERTIES = %i[message_id correlation_id reply_to type].freeze
+    STRICT_REJECTS = [TrueClass, FalseClass, Float, Hash, Array].freeze
 
     module_function
 
@@ -71,6 +72,23 @@ module Acemq
               "#{name} is #{value.to_s.bytesize} bytes; AMQP short strings hold at most #{SHORT_STRING_LIMIT}"
       end
       properties
+    end
+
+    # truncates-short-strings mutant: breaks RR-18 the way amqp091-go before 1.13 does,
+    # cutting at 255 bytes (back to a UTF-8 boundary) instead of refusing.
+    def truncate_short_strings(properties)
+      SHORT_STRING_PROPERTIES.each_with_object(properties.dup) do |name, out|
+        value = out[name]
+        next if value.nil? || value.to_s.bytesize <= SHORT_STRING_LIMIT
+
+        out[name] = value.to_s.byteslice(0, SHORT_STRING_LIMIT).force_encoding(Encoding::UTF_8).scrub("")
+      end
+    end
+
+    # strict-header-types mutant: the first header of a type WF-1 says a reader must
+    # survive (boolean, float, table, array) but a strict reader rejects; nil when none.
+    def strict_type_violation(headers)
+      headers.find { |_, value| STRICT_REJECTS.any? { |type| value.is_a?(type) } }&.first
     end
   end
 end

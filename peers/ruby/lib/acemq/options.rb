@@ -21,13 +21,18 @@ module Acemq
 
   # Named deliberate defects (the wire spec's mutant catalogue), by the side they act on.
   module Mutants
+    # Gatherer mutants act on a requester's gathers, so they are given to the requester.
     REQUESTER = %w[
       native-only header-bytes queue-per-request late-reply-to-next ignores-error-header
       gather-by-correlation-id shortfall-resolves
+      implicit-queue-type timeouts-not-counted ignores-returns truncates-short-strings drops-undecodable
+      copies-distinct-ids multi-one-copy no-early-resolve no-count-means-one stray-reply-to-oldest-gather
     ].freeze
     RESPONDER = %w[
       native-first no-strip no-dlq-on-failure counts-failures dead-letter-unanswerable
       no-rollback answered-after-publish counters-after-subscribe
+      correlation-from-correlation-id acks-undeliverable classic-dlq no-response-message-id
+      strict-header-types
     ].freeze
     ALL = (REQUESTER + RESPONDER).freeze
 

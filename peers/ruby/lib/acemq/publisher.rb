@@ -12,8 +12,10 @@ module Acemq
   class ConfirmedPublisher
     CONFIRM_TIMEOUT = 15
 
-    def initialize(connection)
+    # ignore_returns: the ignores-returns mutant only.
+    def initialize(connection, ignore_returns: false)
       @connection = connection
+      @ignore_returns = ignore_returns
       @lock = Mutex.new          # one publish in flight
       @state = Mutex.new         # guards what the reader thread reports
       @changed = ConditionVariable.new
@@ -59,7 +61,8 @@ module Acemq
           # Bunny does not wake confirm waiters when the broker closes the channel.
           @changed.wait(@state, [left, 0.05].min)
         end
-        raise PublishReturned, "returned: #{@returned}" if @returned
+        # ignores-returns mutant: breaks RR-13 by taking the ack alone as delivery.
+        raise PublishReturned, "returned: #{@returned}" if @returned && !@ignore_returns
         raise PublishFailed, "nacked by the broker" if @outcome == :nack
       end
     end

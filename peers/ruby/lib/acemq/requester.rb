@@ -43,7 +43,7 @@ module Acemq
     def open
       @channel = @connection.create_channel
       @reply_queue = declare_reply_queue(@channel)
-      @publisher ||= ConfirmedPublisher.new(@connection)
+      @publisher ||= ConfirmedPublisher.new(@connection, ignore_returns: @mutant == "ignores-returns")
       self
     end
 
@@ -85,7 +85,8 @@ module Acemq
       unless got
         # A reply that raced the timeout still wins; after this point it is Unmatched.
         removed = @lock.synchronize do
-          @pending.delete(message_id).tap { @timed_out += 1 if _1 }
+          # timeouts-not-counted mutant: breaks RR-9 by not counting the timeout.
+          @pending.delete(message_id).tap { @timed_out += 1 if _1 && @mutant != "timeouts-not-counted" }
         end
         raise RequestTimedOut.new(message_id, timeout) if removed
 
@@ -111,8 +112,9 @@ module Acemq
     def declare_reply_queue(channel)
       # Classic by explicit request (RR-7): a server's default may be quorum, which
       # refuses exclusive and auto-delete queues.
-      queue = channel.queue("", exclusive: true, auto_delete: true, durable: false,
-                                arguments: { "x-queue-type" => "classic" })
+      arguments = { "x-queue-type" => "classic" }
+      arguments = {} if @mutant == "implicit-queue-type" # breaks RR-7: the server's default decides
+      queue = channel.queue("", exclusive: true, auto_delete: true, durable: false, arguments: arguments)
       queue.subscribe(manual_ack: false) { |_info, props, body| on_reply(props, body) }
       Headers.text(queue.name)
     end
@@ -137,6 +139,7 @@ module Acemq
       end
       properties[:reply_to] = address if @profile.write_native || @mutant == "native-only"
       properties[:headers] = headers unless headers.empty?
+      properties = Headers.truncate_short_strings(properties) if @mutant == "truncates-short-strings"
       @publisher.publish(payload, exchange: exchange, routing_key: routing_key, **properties.compact)
     end
 
@@ -144,6 +147,8 @@ module Acemq
       headers = Headers.normalize(props.headers)
       correlation_id = Headers.text(props.correlation_id)
       return if deliver_to_gather(headers, correlation_id, body)
+      # drops-undecodable mutant: breaks RR-19 by treating an undecodable reply as nobody's.
+      return count_unmatched(correlation_id) if @mutant == "drops-undecodable" && undecodable?(headers, body)
 
       slot = @lock.synchronize do
         key = @mutant == "late-reply-to-next" ? @pending.keys.first : correlation_id
@@ -154,6 +159,15 @@ module Acemq
       else
         count_unmatched(correlation_id)
       end
+    end
+
+    def undecodable?(headers, body)
+      return false if headers.key?(Headers::ERROR)
+
+      JSON.parse(Headers.text(body))
+      false
+    rescue JSON::ParserError
+      true
     end
 
     def count_unmatched(correlation_id)

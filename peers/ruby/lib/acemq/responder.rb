@@ -55,7 +55,9 @@ module Acemq
       @channel.prefetch(@concurrency)
       quorum = { durable: true, arguments: { "x-queue-type" => "quorum" } }
       request_queue = @channel.queue(@queue, quorum)
-      @channel.queue(dlq, quorum)
+      # classic-dlq mutant: breaks RR-17 with a classic dead-letter queue.
+      dlq_options = @mutant == "classic-dlq" ? { durable: true, arguments: { "x-queue-type" => "classic" } } : quorum
+      @channel.queue(dlq, dlq_options)
       request_queue.bind(@bind[:exchange], routing_key: @bind[:routing_key].to_s) if @bind
       @publisher = ConfirmedPublisher.new(@connection)
       @consumer = request_queue.subscribe(manual_ack: true) { |info, props, body| handle(info, props, body) }
@@ -87,6 +89,7 @@ module Acemq
         headers: @mutant == "no-strip" ? headers : Headers.strip_private(headers)
       )
       result = begin
+        reject_strict_header_types(headers)
         request.body = JSON.parse(Headers.text(body))
         emit(:handled, request: request)
         [:ok, JSON.generate(@handler.call(request))]
@@ -141,7 +144,9 @@ module Acemq
     # RR-14: requeue until the last attempt, then dead-letter; never ack into nowhere.
     def retry_or_dead_letter(info, props, body, request, error)
       emit(:reply_failed, message_id: request.message_id, attempt: request.attempt, error: error.message)
-      if request.attempt >= @max_attempts
+      if @mutant == "acks-undeliverable" # breaks RR-14: acknowledged into nowhere
+        @channel.ack(info.delivery_tag)
+      elsif request.attempt >= @max_attempts
         dead_letter_and_ack(info, props, body, "UndeliverableReply: #{error.message}")
       else
         # Bunny's nack does not requeue unless told to.
@@ -162,8 +167,13 @@ module Acemq
 
     # RR-4: default exchange, reply address as routing key, both correlation fields.
     def publish_reply(request, payload, headers)
-      headers = headers.merge(Headers::RESPONSE_MESSAGE_ID => request.message_id) if request.message_id
-      properties = { correlation_id: request.message_id, content_type: Headers::CONTENT_TYPE,
+      # no-response-message-id mutant: breaks SG-3, so a gatherer cannot demultiplex.
+      if request.message_id && @mutant != "no-response-message-id"
+        headers = headers.merge(Headers::RESPONSE_MESSAGE_ID => request.message_id)
+      end
+      # correlation-from-correlation-id mutant: breaks RR-4 by copying the wrong property.
+      correlation_id = @mutant == "correlation-from-correlation-id" ? request.correlation_id : request.message_id
+      properties = { correlation_id: correlation_id, content_type: Headers::CONTENT_TYPE,
                      headers: headers, persistent: false }
       @publisher.publish(payload, exchange: "", routing_key: request.reply_to, **properties.compact)
     end
@@ -178,6 +188,15 @@ module Acemq
       @publisher.publish(body, exchange: "", routing_key: dlq, **properties.compact)
       @channel.ack(info.delivery_tag)
       emit(:dead_lettered, message_id: Headers.text(props.message_id), reason: reason)
+    end
+
+    # strict-header-types mutant: breaks WF-1 (and RR-5) by failing a request over a header
+    # type other clients legitimately write, before the handler runs.
+    def reject_strict_header_types(headers)
+      return unless @mutant == "strict-header-types"
+
+      name = Headers.strict_type_violation(headers)
+      raise MalformedHeader, name if name
     end
 
     def count_answered(delta)

@@ -21,13 +21,20 @@ final class ConfirmingPublisher implements AutoCloseable {
     private static final Duration CONFIRM_TIMEOUT = Duration.ofSeconds(10);
 
     private final Connection connection;
+    private final boolean ignoresReturns;
     /** Written under the publish lock; read without it by {@link #close()}. */
     private volatile Channel channel;
     private volatile boolean closed;
     private volatile String returned;
 
     ConfirmingPublisher(Connection connection) {
+        this(connection, false);
+    }
+
+    /** {@code ignoresReturns}: the {@code ignores-returns} mutant's publisher. */
+    ConfirmingPublisher(Connection connection, boolean ignoresReturns) {
         this.connection = connection;
+        this.ignoresReturns = ignoresReturns;
     }
 
     synchronized void publish(String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body)
@@ -55,7 +62,8 @@ final class ConfirmingPublisher implements AutoCloseable {
             throw new PublishRefusedException("publish failed: " + e.getMessage(), e);
         }
         String returnText = returned;
-        if (returnText != null) {
+        // ignores-returns breaks RR-13: the ack of a returned message is taken as delivery.
+        if (returnText != null && !ignoresReturns) {
             throw new PublishRefusedException("returned by the broker (" + returnText + ") to exchange '"
                     + exchange + "' with routing key '" + routingKey + "'");
         }

@@ -13,15 +13,19 @@ import java.util.function.Consumer;
 final class Gather {
     private final String requestMessageId;
     private final Integer expectedReplyCount;
-    private final boolean shortfallResolves;
+    private final Mutant mutant;
     private final Consumer<JsonElement> onReply;
     private final List<JsonElement> replies = new ArrayList<>();
     private final CompletableFuture<List<JsonElement>> result = new CompletableFuture<>();
 
-    Gather(String requestMessageId, Integer expectedReplyCount, boolean shortfallResolves, Consumer<JsonElement> onReply) {
+    /** {@code mutant} may be {@code null}; only the gatherer's mutants change anything here. */
+    Gather(String requestMessageId, Integer expectedReplyCount, Mutant mutant, Consumer<JsonElement> onReply) {
         this.requestMessageId = requestMessageId;
-        this.expectedReplyCount = expectedReplyCount;
-        this.shortfallResolves = shortfallResolves;
+        // no-count-means-one breaks SG-7: "no count" is read as "one reply".
+        this.expectedReplyCount = expectedReplyCount == null && mutant == Mutant.NO_COUNT_MEANS_ONE
+                ? Integer.valueOf(1)
+                : expectedReplyCount;
+        this.mutant = mutant;
         this.onReply = onReply;
     }
 
@@ -38,14 +42,15 @@ final class Gather {
      * Resolves at once when the expected count is reached (SG-5).
      */
     synchronized boolean offer(JsonElement reply) {
-        if (result.isDone()) {
+        if (result.isDone() || countReached()) {
             return false;
         }
         replies.add(reply);
         if (onReply != null) {
             onReply.accept(reply);
         }
-        if (expectedReplyCount != null && replies.size() >= expectedReplyCount) {
+        // no-early-resolve breaks SG-5: a full gather still waits for its timeout.
+        if (countReached() && mutant != Mutant.NO_EARLY_RESOLVE) {
             result.complete(List.copyOf(replies));
         }
         return true;
@@ -59,7 +64,8 @@ final class Gather {
         if (result.isDone()) {
             return;
         }
-        if (expectedReplyCount == null || shortfallResolves) {
+        // shortfall-resolves breaks SG-6: a shortfall is taken for success.
+        if (expectedReplyCount == null || countReached() || mutant == Mutant.SHORTFALL_RESOLVES) {
             result.complete(List.copyOf(replies));
         } else {
             result.completeExceptionally(new RequestTimeoutException(requestMessageId, expectedReplyCount, replies));
@@ -72,5 +78,9 @@ final class Gather {
 
     synchronized boolean isDone() {
         return result.isDone();
+    }
+
+    private boolean countReached() {
+        return expectedReplyCount != null && replies.size() >= expectedReplyCount;
     }
 }

@@ -2,6 +2,7 @@ package io.acemq;
 
 import com.rabbitmq.client.LongString;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -64,6 +65,26 @@ public final class Headers {
             });
         }
         return visible;
+    }
+
+    /**
+     * The first header, by name, whose value is a boolean, a floating-point number, a table or
+     * an array; {@code null} when there is none. Only the {@code strict-header-types} mutant
+     * refuses such headers: WF-1 says every type other clients write must be accepted.
+     */
+    static String firstOfStrictlyRefusedType(Map<String, Object> headers) {
+        if (headers == null) {
+            return null;
+        }
+        return new TreeMap<>(headers).entrySet().stream()
+                .filter(header -> header.getValue() instanceof Boolean
+                        || header.getValue() instanceof Float
+                        || header.getValue() instanceof Double
+                        || header.getValue() instanceof Map
+                        || header.getValue() instanceof List)
+                .map(Map.Entry::getKey)
+                .findFirst()
+                .orElse(null);
     }
 
     /**

@@ -21,6 +21,16 @@ public final class Json {
         return GSON.toJson(value).getBytes(StandardCharsets.UTF_8);
     }
 
+    /** Whether {@link #decode} accepts the body. */
+    static boolean isJson(byte[] body) {
+        try {
+            decode(body);
+            return true;
+        } catch (JsonParseException e) {
+            return false;
+        }
+    }
+
     /** Decodes one JSON value, refusing empty input, lenient syntax and trailing data. */
     public static JsonElement decode(byte[] body) {
         String text = body == null ? "" : new String(body, StandardCharsets.UTF_8);

@@ -19,7 +19,22 @@ public enum Mutant {
     ANSWERED_AFTER_PUBLISH("answered-after-publish"),
     COUNTERS_AFTER_SUBSCRIBE("counters-after-subscribe"),
     GATHER_BY_CORRELATION_ID("gather-by-correlation-id"),
-    SHORTFALL_RESOLVES("shortfall-resolves");
+    SHORTFALL_RESOLVES("shortfall-resolves"),
+    IMPLICIT_QUEUE_TYPE("implicit-queue-type"),
+    TIMEOUTS_NOT_COUNTED("timeouts-not-counted"),
+    IGNORES_RETURNS("ignores-returns"),
+    TRUNCATES_SHORT_STRINGS("truncates-short-strings"),
+    DROPS_UNDECODABLE("drops-undecodable"),
+    CORRELATION_FROM_CORRELATION_ID("correlation-from-correlation-id"),
+    ACKS_UNDELIVERABLE("acks-undeliverable"),
+    CLASSIC_DLQ("classic-dlq"),
+    NO_RESPONSE_MESSAGE_ID("no-response-message-id"),
+    STRICT_HEADER_TYPES("strict-header-types"),
+    COPIES_DISTINCT_IDS("copies-distinct-ids"),
+    MULTI_ONE_COPY("multi-one-copy"),
+    NO_EARLY_RESOLVE("no-early-resolve"),
+    NO_COUNT_MEANS_ONE("no-count-means-one"),
+    STRAY_REPLY_TO_OLDEST_GATHER("stray-reply-to-oldest-gather");
 
     private final String wireName;
 

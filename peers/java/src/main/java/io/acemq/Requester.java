@@ -13,6 +13,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -20,7 +21,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeoutException;
@@ -50,7 +50,8 @@ public final class Requester implements AutoCloseable {
     private final AtomicLong unmatched = new AtomicLong();
     /** Pending requests in the order they were sent; guarded by itself. */
     private final LinkedHashMap<String, Call> calls = new LinkedHashMap<>();
-    private final Map<String, Gather> gathers = new ConcurrentHashMap<>();
+    /** Pending gathers in the order they were sent. */
+    private final Map<String, Gather> gathers = Collections.synchronizedMap(new LinkedHashMap<>());
     private volatile boolean closed;
 
     private Requester(Connection connection, boolean ownsConnection, Options options, RequesterObserver observer)
@@ -60,7 +61,7 @@ public final class Requester implements AutoCloseable {
         this.options = options;
         this.observer = observer == null ? new RequesterObserver() { } : observer;
         this.replyChannel = connection.createChannel();
-        this.publisher = new ConfirmingPublisher(connection);
+        this.publisher = new ConfirmingPublisher(connection, options.is(Mutant.IGNORES_RETURNS));
         this.replyQueue = declareReplyQueue();
     }
 
@@ -124,7 +125,7 @@ public final class Requester implements AutoCloseable {
             String correlationId, Map<String, Object> headers) throws IOException {
         ensureOpen();
         String messageId = newMessageId();
-        ShortStrings.check("correlation_id", correlationId);
+        correlationId = shortString("correlation_id", correlationId);
         AMQP.BasicProperties properties = requestProperties(
                 messageId, correlationId == null ? messageId : correlationId, replyQueueForCall(), null, headers);
         Call call = new Call(messageId, timeout);
@@ -161,6 +162,10 @@ public final class Requester implements AutoCloseable {
     public PendingGather sendRequestMultiAsync(String type, JsonElement message, String endpoint, GatherOptions gather)
             throws IOException {
         int copies = gather.expectedReplyCount() == null ? 1 : gather.expectedReplyCount();
+        if (options.is(Mutant.MULTI_ONE_COPY)) {
+            // Breaks SG-2: one copy reaches only one of the endpoint's competing consumers.
+            copies = 1;
+        }
         return scatter(type, message, "", endpoint, copies, null, gather);
     }
 
@@ -192,12 +197,11 @@ public final class Requester implements AutoCloseable {
         if (correlationId == null || correlationId.isEmpty()) {
             correlationId = requestMessageId;
         }
-        ShortStrings.check("correlation_id", correlationId);
-        ShortStrings.check("type", type);
+        correlationId = shortString("correlation_id", correlationId);
+        type = shortString("type", type);
         AMQP.BasicProperties properties = requestProperties(
                 requestMessageId, correlationId, replyQueueForCall(), type, null);
-        Gather gather = new Gather(requestMessageId, options.expectedReplyCount(),
-                this.options.is(Mutant.SHORTFALL_RESOLVES), onReply);
+        Gather gather = new Gather(requestMessageId, options.expectedReplyCount(), this.options.mutant(), onReply);
         synchronized (calls) {
             // As in send: close() either sees this gather or the gather sees the close.
             ensureOpen();
@@ -211,7 +215,11 @@ public final class Requester implements AutoCloseable {
         try {
             byte[] body = Json.encode(message);
             for (int i = 0; i < copies; i++) {
-                publisher.publish(exchange, routingKey, properties, body);
+                // copies-distinct-ids breaks SG-1: the copies after the first carry ids nobody waits on.
+                AMQP.BasicProperties copy = i > 0 && this.options.is(Mutant.COPIES_DISTINCT_IDS)
+                        ? properties.builder().messageId(newMessageId()).build()
+                        : properties;
+                publisher.publish(exchange, routingKey, copy, body);
             }
         } catch (IOException | RuntimeException e) {
             gather.fail(e instanceof AcemqException acemq ? acemq : new AcemqException(e.getMessage(), e));
@@ -219,6 +227,16 @@ public final class Requester implements AutoCloseable {
             throw e;
         }
         return new PendingGather(requestMessageId, gather.result());
+    }
+
+    /**
+     * A short-string property's value, refused when over 255 bytes (RR-18), or cut down to
+     * 255 bytes under the {@code truncates-short-strings} mutant, which breaks that rule.
+     */
+    private String shortString(String property, String value) {
+        return options.is(Mutant.TRUNCATES_SHORT_STRINGS)
+                ? ShortStrings.truncate(value)
+                : ShortStrings.check(property, value);
     }
 
     private AMQP.BasicProperties requestProperties(String messageId, String correlationId, String replyTo,
@@ -254,7 +272,11 @@ public final class Requester implements AutoCloseable {
 
     private String declareReplyQueue() throws IOException {
         synchronized (replyChannel) {
-            String queue = replyChannel.queueDeclare("", false, true, true, Map.of("x-queue-type", "classic")).getQueue();
+            // implicit-queue-type breaks RR-7: the type is left to the server's default.
+            Map<String, Object> arguments = options.is(Mutant.IMPLICIT_QUEUE_TYPE)
+                    ? Map.of()
+                    : Map.of("x-queue-type", "classic");
+            String queue = replyChannel.queueDeclare("", false, true, true, arguments).getQueue();
             replyChannel.basicConsume(queue, true, new ReplyConsumer(replyChannel));
             return queue;
         }
@@ -266,7 +288,10 @@ public final class Requester implements AutoCloseable {
             removed = calls.remove(call.id, call);
         }
         if (removed) {
-            timedOut.incrementAndGet();
+            // timeouts-not-counted breaks RR-9.
+            if (!options.is(Mutant.TIMEOUTS_NOT_COUNTED)) {
+                timedOut.incrementAndGet();
+            }
             call.future.completeExceptionally(new RequestTimedOutException(call.id, call.timeout));
         }
     }
@@ -280,13 +305,24 @@ public final class Requester implements AutoCloseable {
             onGatherReply(gather, headers, body, correlationId);
             return;
         }
-        Call call = takeCall(correlationId);
-        if (call == null) {
+        String failure = options.is(Mutant.IGNORES_ERROR_HEADER) ? null : Headers.text(headers, Headers.ERROR);
+        if (failure == null && options.is(Mutant.DROPS_UNDECODABLE) && !Json.isJson(body)) {
+            // Breaks RR-19: the caller is left to wait out its timeout.
             countUnmatched(correlationId);
             return;
         }
+        Call call = takeCall(correlationId);
+        if (call == null) {
+            Gather oldest = gatherKey != null && options.is(Mutant.STRAY_REPLY_TO_OLDEST_GATHER) ? oldestGather() : null;
+            if (oldest != null) {
+                // Breaks SG-8: a reply for no pending gather lands in another one.
+                onGatherReply(oldest, headers, body, correlationId);
+            } else {
+                countUnmatched(correlationId);
+            }
+            return;
+        }
         call.cancelTimer();
-        String failure = options.is(Mutant.IGNORES_ERROR_HEADER) ? null : Headers.text(headers, Headers.ERROR);
         if (failure != null) {
             call.future.completeExceptionally(new ResponderFailedException(failure));
             return;
@@ -307,6 +343,12 @@ public final class Requester implements AutoCloseable {
         return options.is(Mutant.GATHER_BY_CORRELATION_ID)
                 ? reply.getCorrelationId()
                 : Headers.text(reply.getHeaders(), Headers.RESPONSE_MESSAGE_ID);
+    }
+
+    private Gather oldestGather() {
+        synchronized (gathers) {
+            return gathers.isEmpty() ? null : gathers.values().iterator().next();
+        }
     }
 
     private Call takeCall(String correlationId) {

@@ -85,7 +85,9 @@ public final class Responder implements AutoCloseable {
         channel = connection.createChannel();
         Map<String, Object> quorum = Map.of("x-queue-type", "quorum");
         channel.queueDeclare(queue, true, false, false, quorum);
-        channel.queueDeclare(deadLetterQueue(), true, false, false, quorum);
+        // classic-dlq breaks RR-17: the dead-letter queue loses the quorum queue's guarantees.
+        channel.queueDeclare(deadLetterQueue(), true, false, false,
+                options.is(Mutant.CLASSIC_DLQ) ? Map.of("x-queue-type", "classic") : quorum);
         if (builder.bindExchange != null) {
             channel.queueBind(queue, builder.bindExchange, builder.bindRoutingKey == null ? "" : builder.bindRoutingKey);
         }
@@ -120,21 +122,27 @@ public final class Responder implements AutoCloseable {
                 : Headers.visibleToHandler(headers);
         IncomingRequest request = new IncomingRequest(
                 body, messageId, properties.getCorrelationId(), address.get(), visible, attempt);
-        observer.handled(request);
 
         JsonElement reply = JsonNull.INSTANCE;
         String failure = null;
-        try {
-            JsonElement result = handler.handle(request);
-            reply = result == null ? JsonNull.INSTANCE : result;
-        } catch (Exception e) {
-            failure = Headers.failureText(e);
+        String refusedHeader = options.is(Mutant.STRICT_HEADER_TYPES) ? Headers.firstOfStrictlyRefusedType(headers) : null;
+        if (refusedHeader != null) {
+            // Breaks WF-1: a header type other clients write fails the request, handler not run.
+            failure = "MalformedHeader: " + refusedHeader;
+        } else {
+            observer.handled(request);
+            try {
+                JsonElement result = handler.handle(request);
+                reply = result == null ? JsonNull.INSTANCE : result;
+            } catch (Exception e) {
+                failure = Headers.failureText(e);
+            }
         }
 
         boolean counts = failure == null || options.is(Mutant.COUNTS_FAILURES);
         boolean counted = counts && answered.beforePublish();
         try {
-            publisher.publish("", address.get().queue(), replyProperties(messageId, failure),
+            publisher.publish("", address.get().queue(), replyProperties(properties, failure),
                     failure == null ? Json.encode(reply) : new byte[0]);
         } catch (IOException | RuntimeException e) {
             answered.publishFailed(counted);
@@ -158,7 +166,10 @@ public final class Responder implements AutoCloseable {
         String messageId = properties.getMessageId();
         LOG.warn("reply to {} failed on attempt {}: {}", messageId, attempt, error);
         observer.replyFailed(messageId, attempt, error);
-        if (attempt >= options.maxAttempts()) {
+        if (options.is(Mutant.ACKS_UNDELIVERABLE)) {
+            // Breaks RR-14: the request is gone, neither retried nor dead-lettered.
+            channel.basicAck(tag, false);
+        } else if (attempt >= options.maxAttempts()) {
             deadLetter(tag, properties, body, "UndeliverableReply: " + error);
         } else {
             // requeue given explicitly: client libraries disagree on its default.
@@ -184,16 +195,20 @@ public final class Responder implements AutoCloseable {
         observer.deadLettered(properties.getMessageId(), reason);
     }
 
-    private static AMQP.BasicProperties replyProperties(String requestId, String failure) {
+    /** A reply names its request by message_id twice: correlation_id (RR-4) and responseMessageId (SG-3). */
+    private AMQP.BasicProperties replyProperties(AMQP.BasicProperties request, String failure) {
+        String requestId = request.getMessageId();
         Map<String, Object> headers = new HashMap<>();
-        if (requestId != null) {
+        // no-response-message-id breaks SG-3: gathers cannot tell whose reply this is.
+        if (requestId != null && !options.is(Mutant.NO_RESPONSE_MESSAGE_ID)) {
             headers.put(Headers.RESPONSE_MESSAGE_ID, requestId);
         }
         if (failure != null) {
             headers.put(Headers.ERROR, failure);
         }
         return new AMQP.BasicProperties.Builder()
-                .correlationId(requestId)
+                // correlation-from-correlation-id breaks RR-4: the requester correlates by message_id.
+                .correlationId(options.is(Mutant.CORRELATION_FROM_CORRELATION_ID) ? request.getCorrelationId() : requestId)
                 .contentType("application/json")
                 .headers(headers)
                 .build();

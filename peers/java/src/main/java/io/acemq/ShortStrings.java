@@ -1,5 +1,8 @@
 package io.acemq;
 
+import java.nio.ByteBuffer;
+import java.nio.CharBuffer;
+import java.nio.charset.CharsetEncoder;
 import java.nio.charset.StandardCharsets;
 
 /** AMQP short-string properties hold at most 255 bytes; a longer value is refused (RR-18). */
@@ -19,5 +22,20 @@ final class ShortStrings {
             }
         }
         return value;
+    }
+
+    /**
+     * The longest prefix of the value that fits in {@value #MAX_BYTES} bytes of UTF-8, cut
+     * between characters. Only the {@code truncates-short-strings} mutant uses it (RR-18).
+     */
+    static String truncate(String value) {
+        if (value == null || value.getBytes(StandardCharsets.UTF_8).length <= MAX_BYTES) {
+            return value;
+        }
+        CharsetEncoder encoder = StandardCharsets.UTF_8.newEncoder();
+        CharBuffer chars = CharBuffer.wrap(value);
+        // The encoder stops before a character that would overflow the buffer.
+        encoder.encode(chars, ByteBuffer.allocate(MAX_BYTES), true);
+        return value.substring(0, chars.position());
     }
 }

@@ -18,7 +18,7 @@ class GatherTest {
 
     @Test
     void resolvesAsSoonAsTheCountIsReached() throws Exception {
-        Gather gather = new Gather("m", 2, false, null);
+        Gather gather = new Gather("m", 2, null, null);
         assertTrue(gather.offer(A));
         assertFalse(gather.isDone());
         assertTrue(gather.offer(B));
@@ -27,7 +27,7 @@ class GatherTest {
 
     @Test
     void aShortfallRejectsWithThePartialReplies() {
-        Gather gather = new Gather("m", 3, false, null);
+        Gather gather = new Gather("m", 3, null, null);
         gather.offer(A);
         gather.offer(B);
         gather.expire();
@@ -39,21 +39,21 @@ class GatherTest {
 
     @Test
     void withoutACountItResolvesAtTheTimeoutWithWhateverArrived() throws Exception {
-        Gather gather = new Gather("m", null, false, null);
+        Gather gather = new Gather("m", null, null, null);
         gather.offer(A);
         gather.offer(B);
         assertFalse(gather.isDone());
         gather.expire();
         assertEquals(List.of(A, B), gather.result().get());
 
-        Gather empty = new Gather("e", null, false, null);
+        Gather empty = new Gather("e", null, null, null);
         empty.expire();
         assertEquals(List.of(), empty.result().get());
     }
 
     @Test
     void repliesAfterTheEndAreRefused() {
-        Gather gather = new Gather("m", 1, false, null);
+        Gather gather = new Gather("m", 1, null, null);
         assertTrue(gather.offer(A));
         assertFalse(gather.offer(B));
         gather.expire();
@@ -63,7 +63,7 @@ class GatherTest {
     @Test
     void onReplySeesEachReplyInArrivalOrder() {
         List<JsonElement> seen = new ArrayList<>();
-        Gather gather = new Gather("m", 2, false, seen::add);
+        Gather gather = new Gather("m", 2, null, seen::add);
         gather.offer(B);
         gather.offer(A);
         assertEquals(List.of(B, A), seen);
@@ -71,8 +71,53 @@ class GatherTest {
 
     @Test
     void shortfallResolvesMutantResolvesWithThePartialReplies() throws Exception {
-        Gather gather = new Gather("m", 3, true, null);
+        Gather gather = new Gather("m", 3, Mutant.SHORTFALL_RESOLVES, null);
         gather.offer(A);
+        gather.expire();
+        assertEquals(List.of(A), gather.result().get());
+    }
+
+    @Test
+    void noEarlyResolveMutantWaitsForTheTimeoutThenResolves() throws Exception {
+        Gather gather = new Gather("m", 2, Mutant.NO_EARLY_RESOLVE, null);
+        assertTrue(gather.offer(A));
+        assertTrue(gather.offer(B));
+        assertFalse(gather.isDone());
+        // The gather is full: a third reply is as Unmatched as it would be after resolving.
+        assertFalse(gather.offer(A));
+        gather.expire();
+        assertEquals(List.of(A, B), gather.result().get());
+    }
+
+    @Test
+    void noEarlyResolveMutantStillRejectsAShortfall() {
+        Gather gather = new Gather("m", 2, Mutant.NO_EARLY_RESOLVE, null);
+        gather.offer(A);
+        gather.expire();
+        ExecutionException error = org.junit.jupiter.api.Assertions.assertThrows(
+                ExecutionException.class, () -> gather.result().get());
+        assertInstanceOf(RequestTimeoutException.class, error.getCause());
+    }
+
+    @Test
+    void noCountMeansOneMutantResolvesAtTheFirstReplyAndRejectsWithNone() {
+        Gather gather = new Gather("m", null, Mutant.NO_COUNT_MEANS_ONE, null);
+        assertTrue(gather.offer(A));
+        assertEquals(List.of(A), gather.result().getNow(null));
+
+        Gather empty = new Gather("e", null, Mutant.NO_COUNT_MEANS_ONE, null);
+        empty.expire();
+        ExecutionException error = org.junit.jupiter.api.Assertions.assertThrows(
+                ExecutionException.class, () -> empty.result().get());
+        RequestTimeoutException shortfall = assertInstanceOf(RequestTimeoutException.class, error.getCause());
+        assertEquals(List.of(), shortfall.getPartialReplies());
+    }
+
+    @Test
+    void noEarlyResolveMutantLeavesAGatherWithoutACountAlone() throws Exception {
+        Gather gather = new Gather("m", null, Mutant.NO_EARLY_RESOLVE, null);
+        gather.offer(A);
+        assertFalse(gather.isDone());
         gather.expire();
         assertEquals(List.of(A), gather.result().get());
     }

@@ -54,4 +54,27 @@ class HeadersTest {
         assertEquals("IllegalStateException: no price", Headers.failureText(new IllegalStateException("no price")));
         assertEquals("RuntimeException: ", Headers.failureText(new RuntimeException()));
     }
+
+    @Test
+    void strictlyRefusedTypesAreBooleansFloatsTablesAndArrays() {
+        Map<String, Object> accepted = new HashMap<>();
+        accepted.put("x-text", LongStringHelper.asLongString("t"));
+        accepted.put("x-blob", new byte[] {1});
+        accepted.put("x-long", 9_000_000_000L);
+        accepted.put("x-int", -7);
+        accepted.put("x-short", (short) 5);
+        accepted.put("x-byte", (byte) 5);
+        assertNull(Headers.firstOfStrictlyRefusedType(accepted));
+        assertNull(Headers.firstOfStrictlyRefusedType(null));
+
+        for (Object refused : List.of(true, 0.25, 0.5f, Map.of("k", "v"), List.of("a"))) {
+            Map<String, Object> headers = new HashMap<>(accepted);
+            headers.put("x-odd", refused);
+            assertEquals("x-odd", Headers.firstOfStrictlyRefusedType(headers), refused.toString());
+        }
+        Map<String, Object> several = new HashMap<>(accepted);
+        several.put("x-zeta", true);
+        several.put("x-alpha", List.of());
+        assertEquals("x-alpha", Headers.firstOfStrictlyRefusedType(several));
+    }
 }

@@ -27,7 +27,7 @@ class OptionsTest {
         }
         assertEquals(Profile.CURRENT, Profile.fromWireName(null));
         assertNull(Mutant.fromWireName(null));
-        assertEquals(15, Mutant.values().length);
+        assertEquals(30, Mutant.values().length);
         assertThrows(IllegalArgumentException.class, () -> Profile.fromWireName("0.7.12"));
         assertThrows(IllegalArgumentException.class, () -> Mutant.fromWireName("nope"));
     }
