@@ -308,8 +308,8 @@ def _step_queue_facts(state: CellState, args: dict[str, Any]) -> None:
 
 
 def _step_stop_responder(state: CellState, name: str) -> None:
-    peer, peer_name = state.owners[name]
-    for opened in [o for o in state.opened if o.op == "responder.stop" and o.name.startswith(peer_name)]:
+    names = set(state.variables[name]["names"])
+    for opened in [o for o in state.opened if o.op == "responder.stop" and o.name in names]:
         _answer(state, opened.peer, {"op": "responder.stop", "name": opened.name})
         state.opened.remove(opened)
 
