@@ -9,12 +9,11 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .broker import BrokerEndpoint, EmbeddedBroker
+from .broker import BrokerEndpoint, run_vhost
 from .errors import PeerError
 from .manifests import Manifest, PeerSpec
 from .peer_process import PeerProcess
@@ -77,22 +76,21 @@ def measure_pair(requester: PeerProcess, responder: PeerProcess, tag: str, seque
 
 def bench(manifests: dict[str, Manifest], specs: list[PeerSpec], endpoint: BrokerEndpoint | None,
           sequential: int, burst: int, log: Callable[[str], None]) -> None:
-    embedded = None
-    if endpoint is None:
-        embedded = EmbeddedBroker(log)
-        endpoint = embedded.start()
-    management = endpoint.management()
-    vhost = f"acemq-interop-bench-{uuid.uuid4().hex[:8]}"
+    with run_vhost(endpoint, log) as (endpoint, _, vhost):
+        _bench(manifests, specs, endpoint.amqp_url(vhost), sequential, burst, log)
+
+
+def _bench(manifests: dict[str, Manifest], specs: list[PeerSpec], amqp_url: str, sequential: int, burst: int,
+           log: Callable[[str], None]) -> None:
     processes: dict[str, PeerProcess] = {}
     try:
-        management.create_vhost(vhost)
         names = sorted({s.name for s in specs})
         for name in names:
             build_peer(manifests[name], log)
         for name in names:
             processes[name] = PeerProcess(manifests[name], Path(tempfile.mkdtemp(prefix="acemq-bench-")))
-            processes[name].handshake(endpoint.amqp_url(vhost))
-        idle = {n: rss_mib(p._proc.pid) for n, p in processes.items()}
+            processes[name].handshake(amqp_url)
+        idle = {n: rss_mib(p.pid) for n, p in processes.items()}
         figures = []
         for i, (a, b) in enumerate((a, b) for a in names for b in names):
             figures.append(measure_pair(processes[a], processes[b], f"b{i:03d}", sequential, burst))
@@ -103,11 +101,8 @@ def bench(manifests: dict[str, Manifest], specs: list[PeerSpec], endpoint: Broke
             print(f"{f.requester:<10} {f.responder:<10} {f.p50_ms:>8.1f} {f.p99_ms:>8.1f} {f.burst_per_s:>12.0f}")
         print(f"\n{'peer':<10} {'start-up s':>10} {'RSS idle MiB':>13} {'RSS after MiB':>14}")
         for name, process in processes.items():
-            after = rss_mib(process._proc.pid)
+            after = rss_mib(process.pid)
             print(f"{name:<10} {process.startup_s:>10.2f} {idle[name] or 0:>13.1f} {after or 0:>14.1f}")
     finally:
         for process in processes.values():
             process.shutdown()
-        management.delete_vhost(vhost)
-        if embedded is not None:
-            embedded.stop()

@@ -15,9 +15,10 @@ import tempfile
 import time
 import urllib.parse
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from .errors import BrokerError
 from .management import Management
@@ -150,6 +151,31 @@ class EmbeddedBroker:
             except (ValueError, ProcessLookupError, PermissionError):
                 pass
         shutil.rmtree(self._base, ignore_errors=True)
+
+
+@contextmanager
+def run_vhost(endpoint: BrokerEndpoint | None, log: Callable[[str], None]) -> Iterator[tuple[BrokerEndpoint, Management, str]]:
+    """A broker for one run (the given one, or a private node) and a fresh vhost on it.
+
+    The vhost, and with it every queue and exchange a run left, is deleted afterwards, and a
+    private node is stopped, whatever happened in between.
+    """
+    embedded = None
+    if endpoint is None:
+        embedded = EmbeddedBroker(log)
+        endpoint = embedded.start()
+    try:
+        management = endpoint.management()
+        vhost = f"acemq-interop-{uuid.uuid4().hex[:8]}"
+        management.create_vhost(vhost)
+        try:
+            yield endpoint, management, vhost
+        finally:
+            management.delete_vhost(vhost)
+    finally:
+        if embedded is not None:
+            log("stopping the private RabbitMQ node")
+            embedded.stop()
 
 
 def no_broker_message() -> str:

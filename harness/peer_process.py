@@ -89,6 +89,10 @@ class PeerProcess:
         self._log.close()
 
     @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @property
     def alive(self) -> bool:
         return self._dead is None
 

@@ -10,14 +10,13 @@ import subprocess
 import tempfile
 import threading
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from . import cells as cellmod
-from .broker import BrokerEndpoint, EmbeddedBroker
+from .broker import BrokerEndpoint, run_vhost
 from .cells import ERROR, FAIL, PASS, SKIP, XFAIL, XPASS, Cell, CellResult
 from .engine import RunContext, run_cell
 from .errors import PeerError
@@ -113,30 +112,17 @@ class Runner:
         started = time.monotonic()
         started_at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
         log_dir = Path(tempfile.mkdtemp(prefix="acemq-interop-logs-"))
-        embedded: EmbeddedBroker | None = None
-        endpoint = self.endpoint
-        if endpoint is None:
-            embedded = EmbeddedBroker(self.log)
-            endpoint = embedded.start()
-        management = endpoint.management()
-        vhost = f"acemq-interop-{uuid.uuid4().hex[:8]}"
-        processes: dict[str, PeerProcess] = {}
-        try:
-            management.create_vhost(vhost)
-            amqp_url = endpoint.amqp_url(vhost)
-            statuses = self._start_peers(amqp_url, processes, log_dir)
-            ctx = RunContext(amqp_url=amqp_url, vhost=vhost, management=management, peers=processes, op_bound_s=self.op_bound_s)
-            results = self._run_cells(ctx, statuses)
-        finally:
-            for process in processes.values():
-                process.shutdown()
+        with run_vhost(self.endpoint, self.log) as (endpoint, management, vhost):
+            processes: dict[str, PeerProcess] = {}
             try:
-                management.delete_vhost(vhost)
+                amqp_url = endpoint.amqp_url(vhost)
+                statuses = self._start_peers(amqp_url, processes, log_dir)
+                ctx = RunContext(amqp_url=amqp_url, vhost=vhost, management=management, peers=processes, op_bound_s=self.op_bound_s)
+                results = self._run_cells(ctx, statuses)
             finally:
-                if embedded is not None:
-                    self.log("stopping the private RabbitMQ node")
-                    embedded.stop()
-        broker = "private node (rabbitmq-server)" if embedded else f"{endpoint.host}:{endpoint.port}"
+                for process in processes.values():
+                    process.shutdown()
+        broker = "private node (rabbitmq-server)" if self.endpoint is None else f"{endpoint.host}:{endpoint.port}"
         return RunReport(results, statuses, self.specs, broker, time.monotonic() - started, started_at, log_dir, vhost)
 
     def _start_peers(self, amqp_url: str, processes: dict[str, PeerProcess], log_dir: Path) -> dict[str, PeerStatus]:
@@ -210,10 +196,19 @@ class Runner:
                 self.log(f"[{done[0]}/{total}] {result.status:<5} {cell.id} ({result.duration_s:.1f}s){detail}")
             return result
 
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+        pool = ThreadPoolExecutor(max_workers=self.concurrency)
+        try:
             futures = [pool.submit(one, index, cell) for index, cell in runnable]
             for future in as_completed(futures):
                 results.append(future.result())
+        except KeyboardInterrupt:
+            # Ctrl-C or SIGTERM: the cells under way finish (each is bounded), the rest never
+            # start, and the caller still cleans up the peers, the vhost and the node.
+            self.log("interrupted: finishing the cells under way, skipping the rest")
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        finally:
+            pool.shutdown(wait=True)
         order = {cell.id: i for i, cell in enumerate(planned)}
         return sorted(results, key=lambda r: order[r.cell.id])
 

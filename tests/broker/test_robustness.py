@@ -73,3 +73,23 @@ def test_the_default_run_starts_a_private_node_and_leaves_nothing_behind(tmp_pat
     node = next(line.split()[5] for line in done.stderr.splitlines() if line.startswith("starting a private RabbitMQ node"))
     left = subprocess.run(["pgrep", "-f", node], capture_output=True, text=True)
     assert left.stdout.strip() == "", f"the node {node} is still running: {left.stdout}"
+
+
+def test_sigterm_stops_a_run_promptly_and_cleans_up(tmp_path) -> None:
+    run = subprocess.Popen([sys.executable, "-m", "harness", "run", "--peers", "python", "--out", str(tmp_path)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    node = None
+    for line in run.stderr:
+        if line.startswith("starting a private RabbitMQ node"):
+            node = line.split()[5]
+        if line.startswith("[1/"):
+            break
+    run.terminate()
+    try:
+        run.wait(timeout=90)
+    finally:
+        run.kill()
+    assert node is not None
+    assert run.returncode == 130, run.returncode
+    left = subprocess.run(["pgrep", "-f", node], capture_output=True, text=True)
+    assert left.stdout.strip() == "", f"the node {node} is still running after SIGTERM"
