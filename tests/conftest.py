@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from harness.broker import BrokerEndpoint, EmbeddedBroker, parse_broker_url
+from acemq_interop.broker import BrokerEndpoint, EmbeddedBroker, parse_broker_url
 
 
 def _log(message: str) -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness import known_failures, scenarios
-from harness.broker import BrokerEndpoint
-from harness.cells import CellResult
-from harness.manifests import Manifest, PeerSpec, discover, load_manifest
-from harness.runner import RunReport, Runner
+from acemq_interop import known_failures, scenarios
+from acemq_interop.broker import BrokerEndpoint
+from acemq_interop.cells import CellResult
+from acemq_interop.manifests import Manifest, PeerSpec, discover, load_manifest
+from acemq_interop.runner import RunReport, Runner
 
 FIXTURE_PEERS = Path(__file__).parent / "fixtures" / "peers"
 

@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from harness.manifests import discover
-from harness.runner import build_peer
+from acemq_interop.manifests import discover
+from acemq_interop.runner import build_peer
 from support import log
 
 MANIFESTS = discover()

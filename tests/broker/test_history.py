@@ -4,7 +4,7 @@ Up to 0.3.0 .NET and Java wrote and read only the native reply_to while Go, Pyth
 used only the header: those pairs cannot talk, in either direction, and no others fail.
 Up to 0.7.12 a .NET responder whose handler throws sends nothing (the caller times out) and
 a .NET requester decodes a failure reply's empty body (a decode error at once).
-Every such cell is a listed known failure (expectations/history.yaml): the run must show
+Every such cell is a listed known failure (known-failures/history.yaml): the run must show
 exactly those, as XFAIL, and nothing else failing.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import itertools
 
 import pytest
 
-from harness.cells import PASS, XFAIL
+from acemq_interop.cells import PASS, XFAIL
 from support import describe, run
 
 pytestmark = pytest.mark.broker

@@ -5,8 +5,8 @@ from collections import Counter
 
 import pytest
 
-from harness.cells import FAIL, PASS, XFAIL
-from harness.manifests import discover
+from acemq_interop.cells import FAIL, PASS, XFAIL
+from acemq_interop.manifests import discover
 from support import describe, run
 
 pytestmark = pytest.mark.broker

@@ -11,10 +11,10 @@ from collections import defaultdict
 
 import pytest
 
-from harness import spec
-from harness.cells import FAIL, PASS
-from harness.manifests import discover
-from harness.scenarios import load_all
+from acemq_interop import catalogue as spec
+from acemq_interop.cells import FAIL, PASS
+from acemq_interop.manifests import discover
+from acemq_interop.scenarios import load_all
 from support import describe, run
 
 pytestmark = pytest.mark.broker

@@ -8,7 +8,7 @@ import urllib.parse
 
 import pytest
 
-from harness.cells import ERROR
+from acemq_interop.cells import ERROR
 from support import describe, fixture_manifest, run
 
 pytestmark = pytest.mark.broker
@@ -41,7 +41,7 @@ def test_nothing_is_left_on_the_broker_after_a_run(broker) -> None:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "acemq_interop", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_cli_unknown_peer_is_a_usage_error() -> None:
@@ -76,7 +76,7 @@ def test_the_default_run_starts_a_private_node_and_leaves_nothing_behind(tmp_pat
 
 
 def test_sigterm_stops_a_run_promptly_and_cleans_up(tmp_path) -> None:
-    run = subprocess.Popen([sys.executable, "-m", "harness", "run", "--peers", "python", "--out", str(tmp_path)],
+    run = subprocess.Popen([sys.executable, "-m", "acemq_interop", "run", "--peers", "python", "--out", str(tmp_path)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     node = None
     for line in run.stderr:

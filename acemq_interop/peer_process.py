@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from .errors import PeerError
 from .manifests import Manifest
-from .protocol import PROTOCOL_VERSION, validate_peer_line
+from .protocol import PROTOCOL_VERSION, SUPPORTED_PROTOCOLS, validate_peer_line
 
 STDERR_TAIL_LINES = 40
 DEFAULT_OP_BOUND_S = 20.0
@@ -30,6 +30,7 @@ class PeerProcess:
     def __init__(self, manifest: Manifest, log_dir: Path, in_docker: bool = False):
         self.manifest = manifest
         self.hello: dict[str, Any] = {}
+        self.protocol: int = 0
         self._ids = itertools.count(1)
         self._pending: dict[int, Future] = {}
         self._events: list[dict[str, Any]] = []
@@ -61,11 +62,17 @@ class PeerProcess:
 
     def handshake(self, amqp_url: str, bound_s: float = 60.0) -> dict[str, Any]:
         """Send `hello`; the bound is generous because a JVM or CLR starts cold."""
-        answer = self.call({"op": "hello", "protocol": PROTOCOL_VERSION, "amqp_url": amqp_url}, bound_s)
+        # Offer the newest version with every one we speak; a version-1 peer refuses a hello
+        # that is not 1 (its protocol said so), so it is asked again at 1.
+        hello = {"op": "hello", "protocol": PROTOCOL_VERSION, "protocols": list(SUPPORTED_PROTOCOLS), "amqp_url": amqp_url}
+        answer = self.call(hello, bound_s)
+        if not answer.get("ok") and 1 in SUPPORTED_PROTOCOLS:
+            answer = self.call({"op": "hello", "protocol": 1, "amqp_url": amqp_url}, bound_s)
         if not answer.get("ok"):
             raise PeerError(f"peer '{self.manifest.name}' refused hello: {answer.get('error')}")
-        if answer.get("protocol") != PROTOCOL_VERSION:
-            raise PeerError(f"peer '{self.manifest.name}' speaks protocol {answer.get('protocol')!r}; this harness speaks {PROTOCOL_VERSION}")
+        if answer.get("protocol") not in SUPPORTED_PROTOCOLS:
+            raise PeerError(f"peer '{self.manifest.name}' speaks protocol {answer.get('protocol')!r}; this harness speaks {', '.join(map(str, SUPPORTED_PROTOCOLS))}")
+        self.protocol = int(answer["protocol"])
         self.hello = answer
         self.startup_s = time.monotonic() - self.started_at
         return answer

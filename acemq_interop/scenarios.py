@@ -14,11 +14,11 @@ from typing import Any
 import jsonschema
 import yaml
 
-from . import spec
+from . import catalogue as spec
 from .errors import UsageError
-from .manifests import REPO_ROOT
+from .paths import SCENARIOS_DIR
 
-SCENARIO_DIR = REPO_ROOT / "scenarios"
+SCENARIO_DIR = SCENARIOS_DIR
 SCHEMA_PATH = SCENARIO_DIR / "scenario.schema.json"
 
 # What each step asks of the peer filling a role: a role without the capability is SKIPped.

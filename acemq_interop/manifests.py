@@ -16,8 +16,7 @@ import yaml
 
 from .errors import UsageError
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PEERS_DIR = REPO_ROOT / "peers"
+from .paths import DATA_ROOT as REPO_ROOT, PEERS_DIR
 
 _SPEC_RE = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(@(?P<profile>[A-Za-z0-9._-]+))?(\+(?P<mutant>[a-z0-9-]+))?$")
 
@@ -37,6 +36,9 @@ class Manifest:
     env: dict[str, str]
     requires: tuple[str, ...]
     docker: dict[str, Any] = field(default_factory=dict)
+    # Where the binding and the adapter live (globs relative to the folder): the binding is
+    # what a service would adopt, so it must carry no mutant and no test knob (a test greps).
+    layout: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def missing_tools(self) -> list[str]:
         """Commands the manifest requires that are not on PATH."""
@@ -91,6 +93,7 @@ def load_manifest(path: Path) -> Manifest:
         env={str(k): str(v) for k, v in (data.get("env") or {}).items()},
         requires=tuple(str(r) for r in data.get("requires") or []),
         docker=dict(data.get("docker") or {}),
+        layout={str(k): tuple(str(g) for g in (v if isinstance(v, list) else [v])) for k, v in (data.get("layout") or {}).items()},
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, TextIO
 
 import pika
 
-from .acemq import (
+from acemq import (
     MUTANT_NAMES,
     PROFILES,
     Binding,
@@ -32,8 +32,8 @@ from .acemq import (
     ResponderObserver,
     __version__,
 )
-from .acemq.errors import describe
-from .acemq.mutants import Mutant, Side
+from acemq.errors import describe
+from acemq.mutants import Mutant, Side
 
 PROTOCOL = 1
 PEER = "python"

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import UsageError
-from harness.scenarios import load_all, load_file
+from acemq_interop.errors import UsageError
+from acemq_interop.scenarios import load_all, load_file
 
 GOOD = """\
 id: demo-round-trip

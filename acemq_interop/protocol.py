@@ -8,7 +8,10 @@ from typing import Any
 
 import jsonschema
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+# Every version this harness can drive: peers outside this repository lag behind, so a
+# version-1 peer keeps certifying (it simply has no `load`).
+SUPPORTED_PROTOCOLS = (1, 2)
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "peer-protocol.schema.json"
 
 
@@ -23,7 +26,7 @@ def _validator(kind: str) -> jsonschema.protocols.Validator:
 
 
 def validate_peer_line(message: Any) -> str | None:
-    """None when `message` is an answer or an event of protocol 1, else what is wrong."""
+    """None when `message` is an answer or an event of a protocol this harness speaks, else what is wrong."""
     if not isinstance(message, dict):
         return "a line must be a JSON object"
     if "id" not in message and "event" not in message:

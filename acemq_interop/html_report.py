@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jinja2
 
-from . import spec
+from . import catalogue as spec
 from .results_files import cell_record
 from .runner import RunReport
 

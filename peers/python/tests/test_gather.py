@@ -4,8 +4,8 @@ import threading
 
 import pytest
 
-from reference_impl.acemq.errors import RequestTimeoutError
-from reference_impl.acemq.gather import Gather, GatherState
+from acemq.errors import RequestTimeoutError
+from acemq.gather import Gather, GatherState
 
 
 def test_resolves_as_soon_as_the_count_is_reached():

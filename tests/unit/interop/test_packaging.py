@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.manifests import REPO_ROOT, discover
+from acemq_interop.manifests import REPO_ROOT, discover
 
 
 def test_docker_compose_file_is_valid() -> None:

@@ -9,16 +9,16 @@ import time
 import pika
 import pytest
 
-from reference_impl.acemq.errors import (
+from acemq.errors import (
     ReplyDecodeError,
     RequestTimedOut,
     RequestTimeoutError,
     ResponderFailed,
     ShortStringTooLong,
 )
-from reference_impl.acemq.gather import Gather
-from reference_impl.acemq.hooks import RequesterObserver
-from reference_impl.acemq.requester import Requester, _Call
+from acemq.gather import Gather
+from acemq.hooks import RequesterObserver
+from acemq.requester import Requester, _Call
 
 
 class Recorder(RequesterObserver):

@@ -13,14 +13,14 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import expectations
+from . import assertions
 from .cells import ERROR, FAIL, PASS, Cell, CellResult
 from .errors import BrokerError, CheckFailed, PeerError
 from .management import Management
 from .manifests import PeerSpec
 from .peer_process import PeerProcess
 from .probe import Probe
-from .spec import mutants
+from .catalogue import mutants
 
 GRACE_S = 10.0  # on top of a request's own timeout, for the peer's bookkeeping
 DEFAULT_WAIT_MS = 5000
@@ -62,7 +62,7 @@ class CellState:
 
     def queue_name(self, value: str) -> str:
         """A queue given in a step: `${...}` is a real name, anything else is namespaced."""
-        rendered = expectations.render(value, self.variables)
+        rendered = assertions.render(value, self.variables)
         return rendered if value.startswith("${") else self.name(rendered)
 
     def get_probe(self) -> Probe:
@@ -160,7 +160,7 @@ def _target(state: CellState, args: dict[str, Any]) -> tuple[str, str]:
     if "queue" in args:
         return "", state.queue_name(args["queue"])
     exchange = args.get("exchange", "")
-    return (state.name(exchange) if exchange else ""), expectations.render(args.get("routing_key", ""), state.variables)
+    return (state.name(exchange) if exchange else ""), assertions.render(args.get("routing_key", ""), state.variables)
 
 
 def _start_call(state: CellState, args: dict[str, Any], command: dict[str, Any], timeout_ms: int) -> None:
@@ -179,7 +179,7 @@ def _step_request(state: CellState, args: dict[str, Any]) -> None:
         "op": "request",
         "exchange": exchange,
         "routing_key": routing_key,
-        "body": expectations.render(args["body"], state.variables),
+        "body": assertions.render(args["body"], state.variables),
     }
     if "timeout_ms" in args:
         command["timeout_ms"] = args["timeout_ms"]
@@ -190,7 +190,7 @@ def _step_gather(state: CellState, args: dict[str, Any]) -> None:
     command: dict[str, Any] = {
         "op": "gather",
         "mode": args["mode"],
-        "body": expectations.render(args["body"], state.variables),
+        "body": assertions.render(args["body"], state.variables),
         "timeout_ms": args["timeout_ms"],
     }
     if args["mode"] == "multi":
@@ -199,7 +199,7 @@ def _step_gather(state: CellState, args: dict[str, Any]) -> None:
         command["exchange"] = state.name(args["exchange"])
     for key in ("correlation_id", "expected_reply_count"):
         if key in args:
-            command[key] = expectations.render(args[key], state.variables)
+            command[key] = assertions.render(args[key], state.variables)
     _start_call(state, args, command, args["timeout_ms"])
 
 
@@ -226,7 +226,7 @@ def _step_counters(state: CellState, args: dict[str, Any]) -> None:
 def _step_wait_event(state: CellState, args: dict[str, Any]) -> None:
     peer, name = state.owners[args["of"]]
     wanted = args["event"]
-    where = expectations.render(args.get("where", {}), state.variables)
+    where = assertions.render(args.get("where", {}), state.variables)
     count = args.get("count", 1)
     bound_s = args.get("timeout_ms", DEFAULT_WAIT_MS) / 1000
 
@@ -254,7 +254,7 @@ def _step_wait_event(state: CellState, args: dict[str, Any]) -> None:
 
 def _step_probe_publish(state: CellState, args: dict[str, Any]) -> None:
     probe = state.get_probe()
-    rendered = expectations.render(args, state.variables)
+    rendered = assertions.render(args, state.variables)
     exchange, routing_key = _target(state, args)
     properties = dict(rendered.get("properties", {}))
     properties.setdefault("content_type", "application/json")
@@ -322,9 +322,9 @@ def _step_close_requester(state: CellState, name: str) -> None:
 
 def _step_expect(state: CellState, args: list[dict[str, Any]]) -> None:
     for expectation in args:
-        failure = expectations.check(expectation, state.variables)
+        failure = assertions.check(expectation, state.variables)
         state.note("expect", that=expectation["that"], rule=expectation["rule"], ok=failure is None,
-                   observed=expectations.lookup(state.variables, expectation["that"]) if failure else None)
+                   observed=assertions.lookup(state.variables, expectation["that"]) if failure else None)
         if failure is not None:
             raise failure
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import yaml
 
 from .errors import UsageError
-from .manifests import REPO_ROOT
+from .paths import DATA_ROOT as REPO_ROOT, KNOWN_FAILURES_DIR
 
-DEFAULT_DIR = REPO_ROOT / "expectations"
+DEFAULT_DIR = KNOWN_FAILURES_DIR
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from reference_impl.acemq.counters import Counter
-from reference_impl.acemq.errors import UnknownOption
-from reference_impl.acemq.mutants import (
+from acemq.counters import Counter
+from acemq.errors import UnknownOption
+from acemq.mutants import (
     MUTANT_NAMES,
     PROFILES,
     Mutant,

@@ -2,8 +2,8 @@
 
 import pytest
 
-from reference_impl.acemq import wire
-from reference_impl.acemq.errors import ShortStringTooLong
+from acemq import wire
+from acemq.errors import ShortStringTooLong
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     manifests = discover()
     specs = parse_peer_list(args.peers, manifests) if args.peers else parse_peer_list(",".join(sorted(manifests)), manifests)
     scenarios = scenario_mod.select(scenario_mod.load_all(), args.scenarios.split(",") if args.scenarios else None)
-    known = known_failures.load([known_failures.DEFAULT_DIR, *[Path(p) for p in args.expectations or []]]) if not args.no_expectations else []
+    known = known_failures.load([known_failures.DEFAULT_DIR, *[Path(p) for p in args.known_failures or []]]) if not args.no_known_failures else []
     endpoint = parse_broker_url(args.broker, args.management_url) if args.broker else None
     if endpoint is None and shutil.which("rabbitmq-server") is None and not Path("/usr/sbin/rabbitmq-server").exists():
         raise BrokerError(no_broker_message())
@@ -99,8 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--management-url", help="management API of --broker (default http://HOST:15672)")
     run.add_argument("--concurrency", type=int, default=4, help="cells run at once (default 4)")
     run.add_argument("--out", default="out", help="folder for results.json, junit.xml and report.html (default ./out)")
-    run.add_argument("--expectations", action="append", help="an extra known-failures file (expectations/ is always read)")
-    run.add_argument("--no-expectations", action="store_true", help="ignore the known-failures lists (every failure is a FAIL)")
+    run.add_argument("--known-failures", action="append", help="an extra known-failures file (known-failures/ is always read)")
+    run.add_argument("--no-known-failures", action="store_true", help="ignore the known-failures lists (every failure is a FAIL)")
     run.add_argument("--diagonal", action="store_true", help="only cells where one peer spec plays every role (itself and the probe): for certifying a binding and for mutant runs")
     run.add_argument("--op-timeout", type=float, default=20.0, help="seconds a peer has to answer a command that does not wait on the broker (default 20)")
     run.add_argument("--in-docker", action="store_true", help="run each peer from its image (docker run -i --rm --network host IMAGE; build them with docker compose build)")

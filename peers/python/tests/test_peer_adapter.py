@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from reference_impl.acemq.mutants import Side
-from reference_impl.acemq.responder import Request
-from reference_impl.acemq.wire import failure_text
-from reference_impl.peer import Output, make_handler, mutant_for
+from acemq.mutants import Side
+from acemq.responder import Request
+from acemq.wire import failure_text
+from acemq_peer import Output, make_handler, mutant_for
 
 
 def _request(body):

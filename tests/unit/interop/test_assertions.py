@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.expectations import check, lookup, render, is_missing
+from acemq_interop.assertions import check, lookup, render, is_missing
 
 VARS = {
     "call": {"outcome": "reply", "reply": {"seen": {"headers": ["a", "x-custom"]}}},

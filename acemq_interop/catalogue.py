@@ -1,0 +1,146 @@
+"""The catalogue (catalogue/catalogue.yaml): rules and clauses, policies, mutants, profiles.
+
+This is the one source of these facts. docs/wire-spec.md's tables are checked against it
+by the tests, and every peer's `hello` offer is checked against it when a run starts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .paths import CATALOGUE_DIR
+
+CATALOGUE_FILE = CATALOGUE_DIR / "catalogue.yaml"
+WIRE_VECTORS_FILE = CATALOGUE_DIR / "wire-vectors.json"
+SIDES = ("requester", "responder", "gatherer")
+
+
+@dataclass(frozen=True)
+class Clause:
+    id: str  # RR-4.2
+    rule: str  # RR-4
+    text: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    clauses: tuple[Clause, ...]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    side: str  # requester | responder | gatherer
+    clause: str
+    policy: dict[str, Any]
+    description: str
+
+    @property
+    def rule(self) -> str:
+        return rule_of(self.clause)
+
+    @property
+    def acts_on(self) -> str:
+        """The peer command that carries it: gatherer mutants live on a requester."""
+        return "responder.start" if self.side == "responder" else "requester.open"
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    what: str
+    peers: dict[str, dict[str, Any]] = field(default_factory=dict)  # peer -> {side: {policy: value}}
+
+    def offered_by(self, peer: str) -> bool:
+        return self.name == "current" or peer in self.peers
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    rules: dict[str, Rule]
+    policies: dict[str, dict[str, Any]]  # side -> policy name -> {default, values?, means}
+    mutants: dict[str, Mutant]
+    profiles: dict[str, Profile]
+
+    @property
+    def clauses(self) -> dict[str, Clause]:
+        return {c.id: c for rule in self.rules.values() for c in rule.clauses}
+
+    def title(self, rule_or_clause: str) -> str:
+        rule = self.rules.get(rule_of(rule_or_clause))
+        return rule.title if rule else ""
+
+
+def rule_of(rule_or_clause: str) -> str:
+    """`RR-4.2` -> `RR-4`; a rule id is its own rule."""
+    head, _, _ = rule_or_clause.partition(".")
+    return head
+
+
+class CatalogueError(ValueError):
+    pass
+
+
+def load(path: Path = CATALOGUE_FILE) -> Catalogue:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    rules: dict[str, Rule] = {}
+    for rule_id, body in data["rules"].items():
+        clauses = tuple(Clause(cid, rule_id, str(text)) for cid, text in body["clauses"].items())
+        for clause in clauses:
+            if rule_of(clause.id) != rule_id:
+                raise CatalogueError(f"{path}: clause {clause.id} is listed under {rule_id}")
+        rules[rule_id] = Rule(rule_id, str(body["title"]), clauses)
+    policies = {side: dict(values) for side, values in data["policies"].items()}
+    clause_ids = {c.id for r in rules.values() for c in r.clauses}
+    mutants: dict[str, Mutant] = {}
+    for name, body in data["mutants"].items():
+        side = body["side"]
+        if side not in SIDES:
+            raise CatalogueError(f"{path}: mutant {name}: side {side!r} is not one of {SIDES}")
+        if body["clause"] not in clause_ids:
+            raise CatalogueError(f"{path}: mutant {name}: clause {body['clause']} is not in the rules")
+        policy_side = "responder" if side == "responder" else "requester"
+        for knob in body["policy"]:
+            if knob not in policies[policy_side]:
+                raise CatalogueError(f"{path}: mutant {name}: {knob} is not a {policy_side} policy")
+        mutants[name] = Mutant(name, side, body["clause"], dict(body["policy"]), str(body["does"]))
+    profiles = {
+        str(name): Profile(str(name), str(body.get("what", "")), {p: dict(v or {}) for p, v in (body.get("peers") or {}).items()})
+        for name, body in data["profiles"].items()
+    }
+    return Catalogue(rules, policies, mutants, profiles)
+
+
+@lru_cache(maxsize=1)
+def catalogue() -> Catalogue:
+    return load()
+
+
+def rules() -> dict[str, str]:
+    """Rule id -> title."""
+    return {r.id: r.title for r in catalogue().rules.values()}
+
+
+def mutants() -> dict[str, Mutant]:
+    return catalogue().mutants
+
+
+def check_offer(peer: str, hello: dict[str, Any]) -> list[str]:
+    """What is wrong with a peer's `hello` offer against the catalogue (empty: nothing)."""
+    cat = catalogue()
+    problems = []
+    for name in hello.get("mutants") or []:
+        if name not in cat.mutants:
+            problems.append(f"offers mutant {name!r}, which the catalogue does not have")
+    for name in hello.get("profiles") or []:
+        if name not in cat.profiles:
+            problems.append(f"offers profile {name!r}, which the catalogue does not have")
+        elif not cat.profiles[name].offered_by(peer):
+            problems.append(f"offers profile {name!r}, which the catalogue does not list for {peer}")
+    return problems

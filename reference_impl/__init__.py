@@ -1,1 +1,0 @@
-"""The Python reference binding of acemq (package ``acemq``) and its peer adapter."""
