@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"acemq-interop/peers/go/internal/policy"
+
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -66,8 +68,7 @@ func (g *gathering) complete() bool {
 // same message id and correlation id.
 func (r *Requester) SendRequestMulti(ctx context.Context, endpoint string, message interface{}, opts GatherOptions) ([]json.RawMessage, error) {
 	copies := opts.ExpectedReplyCount
-	if copies < 1 || r.opts.Mutant == MutantMultiOneCopy {
-		// SG-2 broken by the mutant: one copy reaches one consumer only.
+	if copies < 1 || r.pol.MultiCopies == policy.OneCopy {
 		copies = 1
 	}
 	return r.gather(ctx, "", endpoint, copies, message, nil, opts)
@@ -85,8 +86,7 @@ func (r *Requester) gather(ctx context.Context, exchange, key string, copies int
 	if opts.Timeout <= 0 {
 		opts.Timeout = r.opts.Timeout
 	}
-	if opts.ExpectedReplyCount == 0 && r.opts.Mutant == MutantNoCountMeansOne {
-		// SG-7 broken: no count is not a count of one.
+	if opts.ExpectedReplyCount == 0 && r.pol.GatherMissingCount == policy.MissingCountIsOne {
 		opts.ExpectedReplyCount = 1
 	}
 	if opts.MessageID == "" {
@@ -119,8 +119,7 @@ func (r *Requester) gather(ctx context.Context, exchange, key string, copies int
 		return nil, err
 	}
 	for i := 0; i < copies; i++ {
-		if i > 0 && r.opts.Mutant == MutantCopiesDistinctIDs {
-			// SG-1 broken: the copies no longer share the gather's id.
+		if i > 0 && r.pol.GatherCopyIDs == policy.DistinctIDs {
 			msg.MessageId = NewMessageID()
 		}
 		if err := r.pub.publish(exchange, key, msg); err != nil {
@@ -130,8 +129,8 @@ func (r *Requester) gather(ctx context.Context, exchange, key string, copies int
 	}
 
 	full := g.full
-	if r.opts.Mutant == MutantNoEarlyResolve {
-		// SG-5 broken: a nil channel never fires, so the count is ignored.
+	if !r.pol.GatherResolvesEarly {
+		// A nil channel never fires: only the timer ends the gather.
 		full = nil
 	}
 	timer := time.NewTimer(opts.Timeout)
@@ -146,7 +145,7 @@ func (r *Requester) gather(ctx context.Context, exchange, key string, copies int
 		return nil, ErrClosed
 	}
 	replies := r.endGather(g)
-	if g.expected > 0 && len(replies) < g.expected && r.opts.Mutant != MutantShortfallResolves {
+	if g.expected > 0 && len(replies) < g.expected && r.pol.GatherShortfall == policy.RejectShortfall {
 		return nil, &RequestTimeoutError{MessageID: g.id, Expected: g.expected, PartialReplies: replies}
 	}
 	return replies, nil
@@ -185,17 +184,17 @@ func (r *Requester) endGather(g *gathering) []json.RawMessage {
 // may set to the business correlation id that all copies share.
 func (r *Requester) gatherFor(d amqp.Delivery) *gathering {
 	var key string
-	if r.opts.Mutant == MutantGatherByCorrID {
+	if r.pol.GatherDemuxBy == policy.DemuxByCorrelationID {
 		key = d.CorrelationId
 	} else {
 		key, _ = HeaderString(d.Headers, ResponseMessageIDHeader)
 	}
 	g := r.gathers[key]
-	if g != nil || r.opts.Mutant != MutantStrayToOldestGather {
+	if g != nil || r.pol.GatherStrayReply != policy.StrayOldestGather {
 		return g
 	}
-	// SG-8 broken: a reply that is neither a pending gather's nor a waiting
-	// call's joins the oldest pending gather instead of being Unmatched.
+	// A reply that is neither a pending gather's nor a waiting call's joins
+	// the oldest pending gather instead of being Unmatched (SG-8 says not).
 	if _, waiting := r.calls[d.CorrelationId]; waiting {
 		return nil
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"acemq-interop/peers/go/internal/policy"
+
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -21,7 +23,7 @@ func startGather(t *testing.T, r *Requester, id string, expected int, onReply fu
 }
 
 func TestGatherRepliesAreMatchedByResponseMessageID(t *testing.T) {
-	r := newTestRequester(ProfileCurrent, NoMutant)
+	r := newTestRequester()
 	var seen []string
 	a := startGather(t, r, "g-a", 2, func(m json.RawMessage) { seen = append(seen, string(m)) })
 	b := startGather(t, r, "g-b", 0, nil)
@@ -51,7 +53,7 @@ func TestGatherRepliesAreMatchedByResponseMessageID(t *testing.T) {
 }
 
 func TestGatherKeepsFailureRepliesOut(t *testing.T) {
-	r := newTestRequester(ProfileCurrent, NoMutant)
+	r := newTestRequester()
 	g := startGather(t, r, "g-a", 0, nil)
 	d := reply("g-a", "g-a", ``)
 	d.Headers[ErrorHeader] = "ScenarioFailure: no"
@@ -61,17 +63,17 @@ func TestGatherKeepsFailureRepliesOut(t *testing.T) {
 	}
 }
 
-func TestGatherByCorrelationIDMutantLooksUpTheCorrelationID(t *testing.T) {
+func TestGatherDemuxByCorrelationIDPolicy(t *testing.T) {
 	// A reply whose correlation_id is the requestMessageId (as every acemq
-	// responder sends it) still finds its gather under the mutant.
-	r := newTestRequester(ProfileCurrent, MutantGatherByCorrID)
+	// responder sends it) still finds its gather under that policy.
+	r := newTestRequester(func(p *policy.Requester) { p.GatherDemuxBy = policy.DemuxByCorrelationID })
 	a := startGather(t, r, "g-a", 0, nil)
 	r.dispatch(reply("g-a", "g-a", `1`))
 	if got := r.endGather(a); len(got) != 1 {
 		t.Errorf("gather a = %s, want its reply", got)
 	}
 
-	// A bus responder sets correlation_id to the business id: the mutant
+	// A bus responder sets correlation_id to the business id: the policy
 	// finds no gather and counts the reply Unmatched.
 	b := startGather(t, r, "g-b", 0, nil)
 	r.dispatch(reply("g-b", "c-1", `2`))
@@ -79,8 +81,8 @@ func TestGatherByCorrelationIDMutantLooksUpTheCorrelationID(t *testing.T) {
 		t.Errorf("gather b = %s, Unmatched %d; want none and 1", got, r.Unmatched())
 	}
 
-	// Without the mutant the responseMessageId header decides.
-	ok := newTestRequester(ProfileCurrent, NoMutant)
+	// By default the responseMessageId header decides.
+	ok := newTestRequester()
 	c := startGather(t, ok, "g-c", 0, nil)
 	ok.dispatch(reply("g-c", "c-1", `3`))
 	if got := ok.endGather(c); len(got) != 1 {
@@ -88,8 +90,8 @@ func TestGatherByCorrelationIDMutantLooksUpTheCorrelationID(t *testing.T) {
 	}
 }
 
-func TestStrayReplyToOldestGatherMutant(t *testing.T) {
-	r := newTestRequester(ProfileCurrent, MutantStrayToOldestGather)
+func TestStrayReplyToOldestGatherPolicy(t *testing.T) {
+	r := newTestRequester(func(p *policy.Requester) { p.GatherStrayReply = policy.StrayOldestGather })
 	older := startGather(t, r, "g-a", 2, nil)
 	newer := startGather(t, r, "g-b", 0, nil)
 	c, _ := r.register("m-1")
@@ -113,7 +115,7 @@ func TestStrayReplyToOldestGatherMutant(t *testing.T) {
 		t.Errorf("Unmatched = %d, want 1", r.Unmatched())
 	}
 
-	strict := newTestRequester(ProfileCurrent, NoMutant)
+	strict := newTestRequester()
 	g := startGather(t, strict, "g-a", 2, nil)
 	strict.dispatch(reply("another-gather", "c-1", `999`))
 	if got := strict.endGather(g); len(got) != 0 || strict.Unmatched() != 1 {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"acemq-interop/peers/go/internal/policy"
+
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -41,6 +43,15 @@ func (e *ShortStringError) Error() string {
 	return fmt.Sprintf("%s is %d bytes, more than the %d an AMQP short string holds", e.Property, e.Length, maxShortString)
 }
 
+// checkShortString refuses a short-string property value over 255 bytes of
+// UTF-8 (RR-18).
+func checkShortString(property, value string) error {
+	if len(value) > maxShortString {
+		return &ShortStringError{Property: property, Length: len(value)}
+	}
+	return nil
+}
+
 func checkShortStrings(p amqp.Publishing) error {
 	for _, f := range []struct{ name, value string }{
 		{"message_id", p.MessageId},
@@ -48,16 +59,16 @@ func checkShortStrings(p amqp.Publishing) error {
 		{"reply_to", p.ReplyTo},
 		{"type", p.Type},
 	} {
-		if len(f.value) > maxShortString {
-			return &ShortStringError{Property: f.name, Length: len(f.value)}
+		if err := checkShortString(f.name, f.value); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
 // truncateShortStrings cuts every short-string property over the limit to
-// the limit, on a UTF-8 boundary. Only the truncates-short-strings mutant
-// does this: a truncated id correlates with nothing (RR-18).
+// the limit, on a UTF-8 boundary. Only a Truncate policy does this: a
+// truncated id correlates with nothing (RR-18).
 func truncateShortStrings(p *amqp.Publishing) {
 	for _, f := range []*string{&p.MessageId, &p.CorrelationId, &p.ReplyTo, &p.Type} {
 		*f = truncateUTF8(*f, maxShortString)
@@ -74,7 +85,7 @@ func truncateUTF8(s string, n int) string {
 	return s[:n]
 }
 
-// MalformedHeader is the failure of the strict-header-types mutant: a
+// MalformedHeader is the failure a Strict header-types policy reports: a
 // request header of a type a strict reader did not expect.
 type MalformedHeader struct {
 	Name string
@@ -161,18 +172,66 @@ func StripInternal(h amqp.Table) amqp.Table {
 // FailureText is the acemq-error text of a handler error:
 // "{TypeName}: {message}", the type named without package or pointer mark.
 func FailureText(err error) string {
-	return typeName(err) + ": " + err.Error()
+	return failureText(typeName(err), err.Error())
 }
 
+// failureText is the acemq-error text from a type name as any language
+// reports it (RR-10.2): the part after the last '.', '::', '/' or '$', with
+// any leading '*' or '&' dropped, then ": " and the message.
+func failureText(typeName, message string) string {
+	name := strings.TrimLeft(typeName, "*&")
+	if i := strings.LastIndexAny(name, "./:$"); i >= 0 {
+		name = name[i+1:]
+	}
+	return name + ": " + message
+}
+
+// typeName is the error's type as Go prints it ("*main.ScenarioFailure"),
+// without type arguments, whose own package paths would confuse the cut.
 func typeName(v interface{}) string {
 	t := reflect.TypeOf(v)
-	for t != nil && t.Kind() == reflect.Ptr {
-		t = t.Elem()
+	u := t
+	for u != nil && u.Kind() == reflect.Ptr {
+		u = u.Elem()
 	}
-	if t == nil || t.Name() == "" {
+	if u == nil || u.Name() == "" {
 		return "error"
 	}
-	return t.Name()
+	name := t.String()
+	if i := strings.IndexByte(name, '['); i >= 0 {
+		name = name[:i]
+	}
+	return name
+}
+
+// replyAddress is where a responder finds a request's reply address: the
+// first place of order holding a non-empty text (RR-3). An empty value counts
+// as absent, since amqp091-go cannot even write one. No address (an empty
+// string) makes the request unanswerable (RR-12).
+func replyAddress(h amqp.Table, replyTo string, order []policy.Source) (address, source string) {
+	for _, place := range order {
+		var v string
+		switch place {
+		case policy.Header:
+			v, _ = HeaderString(h, ReplyToHeader)
+		case policy.Native:
+			v = replyTo
+		}
+		if v != "" {
+			return v, string(place)
+		}
+	}
+	return "", ""
+}
+
+// retryDecision says what follows a reply publish that failed on attempt of
+// maxAttempts (zero means DefaultMaxAttempts): another attempt while some
+// are left, else the dead-letter queue (RR-14).
+func retryDecision(attempt, maxAttempts int) (requeue bool) {
+	if maxAttempts <= 0 {
+		maxAttempts = DefaultMaxAttempts
+	}
+	return attempt < maxAttempts
 }
 
 // writableTable copies headers received from the broker so they can be

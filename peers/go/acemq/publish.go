@@ -39,26 +39,66 @@ func (e *ChannelClosedError) Error() string {
 	return "channel closed before the publish was confirmed: " + e.Reason.Error()
 }
 
-// publisher publishes mandatory messages on its own confirm-mode channel and
-// waits for each verdict. One publish is in flight at a time: a basic.return
-// carries no delivery tag, so only then can a return be tied to its publish.
-// The broker sends the return before the ack, and amqp091-go dispatches both
-// from one goroutine in that order, so once the ack is in hand any return is
-// already waiting on its channel.
+// publisher publishes mandatory messages on its own confirm-mode channel.
+// Many publishes can be outstanding at once; each waits only for its own
+// verdict.
+//
+// Confirms are tracked per delivery tag: a publish's tag is the channel's
+// next publish sequence number, taken under the same lock as the publish
+// itself, and amqp091-go hands a multiple ack to NotifyPublish as one
+// confirmation per tag. A basic.return carries no delivery tag, but it
+// carries the message: it is tied to the oldest unconfirmed publish with the
+// same exchange, routing key, message_id and correlation_id. The broker sends
+// the return before that publish's ack, and amqp091-go dispatches both from
+// one goroutine in that order, so the reader below drains every return
+// already handed over before it settles a confirm. Publishes that look alike
+// route alike, so which of several identical ones is marked does not matter.
 type publisher struct {
 	conn *amqp.Connection
-	// ignoreReturns is the ignores-returns mutant.
-	ignoreReturns bool
+	// honourReturns makes a basic.return fail the publish (RR-13); the
+	// policy may take the ack alone as delivery.
+	honourReturns bool
 
-	mu       sync.Mutex
-	ch       *amqp.Channel
-	confirms chan amqp.Confirmation
-	returns  chan amqp.Return
-	closes   chan *amqp.Error
+	// mu serialises the sending of publishes (and the channel's reopening)
+	// so that a publish's delivery tag is exact; it is never held while
+	// waiting for a confirm.
+	mu sync.Mutex
+	cc *confirmChannel
 }
 
+// confirmChannel is one channel's generation of unconfirmed publishes. A
+// publish to a missing exchange closes the channel; the publisher then opens
+// a new generation, and the old one fails whatever it still holds.
+type confirmChannel struct {
+	ch     *amqp.Channel
+	closes chan *amqp.Error
+
+	mu      sync.Mutex
+	byTag   map[uint64]*unconfirmed
+	byIdent map[publishIdentity][]*unconfirmed // oldest first
+	ended   error                              // set once the channel closed
+}
+
+type publishIdentity struct {
+	exchange, key, messageID, correlationID string
+}
+
+type unconfirmed struct {
+	tag      uint64
+	ident    publishIdentity
+	returned *amqp.Return
+	verdict  chan error // buffered 1: the reader never blocks on it
+}
+
+// Buffers of the client's notification channels: the client blocks its
+// connection's reader while a listener is full, so they are drained at once.
+const (
+	confirmBuffer = 256
+	returnBuffer  = 64
+)
+
 func newPublisher(conn *amqp.Connection) (*publisher, error) {
-	p := &publisher{conn: conn}
+	p := &publisher{conn: conn, honourReturns: true}
 	if err := p.open(); err != nil {
 		return nil, err
 	}
@@ -74,10 +114,16 @@ func (p *publisher) open() error {
 		ch.Close()
 		return err
 	}
-	p.ch = ch
-	p.closes = ch.NotifyClose(make(chan *amqp.Error, 1))
-	p.returns = ch.NotifyReturn(make(chan amqp.Return, 1))
-	p.confirms = ch.NotifyPublish(make(chan amqp.Confirmation, 1))
+	cc := &confirmChannel{
+		ch:      ch,
+		closes:  ch.NotifyClose(make(chan *amqp.Error, 1)),
+		byTag:   map[uint64]*unconfirmed{},
+		byIdent: map[publishIdentity][]*unconfirmed{},
+	}
+	returns := ch.NotifyReturn(make(chan amqp.Return, returnBuffer))
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, confirmBuffer))
+	go cc.read(confirms, returns)
+	p.cc = cc
 	return nil
 }
 
@@ -90,64 +136,170 @@ func (p *publisher) publish(exchange, key string, msg amqp.Publishing) error {
 	if len(key) > maxShortString {
 		return &ShortStringError{Property: "routing key", Length: len(key)}
 	}
+	u := &unconfirmed{
+		ident:   publishIdentity{exchange, key, msg.MessageId, msg.CorrelationId},
+		verdict: make(chan error, 1),
+	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	// A publish to a missing exchange closes the channel; the next publish
-	// gets a fresh one instead of failing forever.
-	if p.ch == nil || p.ch.IsClosed() {
+	if p.cc == nil || p.cc.ch.IsClosed() {
 		if err := p.open(); err != nil {
+			p.mu.Unlock()
 			return err
 		}
 	}
-	if err := p.ch.PublishWithContext(context.Background(), exchange, key, true, false, msg); err != nil {
+	cc := p.cc
+	// Registered before it is sent: its ack may come back before
+	// PublishWithContext returns.
+	u.tag = cc.ch.GetNextPublishSeqNo()
+	if err := cc.add(u); err != nil {
+		p.mu.Unlock()
 		return err
 	}
-	var returned *amqp.Return
+	err := cc.ch.PublishWithContext(context.Background(), exchange, key, true, false, msg)
+	p.mu.Unlock()
+	if err != nil {
+		cc.remove(u)
+		return err
+	}
+	if err := <-u.verdict; err != nil {
+		return err
+	}
+	if u.returned != nil && p.honourReturns {
+		return &ReturnedError{Exchange: exchange, RoutingKey: key, Code: u.returned.ReplyCode, Text: u.returned.ReplyText}
+	}
+	return nil
+}
+
+func (cc *confirmChannel) add(u *unconfirmed) error {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.ended != nil {
+		return cc.ended
+	}
+	cc.byTag[u.tag] = u
+	cc.byIdent[u.ident] = append(cc.byIdent[u.ident], u)
+	return nil
+}
+
+// remove takes u out of both indexes and reports whether it was still there.
+func (cc *confirmChannel) remove(u *unconfirmed) bool {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.removeLocked(u)
+}
+
+func (cc *confirmChannel) removeLocked(u *unconfirmed) bool {
+	if cc.byTag[u.tag] != u {
+		return false
+	}
+	delete(cc.byTag, u.tag)
+	same := cc.byIdent[u.ident]
+	for i, other := range same {
+		if other == u {
+			same = append(same[:i:i], same[i+1:]...)
+			break
+		}
+	}
+	if len(same) == 0 {
+		delete(cc.byIdent, u.ident)
+	} else {
+		cc.byIdent[u.ident] = same
+	}
+	return true
+}
+
+// read settles the channel's publishes until the client closes its
+// notification channels (the channel closed), then fails the rest.
+func (cc *confirmChannel) read(confirms <-chan amqp.Confirmation, returns <-chan amqp.Return) {
 	for {
 		select {
-		case r, ok := <-p.returns:
+		case r, ok := <-returns:
 			if !ok {
-				return p.closedError()
+				returns = nil
+				continue
 			}
-			returned = &r
-		case c, ok := <-p.confirms:
+			cc.markReturned(r)
+		case c, ok := <-confirms:
 			if !ok {
-				return p.closedError()
+				cc.end()
+				return
 			}
-			if !c.Ack {
-				return ErrNacked
-			}
-			if returned == nil {
+			// Every return dispatched before this confirm is already in
+			// the buffer: mark them first, or an ack could win the race.
+			for drained := false; !drained && returns != nil; {
 				select {
-				case r := <-p.returns:
-					returned = &r
+				case r, ok := <-returns:
+					if ok {
+						cc.markReturned(r)
+					} else {
+						returns = nil
+					}
 				default:
+					drained = true
 				}
 			}
-			if returned != nil && !p.ignoreReturns {
-				return &ReturnedError{Exchange: exchange, RoutingKey: key, Code: returned.ReplyCode, Text: returned.ReplyText}
-			}
-			return nil
+			cc.settle(c)
 		}
 	}
 }
 
-func (p *publisher) closedError() error {
+func (cc *confirmChannel) markReturned(r amqp.Return) {
+	ident := publishIdentity{r.Exchange, r.RoutingKey, r.MessageId, r.CorrelationId}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	for _, u := range cc.byIdent[ident] {
+		if u.returned == nil {
+			ret := r
+			u.returned = &ret
+			return
+		}
+	}
+}
+
+func (cc *confirmChannel) settle(c amqp.Confirmation) {
+	cc.mu.Lock()
+	u := cc.byTag[c.DeliveryTag]
+	if u != nil {
+		cc.removeLocked(u)
+	}
+	cc.mu.Unlock()
+	if u == nil {
+		return
+	}
+	if c.Ack {
+		u.verdict <- nil
+	} else {
+		u.verdict <- ErrNacked
+	}
+}
+
+// end fails every publish the broker did not confirm: the channel closed
+// first, so nobody knows whether they arrived.
+func (cc *confirmChannel) end() {
+	var reason *amqp.Error
 	select {
-	case reason := <-p.closes:
-		return &ChannelClosedError{Reason: reason}
+	case reason = <-cc.closes:
 	default:
-		return &ChannelClosedError{}
+	}
+	err := &ChannelClosedError{Reason: reason}
+	cc.mu.Lock()
+	cc.ended = err
+	pending := cc.byTag
+	cc.byTag = map[uint64]*unconfirmed{}
+	cc.byIdent = map[publishIdentity][]*unconfirmed{}
+	cc.mu.Unlock()
+	for _, u := range pending {
+		u.verdict <- err
 	}
 }
 
 func (p *publisher) close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ch == nil {
+	if p.cc == nil {
 		return nil
 	}
-	return p.ch.Close()
+	return p.cc.ch.Close()
 }
 
 // NewMessageID returns a fresh random id (a version 4 UUID).

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"acemq-interop/peers/go/internal/policy"
+
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -36,16 +38,21 @@ type DecodeError struct {
 func (e *DecodeError) Error() string { return "cannot decode the reply: " + e.Err.Error() }
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// RequesterOptions configures a Requester. The zero value is the current
-// behaviour with a 30 s timeout.
+// RequesterOptions configures a Requester. The zero value is the wire
+// spec's behaviour with a 30 s timeout.
 type RequesterOptions struct {
-	Profile Profile
-	Mutant  Mutant
 	// Timeout is the default per-call timeout; zero means DefaultTimeout.
 	Timeout time.Duration
 	// OnUnmatched, when set, is called for every reply counted in Unmatched,
 	// with that reply's correlation id.
 	OnUnmatched func(correlationID string)
+	// OnLost, when set, is called once if the broker or the network closes
+	// the channel the replies arrive on (or its connection): the requester
+	// cannot receive replies any more. Close does not call it.
+	OnLost func(reason *amqp.Error)
+
+	// policy is set only from inside this module (internal/policy).
+	policy *policy.Requester
 }
 
 // Requester sends requests and waits for their replies on one reply queue of
@@ -53,6 +60,7 @@ type RequesterOptions struct {
 type Requester struct {
 	conn       *amqp.Connection
 	opts       RequesterOptions
+	pol        policy.Requester
 	ch         *amqp.Channel
 	pub        *publisher
 	replyQueue string
@@ -63,8 +71,8 @@ type Requester struct {
 	gathers map[string]*gathering
 	closed  bool
 	done    chan struct{}
-	// perCall holds the channels of the queue-per-request mutant's reply
-	// queues, which live until Close.
+	// perCall holds the channels of per-call reply queues (a policy that
+	// declares one per request), which live until Close.
 	perCall []*amqp.Channel
 
 	timedOut  int64
@@ -78,21 +86,13 @@ type call struct {
 
 // NewRequester declares the reply queue on conn and starts consuming it.
 func NewRequester(conn *amqp.Connection, opts RequesterOptions) (*Requester, error) {
-	if opts.Profile == "" {
-		opts.Profile = ProfileCurrent
-	}
-	if _, err := ParseProfile(string(opts.Profile)); err != nil {
-		return nil, err
-	}
-	if _, err := ParseMutant(string(opts.Mutant), RoleRequester); err != nil {
-		return nil, err
-	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
 	r := &Requester{
 		conn:    conn,
 		opts:    opts,
+		pol:     opts.resolvePolicy(),
 		calls:   map[string]*call{},
 		gathers: map[string]*gathering{},
 		done:    make(chan struct{}),
@@ -102,12 +102,14 @@ func NewRequester(conn *amqp.Connection, opts RequesterOptions) (*Requester, err
 		return nil, err
 	}
 	r.ch, r.replyQueue = ch, name
+	if opts.OnLost != nil {
+		go notifyLost(ch.NotifyClose(make(chan *amqp.Error, 1)), opts.OnLost)
+	}
 	if r.pub, err = newPublisher(conn); err != nil {
 		ch.Close()
 		return nil, err
 	}
-	// RR-13 broken: the broker's ack is taken as delivery.
-	r.pub.ignoreReturns = opts.Mutant == MutantIgnoresReturns
+	r.pub.honourReturns = r.pol.HonourReturns
 	go r.consume(deliveries)
 	return r, nil
 }
@@ -115,8 +117,7 @@ func NewRequester(conn *amqp.Connection, opts RequesterOptions) (*Requester, err
 // replyQueueArgs gives the reply queue's type explicitly: a server or policy
 // default of quorum would be refused for an exclusive, auto-delete queue.
 func (r *Requester) replyQueueArgs() amqp.Table {
-	if r.opts.Mutant == MutantImplicitQueueType {
-		// RR-7 broken: the type is left to the server's default.
+	if !r.pol.ExplicitReplyQueueType {
 		return nil
 	}
 	return amqp.Table{"x-queue-type": "classic"}
@@ -142,11 +143,21 @@ func openReplyQueue(conn *amqp.Connection, args amqp.Table) (*amqp.Channel, stri
 	return ch, q.Name, deliveries, nil
 }
 
+// notifyLost calls lost with the reason the broker or the network closed a
+// channel, read from its NotifyClose (registered before anything can close
+// it). amqp091-go closes that without a value when the channel or its
+// connection is closed by its owner.
+func notifyLost(closes <-chan *amqp.Error, lost func(*amqp.Error)) {
+	if reason, ok := <-closes; ok && reason != nil {
+		lost(reason)
+	}
+}
+
 // replyQueueForCall is the reply address one request or gather names: the
-// requester's own queue, or with the queue-per-request mutant a fresh one,
+// requester's own queue (RR-6), or under a per-request policy a fresh one,
 // consumed until Close so that a late reply still arrives and is counted.
 func (r *Requester) replyQueueForCall() (string, error) {
-	if r.opts.Mutant != MutantQueuePerRequest {
+	if !r.pol.ReplyQueuePerRequest {
 		return r.replyQueue, nil
 	}
 	ch, name, deliveries, err := openReplyQueue(r.conn, r.replyQueueArgs())
@@ -260,8 +271,7 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 		return r.decode(d, reply)
 	case <-timer.C:
 		if r.forget(id) {
-			// RR-9 broken: the timeout is not counted.
-			if r.opts.Mutant != MutantTimeoutsNotCounted {
+			if r.pol.CountTimeouts {
 				atomic.AddInt64(&r.timedOut, 1)
 			}
 			return fmt.Errorf("%w: no reply to %s within %s", ErrTimedOut, id, cfg.timeout)
@@ -291,16 +301,14 @@ func (r *Requester) requestPublishing(messageID, correlationID, replyTo string, 
 	for k, v := range extra {
 		msg.Headers[k] = v
 	}
-	header := r.opts.Mutant != MutantNativeOnly
-	native := !r.opts.Profile.headerOnly()
-	if header {
-		if r.opts.Mutant == MutantHeaderBytes {
+	if r.pol.WriteHeaderAddress {
+		if r.pol.HeaderAddressAsBytes {
 			msg.Headers[ReplyToHeader] = []byte(replyTo)
 		} else {
 			msg.Headers[ReplyToHeader] = replyTo
 		}
 	}
-	if native {
+	if r.pol.WriteNativeAddress {
 		msg.ReplyTo = replyTo
 	}
 	return msg
@@ -309,8 +317,7 @@ func (r *Requester) requestPublishing(messageID, correlationID, replyTo string, 
 // checkShortStrings refuses a request whose short-string properties do not
 // fit (RR-18).
 func (r *Requester) checkShortStrings(msg *amqp.Publishing) error {
-	if r.opts.Mutant == MutantTruncatesShortStrings {
-		// RR-18 broken: what does not fit is cut to fit.
+	if r.pol.LongShortString == policy.Truncate {
 		truncateShortStrings(msg)
 	}
 	return checkShortStrings(*msg)
@@ -343,7 +350,7 @@ func (r *Requester) forget(id string) bool {
 }
 
 func (r *Requester) decode(d amqp.Delivery, reply interface{}) error {
-	if r.opts.Mutant != MutantIgnoresErrorHeader {
+	if r.pol.ReadErrorHeader {
 		if failure, ok := HeaderString(d.Headers, ErrorHeader); ok {
 			return &ResponderFailedError{Failure: failure}
 		}
@@ -397,10 +404,10 @@ func (r *Requester) dispatch(d amqp.Delivery) {
 	}
 }
 
-// dropsUndecodable is the drops-undecodable mutant: RR-19 wants a reply body
-// that is not JSON to end its call with decode_error, not to be dropped.
+// dropsUndecodable is a Drop policy for a reply body that is not JSON; RR-19
+// wants it to end its call with decode_error instead.
 func (r *Requester) dropsUndecodable(d amqp.Delivery) bool {
-	if r.opts.Mutant != MutantDropsUndecodable {
+	if r.pol.UndecodableReply != policy.Drop {
 		return false
 	}
 	_, failed := HeaderString(d.Headers, ErrorHeader)
@@ -408,7 +415,7 @@ func (r *Requester) dropsUndecodable(d amqp.Delivery) bool {
 }
 
 func (r *Requester) callFor(d amqp.Delivery) (string, *call) {
-	if r.opts.Mutant != MutantLateReplyToNext {
+	if r.pol.MatchRepliesBy == policy.ByCorrelationID {
 		return d.CorrelationId, r.calls[d.CorrelationId]
 	}
 	var oldestID string

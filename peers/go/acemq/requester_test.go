@@ -6,14 +6,21 @@ import (
 	"strings"
 	"testing"
 
+	"acemq-interop/peers/go/internal/policy"
+
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// newTestRequester is a Requester without a broker: enough for addressing and
-// reply matching, which are pure.
-func newTestRequester(profile Profile, mutant Mutant) *Requester {
+// newTestRequester is a Requester without a broker, with the default policy
+// as changed by change: enough for addressing and reply matching, which are
+// pure.
+func newTestRequester(change ...func(*policy.Requester)) *Requester {
+	p := policy.DefaultRequester()
+	for _, c := range change {
+		c(&p)
+	}
 	return &Requester{
-		opts:       RequesterOptions{Profile: profile, Mutant: mutant},
+		pol:        p,
 		replyQueue: "amq.gen-reply",
 		calls:      map[string]*call{},
 		gathers:    map[string]*gathering{},
@@ -23,44 +30,43 @@ func newTestRequester(profile Profile, mutant Mutant) *Requester {
 
 func TestRequestNamesTheReplyAddressTwice(t *testing.T) {
 	cases := []struct {
-		profile    Profile
-		mutant     Mutant
+		name       string
+		change     func(*policy.Requester)
 		native     string
 		header     interface{}
 		headerSent bool
 	}{
-		{ProfileCurrent, NoMutant, "amq.gen-reply", "amq.gen-reply", true},
-		{Profile050, NoMutant, "amq.gen-reply", "amq.gen-reply", true},
-		{Profile030, NoMutant, "", "amq.gen-reply", true},
-		{ProfileCurrent, MutantNativeOnly, "amq.gen-reply", nil, false},
-		{ProfileCurrent, MutantHeaderBytes, "amq.gen-reply", []byte("amq.gen-reply"), true},
+		{"default", func(*policy.Requester) {}, "amq.gen-reply", "amq.gen-reply", true},
+		{"header only", func(p *policy.Requester) { p.WriteNativeAddress = false }, "", "amq.gen-reply", true},
+		{"native only", func(p *policy.Requester) { p.WriteHeaderAddress = false }, "amq.gen-reply", nil, false},
+		{"header as bytes", func(p *policy.Requester) { p.HeaderAddressAsBytes = true }, "amq.gen-reply", []byte("amq.gen-reply"), true},
 	}
 	for _, c := range cases {
-		r := newTestRequester(c.profile, c.mutant)
+		r := newTestRequester(c.change)
 		msg := r.requestPublishing("m-1", "c-1", r.replyQueue, []byte(`{}`), amqp.Table{"x-extra": "e", ReplyToHeader: "caller's"})
 		if msg.ReplyTo != c.native {
-			t.Errorf("%s/%s: reply_to = %q, want %q", c.profile, c.mutant, msg.ReplyTo, c.native)
+			t.Errorf("%s: reply_to = %q, want %q", c.name, msg.ReplyTo, c.native)
 		}
 		h, sent := msg.Headers[ReplyToHeader]
 		if c.headerSent {
 			if b, ok := c.header.([]byte); ok {
 				if got, isBytes := h.([]byte); !isBytes || string(got) != string(b) {
-					t.Errorf("%s/%s: header = %#v, want bytes %q", c.profile, c.mutant, h, b)
+					t.Errorf("%s: header = %#v, want bytes %q", c.name, h, b)
 				}
 			} else if h != c.header {
-				t.Errorf("%s/%s: header = %#v, want %#v", c.profile, c.mutant, h, c.header)
+				t.Errorf("%s: header = %#v, want %#v", c.name, h, c.header)
 			}
 		} else if sent && h != "caller's" {
-			t.Errorf("%s/%s: header written: %#v", c.profile, c.mutant, h)
+			t.Errorf("%s: header written: %#v", c.name, h)
 		}
 		if msg.MessageId != "m-1" || msg.CorrelationId != "c-1" || msg.ContentType != "application/json" || msg.Headers["x-extra"] != "e" {
-			t.Errorf("%s/%s: publishing %+v", c.profile, c.mutant, msg)
+			t.Errorf("%s: publishing %+v", c.name, msg)
 		}
 	}
 }
 
 func TestRepliesGoToTheCallerWithTheirCorrelationID(t *testing.T) {
-	r := newTestRequester(ProfileCurrent, NoMutant)
+	r := newTestRequester()
 	var unmatched []string
 	r.opts.OnUnmatched = func(id string) { unmatched = append(unmatched, id) }
 	first, _ := r.register("m-1")
@@ -86,8 +92,8 @@ func TestRepliesGoToTheCallerWithTheirCorrelationID(t *testing.T) {
 	}
 }
 
-func TestLateReplyToNextMutantHandsRepliesToTheOldestCaller(t *testing.T) {
-	r := newTestRequester(ProfileCurrent, MutantLateReplyToNext)
+func TestOldestWaiterPolicyHandsRepliesToTheOldestCaller(t *testing.T) {
+	r := newTestRequester(func(p *policy.Requester) { p.MatchRepliesBy = policy.ByOldestWaiter })
 	first, _ := r.register("m-1")
 	r.register("m-2")
 	r.dispatch(amqp.Delivery{CorrelationId: "m-2", Body: []byte(`2`)})
@@ -97,7 +103,7 @@ func TestLateReplyToNextMutantHandsRepliesToTheOldestCaller(t *testing.T) {
 }
 
 func TestDecodeChecksTheErrorHeaderFirst(t *testing.T) {
-	r := newTestRequester(ProfileCurrent, NoMutant)
+	r := newTestRequester()
 	var v json.RawMessage
 	for _, h := range []interface{}{"ScenarioFailure: no price", []byte("ScenarioFailure: no price")} {
 		err := r.decode(amqp.Delivery{Headers: amqp.Table{ErrorHeader: h}}, &v)
@@ -114,37 +120,37 @@ func TestDecodeChecksTheErrorHeaderFirst(t *testing.T) {
 		t.Errorf("decode = %s, %v", v, err)
 	}
 
-	ignoring := newTestRequester(ProfileCurrent, MutantIgnoresErrorHeader)
+	ignoring := newTestRequester(func(p *policy.Requester) { p.ReadErrorHeader = false })
 	if err := ignoring.decode(amqp.Delivery{Headers: amqp.Table{ErrorHeader: "E: x"}}, &v); !errors.As(err, &undecodable) {
-		t.Errorf("ignores-error-header decode = %v, want a DecodeError", err)
+		t.Errorf("without reading the error header, decode = %v, want a DecodeError", err)
 	}
 }
 
 func TestReplyQueueTypeIsExplicit(t *testing.T) {
-	if got := newTestRequester(ProfileCurrent, NoMutant).replyQueueArgs(); got["x-queue-type"] != "classic" {
+	if got := newTestRequester().replyQueueArgs(); got["x-queue-type"] != "classic" {
 		t.Errorf("reply queue args %v", got)
 	}
-	if got := newTestRequester(ProfileCurrent, MutantImplicitQueueType).replyQueueArgs(); got != nil {
-		t.Errorf("implicit-queue-type args %v", got)
+	if got := newTestRequester(func(p *policy.Requester) { p.ExplicitReplyQueueType = false }).replyQueueArgs(); got != nil {
+		t.Errorf("implicit reply queue type args %v", got)
 	}
 }
 
-func TestLongShortStringsAreRefusedOrTruncatedByTheMutant(t *testing.T) {
+func TestLongShortStringsAreRefusedOrTruncatedByPolicy(t *testing.T) {
 	long := strings.Repeat("c", 300)
 	msg := amqp.Publishing{MessageId: "m-1", CorrelationId: long}
 	var e *ShortStringError
-	if err := newTestRequester(ProfileCurrent, NoMutant).checkShortStrings(&msg); !errors.As(err, &e) || msg.CorrelationId != long {
+	if err := newTestRequester().checkShortStrings(&msg); !errors.As(err, &e) || msg.CorrelationId != long {
 		t.Errorf("refusal = %v, correlation id of %d bytes", err, len(msg.CorrelationId))
 	}
-	if err := newTestRequester(ProfileCurrent, MutantTruncatesShortStrings).checkShortStrings(&msg); err != nil || len(msg.CorrelationId) != 255 {
-		t.Errorf("truncates-short-strings = %v, correlation id of %d bytes", err, len(msg.CorrelationId))
+	if err := newTestRequester(func(p *policy.Requester) { p.LongShortString = policy.Truncate }).checkShortStrings(&msg); err != nil || len(msg.CorrelationId) != 255 {
+		t.Errorf("truncate policy = %v, correlation id of %d bytes", err, len(msg.CorrelationId))
 	}
 }
 
 func TestUndecodableReplyEndsTheCallUnlessDropped(t *testing.T) {
 	notJSON := amqp.Delivery{CorrelationId: "m-1", Body: []byte("not json{")}
 
-	r := newTestRequester(ProfileCurrent, NoMutant)
+	r := newTestRequester()
 	c, _ := r.register("m-1")
 	r.dispatch(notJSON)
 	var v json.RawMessage
@@ -153,14 +159,14 @@ func TestUndecodableReplyEndsTheCallUnlessDropped(t *testing.T) {
 		t.Errorf("decode = %v, want a DecodeError", err)
 	}
 
-	dropping := newTestRequester(ProfileCurrent, MutantDropsUndecodable)
+	dropping := newTestRequester(func(p *policy.Requester) { p.UndecodableReply = policy.Drop })
 	var unmatched []string
 	dropping.opts.OnUnmatched = func(id string) { unmatched = append(unmatched, id) }
 	c, _ = dropping.register("m-1")
 	dropping.dispatch(notJSON)
 	select {
 	case d := <-c.reply:
-		t.Errorf("drops-undecodable handed over %s", d.Body)
+		t.Errorf("drop policy handed over %s", d.Body)
 	default:
 	}
 	if dropping.Unmatched() != 1 || len(unmatched) != 1 || unmatched[0] != "m-1" {

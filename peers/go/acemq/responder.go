@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"acemq-interop/peers/go/internal/policy"
+
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -55,6 +57,10 @@ type ResponderHooks struct {
 	// Unanswerable runs when a request without a reply address was counted
 	// and acknowledged.
 	Unanswerable func(messageID string)
+	// Lost runs once if the broker or the network closes the channel the
+	// requests arrive on (or its connection): the responder stops
+	// consuming. Close does not run it.
+	Lost func(reason *amqp.Error)
 }
 
 // Binding binds the request queue to an exchange.
@@ -63,11 +69,9 @@ type Binding struct {
 	RoutingKey string
 }
 
-// ResponderOptions configures a Responder. The zero value is the current
-// behaviour with 3 attempts per reply.
+// ResponderOptions configures a Responder. The zero value is the wire
+// spec's behaviour with 3 attempts per reply.
 type ResponderOptions struct {
-	Profile Profile
-	Mutant  Mutant
 	// MaxAttempts is how many deliveries of a request may fail to deliver
 	// their reply before it is dead-lettered; zero means DefaultMaxAttempts.
 	MaxAttempts int
@@ -75,6 +79,9 @@ type ResponderOptions struct {
 	Prefetch int
 	Bindings []Binding
 	Hooks    ResponderHooks
+
+	// policy is set only from inside this module (internal/policy).
+	policy *policy.Responder
 }
 
 // Responder consumes a durable quorum request queue and replies to each
@@ -83,6 +90,7 @@ type Responder struct {
 	queue   string
 	handler Handler
 	opts    ResponderOptions
+	pol     policy.Responder
 	ch      *amqp.Channel
 	pub     *publisher
 	tag     string
@@ -93,27 +101,14 @@ type Responder struct {
 	// backlog delivered at start-up is counted like any other request.
 	answered     int64
 	unanswerable int64
-	// lazyCountersMade is only for the counters-after-subscribe mutant; set
-	// to 1 by the first delivery that would have been counted.
+	// lazyCountersMade is used only when the policy creates the counters
+	// after the first delivery; set to 1 by that delivery.
 	lazyCountersMade int32
 }
-
-// mutantWindow widens the answered-after-publish mutant's window so the
-// suite catches it every time, not by luck.
-const mutantWindow = 1000 * time.Millisecond
 
 // NewResponder declares queue and {queue}.dlq as durable quorum queues,
 // applies the bindings and starts consuming.
 func NewResponder(conn *amqp.Connection, queue string, handler Handler, opts ResponderOptions) (*Responder, error) {
-	if opts.Profile == "" {
-		opts.Profile = ProfileCurrent
-	}
-	if _, err := ParseProfile(string(opts.Profile)); err != nil {
-		return nil, err
-	}
-	if _, err := ParseMutant(string(opts.Mutant), RoleResponder); err != nil {
-		return nil, err
-	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = DefaultMaxAttempts
 	}
@@ -124,7 +119,7 @@ func NewResponder(conn *amqp.Connection, queue string, handler Handler, opts Res
 	if err != nil {
 		return nil, err
 	}
-	r := &Responder{queue: queue, handler: handler, opts: opts, ch: ch, tag: "acemq-" + NewMessageID()}
+	r := &Responder{queue: queue, handler: handler, opts: opts, pol: opts.resolvePolicy(), ch: ch, tag: "acemq-" + NewMessageID()}
 	if err := r.declare(); err != nil {
 		ch.Close()
 		return nil, err
@@ -132,6 +127,9 @@ func NewResponder(conn *amqp.Connection, queue string, handler Handler, opts Res
 	if r.pub, err = newPublisher(conn); err != nil {
 		ch.Close()
 		return nil, err
+	}
+	if opts.Hooks.Lost != nil {
+		go notifyLost(ch.NotifyClose(make(chan *amqp.Error, 1)), opts.Hooks.Lost)
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	deliveries, err := ch.Consume(queue, r.tag, false, false, false, false, nil)
@@ -144,12 +142,8 @@ func NewResponder(conn *amqp.Connection, queue string, handler Handler, opts Res
 }
 
 func (r *Responder) declare() error {
-	quorum := amqp.Table{"x-queue-type": "quorum"}
-	dlq := quorum
-	if r.opts.Mutant == MutantClassicDLQ {
-		// RR-17 broken: the dead-letter queue is not a quorum queue.
-		dlq = amqp.Table{"x-queue-type": "classic"}
-	}
+	quorum := amqp.Table{"x-queue-type": string(policy.Quorum)}
+	dlq := amqp.Table{"x-queue-type": string(r.pol.DLQQueueType)}
 	if _, err := r.ch.QueueDeclare(r.queue, true, false, false, false, quorum); err != nil {
 		return err
 	}
@@ -190,30 +184,14 @@ func (r *Responder) consume(deliveries <-chan amqp.Delivery) {
 	}
 }
 
-// replyAddress reads the header first and the native property second; an
-// empty value counts as absent, since amqp091-go cannot even write one.
-func (r *Responder) replyAddress(d amqp.Delivery) (string, string) {
-	header, _ := HeaderString(d.Headers, ReplyToHeader)
-	if r.opts.Profile.headerOnly() {
-		return header, SourceHeader
-	}
-	if r.opts.Mutant == MutantNativeFirst && d.ReplyTo != "" {
-		return d.ReplyTo, SourceNative
-	}
-	if header != "" {
-		return header, SourceHeader
-	}
-	return d.ReplyTo, SourceNative
-}
-
 func (r *Responder) handle(d amqp.Delivery) {
-	replyTo, source := r.replyAddress(d)
+	replyTo, source := replyAddress(d.Headers, d.ReplyTo, r.pol.ReadOrder)
 	if replyTo == "" {
 		r.acceptUnanswerable(d)
 		return
 	}
 	headers := d.Headers
-	if r.opts.Mutant != MutantNoStrip {
+	if r.pol.StripEngineHeaders {
 		headers = StripInternal(d.Headers)
 	}
 	req := &Request{
@@ -225,9 +203,9 @@ func (r *Responder) handle(d amqp.Delivery) {
 		Headers:       headers,
 		Attempt:       DeliveryAttempt(d.Headers),
 	}
-	if r.opts.Mutant == MutantStrictHeaderTypes {
-		// WF-1 broken: header types other clients write are refused, and
-		// the handler never runs.
+	if r.pol.HeaderTypes == policy.Strict {
+		// Header types other clients write are refused (WF-1 says accept
+		// them), and the handler never runs.
 		if err := strictHeaderError(d.Headers); err != nil {
 			r.replyFailure(d, req, FailureText(err))
 			return
@@ -273,15 +251,14 @@ func (r *Responder) invoke(req *Request) (result interface{}, err error) {
 }
 
 // countsBeforePublish says whether this reply is counted in Answered before
-// it is published (RR-15). Each call with the counters-after-subscribe
-// mutant is a delivery handled, so only the first one answers false.
+// it is published (RR-15). With counters created after the first delivery,
+// each call is a delivery handled, so only the first one answers false: a
+// counter made lazily never counts the delivery that made it.
 func (r *Responder) countsBeforePublish() bool {
-	switch r.opts.Mutant {
-	case MutantAnsweredAfterPublish:
+	if r.pol.AnsweredTiming == policy.AfterConfirm {
 		return false
-	case MutantCountersAfterSubscribe:
-		// A counter made lazily, once the first delivery has been handled,
-		// never counts that delivery.
+	}
+	if r.pol.CountersCreated == policy.AfterFirstDelivery {
 		return !atomic.CompareAndSwapInt32(&r.lazyCountersMade, 0, 1)
 	}
 	return true
@@ -293,14 +270,14 @@ func (r *Responder) reply(d amqp.Delivery, req *Request, body []byte) {
 		atomic.AddInt64(&r.answered, 1)
 	}
 	if err := r.pub.publish("", req.ReplyTo, r.replyPublishing(req, body, "")); err != nil {
-		if countFirst && r.opts.Mutant != MutantNoRollback {
+		if countFirst && r.pol.RollbackAnswered {
 			atomic.AddInt64(&r.answered, -1)
 		}
 		r.undeliverable(d, req, err)
 		return
 	}
-	if r.opts.Mutant == MutantAnsweredAfterPublish {
-		time.AfterFunc(mutantWindow, func() { atomic.AddInt64(&r.answered, 1) })
+	if r.pol.AnsweredTiming == policy.AfterConfirm {
+		time.AfterFunc(r.pol.AnsweredDelay, func() { atomic.AddInt64(&r.answered, 1) })
 	}
 	if h := r.opts.Hooks.Replied; h != nil {
 		h(req.MessageID, "")
@@ -311,7 +288,11 @@ func (r *Responder) reply(d amqp.Delivery, req *Request, body []byte) {
 // replyFailure tells the caller the handler failed and dead-letters the
 // request once: the caller has its answer, and a retry would answer twice.
 func (r *Responder) replyFailure(d amqp.Delivery, req *Request, failure string) {
-	counted := r.opts.Mutant == MutantCountsFailures
+	if r.pol.HandlerFailure == policy.Retry {
+		r.retryFailure(d, req, failure)
+		return
+	}
+	counted := r.pol.CountFailuresAnswered
 	if counted {
 		atomic.AddInt64(&r.answered, 1)
 	}
@@ -325,8 +306,19 @@ func (r *Responder) replyFailure(d amqp.Delivery, req *Request, failure string) 
 	if h := r.opts.Hooks.Replied; h != nil {
 		h(req.MessageID, failure)
 	}
-	if r.opts.Mutant == MutantNoDLQOnFailure {
+	if !r.pol.DeadLetterFailures {
 		r.ack(d)
+		return
+	}
+	r.deadLetter(d, failure)
+}
+
+// retryFailure is a Retry handler-failure policy: no reply is sent, the
+// request goes through the retry policy with the failure as its reason, and
+// the caller only sees its own timeout.
+func (r *Responder) retryFailure(d amqp.Delivery, req *Request, failure string) {
+	if retryDecision(req.Attempt, r.opts.MaxAttempts) {
+		r.requeue(d)
 		return
 	}
 	r.deadLetter(d, failure)
@@ -338,12 +330,11 @@ func (r *Responder) undeliverable(d amqp.Delivery, req *Request, err error) {
 	if h := r.opts.Hooks.ReplyFailed; h != nil {
 		h(req.MessageID, req.Attempt, err)
 	}
-	if r.opts.Mutant == MutantAcksUndeliverable {
-		// RR-14 broken: the request is gone, its caller never answered.
+	if r.pol.UndeliverableReply == policy.AckIt {
 		r.ack(d)
 		return
 	}
-	if req.Attempt >= r.opts.MaxAttempts {
+	if !retryDecision(req.Attempt, r.opts.MaxAttempts) {
 		r.deadLetter(d, "UndeliverableReply: "+err.Error())
 		return
 	}
@@ -354,7 +345,7 @@ func (r *Responder) undeliverable(d amqp.Delivery, req *Request, err error) {
 // address: redelivering it would not make an address appear.
 func (r *Responder) acceptUnanswerable(d amqp.Delivery) {
 	atomic.AddInt64(&r.unanswerable, 1)
-	if r.opts.Mutant == MutantDeadLetterUnanswerable {
+	if r.pol.Unanswerable == policy.DeadLetterIt {
 		r.deadLetter(d, "Unanswerable: the request names no reply address")
 	} else {
 		r.ack(d)
@@ -416,16 +407,16 @@ func (r *Responder) requeue(d amqp.Delivery) {
 // correlates on correlation_id, the bus on the responseMessageId header.
 func (r *Responder) replyPublishing(req *Request, body []byte, failure string) amqp.Publishing {
 	headers := amqp.Table{}
-	// SG-3 broken by the mutant: bus requesters cannot demultiplex.
-	if req.MessageID != "" && r.opts.Mutant != MutantNoResponseMessageID {
+	// Without it bus requesters cannot demultiplex (SG-3).
+	if req.MessageID != "" && r.pol.ResponseMessageID {
 		headers[ResponseMessageIDHeader] = req.MessageID
 	}
 	if failure != "" {
 		headers[ErrorHeader] = failure
 	}
+	// acemq requesters correlate on the message id (RR-4).
 	correlationID := req.MessageID
-	if r.opts.Mutant == MutantCorrelationFromCorrID {
-		// RR-4 broken: acemq requesters correlate on the message id.
+	if r.pol.ReplyCorrelationFrom == policy.FromCorrelationID {
 		correlationID = req.CorrelationID
 	}
 	return amqp.Publishing{

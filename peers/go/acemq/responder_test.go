@@ -4,44 +4,22 @@ import (
 	"sync"
 	"testing"
 
-	amqp "github.com/rabbitmq/amqp091-go"
+	"acemq-interop/peers/go/internal/policy"
 )
 
-func TestResponderReadsTheHeaderFirstThenNative(t *testing.T) {
-	both := amqp.Delivery{ReplyTo: "native-q", Headers: amqp.Table{ReplyToHeader: "header-q"}}
-	bytesHeader := amqp.Delivery{Headers: amqp.Table{ReplyToHeader: []byte("header-q")}}
-	nativeOnly := amqp.Delivery{ReplyTo: "native-q"}
-	emptyHeader := amqp.Delivery{ReplyTo: "native-q", Headers: amqp.Table{ReplyToHeader: ""}}
-	neither := amqp.Delivery{Headers: amqp.Table{ReplyToHeader: ""}}
-	cases := []struct {
-		profile     Profile
-		mutant      Mutant
-		d           amqp.Delivery
-		addr, where string
-	}{
-		{ProfileCurrent, NoMutant, both, "header-q", SourceHeader},
-		{ProfileCurrent, NoMutant, bytesHeader, "header-q", SourceHeader},
-		{ProfileCurrent, NoMutant, nativeOnly, "native-q", SourceNative},
-		{ProfileCurrent, NoMutant, emptyHeader, "native-q", SourceNative},
-		{ProfileCurrent, NoMutant, neither, "", SourceNative},
-		{Profile050, NoMutant, nativeOnly, "native-q", SourceNative},
-		{Profile030, NoMutant, both, "header-q", SourceHeader},
-		{Profile030, NoMutant, nativeOnly, "", SourceHeader},
-		{ProfileCurrent, MutantNativeFirst, both, "native-q", SourceNative},
-		{ProfileCurrent, MutantNativeFirst, bytesHeader, "header-q", SourceHeader},
+// newTestResponder is a Responder without a broker, with the default policy
+// as changed by change.
+func newTestResponder(change ...func(*policy.Responder)) *Responder {
+	p := policy.DefaultResponder()
+	for _, c := range change {
+		c(&p)
 	}
-	for i, c := range cases {
-		r := &Responder{opts: ResponderOptions{Profile: c.profile, Mutant: c.mutant}}
-		addr, where := r.replyAddress(c.d)
-		if addr != c.addr || (addr != "" && where != c.where) {
-			t.Errorf("case %d (%s/%s): %q from %s, want %q from %s", i, c.profile, c.mutant, addr, where, c.addr, c.where)
-		}
-	}
+	return &Responder{pol: p}
 }
 
 func TestReplyIsAddressedForBothFamilies(t *testing.T) {
 	req := &Request{MessageID: "m-1", ReplyTo: "q"}
-	r := &Responder{}
+	r := newTestResponder()
 	ok := r.replyPublishing(req, []byte(`{}`), "")
 	if ok.CorrelationId != "m-1" || ok.Headers[ResponseMessageIDHeader] != "m-1" || ok.ContentType != "application/json" {
 		t.Errorf("reply %+v", ok)
@@ -56,22 +34,21 @@ func TestReplyIsAddressedForBothFamilies(t *testing.T) {
 }
 
 func TestCountsBeforePublish(t *testing.T) {
-	for _, m := range []Mutant{NoMutant, MutantNoRollback} {
-		r := &Responder{opts: ResponderOptions{Mutant: m}}
+	for _, r := range []*Responder{newTestResponder(), newTestResponder(func(p *policy.Responder) { p.RollbackAnswered = false })} {
 		for i := 0; i < 3; i++ {
 			if !r.countsBeforePublish() {
-				t.Errorf("%q: reply %d not counted before publishing", m, i)
+				t.Errorf("%+v: reply %d not counted before publishing", r.pol, i)
 			}
 		}
 	}
-	late := &Responder{opts: ResponderOptions{Mutant: MutantAnsweredAfterPublish}}
+	late := newTestResponder(func(p *policy.Responder) { p.AnsweredTiming = policy.AfterConfirm })
 	if late.countsBeforePublish() {
-		t.Error("answered-after-publish counts before publishing")
+		t.Error("an after-confirm policy counts before publishing")
 	}
 }
 
-func TestCountersAfterSubscribeNeverCountsTheFirstAnswer(t *testing.T) {
-	r := &Responder{opts: ResponderOptions{Mutant: MutantCountersAfterSubscribe}}
+func TestCountersCreatedAfterTheFirstDeliveryNeverCountIt(t *testing.T) {
+	r := newTestResponder(func(p *policy.Responder) { p.CountersCreated = policy.AfterFirstDelivery })
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	uncounted := 0
@@ -95,18 +72,36 @@ func TestCountersAfterSubscribeNeverCountsTheFirstAnswer(t *testing.T) {
 	}
 }
 
-func TestReplyAddressingMutants(t *testing.T) {
+func TestReplyAddressingPolicies(t *testing.T) {
 	req := &Request{MessageID: "m-1", CorrelationID: "c-1", ReplyTo: "q"}
-	fromCorr := &Responder{opts: ResponderOptions{Mutant: MutantCorrelationFromCorrID}}
+	fromCorr := newTestResponder(func(p *policy.Responder) { p.ReplyCorrelationFrom = policy.FromCorrelationID })
 	if got := fromCorr.replyPublishing(req, nil, ""); got.CorrelationId != "c-1" || got.Headers[ResponseMessageIDHeader] != "m-1" {
-		t.Errorf("correlation-from-correlation-id: %+v", got)
+		t.Errorf("correlation from correlation_id: %+v", got)
 	}
 	if got := fromCorr.replyPublishing(&Request{MessageID: "m-1"}, nil, ""); got.CorrelationId != "" {
-		t.Errorf("correlation-from-correlation-id without one: %q", got.CorrelationId)
+		t.Errorf("correlation from an absent correlation_id: %q", got.CorrelationId)
 	}
-	noID := &Responder{opts: ResponderOptions{Mutant: MutantNoResponseMessageID}}
+	noID := newTestResponder(func(p *policy.Responder) { p.ResponseMessageID = false })
 	got := noID.replyPublishing(req, nil, "E: x")
 	if _, has := got.Headers[ResponseMessageIDHeader]; has || got.CorrelationId != "m-1" || got.Headers[ErrorHeader] != "E: x" {
-		t.Errorf("no-response-message-id: %+v", got)
+		t.Errorf("without responseMessageId: %+v", got)
+	}
+}
+
+func TestOptionsCarryTheDefaultPolicyUnlessGivenOne(t *testing.T) {
+	if got := (ResponderOptions{}).resolvePolicy(); got.ReadOrder[0] != policy.Header || !got.StripEngineHeaders {
+		t.Errorf("zero options resolve to %+v", got)
+	}
+	p := policy.DefaultResponder()
+	p.ReadOrder[0] = policy.Native
+	opts := policy.WithResponder(ResponderOptions{MaxAttempts: 2}, p)
+	p.ReadOrder[0] = policy.Header // the options keep their own copy
+	if got := opts.resolvePolicy(); got.ReadOrder[0] != policy.Native || opts.MaxAttempts != 2 {
+		t.Errorf("options resolve to %+v", got)
+	}
+	rq := policy.DefaultRequester()
+	rq.CountTimeouts = false
+	if got := policy.WithRequester(RequesterOptions{}, rq).resolvePolicy(); got.CountTimeouts {
+		t.Errorf("requester options resolve to %+v", got)
 	}
 }

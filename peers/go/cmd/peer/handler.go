@@ -34,7 +34,10 @@ func makeHandler(responder string, b *behavior) (acemq.Handler, error) {
 		return nil, bad("behavior.delay_ms must not be negative")
 	}
 	delay := time.Duration(b.DelayMS * float64(time.Millisecond))
-	message := "scenario failure"
+	if kind == "fail" && b.ErrorMessage == nil {
+		return nil, bad("behavior.error_message is required when reply is fail")
+	}
+	var message string
 	if b.ErrorMessage != nil {
 		message = *b.ErrorMessage
 	}

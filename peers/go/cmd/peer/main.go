@@ -15,9 +15,8 @@ import (
 )
 
 const (
-	protocolVersion = 1
-	peerName        = "go"
-	defaultURL      = "amqp://guest:guest@127.0.0.1:5672/"
+	peerName   = "go"
+	defaultURL = "amqp://guest:guest@127.0.0.1:5672/"
 )
 
 // output writes protocol lines. One lock around each whole line keeps lines

@@ -15,20 +15,28 @@ import (
 	"time"
 
 	"acemq-interop/peers/go/acemq"
+	"acemq-interop/peers/go/internal/policy"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
+// The protocol versions this peer speaks, oldest first.
+var protocols = []int{1, 2}
+
 // command is every field any op takes; each op reads the ones it needs.
+// Optional fields are pointers, so that an absent one stays absent all the
+// way to the binding (protocol 2: the binding's defaults apply, not ours).
 type command struct {
-	ID       *int64 `json:"id"`
-	Op       string `json:"op"`
-	Protocol *int   `json:"protocol"`
-	AMQPURL  string `json:"amqp_url"`
+	ID        *int64 `json:"id"`
+	Op        string `json:"op"`
+	Protocol  *int   `json:"protocol"`
+	Protocols []int  `json:"protocols"`
+	AMQPURL   string `json:"amqp_url"`
 
 	Name    string  `json:"name"`
 	Profile string  `json:"profile"`
 	Mutant  *string `json:"mutant"`
+	Client  string  `json:"client"`
 
 	Requester     string                 `json:"requester"`
 	Exchange      string                 `json:"exchange"`
@@ -37,7 +45,7 @@ type command struct {
 	TimeoutMS     *float64               `json:"timeout_ms"`
 	Headers       map[string]interface{} `json:"headers"`
 	MessageID     string                 `json:"message_id"`
-	CorrelationID string                 `json:"correlation_id"`
+	CorrelationID *string                `json:"correlation_id"`
 	Type          string                 `json:"type"`
 
 	Mode               string `json:"mode"`
@@ -47,9 +55,14 @@ type command struct {
 	Queue       string    `json:"queue"`
 	Bind        *binding  `json:"bind"`
 	Behavior    *behavior `json:"behavior"`
-	MaxAttempts int       `json:"max_attempts"`
+	MaxAttempts *int      `json:"max_attempts"`
 
 	Of string `json:"of"`
+
+	Requests  *int `json:"requests"`
+	InFlight  *int `json:"in_flight"`
+	BodyBytes *int `json:"body_bytes"`
+	Warmup    *int `json:"warmup"`
 }
 
 type binding struct {
@@ -80,9 +93,20 @@ type openRequester struct {
 	r    *acemq.Requester
 }
 
+// openResponder is a binding responder, or a raw one (r nil).
 type openResponder struct {
 	conn *amqp.Connection
 	r    *acemq.Responder
+	raw  *rawResponder
+}
+
+func (o *openResponder) close() {
+	if o.r != nil {
+		o.r.Close()
+	} else {
+		o.raw.close()
+	}
+	o.conn.Close()
 }
 
 type peer struct {
@@ -90,6 +114,7 @@ type peer struct {
 
 	mu         sync.Mutex
 	url        string
+	protocol   int
 	claimed    map[string]bool
 	requesters map[string]*openRequester
 	responders map[string]*openResponder
@@ -99,6 +124,7 @@ func newPeer(out *output, url string) *peer {
 	return &peer{
 		out:        out,
 		url:        url,
+		protocol:   1,
 		claimed:    map[string]bool{},
 		requesters: map[string]*openRequester{},
 		responders: map[string]*openResponder{},
@@ -133,12 +159,13 @@ func (p *peer) run(cmd command) {
 		"responder.start": p.responderStart,
 		"responder.stop":  p.responderStop,
 		"counters":        p.counters,
+		"load":            p.load,
 	}
 	msg := map[string]interface{}{"id": *cmd.ID}
 	op, ok := ops[cmd.Op]
 	var result answer
 	var err error
-	if !ok {
+	if !ok || cmd.Op == "load" && p.speaks() < 2 {
 		err = bad("unknown op %q", cmd.Op)
 	} else {
 		result, err = op(cmd)
@@ -156,32 +183,61 @@ func (p *peer) run(cmd command) {
 	p.out.write(msg)
 }
 
+// speaks is the protocol version agreed in hello (1 until then).
+func (p *peer) speaks() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.protocol
+}
+
+// negotiate picks the highest version both sides list: the harness lists its
+// own in "protocols" (version 2), or offers one "protocol" (version 1).
+func negotiate(cmd command) (int, error) {
+	offered := cmd.Protocols
+	if len(offered) == 0 && cmd.Protocol != nil {
+		offered = []int{*cmd.Protocol}
+	}
+	if len(offered) == 0 {
+		return 1, nil
+	}
+	best := 0
+	for _, v := range offered {
+		for _, mine := range protocols {
+			if v == mine && v > best {
+				best = v
+			}
+		}
+	}
+	if best == 0 {
+		return 0, bad("this peer speaks protocols %v, not %v", protocols, offered)
+	}
+	return best, nil
+}
+
 func (p *peer) hello(cmd command) (answer, error) {
-	if cmd.Protocol != nil && *cmd.Protocol != protocolVersion {
-		return nil, bad("this peer speaks protocol %d, not %d", protocolVersion, *cmd.Protocol)
+	version, err := negotiate(cmd)
+	if err != nil {
+		return nil, err
 	}
+	p.mu.Lock()
+	p.protocol = version
 	if cmd.AMQPURL != "" {
-		p.mu.Lock()
 		p.url = cmd.AMQPURL
-		p.mu.Unlock()
 	}
-	profiles := make([]string, len(acemq.Profiles))
-	for i, pr := range acemq.Profiles {
-		profiles[i] = string(pr)
-	}
-	mutants := make([]string, len(acemq.Mutants))
-	for i, m := range acemq.Mutants {
-		mutants[i] = string(m)
+	p.mu.Unlock()
+	capabilities := []string{"request", "respond", "gather"}
+	if version >= 2 {
+		capabilities = append(capabilities, "load")
 	}
 	return answer{
-		"protocol":     protocolVersion,
+		"protocol":     version,
 		"peer":         peerName,
 		"language":     "Go",
 		"binding":      "acemq-go " + acemq.Version,
 		"client":       clientVersion(),
-		"profiles":     profiles,
-		"mutants":      mutants,
-		"capabilities": []string{"request", "respond", "gather"},
+		"profiles":     profileNames(),
+		"mutants":      mutantNames(),
+		"capabilities": capabilities,
 	}, nil
 }
 
@@ -197,27 +253,6 @@ func clientVersion() string {
 		}
 	}
 	return "amqp091-go (unknown version)"
-}
-
-// mutantFor is the command's mutant when it acts on the given role. A peer
-// spec such as "go+no-strip" may fill both roles of a cell, so a mutant of
-// the other role is ignored; an unknown name goes on to be refused.
-func mutantFor(cmd command, role acemq.Role) acemq.Mutant {
-	if cmd.Mutant == nil || *cmd.Mutant == "" {
-		return acemq.NoMutant
-	}
-	name := *cmd.Mutant
-	if _, err := acemq.ParseMutant(name, role); err != nil {
-		other := acemq.RoleRequester
-		if role == acemq.RoleRequester {
-			other = acemq.RoleResponder
-		}
-		if _, otherErr := acemq.ParseMutant(name, other); otherErr == nil {
-			log.Printf("mutant %s acts on a %s: ignored by %s", name, other, cmd.Op)
-			return acemq.NoMutant
-		}
-	}
-	return acemq.Mutant(name)
 }
 
 func (p *peer) dial() (*amqp.Connection, error) {
@@ -246,8 +281,29 @@ func (p *peer) release(name string) {
 	p.mu.Unlock()
 }
 
+// lost writes connection_lost for the requester or responder named: the
+// broker or the network closed what it consumes on (protocol 2 only).
+func (p *peer) lost(role, name string) func(*amqp.Error) {
+	return func(reason *amqp.Error) {
+		if p.speaks() < 2 {
+			return
+		}
+		text := reason.Reason
+		if text == "" {
+			text = reason.Error()
+		}
+		p.out.write(map[string]interface{}{"event": "connection_lost", role: name, "reason": fmt.Sprintf("%s (%d)", text, reason.Code)})
+	}
+}
+
+// newRequester opens a requester through the binding's public constructor,
+// with the policy the table gives for the profile and mutant.
+func newRequester(conn *amqp.Connection, pol policy.Requester, opts acemq.RequesterOptions) (*acemq.Requester, error) {
+	return acemq.NewRequester(conn, policy.WithRequester(opts, pol))
+}
+
 func (p *peer) requesterOpen(cmd command) (answer, error) {
-	profile, err := acemq.ParseProfile(cmd.Profile)
+	pol, err := requesterPolicy(cmd.Profile, cmd.Mutant)
 	if err != nil {
 		return nil, err
 	}
@@ -260,12 +316,11 @@ func (p *peer) requesterOpen(cmd command) (answer, error) {
 		return nil, err
 	}
 	name := cmd.Name
-	r, err := acemq.NewRequester(conn, acemq.RequesterOptions{
-		Profile: profile,
-		Mutant:  mutantFor(cmd, acemq.RoleRequester),
+	r, err := newRequester(conn, pol, acemq.RequesterOptions{
 		OnUnmatched: func(correlationID string) {
 			p.out.write(map[string]interface{}{"event": "unmatched", "requester": name, "correlation_id": nullable(correlationID)})
 		},
+		OnLost: p.lost("requester", name),
 	})
 	if err != nil {
 		conn.Close()
@@ -302,6 +357,8 @@ func (p *peer) requester(name string) (*acemq.Requester, error) {
 	return o.r, nil
 }
 
+// timeoutOf is the command's timeout_ms; zero when absent, which the binding
+// reads as its own default.
 func timeoutOf(cmd command) (time.Duration, error) {
 	if cmd.TimeoutMS == nil {
 		return 0, nil
@@ -331,12 +388,20 @@ func (p *peer) request(cmd command) (answer, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The adapter must report the request's message id, so it makes one
+	// with the binding's own generator when the harness gives none.
 	id := cmd.MessageID
 	if id == "" {
 		id = acemq.NewMessageID()
 	}
-	opts := []acemq.RequestOption{acemq.WithMessageID(id), acemq.WithCorrelationID(cmd.CorrelationID), acemq.WithType(cmd.Type)}
-	if timeout > 0 {
+	opts := []acemq.RequestOption{acemq.WithMessageID(id)}
+	if cmd.Type != "" {
+		opts = append(opts, acemq.WithType(cmd.Type))
+	}
+	if cmd.CorrelationID != nil {
+		opts = append(opts, acemq.WithCorrelationID(*cmd.CorrelationID))
+	}
+	if cmd.TimeoutMS != nil {
 		opts = append(opts, acemq.WithTimeout(timeout))
 	}
 	if len(cmd.Headers) > 0 {
@@ -374,10 +439,12 @@ func (p *peer) gather(cmd command) (answer, error) {
 		return nil, err
 	}
 	opts := acemq.GatherOptions{
-		Timeout:       timeout,
-		CorrelationID: cmd.CorrelationID,
-		MessageID:     acemq.NewMessageID(),
-		Type:          cmd.Type,
+		Timeout:   timeout,
+		MessageID: acemq.NewMessageID(),
+		Type:      cmd.Type,
+	}
+	if cmd.CorrelationID != nil {
+		opts.CorrelationID = *cmd.CorrelationID
 	}
 	if cmd.ExpectedReplyCount != nil {
 		if *cmd.ExpectedReplyCount < 1 {
@@ -386,17 +453,6 @@ func (p *peer) gather(cmd command) (answer, error) {
 		opts.ExpectedReplyCount = *cmd.ExpectedReplyCount
 	}
 	body := bodyOf(cmd)
-	if opts.CorrelationID == "" {
-		// The bus takes the business correlation id from the message.
-		var msg struct {
-			CorrelationID interface{} `json:"correlationId"`
-		}
-		if json.Unmarshal(body, &msg) == nil {
-			if s, ok := msg.CorrelationID.(string); ok {
-				opts.CorrelationID = s
-			}
-		}
-	}
 	started := time.Now()
 	var replies []json.RawMessage
 	switch cmd.Mode {
@@ -427,95 +483,6 @@ func (p *peer) gather(cmd command) (answer, error) {
 	return res, nil
 }
 
-func (p *peer) responderStart(cmd command) (answer, error) {
-	profile, err := acemq.ParseProfile(cmd.Profile)
-	if err != nil {
-		return nil, err
-	}
-	if cmd.Queue == "" {
-		return nil, bad("missing field 'queue'")
-	}
-	if cmd.MaxAttempts < 0 {
-		return nil, bad("max_attempts must be positive")
-	}
-	handler, err := makeHandler(cmd.Name, cmd.Behavior)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.claim(cmd.Name); err != nil {
-		return nil, err
-	}
-	conn, err := p.dial()
-	if err != nil {
-		p.release(cmd.Name)
-		return nil, err
-	}
-	opts := acemq.ResponderOptions{
-		Profile:     profile,
-		Mutant:      mutantFor(cmd, acemq.RoleResponder),
-		MaxAttempts: cmd.MaxAttempts,
-		Hooks:       p.responderEvents(cmd.Name),
-	}
-	if cmd.Bind != nil {
-		if cmd.Bind.Exchange == "" {
-			conn.Close()
-			p.release(cmd.Name)
-			return nil, bad("bind needs an exchange")
-		}
-		opts.Bindings = []acemq.Binding{{Exchange: cmd.Bind.Exchange, RoutingKey: cmd.Bind.RoutingKey}}
-	}
-	r, err := acemq.NewResponder(conn, cmd.Queue, handler, opts)
-	if err != nil {
-		conn.Close()
-		p.release(cmd.Name)
-		return nil, err
-	}
-	p.mu.Lock()
-	p.responders[cmd.Name] = &openResponder{conn: conn, r: r}
-	p.mu.Unlock()
-	return answer{}, nil
-}
-
-// responderEvents turns the binding's hooks into protocol events.
-func (p *peer) responderEvents(name string) acemq.ResponderHooks {
-	emit := func(event string, fields map[string]interface{}) {
-		fields["event"] = event
-		fields["responder"] = name
-		p.out.write(fields)
-	}
-	return acemq.ResponderHooks{
-		Handled: func(req *acemq.Request) {
-			emit("handled", map[string]interface{}{"message_id": nullable(req.MessageID), "attempt": req.Attempt, "seen": seenOf(req)})
-		},
-		Replied: func(messageID, failure string) {
-			emit("replied", map[string]interface{}{"message_id": nullable(messageID), "failure": nullable(failure)})
-		},
-		ReplyFailed: func(messageID string, attempt int, err error) {
-			emit("reply_failed", map[string]interface{}{"message_id": nullable(messageID), "attempt": attempt, "error": err.Error()})
-		},
-		DeadLettered: func(messageID, reason string) {
-			emit("dead_lettered", map[string]interface{}{"message_id": nullable(messageID), "reason": reason})
-		},
-		Unanswerable: func(messageID string) {
-			emit("unanswerable", map[string]interface{}{"message_id": nullable(messageID)})
-		},
-	}
-}
-
-func (p *peer) responderStop(cmd command) (answer, error) {
-	p.mu.Lock()
-	o := p.responders[cmd.Name]
-	delete(p.responders, cmd.Name)
-	p.mu.Unlock()
-	if o == nil {
-		return nil, bad("no responder named %q", cmd.Name)
-	}
-	o.r.Close()
-	o.conn.Close()
-	p.release(cmd.Name)
-	return answer{}, nil
-}
-
 func (p *peer) counters(cmd command) (answer, error) {
 	p.mu.Lock()
 	req, resp := p.requesters[cmd.Of], p.responders[cmd.Of]
@@ -523,8 +490,11 @@ func (p *peer) counters(cmd command) (answer, error) {
 	switch {
 	case req != nil:
 		return answer{"counters": map[string]int64{"timed_out": req.r.TimedOut(), "unmatched": req.r.Unmatched()}}, nil
-	case resp != nil:
+	case resp != nil && resp.r != nil:
 		return answer{"counters": map[string]int64{"answered": resp.r.Answered(), "unanswerable": resp.r.Unanswerable()}}, nil
+	case resp != nil:
+		// A raw responder keeps no counters.
+		return answer{"counters": map[string]int64{}}, nil
 	}
 	return nil, bad("no requester or responder named %q", cmd.Of)
 }
@@ -539,8 +509,7 @@ func (p *peer) closeAll() {
 		closers = append(closers, func() { o.r.Close(); o.conn.Close() })
 	}
 	for _, o := range p.responders {
-		o := o
-		closers = append(closers, func() { o.r.Close(); o.conn.Close() })
+		closers = append(closers, o.close)
 	}
 	p.requesters = map[string]*openRequester{}
 	p.responders = map[string]*openResponder{}

@@ -3,9 +3,12 @@ package main
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"acemq-interop/peers/go/acemq"
+	"acemq-interop/peers/go/internal/policy"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -45,16 +48,71 @@ func TestHeaderValuesFromJSON(t *testing.T) {
 	}
 }
 
-func TestMutantOfTheOtherRoleIsIgnored(t *testing.T) {
+func TestMutantsActOnlyOnTheirSide(t *testing.T) {
 	name := "no-strip"
-	if m := mutantFor(command{Op: "requester.open", Mutant: &name}, acemq.RoleRequester); m != acemq.NoMutant {
-		t.Errorf("requester took responder mutant %q", m)
+	if got, err := requesterPolicy("current", &name); err != nil || !reflect.DeepEqual(got, policy.DefaultRequester()) {
+		t.Errorf("a responder mutant changed the requester: %+v, %v", got, err)
 	}
-	if m := mutantFor(command{Op: "responder.start", Mutant: &name}, acemq.RoleResponder); m != acemq.MutantNoStrip {
-		t.Errorf("responder mutant = %q", m)
+	if got, err := responderPolicy("", &name); err != nil || got.StripEngineHeaders {
+		t.Errorf("responder policy = %+v, %v", got, err)
 	}
+	late := "answered-after-publish"
+	if got, _ := responderPolicy("current", &late); got.AnsweredTiming != policy.AfterConfirm || got.AnsweredDelay != time.Second {
+		t.Errorf("after-confirm policy = %+v", got)
+	}
+	// A profile and a mutant combine.
+	bytes := "header-bytes"
+	if got, _ := requesterPolicy("0.3.0", &bytes); got.WriteNativeAddress || !got.HeaderAddressAsBytes {
+		t.Errorf("0.3.0 + header-bytes = %+v", got)
+	}
+}
+
+func TestUnknownNamesAreRefusedNamingTheValidOnes(t *testing.T) {
 	unknown := "bogus"
-	if m := mutantFor(command{Mutant: &unknown}, acemq.RoleResponder); m != "bogus" {
-		t.Errorf("unknown mutant must reach the binding to be refused, got %q", m)
+	if _, err := requesterPolicy("current", &unknown); err == nil || !strings.Contains(err.Error(), "no-strip") {
+		t.Errorf("unknown mutant: %v", err)
+	}
+	if _, err := responderPolicy("0.7.12", nil); err == nil || !strings.Contains(err.Error(), "0.3.0") {
+		t.Errorf("a profile Go never had: %v", err)
+	}
+}
+
+func TestNegotiation(t *testing.T) {
+	one, two := 1, 2
+	cases := []struct {
+		cmd  command
+		want int
+	}{
+		{command{Protocol: &two, Protocols: []int{1, 2}}, 2},
+		{command{Protocol: &one}, 1},
+		{command{Protocol: &two}, 2},
+		{command{}, 1},
+	}
+	for _, c := range cases {
+		if got, err := negotiate(c.cmd); err != nil || got != c.want {
+			t.Errorf("negotiate(%v, %v) = %d, %v; want %d", c.cmd.Protocol, c.cmd.Protocols, got, err, c.want)
+		}
+	}
+	three := 3
+	if _, err := negotiate(command{Protocol: &three, Protocols: []int{3}}); err == nil {
+		t.Error("protocol 3 accepted")
+	}
+}
+
+func TestNearestRank(t *testing.T) {
+	v := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for p, want := range map[float64]int64{50: 5, 90: 9, 99: 10, 1: 1} {
+		if got := nearestRank(v, p); got != want {
+			t.Errorf("p%v = %d, want %d", p, got, want)
+		}
+	}
+	if b := padBody(256); len(b) != 256 || !json.Valid(b) {
+		t.Errorf("padBody(256) is %d bytes", len(b))
+	}
+}
+
+func TestFailNeedsAnErrorMessage(t *testing.T) {
+	if _, err := makeHandler("r", &behavior{Reply: "fail"}); err == nil {
+		t.Error("fail without error_message accepted")
 	}
 }

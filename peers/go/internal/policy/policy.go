@@ -1,0 +1,198 @@
+// Package policy holds the knobs a requester or responder of package acemq
+// resolves once, when it is opened: the catalogue's policies
+// (catalogue/catalogue.yaml), spelled the Go way, each defaulting to the
+// value the wire spec requires.
+//
+// It is internal so that no service can import it: the binding's public API
+// has no way to change a policy. Package acemq registers into it (at init)
+// how a policy is attached to its options; the interop adapter, inside this
+// module, is the only other importer. Every field's struct tag is the
+// catalogue's knob name, so a test can check the adapter's table against the
+// catalogue field by field.
+package policy
+
+import "time"
+
+// Source is a place a reply address is read from.
+type Source string
+
+const (
+	Header Source = "header" // the acemq-reply-to header
+	Native Source = "native" // the AMQP reply_to property
+)
+
+// The values of the catalogue's enumerated knobs. Each constant's text is the
+// catalogue's spelling.
+type (
+	ReplyMatch      string
+	ShortStringRule string
+	UndecodableRule string
+	CopyIDs         string
+	CopyCount       string
+	DemuxKey        string
+	ShortfallRule   string
+	MissingCount    string
+	StrayRule       string
+
+	Correlation        string
+	FailureRule        string
+	UnanswerableRule   string
+	UndeliverableRule  string
+	AnsweredTiming     string
+	CountersCreation   string
+	QueueType          string
+	HeaderTypesReading string
+)
+
+const (
+	ByCorrelationID ReplyMatch = "correlation_id"
+	ByOldestWaiter  ReplyMatch = "oldest_waiter"
+
+	Refuse   ShortStringRule = "refuse"
+	Truncate ShortStringRule = "truncate"
+
+	DecodeError UndecodableRule = "decode_error"
+	Drop        UndecodableRule = "drop"
+
+	SharedIDs   CopyIDs = "shared"
+	DistinctIDs CopyIDs = "distinct"
+
+	ExpectedCountCopies CopyCount = "expected_count"
+	OneCopy             CopyCount = "one"
+
+	DemuxByResponseMessageID DemuxKey = "response_message_id"
+	DemuxByCorrelationID     DemuxKey = "correlation_id"
+
+	RejectShortfall  ShortfallRule = "reject"
+	ResolveShortfall ShortfallRule = "resolve"
+
+	MissingCountIsBudget MissingCount = "budget"
+	MissingCountIsOne    MissingCount = "one"
+
+	StrayUnmatched    StrayRule = "unmatched"
+	StrayOldestGather StrayRule = "oldest_gather"
+
+	FromMessageID     Correlation = "message_id"
+	FromCorrelationID Correlation = "correlation_id"
+
+	ErrorReply FailureRule = "error_reply"
+	Retry      FailureRule = "retry"
+
+	Accept             UnanswerableRule  = "accept"
+	DeadLetterIt       UnanswerableRule  = "dead_letter"
+	RequeueIt          UndeliverableRule = "requeue"
+	AckIt              UndeliverableRule = "ack"
+	BeforePublish      AnsweredTiming    = "before_publish"
+	AfterConfirm       AnsweredTiming    = "after_confirm"
+	BeforeSubscribe    CountersCreation  = "before_subscribe"
+	AfterFirstDelivery CountersCreation  = "after_first_delivery"
+
+	Quorum  QueueType = "quorum"
+	Classic QueueType = "classic"
+
+	Lenient HeaderTypesReading = "lenient"
+	Strict  HeaderTypesReading = "strict"
+)
+
+// Requester is the requester's (and gatherer's) policy.
+type Requester struct {
+	WriteHeaderAddress     bool            `policy:"write_header_address"`
+	WriteNativeAddress     bool            `policy:"write_native_address"`
+	HeaderAddressAsBytes   bool            `policy:"header_address_as_bytes"`
+	ReplyQueuePerRequest   bool            `policy:"reply_queue_per_request"`
+	ExplicitReplyQueueType bool            `policy:"explicit_reply_queue_type"`
+	MatchRepliesBy         ReplyMatch      `policy:"match_replies_by"`
+	CountTimeouts          bool            `policy:"count_timeouts"`
+	ReadErrorHeader        bool            `policy:"read_error_header"`
+	HonourReturns          bool            `policy:"honour_returns"`
+	LongShortString        ShortStringRule `policy:"long_short_string"`
+	UndecodableReply       UndecodableRule `policy:"undecodable_reply"`
+	GatherCopyIDs          CopyIDs         `policy:"gather_copy_ids"`
+	MultiCopies            CopyCount       `policy:"multi_copies"`
+	GatherDemuxBy          DemuxKey        `policy:"gather_demux_by"`
+	GatherResolvesEarly    bool            `policy:"gather_resolves_early"`
+	GatherShortfall        ShortfallRule   `policy:"gather_shortfall"`
+	GatherMissingCount     MissingCount    `policy:"gather_missing_count"`
+	GatherStrayReply       StrayRule       `policy:"gather_stray_reply"`
+}
+
+// Responder is the responder's policy.
+type Responder struct {
+	ReadOrder             []Source          `policy:"read_order"`
+	ReplyCorrelationFrom  Correlation       `policy:"reply_correlation_from"`
+	StripEngineHeaders    bool              `policy:"strip_engine_headers"`
+	HandlerFailure        FailureRule       `policy:"handler_failure"`
+	DeadLetterFailures    bool              `policy:"dead_letter_failures"`
+	CountFailuresAnswered bool              `policy:"count_failures_answered"`
+	Unanswerable          UnanswerableRule  `policy:"unanswerable"`
+	UndeliverableReply    UndeliverableRule `policy:"undeliverable_reply"`
+	AnsweredTiming        AnsweredTiming    `policy:"answered_timing"`
+	// AnsweredDelay is how much later than the confirm an AfterConfirm
+	// count lands; part of the AfterConfirm value, set with it.
+	AnsweredDelay     time.Duration      `policy:"-"`
+	RollbackAnswered  bool               `policy:"rollback_answered"`
+	CountersCreated   CountersCreation   `policy:"counters_created"`
+	DLQQueueType      QueueType          `policy:"dlq_queue_type"`
+	ResponseMessageID bool               `policy:"response_message_id"`
+	HeaderTypes       HeaderTypesReading `policy:"header_types"`
+}
+
+// DefaultRequester is every requester knob at the catalogue's default.
+func DefaultRequester() Requester {
+	return Requester{
+		WriteHeaderAddress:     true,
+		WriteNativeAddress:     true,
+		ExplicitReplyQueueType: true,
+		MatchRepliesBy:         ByCorrelationID,
+		CountTimeouts:          true,
+		ReadErrorHeader:        true,
+		HonourReturns:          true,
+		LongShortString:        Refuse,
+		UndecodableReply:       DecodeError,
+		GatherCopyIDs:          SharedIDs,
+		MultiCopies:            ExpectedCountCopies,
+		GatherDemuxBy:          DemuxByResponseMessageID,
+		GatherResolvesEarly:    true,
+		GatherShortfall:        RejectShortfall,
+		GatherMissingCount:     MissingCountIsBudget,
+		GatherStrayReply:       StrayUnmatched,
+	}
+}
+
+// DefaultResponder is every responder knob at the catalogue's default.
+func DefaultResponder() Responder {
+	return Responder{
+		ReadOrder:            []Source{Header, Native},
+		ReplyCorrelationFrom: FromMessageID,
+		StripEngineHeaders:   true,
+		HandlerFailure:       ErrorReply,
+		DeadLetterFailures:   true,
+		Unanswerable:         Accept,
+		UndeliverableReply:   RequeueIt,
+		AnsweredTiming:       BeforePublish,
+		RollbackAnswered:     true,
+		CountersCreated:      BeforeSubscribe,
+		DLQQueueType:         Quorum,
+		ResponseMessageID:    true,
+		HeaderTypes:          Lenient,
+	}
+}
+
+// Package acemq cannot be imported from here (it imports this package), so
+// it registers functions that attach a policy to a value of its options
+// types; the generic wrappers below give callers back their own type.
+var (
+	attachRequester func(opts interface{}, p Requester) interface{}
+	attachResponder func(opts interface{}, p Responder) interface{}
+)
+
+// RegisterRequester and RegisterResponder are called by package acemq's init.
+func RegisterRequester(f func(opts interface{}, p Requester) interface{}) { attachRequester = f }
+func RegisterResponder(f func(opts interface{}, p Responder) interface{}) { attachResponder = f }
+
+// WithRequester returns opts (an acemq.RequesterOptions) carrying p, which the
+// requester opened with them resolves once and keeps.
+func WithRequester[O any](opts O, p Requester) O { return attachRequester(opts, p).(O) }
+
+// WithResponder returns opts (an acemq.ResponderOptions) carrying p.
+func WithResponder[O any](opts O, p Responder) O { return attachResponder(opts, p).(O) }
