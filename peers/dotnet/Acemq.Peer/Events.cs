@@ -2,9 +2,18 @@ using System.Text.Json.Nodes;
 
 namespace Acemq.Peer;
 
-/// <summary>Turns a responder's hooks into protocol event lines.</summary>
-internal sealed class ResponderEvents(string responder, Output output) : IResponderObserver
+/// <summary>Turns a responder's hooks into protocol event lines (connection_lost only from protocol 2 on).</summary>
+internal sealed class ResponderEvents(string responder, Output output, bool connectionLost) : IResponderObserver
 {
+    public void ConnectionLost(string reason)
+    {
+        Output.Log($"responder {responder}: connection lost: {reason}");
+        if (connectionLost)
+        {
+            output.Write(new JsonObject { ["event"] = "connection_lost", ["responder"] = responder, ["reason"] = reason });
+        }
+    }
+
     public void Handling(RequestContext request) => output.Write(new JsonObject
     {
         ["event"] = "handled",
@@ -50,8 +59,17 @@ internal sealed class ResponderEvents(string responder, Output output) : IRespon
 }
 
 /// <summary>Turns a requester's hooks into protocol event lines.</summary>
-internal sealed class RequesterEvents(string requester, Output output) : IRequesterObserver
+internal sealed class RequesterEvents(string requester, Output output, bool connectionLost) : IRequesterObserver
 {
+    public void ConnectionLost(string reason)
+    {
+        Output.Log($"requester {requester}: connection lost: {reason}");
+        if (connectionLost)
+        {
+            output.Write(new JsonObject { ["event"] = "connection_lost", ["requester"] = requester, ["reason"] = reason });
+        }
+    }
+
     public void Unmatched(string? correlationId) => output.Write(new JsonObject
     {
         ["event"] = "unmatched",

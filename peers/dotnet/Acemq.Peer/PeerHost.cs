@@ -3,6 +3,7 @@ using System.Diagnostics;
 using System.Text;
 using System.Text.Json;
 using System.Text.Json.Nodes;
+using RabbitMQ.Client;
 
 namespace Acemq.Peer;
 
@@ -13,13 +14,20 @@ namespace Acemq.Peer;
 internal sealed class PeerHost(Output output)
 {
     public const string PeerName = "dotnet";
-    private const int Protocol = 1;
+
+    /// <summary>The protocol versions this peer speaks (docs/peer-protocol.md).</summary>
+    private static readonly int[] Protocols = [1, 2];
 
     private readonly ConcurrentDictionary<string, Requester> _requesters = new(StringComparer.Ordinal);
     private readonly ConcurrentDictionary<string, Responder> _responders = new(StringComparer.Ordinal);
+    private readonly ConcurrentDictionary<string, Raw.Responder> _rawResponders = new(StringComparer.Ordinal);
     private readonly SemaphoreSlim _connecting = new(1, 1);
     private string? _amqpUrl;
     private Mq? _mq;
+    private Task<IConnection>? _rawConnection;
+
+    // Until hello says otherwise, version 1: no load, no connection_lost.
+    private int _protocol = 1;
 
     public async Task<int> RunAsync(Stream stdin)
     {
@@ -73,6 +81,7 @@ internal sealed class PeerHost(Output output)
                 "responder.start" => await StartResponderAsync(command).ConfigureAwait(false),
                 "responder.stop" => await StopResponderAsync(command).ConfigureAwait(false),
                 "counters" => Counters(command),
+                "load" when _protocol >= 2 => await LoadAsync(command).ConfigureAwait(false),
                 "shutdown" => new JsonObject(),
                 _ => throw new ArgumentException($"unknown op '{op}'"),
             };
@@ -99,22 +108,30 @@ internal sealed class PeerHost(Output output)
 
     private JsonObject Hello(JsonObject command)
     {
-        if (command["protocol"] is JsonValue protocol && protocol.GetValue<long>() != Protocol)
+        // The highest version both speak: from `protocols` when the harness lists them, else `protocol`.
+        var offered = command["protocols"] is JsonArray list
+            ? list.Select(v => v is JsonValue n && n.TryGetValue<int>(out var i) ? i : 0).ToArray()
+            : [command["protocol"] is JsonValue one && one.TryGetValue<int>(out var asked) ? asked : 1];
+        var common = offered.Intersect(Protocols).ToArray();
+        if (common.Length == 0)
         {
-            throw new ArgumentException($"this peer speaks protocol {Protocol}, not {protocol}");
+            throw new ArgumentException(
+                $"this peer speaks protocol {string.Join(" or ", Protocols)}, not {string.Join(", ", offered)}");
         }
 
+        _protocol = common.Max();
         _amqpUrl = Text(command, "amqp_url") ?? _amqpUrl;
+        string[] capabilities = _protocol >= 2 ? ["request", "respond", "gather", "load"] : ["request", "respond", "gather"];
         return new JsonObject
         {
-            ["protocol"] = Protocol,
+            ["protocol"] = _protocol,
             ["peer"] = PeerName,
             ["language"] = "C#",
             ["binding"] = $"acemq-dotnet {Mq.Version}",
             ["client"] = Mq.ClientVersion,
-            ["profiles"] = Strings(Profiles.All),
-            ["mutants"] = Strings(Mutants.All),
-            ["capabilities"] = Strings(["request", "respond", "gather"]),
+            ["profiles"] = Strings(PolicyTable.Profiles.Select(p => p.Name)),
+            ["mutants"] = Strings(PolicyTable.Mutants.Select(m => m.Name)),
+            ["capabilities"] = Strings(capabilities),
         };
     }
 
@@ -123,9 +140,8 @@ internal sealed class PeerHost(Output output)
         var name = Required(command, "name");
         var options = new RequesterOptions
         {
-            Profile = Profiles.Parse(Text(command, "profile")),
-            Mutant = Mutants.Parse(Text(command, "mutant")),
-            Observer = new RequesterEvents(name, output),
+            Policy = PolicyTable.Requester(Text(command, "profile"), Text(command, "mutant")),
+            Observer = new RequesterEvents(name, output, connectionLost: _protocol >= 2),
         };
         if (_requesters.ContainsKey(name))
         {
@@ -246,25 +262,42 @@ internal sealed class PeerHost(Output output)
             throw new ArgumentException($"unknown behavior reply '{kind}' (echo or fail)");
         }
 
-        var errorMessage = Text(behavior, "error_message") ?? "failure";
+        var errorMessage = kind == "fail" ? Required(behavior, "error_message") : null;
         var delay = Milliseconds(behavior, "delay_ms") ?? TimeSpan.Zero;
-        var bindings = new List<Binding>();
-        if (command["bind"] is JsonObject bind)
+        var bind = command["bind"] is JsonObject b ? new Binding(Required(b, "exchange"), Text(b, "routing_key") ?? "") : null;
+        if (_responders.ContainsKey(name) || _rawResponders.ContainsKey(name))
         {
-            bindings.Add(new Binding(Required(bind, "exchange"), Text(bind, "routing_key") ?? ""));
+            throw new ArgumentException($"a responder named '{name}' is already started");
+        }
+
+        switch (Text(command, "client") ?? "binding")
+        {
+            case "raw" when _protocol >= 2:
+                var raw = await Raw.Responder.StartAsync(await RawConnectionAsync().ConfigureAwait(false), queue, bind).ConfigureAwait(false);
+                if (!_rawResponders.TryAdd(name, raw))
+                {
+                    await raw.DisposeAsync().ConfigureAwait(false);
+                    throw new ArgumentException($"a responder named '{name}' is already started");
+                }
+
+                return [];
+            case "binding":
+                break;
+            case var other:
+                throw new ArgumentException($"unknown responder client '{other}' (binding or raw)");
         }
 
         var options = new ResponderOptions
         {
-            Profile = Profiles.Parse(Text(command, "profile")),
-            Mutant = Mutants.Parse(Text(command, "mutant")),
-            MaxAttempts = command["max_attempts"] is JsonValue attempts ? (int)attempts.GetValue<double>() : 3,
-            Bindings = bindings,
-            Observer = new ResponderEvents(name, output),
+            Policy = PolicyTable.Responder(Text(command, "profile"), Text(command, "mutant")),
+            Bindings = bind is null ? [] : [bind],
+            Observer = new ResponderEvents(name, output, connectionLost: _protocol >= 2),
         };
-        if (_responders.ContainsKey(name))
+
+        // Absent, the binding's own default applies (RR-14): the adapter never supplies one.
+        if (command["max_attempts"] is JsonValue attempts)
         {
-            throw new ArgumentException($"a responder named '{name}' is already started");
+            options = options with { MaxAttempts = (int)attempts.GetValue<double>() };
         }
 
         async Task<JsonObject> Handle(JsonElement request, RequestContext context, CancellationToken ct)
@@ -276,7 +309,7 @@ internal sealed class PeerHost(Output output)
 
             if (kind == "fail")
             {
-                throw new ScenarioFailure(errorMessage);
+                throw new ScenarioFailure(errorMessage!);
             }
 
             return Echo.Body(name, request, context);
@@ -296,6 +329,12 @@ internal sealed class PeerHost(Output output)
     private async Task<JsonObject> StopResponderAsync(JsonObject command)
     {
         var name = Required(command, "name");
+        if (_rawResponders.TryRemove(name, out var raw))
+        {
+            await raw.DisposeAsync().ConfigureAwait(false);
+            return [];
+        }
+
         if (!_responders.TryRemove(name, out var responder))
         {
             throw new ArgumentException($"no responder named '{name}'");
@@ -312,6 +351,11 @@ internal sealed class PeerHost(Output output)
         if (_responders.TryGetValue(name, out var responder))
         {
             counters = new JsonObject { ["answered"] = responder.Answered, ["unanswerable"] = responder.Unanswerable };
+        }
+        else if (_rawResponders.ContainsKey(name))
+        {
+            // A raw responder keeps no counters.
+            counters = [];
         }
         else if (_requesters.TryGetValue(name, out var requester))
         {
@@ -337,8 +381,7 @@ internal sealed class PeerHost(Output output)
         {
             if (_mq is null)
             {
-                var url = _amqpUrl ?? throw new InvalidOperationException("no amqp_url yet: send hello first");
-                _mq = await Mq.ConnectAsync(new Uri(url), $"acemq-interop peer {PeerName}").ConfigureAwait(false);
+                _mq = await Mq.ConnectAsync(AmqpUri(), $"acemq-interop peer {PeerName}").ConfigureAwait(false);
             }
 
             return _mq;
@@ -349,19 +392,82 @@ internal sealed class PeerHost(Output output)
         }
     }
 
+    /// <summary>
+    /// <c>load</c>: the binding through a requester of its own (the profile and mutant as for
+    /// requester.open), or the bare client; closed at the end either way.
+    /// </summary>
+    private async Task<JsonObject> LoadAsync(JsonObject command)
+    {
+        var spec = new LoadSpec(
+            Text(command, "client") ?? throw new ArgumentException("'client' is required (binding or raw)"),
+            Integer(command, "requests") ?? throw new ArgumentException("'requests' is required"),
+            Integer(command, "in_flight") ?? 1,
+            Integer(command, "body_bytes") ?? 0,
+            Integer(command, "warmup") ?? 0);
+        if (spec.Requests < 0 || spec.InFlight < 1 || spec.Warmup < 0 || spec.BodyBytes < 0)
+        {
+            throw new ArgumentException("requests, warmup and body_bytes must be >= 0 and in_flight >= 1");
+        }
+
+        var exchange = Text(command, "exchange") ?? "";
+        var routingKey = Required(command, "routing_key");
+        var timeout = Milliseconds(command, "timeout_ms");
+        JsonObject result;
+        switch (spec.Client)
+        {
+            case "binding":
+            {
+                var options = new RequesterOptions { Policy = PolicyTable.Requester(Text(command, "profile"), Text(command, "mutant")) };
+                var mq = await ConnectAsync().ConfigureAwait(false);
+                await using var requester = await mq.RequesterAsync(options).ConfigureAwait(false);
+                var body = spec.Body;
+                result = await Load.RunAsync(spec, () => requester.RequestAsync<PadBody, JsonElement>(exchange, routingKey, body, timeout))
+                    .ConfigureAwait(false);
+                break;
+            }
+
+            case "raw":
+            {
+                var body = Acemq.JsonCodec.Encode(spec.Body);
+                var wait = timeout ?? Requester.DefaultTimeout;
+                await using var raw = await Raw.Requester.OpenAsync(AmqpUri()).ConfigureAwait(false);
+                result = await Load.RunAsync(spec, () => raw.CallAsync(exchange, routingKey, body, wait)).ConfigureAwait(false);
+                break;
+            }
+
+            default:
+                throw new ArgumentException($"unknown load client '{spec.Client}' (binding or raw)");
+        }
+
+        return new JsonObject { ["load"] = result };
+    }
+
+    /// <summary>The connection raw responders share: the bare client's own, not the binding's.</summary>
+    private Task<IConnection> RawConnectionAsync() =>
+        LazyInitializer.EnsureInitialized(ref _rawConnection, () => Raw.ConnectAsync(AmqpUri(), $"acemq-interop peer {PeerName} raw"));
+
+    private Uri AmqpUri() => new(_amqpUrl ?? throw new InvalidOperationException("no amqp_url yet: send hello first"));
+
     private async Task CloseAllAsync()
     {
         var closing = _requesters.Values.Select(r => r.DisposeAsync().AsTask())
             .Concat(_responders.Values.Select(r => r.DisposeAsync().AsTask()))
+            .Concat(_rawResponders.Values.Select(r => r.DisposeAsync().AsTask()))
             .ToList();
         _requesters.Clear();
         _responders.Clear();
+        _rawResponders.Clear();
         try
         {
             await Task.WhenAll(closing).WaitAsync(TimeSpan.FromSeconds(5)).ConfigureAwait(false);
             if (_mq is not null)
             {
                 await _mq.DisposeAsync().AsTask().WaitAsync(TimeSpan.FromSeconds(5)).ConfigureAwait(false);
+            }
+
+            if (_rawConnection is { IsCompletedSuccessfully: true } raw)
+            {
+                await raw.Result.CloseAsync().WaitAsync(TimeSpan.FromSeconds(5)).ConfigureAwait(false);
             }
         }
         catch (Exception e)
@@ -421,6 +527,9 @@ internal sealed class PeerHost(Output output)
         command[field] is JsonValue value && value.GetValueKind() == JsonValueKind.Number
             ? TimeSpan.FromMilliseconds(value.GetValue<double>())
             : null;
+
+    private static int? Integer(JsonObject command, string field) =>
+        command[field] is JsonValue value && value.GetValueKind() == JsonValueKind.Number ? (int)value.GetValue<double>() : null;
 
     private static long Elapsed(long started) => (long)Stopwatch.GetElapsedTime(started).TotalMilliseconds;
 

@@ -35,7 +35,7 @@ public class PendingCallsTests
     }
 
     [Fact]
-    public void The_oldest_caller_is_who_the_late_reply_mutant_serves()
+    public void The_oldest_caller_is_who_an_oldest_waiter_policy_serves()
     {
         var calls = new PendingCalls();
         var first = calls.Add("a");
@@ -61,6 +61,8 @@ public class PendingCallsTests
 
 public class PendingGatherTests
 {
+    private static readonly RequesterPolicy OneIfMissing = new() { GatherMissingCount = GatherMissingCount.One };
+
     private static byte[] Json(int value) => Encoding.UTF8.GetBytes(value.ToString());
 
     [Fact]
@@ -120,9 +122,9 @@ public class PendingGatherTests
     }
 
     [Fact]
-    public async Task No_early_resolve_mutant_waits_for_the_timeout_with_the_count_reached()
+    public async Task Without_early_resolve_it_waits_for_the_timeout_with_the_count_reached()
     {
-        var gather = new PendingGather<int>("m", expectedReplyCount: 2, onReply: null, Mutant.NoEarlyResolve);
+        var gather = new PendingGather<int>("m", expectedReplyCount: 2, onReply: null, new RequesterPolicy { GatherResolvesEarly = false });
         gather.Offer(Json(1));
         gather.Offer(Json(2));
         Assert.False(gather.Ended.IsCompleted);
@@ -134,19 +136,19 @@ public class PendingGatherTests
     }
 
     [Fact]
-    public async Task No_count_means_one_mutant_resolves_at_the_first_reply_and_rejects_an_empty_gather()
+    public async Task A_missing_count_taken_as_one_resolves_at_the_first_reply_and_rejects_an_empty_gather()
     {
-        var gather = new PendingGather<int>("m", expectedReplyCount: null, onReply: null, Mutant.NoCountMeansOne);
+        var gather = new PendingGather<int>("m", expectedReplyCount: null, onReply: null, OneIfMissing);
         Assert.Equal(1, gather.ExpectedReplyCount);
         gather.Offer(Json(1));
         Assert.Equal(GatherEnd.Resolved, await gather.Ended);
         Assert.False(gather.Offer(Json(2)));
 
-        var empty = new PendingGather<int>("n", expectedReplyCount: null, onReply: null, Mutant.NoCountMeansOne);
+        var empty = new PendingGather<int>("n", expectedReplyCount: null, onReply: null, OneIfMissing);
         empty.TimeoutElapsed();
         Assert.Equal(GatherEnd.Shortfall, await empty.Ended);
 
-        var counted = new PendingGather<int>("o", expectedReplyCount: 3, onReply: null, Mutant.NoCountMeansOne);
+        var counted = new PendingGather<int>("o", expectedReplyCount: 3, onReply: null, OneIfMissing);
         Assert.Equal(3, counted.ExpectedReplyCount);
     }
 

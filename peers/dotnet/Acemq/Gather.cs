@@ -27,11 +27,12 @@ internal interface IPendingGather
 /// Pure state: the caller supplies the replies and says when the timeout elapsed.
 /// </summary>
 internal sealed class PendingGather<T>(
-    string requestMessageId, int? expectedReplyCount, Action<T>? onReply, Mutant mutant = Mutant.None)
+    string requestMessageId, int? expectedReplyCount, Action<T>? onReply, RequesterPolicy? policy = null)
     : IPendingGather
 {
     private static long s_opened;
 
+    private readonly RequesterPolicy _policy = policy ?? RequesterPolicy.Default;
     private readonly object _gate = new();
     private readonly List<T> _replies = [];
     private readonly TaskCompletionSource<GatherEnd> _ended = new(TaskCreationOptions.RunContinuationsAsynchronously);
@@ -40,8 +41,9 @@ internal sealed class PendingGather<T>(
 
     public long Sequence { get; } = Interlocked.Increment(ref s_opened);
 
-    // The no-count-means-one defect (breaks SG-7): no count is not "until the timeout" but 1.
-    public int? ExpectedReplyCount { get; } = expectedReplyCount ?? (mutant == Mutant.NoCountMeansOne ? 1 : null);
+    // No count means "until the timeout" (SG-7), unless the policy takes it as 1.
+    public int? ExpectedReplyCount { get; } =
+        expectedReplyCount ?? ((policy ?? RequesterPolicy.Default).GatherMissingCount == GatherMissingCount.One ? 1 : null);
 
     public Task<GatherEnd> Ended => _ended.Task;
 
@@ -85,8 +87,8 @@ internal sealed class PendingGather<T>(
 
             // Called under the lock so that callbacks see replies in arrival order.
             onReply?.Invoke(reply);
-            // The no-early-resolve defect (breaks SG-5) leaves a reached count to the timeout.
-            if (ExpectedReplyCount is { } expected && _replies.Count >= expected && mutant != Mutant.NoEarlyResolve)
+            // A reached count resolves at once (SG-5) unless the policy leaves it to the timeout.
+            if (ExpectedReplyCount is { } expected && _replies.Count >= expected && _policy.GatherResolvesEarly)
             {
                 _ended.TrySetResult(GatherEnd.Resolved);
             }

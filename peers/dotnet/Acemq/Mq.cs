@@ -1,5 +1,6 @@
 using System.Reflection;
 using RabbitMQ.Client;
+using RabbitMQ.Client.Events;
 
 namespace Acemq;
 
@@ -80,6 +81,12 @@ public sealed class Mq : IAsyncDisposable, IDisposable
     }
 
     public void Dispose() => DisposeAsync().AsTask().GetAwaiter().GetResult();
+
+    /// <summary>The client's account of a closed connection or channel: AMQP reply code and text, and the cause when there is one.</summary>
+    internal static string Describe(ShutdownEventArgs reason) =>
+        reason.Cause is Exception cause && reason.ReplyCode == 0
+            ? $"{reason.Initiator}: {cause.Message}"
+            : $"{reason.ReplyCode} {reason.ReplyText}";
 
     private static string ReadClientVersion()
     {

@@ -2,12 +2,10 @@ namespace Acemq;
 
 public sealed record RequesterOptions
 {
-    public Profile Profile { get; init; } = Profile.Current;
-
-    /// <summary>A catalogue defect to reproduce; <see cref="Mutant.None"/> in real use.</summary>
-    public Mutant Mutant { get; init; } = Mutant.None;
-
     public IRequesterObserver? Observer { get; init; }
+
+    /// <summary>The wire behaviour, resolved when the requester opens; only the conformance adapter sets another.</summary>
+    internal RequesterPolicy Policy { get; init; } = RequesterPolicy.Default;
 }
 
 /// <summary>Per-call settings beyond the timeout.</summary>
@@ -48,21 +46,23 @@ public sealed record Binding(string Exchange, string RoutingKey);
 
 public sealed record ResponderOptions
 {
-    public Profile Profile { get; init; } = Profile.Current;
-
-    /// <summary>A catalogue defect to reproduce; <see cref="Mutant.None"/> in real use.</summary>
-    public Mutant Mutant { get; init; } = Mutant.None;
-
     /// <summary>Attempts of the retry policy before a request is dead-lettered.</summary>
-    public int MaxAttempts { get; init; } = 3;
+    public int MaxAttempts { get; init; } = Wire.DefaultMaxAttempts;
 
-    /// <summary>Unacknowledged requests this responder holds at once; 1 shares a queue fairly among competing responders.</summary>
-    public ushort Prefetch { get; init; } = 1;
+    /// <summary>
+    /// Unacknowledged requests this responder holds, and handles, at once (the consumer runs that
+    /// many deliveries concurrently); 1 handles one request at a time and shares a queue most
+    /// evenly among competing responders.
+    /// </summary>
+    public ushort Prefetch { get; init; } = 32;
 
     /// <summary>Exchanges to bind the request queue to (the exchanges must exist).</summary>
     public IReadOnlyList<Binding> Bindings { get; init; } = [];
 
     public IResponderObserver? Observer { get; init; }
+
+    /// <summary>The wire behaviour, resolved when the responder starts; only the conformance adapter sets another.</summary>
+    internal ResponderPolicy Policy { get; init; } = ResponderPolicy.Default;
 }
 
 /// <summary>What a handler is told about the request it handles.</summary>
@@ -80,6 +80,9 @@ public interface IRequesterObserver
 {
     /// <summary>A reply was counted Unmatched and dropped.</summary>
     void Unmatched(string? correlationId) { }
+
+    /// <summary>The broker or the network closed the requester's connection or reply channel.</summary>
+    void ConnectionLost(string reason) { }
 }
 
 /// <summary>Hooks into a responder, for logging and tests. Called on its consumer: keep them quick.</summary>
@@ -99,6 +102,9 @@ public interface IResponderObserver
 
     /// <summary>A request with no reply address was counted and acknowledged.</summary>
     void Unanswerable(string? messageId) { }
+
+    /// <summary>The broker or the network closed the responder's channel or connection.</summary>
+    void ConnectionLost(string reason) { }
 
     /// <summary>Something went wrong that only a log can report.</summary>
     void Error(string message) { }

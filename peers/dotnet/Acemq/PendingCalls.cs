@@ -5,7 +5,7 @@ internal sealed record Reply(byte[] Body, string? Error, string? CorrelationId);
 
 /// <summary>
 /// The calls waiting for a reply on one reply queue, matched by correlation id. Kept in
-/// send order only so that the <c>late-reply-to-next</c> mutant can do the wrong thing.
+/// send order too, for a policy that matches replies to the oldest waiter (breaks RR-8).
 /// </summary>
 internal sealed class PendingCalls
 {
@@ -55,7 +55,7 @@ internal sealed class PendingCalls
         }
     }
 
-    /// <summary>The defect: takes whoever has waited longest, whatever the reply correlates to.</summary>
+    /// <summary>Takes whoever has waited longest, whatever the reply correlates to (breaks RR-8).</summary>
     public TaskCompletionSource<Reply>? TakeOldest()
     {
         lock (_gate)

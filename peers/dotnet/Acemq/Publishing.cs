@@ -14,6 +14,16 @@ internal static class Publishing
         publisherConfirmationsEnabled: true,
         publisherConfirmationTrackingEnabled: true);
 
+    /// <summary>
+    /// <see cref="Confirmed"/> for a channel that also consumes: its consumer runs up to
+    /// <paramref name="concurrency"/> deliveries at once (one by one when 1). Concurrent publishes
+    /// are safe: every publish awaits its own confirm.
+    /// </summary>
+    public static CreateChannelOptions ConfirmedConsuming(ushort concurrency) => new(
+        publisherConfirmationsEnabled: true,
+        publisherConfirmationTrackingEnabled: true,
+        consumerDispatchConcurrency: concurrency);
+
     public static void EnsureShortStrings(string exchange, string routingKey, BasicProperties properties)
     {
         Wire.EnsureShortString("exchange", exchange);

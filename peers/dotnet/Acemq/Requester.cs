@@ -26,6 +26,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
     private readonly IChannel _replies;
     private readonly AsyncEventingBasicConsumer _consumer;
     private readonly RequesterOptions _options;
+    private readonly RequesterPolicy _policy;
     private readonly PendingCalls _calls = new();
     private readonly ConcurrentDictionary<string, IPendingGather> _gathers = new(StringComparer.Ordinal);
     private readonly SemaphoreSlim _publisherGate = new(1, 1);
@@ -33,23 +34,26 @@ public sealed class Requester : IAsyncDisposable, IDisposable
     private IChannel? _publisher;
     private long _timedOut;
     private long _unmatched;
+    private int _lost;
 
     private Requester(IConnection connection, IChannel replies, RequesterOptions options, string replyQueue)
     {
         _connection = connection;
         _replies = replies;
         _options = options;
+        _policy = options.Policy;
         ReplyQueue = replyQueue;
         _consumer = new AsyncEventingBasicConsumer(replies);
         _consumer.ReceivedAsync += OnReplyAsync;
+
+        // The publishing channel is reopened on demand (a 404 closes it), so only the reply
+        // channel and the connection are watched: losing either ends this requester.
+        _replies.ChannelShutdownAsync += OnShutdownAsync;
+        _connection.ConnectionShutdownAsync += OnShutdownAsync;
     }
 
     /// <summary>The reply address every request of this requester names.</summary>
     public string ReplyQueue { get; }
-
-    public Profile Profile => _options.Profile;
-
-    public Mutant Mutant => _options.Mutant;
 
     /// <summary>Requests that gave up before an answer arrived.</summary>
     public long TimedOut => Interlocked.Read(ref _timedOut);
@@ -59,11 +63,10 @@ public sealed class Requester : IAsyncDisposable, IDisposable
 
     internal static async Task<Requester> OpenAsync(IConnection connection, RequesterOptions options, CancellationToken ct)
     {
-        Mutants.EnsureSide(options.Mutant, MutantSide.Requester);
         var channel = await connection.CreateChannelAsync(cancellationToken: ct).ConfigureAwait(false);
         try
         {
-            var queue = await DeclareReplyQueueAsync(channel, options.Mutant, ct).ConfigureAwait(false);
+            var queue = await DeclareReplyQueueAsync(channel, options.Policy, ct).ConfigureAwait(false);
             var requester = new Requester(connection, channel, options, queue);
             await channel.BasicConsumeAsync(queue, autoAck: true, requester._consumer, ct).ConfigureAwait(false);
             return requester;
@@ -79,12 +82,11 @@ public sealed class Requester : IAsyncDisposable, IDisposable
     /// Classic given explicitly: the broker's or the library's default may be quorum, and a
     /// quorum queue cannot be exclusive or auto-delete.
     /// </summary>
-    private static async Task<string> DeclareReplyQueueAsync(IChannel channel, Mutant mutant, CancellationToken ct)
+    private static async Task<string> DeclareReplyQueueAsync(IChannel channel, RequesterPolicy policy, CancellationToken ct)
     {
-        // The implicit-queue-type defect (breaks RR-7) leaves the type to the server's default.
         var ok = await channel.QueueDeclareAsync(
             queue: "", durable: false, exclusive: true, autoDelete: true,
-            arguments: mutant == Mutant.ImplicitQueueType ? null : ClassicQueue,
+            arguments: policy.ExplicitReplyQueueType ? ClassicQueue : null,
             cancellationToken: ct).ConfigureAwait(false);
         return ok.QueueName;
     }
@@ -128,8 +130,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             .ConfigureAwait(false);
         if (reply is null)
         {
-            // The timeouts-not-counted defect (breaks RR-9) ends the call without counting it.
-            if (_options.Mutant != Mutant.TimeoutsNotCounted)
+            if (_policy.CountTimeouts)
             {
                 Interlocked.Increment(ref _timedOut);
             }
@@ -138,7 +139,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         }
 
         // The header is checked before the body: a failure reply's body is empty.
-        if (reply.Error is not null && _options.Profile.KnowsErrorHeader() && _options.Mutant != Mutant.IgnoresErrorHeader)
+        if (reply.Error is not null && _policy.ReadErrorHeader)
         {
             throw new ResponderFailedException(reply.Error) { RequestId = messageId };
         }
@@ -186,8 +187,8 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             throw new ArgumentException("sendRequestMulti needs an endpoint queue", nameof(options));
         }
 
-        // The multi-one-copy defect (breaks SG-2) sends one copy to as many competing consumers.
-        var copies = _options.Mutant == Mutant.MultiOneCopy ? 1 : options.ExpectedReplyCount ?? 1;
+        // One copy per expected reply, so that as many competing consumers each get one (SG-2).
+        var copies = _policy.MultiCopies == MultiCopies.One ? 1 : options.ExpectedReplyCount ?? 1;
         return GatherAsync<TReq, TRes>(type, message, "", options.Endpoint, copies, options, onReply: null, cancellationToken);
     }
 
@@ -222,7 +223,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         var correlationId = options.CorrelationId ?? requestMessageId;
         var timeout = options.Timeout ?? DefaultTimeout;
         var body = JsonCodec.Encode(message);
-        var gather = new PendingGather<TRes>(requestMessageId, options.ExpectedReplyCount, onReply, _options.Mutant);
+        var gather = new PendingGather<TRes>(requestMessageId, options.ExpectedReplyCount, onReply, _policy);
         if (!_gathers.TryAdd(requestMessageId, gather))
         {
             throw new ArgumentException($"a gather with requestMessageId {requestMessageId} is already pending", nameof(options));
@@ -235,9 +236,9 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             var properties = RequestProperties(requestMessageId, correlationId, replyTo, type, headers: null);
             for (var copy = 0; copy < copies; copy++)
             {
-                if (copy > 0 && _options.Mutant == Mutant.CopiesDistinctIds)
+                if (copy > 0 && _policy.GatherCopyIds == GatherCopyIds.Distinct)
                 {
-                    // The copies-distinct-ids defect (breaks SG-1): only the first copy's replies find the gather.
+                    // Breaks SG-1: only the first copy's replies find the gather.
                     properties.MessageId = Wire.NewMessageId();
                 }
 
@@ -257,7 +258,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             await stop.CancelAsync().ConfigureAwait(false);
             var end = await gather.Ended.ConfigureAwait(false);
             var replies = gather.Replies;
-            if (end == GatherEnd.Shortfall && _options.Mutant != Mutant.ShortfallResolves)
+            if (end == GatherEnd.Shortfall && _policy.GatherShortfall == GatherShortfall.Reject)
             {
                 throw new RequestTimeoutException(requestMessageId, gather.ExpectedReplyCount!.Value, replies.Cast<object?>().ToArray())
                 {
@@ -287,17 +288,17 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             }
         }
 
-        if (!_options.Profile.NativeReplyToOnly() && _options.Mutant != Mutant.NativeOnly)
+        if (_policy.WriteHeaderAddress)
         {
             // A string is written as a long string (S); BinaryTableValue is a byte array (x).
-            table[ReplyToHeader] = _options.Mutant == Mutant.HeaderBytes
+            table[ReplyToHeader] = _policy.HeaderAddressAsBytes
                 ? new BinaryTableValue(Encoding.UTF8.GetBytes(replyTo))
                 : replyTo;
         }
 
-        if (_options.Mutant == Mutant.TruncatesShortStrings)
+        if (_policy.LongShortString == LongShortString.Truncate)
         {
-            // The truncates-short-strings defect (breaks RR-18): cut where the rule says refuse.
+            // Breaks RR-18: cut where the rule says refuse.
             messageId = Wire.TruncateShortString(messageId)!;
             correlationId = Wire.TruncateShortString(correlationId)!;
             replyTo = Wire.TruncateShortString(replyTo)!;
@@ -308,7 +309,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         {
             MessageId = messageId,
             CorrelationId = correlationId,
-            ReplyTo = replyTo,
+            ReplyTo = _policy.WriteNativeAddress ? replyTo : null,
             Type = type,
             ContentType = Wire.JsonContentType,
             DeliveryMode = DeliveryModes.Persistent,
@@ -323,23 +324,23 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         {
             await Publishing.PublishAsync(publisher, exchange, routingKey, properties, body, ct).ConfigureAwait(false);
         }
-        catch (UnroutableException) when (_options.Mutant == Mutant.IgnoresReturns)
+        catch (UnroutableException) when (!_policy.HonourReturns)
         {
-            // The ignores-returns defect (breaks RR-13): the ack is taken for delivery and the
-            // basic.return before it ignored, so the caller waits out its timeout.
+            // Breaks RR-13: the ack is taken for delivery and the basic.return before it
+            // ignored, so the caller waits out its timeout.
         }
     }
 
     private async Task<string> ReplyAddressAsync(CancellationToken ct)
     {
-        if (_options.Mutant != Mutant.QueuePerRequest)
+        if (!_policy.ReplyQueuePerRequest)
         {
             return ReplyQueue;
         }
 
-        // The defect: a new queue on the broker for every request and every gather, consumed
+        // Breaks RR-6: a new queue on the broker for every request and every gather, consumed
         // (so a late reply still arrives and is counted) until the requester is disposed.
-        var queue = await DeclareReplyQueueAsync(_replies, _options.Mutant, ct).ConfigureAwait(false);
+        var queue = await DeclareReplyQueueAsync(_replies, _policy, ct).ConfigureAwait(false);
         await _replies.BasicConsumeAsync(queue, autoAck: true, _consumer, ct).ConfigureAwait(false);
         return queue;
     }
@@ -380,7 +381,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         var headers = properties.Headers;
         var reply = new Reply(delivery.Body.ToArray(), Wire.HeaderText(headers, ErrorHeader), properties.CorrelationId);
 
-        var gatherKey = _options.Mutant == Mutant.GatherByCorrelationId
+        var gatherKey = _policy.GatherDemuxBy == GatherDemux.CorrelationId
             ? properties.CorrelationId
             : Wire.HeaderText(headers, Wire.ResponseMessageIdHeader);
         if (gatherKey is not null && _gathers.TryGetValue(gatherKey, out var gather))
@@ -391,21 +392,21 @@ public sealed class Requester : IAsyncDisposable, IDisposable
                 return Task.CompletedTask;
             }
         }
-        else if (_options.Mutant == Mutant.DropsUndecodable && reply.Error is null && !JsonCodec.IsJson(reply.Body))
+        else if (_policy.UndecodableReply == UndecodableReply.Drop && reply.Error is null && !JsonCodec.IsJson(reply.Body))
         {
-            // The drops-undecodable defect (breaks RR-19): the caller is left to time out
-            // instead of ending with a decode error; the reply is counted Unmatched below.
+            // Breaks RR-19: the caller is left to time out instead of ending with a decode
+            // error; the reply is counted Unmatched below.
         }
         else if (TakeCaller(properties.CorrelationId) is { } caller)
         {
             caller.TrySetResult(reply);
             return Task.CompletedTask;
         }
-        else if (_options.Mutant == Mutant.StrayReplyToOldestGather && gatherKey is not null && reply.Error is null
+        else if (_policy.GatherStrayReply == GatherStrayReply.OldestGather && gatherKey is not null && reply.Error is null
             && _gathers.Values.MinBy(g => g.Sequence) is { } oldest && oldest.Offer(reply.Body))
         {
-            // The stray-reply-to-oldest-gather defect (breaks SG-8): a reply for no pending
-            // gather joins the oldest one instead of being counted Unmatched.
+            // Breaks SG-8: a reply for no pending gather joins the oldest one instead of
+            // being counted Unmatched.
             return Task.CompletedTask;
         }
 
@@ -414,9 +415,21 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         return Task.CompletedTask;
     }
 
-    /// <summary>The caller a reply is for; the late-reply-to-next defect takes whoever waited longest instead.</summary>
+    /// <summary>The caller a reply is for (RR-8), or whoever waited longest under an oldest-waiter policy.</summary>
     private TaskCompletionSource<Reply>? TakeCaller(string? correlationId) =>
-        _options.Mutant == Mutant.LateReplyToNext ? _calls.TakeOldest() : _calls.TakeMatching(correlationId);
+        _policy.MatchRepliesBy == ReplyMatch.OldestWaiter ? _calls.TakeOldest() : _calls.TakeMatching(correlationId);
+
+    /// <summary>Tells the observer once when the broker or the network, not this code, closed what the requester needs.</summary>
+    private Task OnShutdownAsync(object sender, ShutdownEventArgs reason)
+    {
+        if (reason.Initiator != ShutdownInitiator.Application && !_disposed.IsCancellationRequested
+            && Interlocked.Exchange(ref _lost, 1) == 0)
+        {
+            _options.Observer?.ConnectionLost(Mq.Describe(reason));
+        }
+
+        return Task.CompletedTask;
+    }
 
     public async ValueTask DisposeAsync()
     {
@@ -426,6 +439,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         }
 
         await _disposed.CancelAsync().ConfigureAwait(false);
+        _connection.ConnectionShutdownAsync -= OnShutdownAsync;
         _calls.FailAll(new ObjectDisposedException(nameof(Requester), "the requester was disposed"));
 
         // Closing the consuming channel cancels its consumer; the auto-delete reply queue goes with it.

@@ -12,18 +12,13 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 {
     public const string DeadLetterReasonHeader = Wire.DeadLetterReasonHeader;
 
-    /// <summary>
-    /// The answered-after-publish mutant's race window, widened from microseconds so the
-    /// suite catches it every time, not by luck.
-    /// </summary>
-    internal static readonly TimeSpan MutantDelay = TimeSpan.FromMilliseconds(1000);
-
     private static readonly Dictionary<string, object?> QuorumQueue = new() { ["x-queue-type"] = "quorum" };
     private static readonly Dictionary<string, object?> ClassicQueue = new() { ["x-queue-type"] = "classic" };
 
     private readonly IChannel _channel;
     private readonly Func<byte[], RequestContext, CancellationToken, Task<byte[]>> _handler;
     private readonly ResponderOptions _options;
+    private readonly ResponderPolicy _policy;
     private readonly CancellationTokenSource _stopping = new();
     private string? _consumerTag;
 
@@ -31,7 +26,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     private long _answered;
     private long _unanswerable;
 
-    // Only for the counters-after-subscribe mutant: 1 once its lazy counter "exists".
+    // Only for a policy that creates counters after the first delivery: 1 once they "exist".
     private int _lazyCounterMade;
 
     private Responder(
@@ -42,6 +37,8 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         DeadLetterQueue = queue + ".dlq";
         _handler = handler;
         _options = options;
+        _policy = options.Policy;
+        _channel.ChannelShutdownAsync += OnShutdownAsync;
     }
 
     public string Queue { get; }
@@ -54,22 +51,24 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     /// <summary>Requests that named nowhere to reply.</summary>
     public long Unanswerable => Interlocked.Read(ref _unanswerable);
 
-    public Profile Profile => _options.Profile;
-
-    public Mutant Mutant => _options.Mutant;
-
     internal static async Task<Responder> StartAsync(
         IConnection connection, string queue, Func<byte[], RequestContext, CancellationToken, Task<byte[]>> handler,
         ResponderOptions options, CancellationToken ct)
     {
-        Mutants.EnsureSide(options.Mutant, MutantSide.Responder);
         if (options.MaxAttempts < 1)
         {
             throw new ArgumentOutOfRangeException(nameof(options), "MaxAttempts must be at least 1");
         }
 
+        if (options.Prefetch < 1)
+        {
+            throw new ArgumentOutOfRangeException(nameof(options), "Prefetch must be at least 1");
+        }
+
         Wire.EnsureShortString("queue", queue + ".dlq");
-        var channel = await connection.CreateChannelAsync(Publishing.Confirmed, ct).ConfigureAwait(false);
+        // As many deliveries are handled at once as the prefetch lets in: each waits for its own
+        // reply's confirm, and the client's confirm tracking ties every return to its publish.
+        var channel = await connection.CreateChannelAsync(Publishing.ConfirmedConsuming(options.Prefetch), ct).ConfigureAwait(false);
         try
         {
             var responder = new Responder(channel, queue, handler, options);
@@ -85,8 +84,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 
     private async Task SubscribeAsync(CancellationToken ct)
     {
-        // The classic-dlq defect (breaks RR-17) gives the dead letters a classic queue.
-        var dlqArguments = _options.Mutant == Mutant.ClassicDlq ? ClassicQueue : QuorumQueue;
+        var dlqArguments = _policy.DlqQueueType == DlqQueueType.Classic ? ClassicQueue : QuorumQueue;
         foreach (var (name, arguments) in new[] { (Queue, QuorumQueue), (DeadLetterQueue, dlqArguments) })
         {
             await _channel.QueueDeclareAsync(name, durable: true, exclusive: false, autoDelete: false, arguments, cancellationToken: ct)
@@ -129,16 +127,16 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     {
         var headers = properties.Headers;
         var attempt = Wire.Attempt(headers);
-        var address = Wire.ResolveReplyAddress(headers, properties.ReplyTo, _options.Profile, _options.Mutant == Mutant.NativeFirst);
+        var address = Wire.ResolveReplyAddress(headers, properties.ReplyTo, _policy.ReadOrder);
         if (address is not { } replyTo)
         {
             await UnanswerableAsync(tag, properties, body).ConfigureAwait(false);
             return;
         }
 
-        var shown = _options.Mutant == Mutant.NoStrip
-            ? new Dictionary<string, object?>(headers ?? new Dictionary<string, object?>(), StringComparer.Ordinal)
-            : Wire.StripEngineHeaders(headers);
+        var shown = _policy.StripEngineHeaders
+            ? Wire.StripEngineHeaders(headers)
+            : new Dictionary<string, object?>(headers ?? new Dictionary<string, object?>(), StringComparer.Ordinal);
         var request = new RequestContext(
             Queue, properties.MessageId, properties.CorrelationId, replyTo.Address, replyTo.Source, shown, attempt);
         Notify(o => o.Handling(request));
@@ -146,10 +144,10 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         byte[] reply;
         try
         {
-            if (_options.Mutant == Mutant.StrictHeaderTypes && Wire.FirstStrictlyRefusedHeader(headers) is { } malformed)
+            if (_policy.HeaderTypes == HeaderTypes.Strict && Wire.FirstStrictlyRefusedHeader(headers) is { } malformed)
             {
-                // The strict-header-types defect (breaks WF-1): a header type this reader did
-                // not expect fails the request as if the handler had thrown.
+                // Breaks WF-1: a header type a strict reader did not expect fails the request
+                // as if the handler had thrown.
                 throw new MalformedHeader(malformed);
             }
 
@@ -158,9 +156,9 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         catch (Exception e) when (!_stopping.IsCancellationRequested)
         {
             var failure = Wire.FailureText(e);
-            if (!_options.Profile.KnowsErrorHeader())
+            if (_policy.HandlerFailure == HandlerFailure.Retry)
             {
-                // Before 0.7.13 nothing went back: the retry policy had the request and the caller timed out.
+                // Nothing goes back: the retry policy has the request and the caller times out.
                 await RetryOrDeadLetterAsync(tag, properties, body, attempt, failure).ConfigureAwait(false);
                 return;
             }
@@ -176,11 +174,12 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         ulong tag, RequestContext request, IReadOnlyBasicProperties requestProperties, byte[] requestBody, byte[] reply, string? failure)
     {
         var counted = failure is null
-            ? _options.Mutant != Mutant.AnsweredAfterPublish
-            : _options.Mutant == Mutant.CountsFailures;
-        if (counted && _options.Mutant == Mutant.CountersAfterSubscribe && Interlocked.Exchange(ref _lazyCounterMade, 1) == 0)
+            ? !_policy.AnsweredTiming.IsAfterConfirm
+            : _policy.CountFailuresAnswered;
+        if (counted && _policy.CountersCreated == CountersCreated.AfterFirstDelivery
+            && Interlocked.Exchange(ref _lazyCounterMade, 1) == 0)
         {
-            // The defect: a lazily created counter misses the delivery that created it,
+            // Breaks RR-16: a lazily created counter misses the delivery that created it,
             // which is the first request of a start-up backlog.
             counted = false;
         }
@@ -198,16 +197,15 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         }
         catch (Exception e) when (!_stopping.IsCancellationRequested)
         {
-            if (counted && _options.Mutant != Mutant.NoRollback)
+            if (counted && _policy.RollbackAnswered)
             {
                 Interlocked.Decrement(ref _answered);
             }
 
             Notify(o => o.ReplyFailed(request, e));
-            if (_options.Mutant == Mutant.AcksUndeliverable)
+            if (_policy.UndeliverableReply == UndeliverableReply.Ack)
             {
-                // The acks-undeliverable defect (breaks RR-14): the request is accepted
-                // unanswered, neither retried nor dead-lettered.
+                // Breaks RR-14: the request is accepted unanswered, neither retried nor dead-lettered.
                 await _channel.BasicAckAsync(tag, multiple: false).ConfigureAwait(false);
                 return;
             }
@@ -218,12 +216,14 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         }
 
         Notify(o => o.Replied(request, failure));
-        if (failure is null && _options.Mutant == Mutant.AnsweredAfterPublish)
+        if (failure is null && _policy.AnsweredTiming is { IsAfterConfirm: true, Delay: var delay })
         {
-            _ = Task.Delay(MutantDelay).ContinueWith(_ => Interlocked.Increment(ref _answered), TaskScheduler.Default);
+            // Breaks RR-15: counted after the confirm, the delay widening the window in which
+            // a caller holding its answer finds it uncounted.
+            _ = Task.Delay(delay).ContinueWith(_ => Interlocked.Increment(ref _answered), TaskScheduler.Default);
         }
 
-        if (failure is null || _options.Mutant == Mutant.NoDlqOnFailure)
+        if (failure is null || !_policy.DeadLetterFailures)
         {
             await _channel.BasicAckAsync(tag, multiple: false).ConfigureAwait(false);
             return;
@@ -237,8 +237,8 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     {
         var headers = new Dictionary<string, object?>(StringComparer.Ordinal);
 
-        // The no-response-message-id defect (breaks SG-3) leaves gatherers nothing to demultiplex by.
-        if (request.MessageId is not null && _options.Mutant != Mutant.NoResponseMessageId)
+        // Gatherers demultiplex by it (SG-3).
+        if (request.MessageId is not null && _policy.ResponseMessageId)
         {
             headers[Wire.ResponseMessageIdHeader] = request.MessageId;
         }
@@ -252,8 +252,8 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         {
             MessageId = Wire.NewMessageId(),
 
-            // The correlation-from-correlation-id defect (breaks RR-4) echoes the wrong id.
-            CorrelationId = _options.Mutant == Mutant.CorrelationFromCorrelationId ? request.CorrelationId : request.MessageId,
+            // RR-4: the request's message_id; copying its correlation_id instead breaks the rule.
+            CorrelationId = _policy.ReplyCorrelationFrom == ReplyCorrelation.CorrelationId ? request.CorrelationId : request.MessageId,
             ContentType = Wire.JsonContentType,
             Headers = headers,
         };
@@ -265,7 +265,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     /// </summary>
     private async Task RetryOrDeadLetterAsync(ulong tag, IReadOnlyBasicProperties properties, byte[] body, int attempt, string reason)
     {
-        if (attempt < _options.MaxAttempts)
+        if (Wire.Retry(attempt, _options.MaxAttempts) == RetryDecision.Requeue)
         {
             await _channel.BasicNackAsync(tag, multiple: false, requeue: true).ConfigureAwait(false);
             return;
@@ -278,7 +278,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     {
         // Redelivering would not make a reply address appear: count it and accept it.
         Interlocked.Increment(ref _unanswerable);
-        if (_options.Mutant == Mutant.DeadLetterUnanswerable)
+        if (_policy.Unanswerable == UnanswerableRequest.DeadLetter)
         {
             if (!await DeadLetterAndAckAsync(tag, properties, body, "Unanswerable: the request names no reply address").ConfigureAwait(false))
             {
@@ -336,6 +336,17 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         await _channel.BasicAckAsync(tag, multiple: false).ConfigureAwait(false);
         Notify(o => o.DeadLettered(properties.MessageId, reason));
         return true;
+    }
+
+    /// <summary>Tells the observer when the broker or the network, not <see cref="DisposeAsync"/>, closed the channel.</summary>
+    private Task OnShutdownAsync(object sender, ShutdownEventArgs reason)
+    {
+        if (reason.Initiator != ShutdownInitiator.Application && !_stopping.IsCancellationRequested)
+        {
+            Notify(o => o.ConnectionLost(Mq.Describe(reason)));
+        }
+
+        return Task.CompletedTask;
     }
 
     private void Notify(Action<IResponderObserver> hook)
@@ -413,6 +424,6 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 
     public void Dispose() => DisposeAsync().AsTask().GetAwaiter().GetResult();
 
-    /// <summary>What the strict-header-types defect throws: its failure text is <c>MalformedHeader: {header name}</c>.</summary>
+    /// <summary>What a strict header reader throws: its failure text is <c>MalformedHeader: {header name}</c>.</summary>
     private sealed class MalformedHeader(string header) : Exception(header);
 }

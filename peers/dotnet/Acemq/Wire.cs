@@ -10,6 +10,13 @@ public enum ReplyToSource
     Native,
 }
 
+/// <summary>What the retry policy does with a request whose reply could not be delivered.</summary>
+public enum RetryDecision
+{
+    Requeue,
+    DeadLetter,
+}
+
 /// <summary>The wire rules that need no broker: header text, reply address, attempts.</summary>
 public static class Wire
 {
@@ -22,6 +29,7 @@ public static class Wire
     public const string JsonContentType = "application/json";
     public const string UndeliverableReplyPrefix = "UndeliverableReply: ";
     public const int ShortStringMax = 255;
+    public const int DefaultMaxAttempts = 3;
 
     /// <summary>
     /// Reads a header as text. RabbitMQ.Client hands long strings over as <c>byte[]</c> and
@@ -42,31 +50,24 @@ public static class Wire
     /// <summary>An empty string and an absent value mean the same (amqp091-go cannot write "").</summary>
     private static string? NonEmpty(string? value) => string.IsNullOrEmpty(value) ? null : value;
 
-    /// <summary>
-    /// The reply address of a request: the header first, then the native property, or only
-    /// the native property for 0.3.0. <paramref name="nativeFirst"/> is the mutant order.
-    /// </summary>
-    public static (string Address, ReplyToSource Source)? ResolveReplyAddress(
-        IDictionary<string, object?>? headers, string? replyTo, Profile profile, bool nativeFirst = false)
+    /// <summary>The reply address of a request: the header first, then the native property (RR-3).</summary>
+    public static (string Address, ReplyToSource Source)? ResolveReplyAddress(IDictionary<string, object?>? headers, string? replyTo) =>
+        ResolveReplyAddress(headers, replyTo, ResponderPolicy.Default.ReadOrder);
+
+    /// <summary>The reply address found first in <paramref name="readOrder"/>; null when none is there (RR-12).</summary>
+    internal static (string Address, ReplyToSource Source)? ResolveReplyAddress(
+        IDictionary<string, object?>? headers, string? replyTo, IReadOnlyList<ReplyToSource> readOrder)
     {
-        var native = NonEmpty(replyTo);
-        if (profile.NativeReplyToOnly())
+        foreach (var source in readOrder)
         {
-            return native is null ? null : (native, ReplyToSource.Native);
+            var address = NonEmpty(source == ReplyToSource.Header ? HeaderText(headers, ReplyToHeader) : replyTo);
+            if (address is not null)
+            {
+                return (address, source);
+            }
         }
 
-        var header = NonEmpty(HeaderText(headers, ReplyToHeader));
-        if (nativeFirst && native is not null)
-        {
-            return (native, ReplyToSource.Native);
-        }
-
-        if (header is not null)
-        {
-            return (header, ReplyToSource.Header);
-        }
-
-        return native is null ? null : (native, ReplyToSource.Native);
+        return null;
     }
 
     /// <summary>The headers a handler is shown: everything but the engine's <c>x-acemq-</c> namespace.</summary>
@@ -91,7 +92,8 @@ public static class Wire
 
     /// <summary>
     /// The attempt number from the quorum queue's <c>x-delivery-count</c> (absent: 1).
-    /// The count may arrive as any integer type, depending on the client and broker.
+    /// The count may arrive as any integer type, depending on the client and broker; a
+    /// value that is no non-negative integer is no count.
     /// </summary>
     public static int Attempt(IDictionary<string, object?>? headers)
     {
@@ -110,13 +112,34 @@ public static class Wire
             ushort u => u,
             uint u => u,
             ulong u => (long)Math.Min(u, long.MaxValue),
-            _ => Text(value) is { } text && long.TryParse(text, out var parsed) ? parsed : 0,
+            _ => -1,
         };
-        return (int)Math.Clamp(count + 1, 1, int.MaxValue);
+        return count < 0 ? 1 : (int)Math.Min(count, int.MaxValue - 1) + 1;
     }
 
+    /// <summary>What the retry policy does after attempt <paramref name="attempt"/> failed to deliver its reply (RR-14).</summary>
+    public static RetryDecision Retry(int attempt, int maxAttempts = DefaultMaxAttempts) =>
+        attempt < maxAttempts ? RetryDecision.Requeue : RetryDecision.DeadLetter;
+
     /// <summary>The failure text of a handler exception: the unqualified type name and the message.</summary>
-    public static string FailureText(Exception exception) => $"{exception.GetType().Name}: {exception.Message}";
+    public static string FailureText(Exception exception) => FailureText(exception.GetType().Name, exception.Message);
+
+    /// <summary>
+    /// <c>{ExceptionType}: {message}</c> from a type name as any language spells it: the part
+    /// after the last <c>.</c>, <c>::</c>, <c>/</c> or <c>$</c>, without a pointer or reference mark (RR-10.2).
+    /// </summary>
+    public static string FailureText(string typeName, string message)
+    {
+        var name = typeName.TrimStart('*', '&');
+        var start = 0;
+        foreach (var separator in new[] { ".", "::", "/", "$" })
+        {
+            var at = name.LastIndexOf(separator, StringComparison.Ordinal);
+            start = Math.Max(start, at < 0 ? 0 : at + separator.Length);
+        }
+
+        return $"{name[start..]}: {message}";
+    }
 
     /// <summary>
     /// Refuses a short-string value over 255 bytes of UTF-8: truncating would send an id
@@ -133,8 +156,8 @@ public static class Wire
     }
 
     /// <summary>
-    /// The <c>truncates-short-strings</c> defect (breaks RR-18): cuts a value to 255 bytes
-    /// of UTF-8, on a character boundary, where <see cref="EnsureShortString"/> refuses it.
+    /// Cuts a value to 255 bytes of UTF-8, on a character boundary: what a truncating
+    /// policy does where the rule (RR-18, <see cref="EnsureShortString"/>) refuses.
     /// </summary>
     internal static string? TruncateShortString(string? value)
     {
@@ -154,8 +177,8 @@ public static class Wire
     }
 
     /// <summary>
-    /// The <c>strict-header-types</c> defect (breaks WF-1): the first header whose value is
-    /// a boolean, a floating-point number, a table or an array, types a reader must accept.
+    /// The first header whose value is a boolean, a floating-point number, a table or an
+    /// array: what a strict reader refuses, though WF-1 says a reader must accept them.
     /// </summary>
     internal static string? FirstStrictlyRefusedHeader(IDictionary<string, object?>? headers) =>
         headers?.FirstOrDefault(h => h.Value is bool or float or double or IDictionary<string, object?> or IList<object?>).Key;
