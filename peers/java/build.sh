@@ -1,7 +1,11 @@
 #!/bin/sh
 # Builds the peer with plain javac from the jars Debian installs (no Maven Central needed):
-# src/main/java -> build/classes and build/peer.jar, src/test/java -> build/test-classes,
-# dependencies -> build/lib.
+#   src/main/java (the binding)  -> build/classes, build/lib/acemq-java.jar
+#   src/peer/java (the adapter)  -> build/peer-classes, build/peer.jar
+#   src/test/java, src/peer-test/java (unit tests) -> build/test-classes
+#   dependencies -> build/lib
+# The adapter is compiled against the binding's classes but packed apart: its class in the
+# binding's package (io.acemq.PeerPolicies) never enters the binding's jar.
 # JAVA_LIBS points elsewhere when the jars live somewhere else.
 set -eu
 cd "$(dirname "$0")"
@@ -15,18 +19,21 @@ JUNIT=${JUNIT:-$JAVA_LIBS/junit-platform-console-standalone.jar}
 mkdir -p build/lib
 work=$(mktemp -d build/.work.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/classes" "$work/test-classes" "$work/lib"
+mkdir -p "$work/classes" "$work/peer-classes" "$work/test-classes" "$work/lib"
 for jar in amqp-client slf4j-api slf4j-simple gson; do
     cp "$JAVA_LIBS/$jar.jar" "$work/lib/"
 done
 
 javac -encoding UTF-8 --release 17 -Xlint:all,-serial -Werror -d "$work/classes" \
     -cp "$work/lib/*" $(find src/main/java -name '*.java')
-jar --create --file "$work/peer.jar" -C "$work/classes" .
+jar --create --file "$work/lib/acemq-java.jar" -C "$work/classes" .
+javac -encoding UTF-8 --release 17 -Xlint:all,-serial -Werror -d "$work/peer-classes" \
+    -cp "$work/classes:$work/lib/*" $(find src/peer/java -name '*.java')
+jar --create --file "$work/peer.jar" -C "$work/peer-classes" .
 
-if [ -f "$JUNIT" ] && [ -d src/test/java ]; then
+if [ -f "$JUNIT" ]; then
     javac -encoding UTF-8 --release 17 -d "$work/test-classes" \
-        -cp "$work/classes:$work/lib/*:$JUNIT" $(find src/test/java -name '*.java')
+        -cp "$work/classes:$work/peer-classes:$work/lib/*:$JUNIT" $(find src/test/java src/peer-test/java -name '*.java')
 else
     echo "build.sh: $JUNIT not found; unit tests not compiled" >&2
 fi
@@ -38,7 +45,7 @@ done
 mv -f "$work/peer.jar" build/peer.jar
 
 # The class trees are for the unit tests (test.sh).
-for part in classes test-classes; do
+for part in classes peer-classes test-classes; do
     rm -rf "build/$part.old"
     [ ! -e "build/$part" ] || mv "build/$part" "build/$part.old"
     mv "$work/$part" "build/$part"

@@ -7,25 +7,24 @@ import java.util.function.BiConsumer;
 
 /**
  * A responder's Answered counter (RR-15): counted before the reply is published, so a caller
- * holding the reply already sees it, and taken back if the publish fails. The mutants that
- * count wrongly are kept here, so the responder's flow stays the same for all of them.
+ * holding the reply already sees it, and taken back if the publish fails. The policy's
+ * counting knobs are read here, so the responder's flow stays the same for all of them.
  */
 final class AnsweredCounter {
-    /** Wide enough for the answered-after-publish defect to be caught every time. */
-    static final Duration AFTER_PUBLISH_DELAY = Duration.ofMillis(1000);
-
-    private final Mutant mutant;
+    private final ResponderPolicy policy;
     private final BiConsumer<Duration, Runnable> later;
     private final AtomicLong count = new AtomicLong();
-    private final AtomicBoolean lazilyCreated = new AtomicBoolean();
+    private final AtomicBoolean created;
 
-    AnsweredCounter(Mutant mutant) {
-        this(mutant, Timers::after);
+    AnsweredCounter(ResponderPolicy policy) {
+        this(policy, Timers::after);
     }
 
-    AnsweredCounter(Mutant mutant, BiConsumer<Duration, Runnable> later) {
-        this.mutant = mutant;
+    AnsweredCounter(ResponderPolicy policy, BiConsumer<Duration, Runnable> later) {
+        this.policy = policy;
         this.later = later;
+        // RR-16: the counter exists, at zero, before the consumer is registered.
+        this.created = new AtomicBoolean(policy.countersCreated() == ResponderPolicy.CountersCreated.BEFORE_SUBSCRIBE);
     }
 
     long get() {
@@ -37,13 +36,13 @@ final class AnsweredCounter {
      * takes it back.
      */
     boolean beforePublish() {
-        if (mutant == Mutant.ANSWERED_AFTER_PUBLISH) {
+        if (policy.answeredTiming().afterConfirm()) {
             return false;
         }
-        // counters-after-subscribe (RR-16): a lazily made counter does not exist yet when the
-        // first delivery is handled, so that one answer is lost. compareAndSet: the responder
-        // handles many deliveries at once and exactly one of them must be the lost one.
-        if (mutant == Mutant.COUNTERS_AFTER_SUBSCRIBE && lazilyCreated.compareAndSet(false, true)) {
+        // A counter made lazily by the first delivery does not exist yet while that delivery is
+        // handled, so that one answer is lost. compareAndSet: the responder handles many
+        // deliveries at once and exactly one of them must be the lost one.
+        if (created.compareAndSet(false, true)) {
             return false;
         }
         count.incrementAndGet();
@@ -52,15 +51,15 @@ final class AnsweredCounter {
 
     /** The publish of a reply that {@link #beforePublish()} saw failed. */
     void publishFailed(boolean counted) {
-        if (counted && mutant != Mutant.NO_ROLLBACK) {
+        if (counted && policy.rollbackAnswered()) {
             count.decrementAndGet();
         }
     }
 
     /** The broker confirmed a reply that {@link #beforePublish()} saw. */
     void published() {
-        if (mutant == Mutant.ANSWERED_AFTER_PUBLISH) {
-            later.accept(AFTER_PUBLISH_DELAY, count::incrementAndGet);
+        if (policy.answeredTiming().afterConfirm()) {
+            later.accept(policy.answeredTiming().delay(), count::incrementAndGet);
         }
     }
 }

@@ -13,19 +13,20 @@ import java.util.function.Consumer;
 final class Gather {
     private final String requestMessageId;
     private final Integer expectedReplyCount;
-    private final Mutant mutant;
+    private final RequesterPolicy policy;
     private final Consumer<JsonElement> onReply;
     private final List<JsonElement> replies = new ArrayList<>();
     private final CompletableFuture<List<JsonElement>> result = new CompletableFuture<>();
 
-    /** {@code mutant} may be {@code null}; only the gatherer's mutants change anything here. */
-    Gather(String requestMessageId, Integer expectedReplyCount, Mutant mutant, Consumer<JsonElement> onReply) {
+    /** Only the policy's gather knobs change anything here. */
+    Gather(String requestMessageId, Integer expectedReplyCount, RequesterPolicy policy, Consumer<JsonElement> onReply) {
         this.requestMessageId = requestMessageId;
-        // no-count-means-one breaks SG-7: "no count" is read as "one reply".
-        this.expectedReplyCount = expectedReplyCount == null && mutant == Mutant.NO_COUNT_MEANS_ONE
+        // Taking "no count" as "one reply" breaks SG-7.
+        this.expectedReplyCount = expectedReplyCount == null
+                && policy.gatherMissingCount() == RequesterPolicy.GatherMissingCount.ONE
                 ? Integer.valueOf(1)
                 : expectedReplyCount;
-        this.mutant = mutant;
+        this.policy = policy;
         this.onReply = onReply;
     }
 
@@ -49,8 +50,8 @@ final class Gather {
         if (onReply != null) {
             onReply.accept(reply);
         }
-        // no-early-resolve breaks SG-5: a full gather still waits for its timeout.
-        if (countReached() && mutant != Mutant.NO_EARLY_RESOLVE) {
+        // Not resolving early breaks SG-5: a full gather still waits for its timeout.
+        if (countReached() && policy.gatherResolvesEarly()) {
             result.complete(List.copyOf(replies));
         }
         return true;
@@ -64,8 +65,9 @@ final class Gather {
         if (result.isDone()) {
             return;
         }
-        // shortfall-resolves breaks SG-6: a shortfall is taken for success.
-        if (expectedReplyCount == null || countReached() || mutant == Mutant.SHORTFALL_RESOLVES) {
+        // Resolving a shortfall breaks SG-6: it is taken for success.
+        if (expectedReplyCount == null || countReached()
+                || policy.gatherShortfall() == RequesterPolicy.GatherShortfall.RESOLVE) {
             result.complete(List.copyOf(replies));
         } else {
             result.completeExceptionally(new RequestTimeoutException(requestMessageId, expectedReplyCount, replies));

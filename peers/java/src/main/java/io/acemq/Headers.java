@@ -69,8 +69,8 @@ public final class Headers {
 
     /**
      * The first header, by name, whose value is a boolean, a floating-point number, a table or
-     * an array; {@code null} when there is none. Only the {@code strict-header-types} mutant
-     * refuses such headers: WF-1 says every type other clients write must be accepted.
+     * an array; {@code null} when there is none. Only a strict header-types policy refuses
+     * such headers: WF-1 says every type other clients write must be accepted.
      */
     static String firstOfStrictlyRefusedType(Map<String, Object> headers) {
         if (headers == null) {
@@ -88,28 +88,43 @@ public final class Headers {
     }
 
     /**
-     * The retry policy's attempt number: the quorum queue's delivery count plus one, 1 when the
-     * broker has not set it. The count may arrive as any integer type.
+     * The retry policy's attempt number (RR-14): the quorum queue's delivery count plus one,
+     * for a non-negative count of any AMQP integer type; 1 when the broker has not set it or
+     * it is anything else (a string is not a count).
      */
     public static int attempt(Map<String, Object> headers) {
         Object count = headers == null ? null : headers.get(DELIVERY_COUNT);
-        if (count instanceof Number number) {
-            return (int) Math.max(0, number.longValue()) + 1;
-        }
-        String text = text(count);
-        if (text != null) {
-            try {
-                return Math.max(0, Integer.parseInt(text.trim())) + 1;
-            } catch (NumberFormatException ignored) {
-                return 1;
+        if (count instanceof Long || count instanceof Integer || count instanceof Short || count instanceof Byte) {
+            long value = ((Number) count).longValue();
+            if (value >= 0 && value < Integer.MAX_VALUE) {
+                return (int) value + 1;
             }
         }
         return 1;
     }
 
-    /** {@code {Type}: {message}}, the failure text of RR-10, with the unqualified type name. */
+    /** {@code {Type}: {message}}, the failure text of RR-10, for a thrown error. */
     public static String failureText(Throwable error) {
-        String message = error.getMessage();
-        return error.getClass().getSimpleName() + ": " + (message == null ? "" : message);
+        return failureText(error.getClass().getName(), error.getMessage());
+    }
+
+    /**
+     * {@code {Type}: {message}} from a type name as a language reports it: the unqualified name
+     * (after the last {@code .}, {@code ::}, {@code /} or {@code $}, a leading {@code *} or
+     * {@code &} dropped), so every binding writes the same text for the same failure (RR-10).
+     */
+    public static String failureText(String typeName, String message) {
+        String name = typeName.replaceFirst("^[*&]+", "");
+        int cut = -1;
+        for (String separator : List.of(".", "::", "/", "$")) {
+            int at = name.lastIndexOf(separator);
+            if (at >= 0) {
+                cut = Math.max(cut, at + separator.length());
+            }
+        }
+        if (cut >= 0) {
+            name = name.substring(cut);
+        }
+        return name + ": " + (message == null ? "" : message);
     }
 }

@@ -4,15 +4,14 @@ import java.time.Duration;
 import java.util.Objects;
 
 /**
- * How a {@link Requester} or {@link Responder} behaves: the release it emulates, an optional
- * deliberate defect, the default request timeout and the number of reply attempts.
+ * A {@link Requester}'s default request timeout and a {@link Responder}'s number of reply
+ * attempts; {@link #defaults()} is what the wire spec says (30 s, RR-9; 3 attempts, RR-14).
  */
-public record Options(Profile profile, Mutant mutant, Duration defaultTimeout, int maxAttempts) {
+public record Options(Duration defaultTimeout, int maxAttempts) {
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(30);
     public static final int DEFAULT_MAX_ATTEMPTS = 3;
 
     public Options {
-        Objects.requireNonNull(profile, "profile");
         Objects.requireNonNull(defaultTimeout, "defaultTimeout");
         if (defaultTimeout.isNegative() || defaultTimeout.isZero()) {
             throw new IllegalArgumentException("defaultTimeout must be positive");
@@ -23,26 +22,14 @@ public record Options(Profile profile, Mutant mutant, Duration defaultTimeout, i
     }
 
     public static Options defaults() {
-        return new Options(Profile.CURRENT, null, DEFAULT_TIMEOUT, DEFAULT_MAX_ATTEMPTS);
-    }
-
-    public Options withProfile(Profile value) {
-        return new Options(value, mutant, defaultTimeout, maxAttempts);
-    }
-
-    public Options withMutant(Mutant value) {
-        return new Options(profile, value, defaultTimeout, maxAttempts);
+        return new Options(DEFAULT_TIMEOUT, DEFAULT_MAX_ATTEMPTS);
     }
 
     public Options withDefaultTimeout(Duration value) {
-        return new Options(profile, mutant, value, maxAttempts);
+        return new Options(value, maxAttempts);
     }
 
     public Options withMaxAttempts(int value) {
-        return new Options(profile, mutant, defaultTimeout, value);
-    }
-
-    boolean is(Mutant candidate) {
-        return mutant == candidate;
+        return new Options(defaultTimeout, value);
     }
 }

@@ -1,5 +1,6 @@
 package io.acemq;
 
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
@@ -20,23 +21,26 @@ public record ReplyAddress(String queue, Source source) {
         }
     }
 
+    /** The wire spec's read order (RR-3): the header first, then the native property. */
+    static final List<Source> SPEC_ORDER = List.of(Source.HEADER, Source.NATIVE);
+
     /**
      * The reply address of a request (RR-3): the {@code acemq-reply-to} header when present and
-     * non-empty, else the native {@code reply_to}. A 0.3.0 responder knows only the native
-     * property; the {@code native-first} mutant reverses the order.
+     * non-empty, else the native {@code reply_to}; empty when neither names one (RR-12).
      */
-    public static Optional<ReplyAddress> resolve(
-            Map<String, Object> headers, String nativeReplyTo, Profile profile, boolean nativeFirst) {
-        String header = profile.usesReplyToHeader() ? Headers.nonEmpty(Headers.text(headers, Headers.REPLY_TO)) : null;
-        String nativeValue = Headers.nonEmpty(nativeReplyTo);
-        if (nativeFirst && nativeValue != null) {
-            return Optional.of(new ReplyAddress(nativeValue, Source.NATIVE));
-        }
-        if (header != null) {
-            return Optional.of(new ReplyAddress(header, Source.HEADER));
-        }
-        if (nativeValue != null) {
-            return Optional.of(new ReplyAddress(nativeValue, Source.NATIVE));
+    public static Optional<ReplyAddress> resolve(Map<String, Object> headers, String nativeReplyTo) {
+        return resolve(headers, nativeReplyTo, SPEC_ORDER);
+    }
+
+    /** As {@link #resolve(Map, String)}, looking only at the places named, in that order. */
+    static Optional<ReplyAddress> resolve(Map<String, Object> headers, String nativeReplyTo, List<Source> readOrder) {
+        for (Source source : readOrder) {
+            String value = Headers.nonEmpty(source == Source.HEADER
+                    ? Headers.text(headers, Headers.REPLY_TO)
+                    : nativeReplyTo);
+            if (value != null) {
+                return Optional.of(new ReplyAddress(value, source));
+            }
         }
         return Optional.empty();
     }

@@ -9,6 +9,7 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
+import com.rabbitmq.client.ShutdownListener;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -19,6 +20,7 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -42,6 +44,7 @@ public final class Requester implements AutoCloseable {
     private final Connection connection;
     private final boolean ownsConnection;
     private final Options options;
+    private final RequesterPolicy policy;
     private final RequesterObserver observer;
     private final Channel replyChannel;
     private final ConfirmingPublisher publisher;
@@ -54,32 +57,53 @@ public final class Requester implements AutoCloseable {
     private final Map<String, Gather> gathers = Collections.synchronizedMap(new LinkedHashMap<>());
     private volatile boolean closed;
 
-    private Requester(Connection connection, boolean ownsConnection, Options options, RequesterObserver observer)
-            throws IOException {
+    private Requester(Connection connection, boolean ownsConnection, Options options, RequesterObserver observer,
+            RequesterPolicy policy) throws IOException {
         this.connection = connection;
         this.ownsConnection = ownsConnection;
-        this.options = options;
+        this.options = Objects.requireNonNull(options, "options");
+        this.policy = Objects.requireNonNull(policy, "policy");
         this.observer = observer == null ? new RequesterObserver() { } : observer;
         this.replyChannel = connection.createChannel();
-        this.publisher = new ConfirmingPublisher(connection, options.is(Mutant.IGNORES_RETURNS));
+        this.publisher = new ConfirmingPublisher(connection, policy.honourReturns());
         this.replyQueue = declareReplyQueue();
     }
 
     /** Opens a requester on a connection of its own, closed with it. */
     public static Requester open(ConnectionFactory factory, Options options, RequesterObserver observer)
             throws IOException, TimeoutException {
+        return open(factory, options, observer, RequesterPolicy.SPEC);
+    }
+
+    /** Opens a requester on channels of a connection the caller keeps. */
+    public static Requester open(Connection connection, Options options, RequesterObserver observer) throws IOException {
+        return new Requester(connection, false, options, observer, RequesterPolicy.SPEC);
+    }
+
+    /** As {@link #open(ConnectionFactory, Options, RequesterObserver)} with a policy other than the spec's. */
+    static Requester open(ConnectionFactory factory, Options options, RequesterObserver observer,
+            RequesterPolicy policy) throws IOException, TimeoutException {
         Connection connection = factory.newConnection("acemq-java requester");
         try {
-            return new Requester(connection, true, options, observer);
+            return new Requester(connection, true, options, observer, policy);
         } catch (IOException | RuntimeException e) {
             connection.abort();
             throw e;
         }
     }
 
-    /** Opens a requester on channels of a connection the caller keeps. */
-    public static Requester open(Connection connection, Options options, RequesterObserver observer) throws IOException {
-        return new Requester(connection, false, options, observer);
+    /**
+     * Tells {@code listener} when the broker or the network ends this requester's connection or
+     * reply channel; not when {@link #close()} does. The text is the client's reason.
+     */
+    public void onConnectionLost(Consumer<String> listener) {
+        ShutdownListener forward = cause -> {
+            if (!cause.isInitiatedByApplication() && !closed) {
+                listener.accept(ConnectionLoss.reason(cause));
+            }
+        };
+        connection.addShutdownListener(forward);
+        replyChannel.addShutdownListener(forward);
     }
 
     /** The reply address this requester names on every request. */
@@ -101,7 +125,10 @@ public final class Requester implements AutoCloseable {
         return request(exchange, routingKey, body, options.defaultTimeout());
     }
 
-    /** Sends one request and waits for its reply; failures are {@link AcemqException}s. */
+    /**
+     * Sends one request and waits for its reply; failures are {@link AcemqException}s.
+     * A {@code null} timeout is the requester's default.
+     */
     public JsonElement request(String exchange, String routingKey, JsonElement body, Duration timeout)
             throws IOException, InterruptedException {
         return await(send(exchange, routingKey, body, timeout, null, Map.of()).result());
@@ -116,6 +143,7 @@ public final class Requester implements AutoCloseable {
     /**
      * Publishes a request and returns at once with its id and the reply to come.
      *
+     * @param timeout how long to wait for the reply; {@code null} is the requester's default
      * @param correlationId the request's {@code correlation_id}; {@code null} uses its message id
      * @param headers extra application headers (strings, numbers, booleans)
      * @throws PublishRefusedException when the broker returned or nacked the request
@@ -126,15 +154,16 @@ public final class Requester implements AutoCloseable {
         ensureOpen();
         String messageId = newMessageId();
         correlationId = shortString("correlation_id", correlationId);
+        Duration budget = timeout == null ? options.defaultTimeout() : timeout;
         AMQP.BasicProperties properties = requestProperties(
                 messageId, correlationId == null ? messageId : correlationId, replyQueueForCall(), null, headers);
-        Call call = new Call(messageId, timeout);
+        Call call = new Call(messageId, budget);
         synchronized (calls) {
             // Checked under the lock close() takes, so a call registered now is one close() will end.
             ensureOpen();
             calls.put(messageId, call);
         }
-        call.timer = Timers.after(timeout, () -> expire(call));
+        call.timer = Timers.after(budget, () -> expire(call));
         try {
             publisher.publish(exchange, routingKey, properties, Json.encode(body));
         } catch (IOException | RuntimeException e) {
@@ -162,7 +191,7 @@ public final class Requester implements AutoCloseable {
     public PendingGather sendRequestMultiAsync(String type, JsonElement message, String endpoint, GatherOptions gather)
             throws IOException {
         int copies = gather.expectedReplyCount() == null ? 1 : gather.expectedReplyCount();
-        if (options.is(Mutant.MULTI_ONE_COPY)) {
+        if (policy.multiCopies() == RequesterPolicy.MultiCopies.ONE) {
             // Breaks SG-2: one copy reaches only one of the endpoint's competing consumers.
             copies = 1;
         }
@@ -201,13 +230,14 @@ public final class Requester implements AutoCloseable {
         type = shortString("type", type);
         AMQP.BasicProperties properties = requestProperties(
                 requestMessageId, correlationId, replyQueueForCall(), type, null);
-        Gather gather = new Gather(requestMessageId, options.expectedReplyCount(), this.options.mutant(), onReply);
+        Gather gather = new Gather(requestMessageId, options.expectedReplyCount(), policy, onReply);
         synchronized (calls) {
             // As in send: close() either sees this gather or the gather sees the close.
             ensureOpen();
             gathers.put(requestMessageId, gather);
         }
-        ScheduledFuture<?> timer = Timers.after(options.timeout(), gather::expire);
+        Duration budget = options.timeout() == null ? this.options.defaultTimeout() : options.timeout();
+        ScheduledFuture<?> timer = Timers.after(budget, gather::expire);
         gather.result().whenComplete((replies, error) -> {
             timer.cancel(false);
             gathers.remove(requestMessageId, gather);
@@ -215,8 +245,8 @@ public final class Requester implements AutoCloseable {
         try {
             byte[] body = Json.encode(message);
             for (int i = 0; i < copies; i++) {
-                // copies-distinct-ids breaks SG-1: the copies after the first carry ids nobody waits on.
-                AMQP.BasicProperties copy = i > 0 && this.options.is(Mutant.COPIES_DISTINCT_IDS)
+                // Distinct ids break SG-1: the copies after the first carry ids nobody waits on.
+                AMQP.BasicProperties copy = i > 0 && policy.gatherCopyIds() == RequesterPolicy.GatherCopyIds.DISTINCT
                         ? properties.builder().messageId(newMessageId()).build()
                         : properties;
                 publisher.publish(exchange, routingKey, copy, body);
@@ -231,10 +261,10 @@ public final class Requester implements AutoCloseable {
 
     /**
      * A short-string property's value, refused when over 255 bytes (RR-18), or cut down to
-     * 255 bytes under the {@code truncates-short-strings} mutant, which breaks that rule.
+     * 255 bytes by a policy that breaks that rule.
      */
     private String shortString(String property, String value) {
-        return options.is(Mutant.TRUNCATES_SHORT_STRINGS)
+        return policy.longShortString() == RequesterPolicy.LongShortString.TRUNCATE
                 ? ShortStrings.truncate(value)
                 : ShortStrings.check(property, value);
     }
@@ -245,16 +275,16 @@ public final class Requester implements AutoCloseable {
         if (extraHeaders != null) {
             headers.putAll(extraHeaders);
         }
-        // RR-1: both places since 0.5.0; up to 0.3.0 Java wrote only the native property.
-        if (options.profile().usesReplyToHeader() && !options.is(Mutant.NATIVE_ONLY)) {
-            headers.put(Headers.REPLY_TO, options.is(Mutant.HEADER_BYTES)
+        // RR-1: the address in both places; RR-2: the header as a long string.
+        if (policy.writeHeaderAddress()) {
+            headers.put(Headers.REPLY_TO, policy.headerAddressAsBytes()
                     ? replyTo.getBytes(StandardCharsets.UTF_8)
                     : replyTo);
         }
         return new AMQP.BasicProperties.Builder()
                 .messageId(messageId)
                 .correlationId(correlationId)
-                .replyTo(replyTo)
+                .replyTo(policy.writeNativeAddress() ? replyTo : null)
                 .type(type)
                 .contentType("application/json")
                 .headers(headers)
@@ -262,20 +292,20 @@ public final class Requester implements AutoCloseable {
     }
 
     /**
-     * The reply address a new request or gather names: the requester's one queue, or under the
-     * {@code queue-per-request} mutant a fresh queue that stays consumed until close, so a late
-     * reply to it is still received and counted.
+     * The reply address a new request or gather names: the requester's one queue (RR-6), or
+     * with a queue per request a fresh queue that stays consumed until close, so a late reply
+     * to it is still received and counted.
      */
     private String replyQueueForCall() throws IOException {
-        return options.is(Mutant.QUEUE_PER_REQUEST) ? declareReplyQueue() : replyQueue;
+        return policy.replyQueuePerRequest() ? declareReplyQueue() : replyQueue;
     }
 
     private String declareReplyQueue() throws IOException {
         synchronized (replyChannel) {
-            // implicit-queue-type breaks RR-7: the type is left to the server's default.
-            Map<String, Object> arguments = options.is(Mutant.IMPLICIT_QUEUE_TYPE)
-                    ? Map.of()
-                    : Map.of("x-queue-type", "classic");
+            // RR-7: without the type the server's default (perhaps quorum) would apply.
+            Map<String, Object> arguments = policy.explicitReplyQueueType()
+                    ? Map.of("x-queue-type", "classic")
+                    : Map.of();
             String queue = replyChannel.queueDeclare("", false, true, true, arguments).getQueue();
             replyChannel.basicConsume(queue, true, new ReplyConsumer(replyChannel));
             return queue;
@@ -288,8 +318,7 @@ public final class Requester implements AutoCloseable {
             removed = calls.remove(call.id, call);
         }
         if (removed) {
-            // timeouts-not-counted breaks RR-9.
-            if (!options.is(Mutant.TIMEOUTS_NOT_COUNTED)) {
+            if (policy.countTimeouts()) {
                 timedOut.incrementAndGet();
             }
             call.future.completeExceptionally(new RequestTimedOutException(call.id, call.timeout));
@@ -299,21 +328,25 @@ public final class Requester implements AutoCloseable {
     private void onReply(AMQP.BasicProperties properties, byte[] body) {
         Map<String, Object> headers = properties.getHeaders();
         String correlationId = properties.getCorrelationId();
-        String gatherKey = gatherKey(options, properties);
+        String gatherKey = gatherKey(policy, properties);
         Gather gather = gatherKey == null ? null : gathers.get(gatherKey);
         if (gather != null) {
             onGatherReply(gather, headers, body, correlationId);
             return;
         }
-        String failure = options.is(Mutant.IGNORES_ERROR_HEADER) ? null : Headers.text(headers, Headers.ERROR);
-        if (failure == null && options.is(Mutant.DROPS_UNDECODABLE) && !Json.isJson(body)) {
+        String failure = policy.readErrorHeader() ? Headers.text(headers, Headers.ERROR) : null;
+        if (failure == null && policy.undecodableReply() == RequesterPolicy.UndecodableReply.DROP
+                && !Json.isJson(body)) {
             // Breaks RR-19: the caller is left to wait out its timeout.
             countUnmatched(correlationId);
             return;
         }
         Call call = takeCall(correlationId);
         if (call == null) {
-            Gather oldest = gatherKey != null && options.is(Mutant.STRAY_REPLY_TO_OLDEST_GATHER) ? oldestGather() : null;
+            Gather oldest = gatherKey != null
+                    && policy.gatherStrayReply() == RequesterPolicy.GatherStrayReply.OLDEST_GATHER
+                    ? oldestGather()
+                    : null;
             if (oldest != null) {
                 // Breaks SG-8: a reply for no pending gather lands in another one.
                 onGatherReply(oldest, headers, body, correlationId);
@@ -336,11 +369,11 @@ public final class Requester implements AutoCloseable {
 
     /**
      * What a reply's pending gather (kept by its requestMessageId) is looked up with: the
-     * {@code responseMessageId} header (SG-4), or the {@code correlation_id} under the
-     * {@code gather-by-correlation-id} mutant.
+     * {@code responseMessageId} header (SG-4), or the {@code correlation_id} where the policy
+     * says so (breaking SG-4).
      */
-    static String gatherKey(Options options, AMQP.BasicProperties reply) {
-        return options.is(Mutant.GATHER_BY_CORRELATION_ID)
+    static String gatherKey(RequesterPolicy policy, AMQP.BasicProperties reply) {
+        return policy.gatherDemuxBy() == RequesterPolicy.GatherDemuxBy.CORRELATION_ID
                 ? reply.getCorrelationId()
                 : Headers.text(reply.getHeaders(), Headers.RESPONSE_MESSAGE_ID);
     }
@@ -353,7 +386,7 @@ public final class Requester implements AutoCloseable {
 
     private Call takeCall(String correlationId) {
         synchronized (calls) {
-            if (options.is(Mutant.LATE_REPLY_TO_NEXT)) {
+            if (policy.matchRepliesBy() == RequesterPolicy.MatchRepliesBy.OLDEST_WAITER) {
                 Iterator<Call> oldest = calls.values().iterator();
                 if (!oldest.hasNext()) {
                     return null;

@@ -8,6 +8,7 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
+import com.rabbitmq.client.ShutdownListener;
 import java.io.IOException;
 import java.util.HashMap;
 import java.util.Map;
@@ -19,6 +20,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -35,11 +37,13 @@ public final class Responder implements AutoCloseable {
     private final String queue;
     private final Handler handler;
     private final Options options;
+    private final ResponderPolicy policy;
     private final ResponderObserver observer;
     private final int concurrency;
     private final ExecutorService workers;
     // RR-16: the counters exist, at zero, before the consumer is registered.
     private final AnsweredCounter answered;
+    private volatile boolean closing;
     private final AtomicLong unanswerable = new AtomicLong();
     private Connection connection;
     private boolean ownsConnection;
@@ -51,7 +55,8 @@ public final class Responder implements AutoCloseable {
         this.queue = builder.queue;
         this.handler = Objects.requireNonNull(builder.handler, "handler");
         this.options = builder.options;
-        this.answered = new AnsweredCounter(options.mutant());
+        this.policy = builder.policy;
+        this.answered = new AnsweredCounter(policy);
         this.observer = builder.observer == null ? new ResponderObserver() { } : builder.observer;
         this.concurrency = builder.concurrency;
         this.workers = Executors.newFixedThreadPool(concurrency, runnable -> {
@@ -85,9 +90,9 @@ public final class Responder implements AutoCloseable {
         channel = connection.createChannel();
         Map<String, Object> quorum = Map.of("x-queue-type", "quorum");
         channel.queueDeclare(queue, true, false, false, quorum);
-        // classic-dlq breaks RR-17: the dead-letter queue loses the quorum queue's guarantees.
+        // RR-17: a classic dead-letter queue would lose the quorum queue's guarantees.
         channel.queueDeclare(deadLetterQueue(), true, false, false,
-                options.is(Mutant.CLASSIC_DLQ) ? Map.of("x-queue-type", "classic") : quorum);
+                Map.of("x-queue-type", policy.dlqQueueType().argument));
         if (builder.bindExchange != null) {
             channel.queueBind(queue, builder.bindExchange, builder.bindRoutingKey == null ? "" : builder.bindRoutingKey);
         }
@@ -104,11 +109,10 @@ public final class Responder implements AutoCloseable {
     private void onRequest(long tag, AMQP.BasicProperties properties, byte[] body) throws IOException {
         Map<String, Object> headers = properties.getHeaders();
         String messageId = properties.getMessageId();
-        Optional<ReplyAddress> address = ReplyAddress.resolve(
-                headers, properties.getReplyTo(), options.profile(), options.is(Mutant.NATIVE_FIRST));
+        Optional<ReplyAddress> address = ReplyAddress.resolve(headers, properties.getReplyTo(), policy.readOrder());
         if (address.isEmpty()) {
             unanswerable.incrementAndGet();
-            if (options.is(Mutant.DEAD_LETTER_UNANSWERABLE)) {
+            if (policy.unanswerable() == ResponderPolicy.Unanswerable.DEAD_LETTER) {
                 deadLetter(tag, properties, body, "Unanswerable: the request names no reply address");
             } else {
                 channel.basicAck(tag, false);
@@ -117,15 +121,17 @@ public final class Responder implements AutoCloseable {
             return;
         }
         int attempt = Headers.attempt(headers);
-        Map<String, Object> visible = options.is(Mutant.NO_STRIP)
-                ? new TreeMap<>(headers == null ? Map.of() : headers)
-                : Headers.visibleToHandler(headers);
+        Map<String, Object> visible = policy.stripEngineHeaders()
+                ? Headers.visibleToHandler(headers)
+                : new TreeMap<>(headers == null ? Map.of() : headers);
         IncomingRequest request = new IncomingRequest(
                 body, messageId, properties.getCorrelationId(), address.get(), visible, attempt);
 
         JsonElement reply = JsonNull.INSTANCE;
         String failure = null;
-        String refusedHeader = options.is(Mutant.STRICT_HEADER_TYPES) ? Headers.firstOfStrictlyRefusedType(headers) : null;
+        String refusedHeader = policy.headerTypes() == ResponderPolicy.HeaderTypes.STRICT
+                ? Headers.firstOfStrictlyRefusedType(headers)
+                : null;
         if (refusedHeader != null) {
             // Breaks WF-1: a header type other clients write fails the request, handler not run.
             failure = "MalformedHeader: " + refusedHeader;
@@ -138,8 +144,13 @@ public final class Responder implements AutoCloseable {
                 failure = Headers.failureText(e);
             }
         }
+        if (failure != null && policy.handlerFailure() == ResponderPolicy.HandlerFailure.RETRY) {
+            // Breaks RR-10: the caller hears nothing and the request comes back until its last attempt.
+            retryFailedHandler(tag, properties, body, attempt, failure);
+            return;
+        }
 
-        boolean counts = failure == null || options.is(Mutant.COUNTS_FAILURES);
+        boolean counts = failure == null || policy.countFailuresAnswered();
         boolean counted = counts && answered.beforePublish();
         try {
             publisher.publish("", address.get().queue(), replyProperties(properties, failure),
@@ -153,7 +164,7 @@ public final class Responder implements AutoCloseable {
             answered.published();
         }
         observer.replied(messageId, failure);
-        if (failure != null && !options.is(Mutant.NO_DLQ_ON_FAILURE)) {
+        if (failure != null && policy.deadLetterFailures()) {
             // RR-11: the caller has its answer; a retry would answer twice.
             deadLetter(tag, properties, body, failure);
         } else {
@@ -166,13 +177,23 @@ public final class Responder implements AutoCloseable {
         String messageId = properties.getMessageId();
         LOG.warn("reply to {} failed on attempt {}: {}", messageId, attempt, error);
         observer.replyFailed(messageId, attempt, error);
-        if (options.is(Mutant.ACKS_UNDELIVERABLE)) {
+        if (policy.undeliverableReply() == ResponderPolicy.UndeliverableReply.ACK) {
             // Breaks RR-14: the request is gone, neither retried nor dead-lettered.
             channel.basicAck(tag, false);
-        } else if (attempt >= options.maxAttempts()) {
+        } else if (RetryDecision.after(attempt, options.maxAttempts()) == RetryDecision.DEAD_LETTER) {
             deadLetter(tag, properties, body, "UndeliverableReply: " + error);
         } else {
             // requeue given explicitly: client libraries disagree on its default.
+            channel.basicNack(tag, false, true);
+        }
+    }
+
+    /** A handler failure under the retry policy: requeued, and dead-lettered on the last attempt. */
+    private void retryFailedHandler(long tag, AMQP.BasicProperties properties, byte[] body, int attempt, String failure)
+            throws IOException {
+        if (RetryDecision.after(attempt, options.maxAttempts()) == RetryDecision.DEAD_LETTER) {
+            deadLetter(tag, properties, body, failure);
+        } else {
             channel.basicNack(tag, false, true);
         }
     }
@@ -199,24 +220,41 @@ public final class Responder implements AutoCloseable {
     private AMQP.BasicProperties replyProperties(AMQP.BasicProperties request, String failure) {
         String requestId = request.getMessageId();
         Map<String, Object> headers = new HashMap<>();
-        // no-response-message-id breaks SG-3: gathers cannot tell whose reply this is.
-        if (requestId != null && !options.is(Mutant.NO_RESPONSE_MESSAGE_ID)) {
+        // Without it gathers cannot tell whose reply this is (SG-3).
+        if (requestId != null && policy.responseMessageId()) {
             headers.put(Headers.RESPONSE_MESSAGE_ID, requestId);
         }
         if (failure != null) {
             headers.put(Headers.ERROR, failure);
         }
         return new AMQP.BasicProperties.Builder()
-                // correlation-from-correlation-id breaks RR-4: the requester correlates by message_id.
-                .correlationId(options.is(Mutant.CORRELATION_FROM_CORRELATION_ID) ? request.getCorrelationId() : requestId)
+                // RR-4: the requester correlates by message_id, whatever the request's correlation_id.
+                .correlationId(policy.replyCorrelationFrom() == ResponderPolicy.ReplyCorrelationFrom.CORRELATION_ID
+                        ? request.getCorrelationId()
+                        : requestId)
                 .contentType("application/json")
                 .headers(headers)
                 .build();
     }
 
+    /**
+     * Tells {@code listener} when the broker or the network ends this responder's connection or
+     * channel; not when {@link #close()} does. The text is the client's reason.
+     */
+    public void onConnectionLost(Consumer<String> listener) {
+        ShutdownListener forward = cause -> {
+            if (!cause.isInitiatedByApplication() && !closing) {
+                listener.accept(ConnectionLoss.reason(cause));
+            }
+        };
+        connection.addShutdownListener(forward);
+        channel.addShutdownListener(forward);
+    }
+
     /** Cancels the consumer and closes the channels (and the connection when it owns it). */
     @Override
     public void close() {
+        closing = true;
         workers.shutdownNow();
         try {
             if (channel != null && channel.isOpen()) {
@@ -267,6 +305,7 @@ public final class Responder implements AutoCloseable {
         private final String queue;
         private Handler handler;
         private Options options = Options.defaults();
+        private ResponderPolicy policy = ResponderPolicy.SPEC;
         private ResponderObserver observer;
         private String bindExchange;
         private String bindRoutingKey;
@@ -286,6 +325,12 @@ public final class Responder implements AutoCloseable {
 
         public Builder options(Options value) {
             options = Objects.requireNonNull(value);
+            return this;
+        }
+
+        /** Package-private: a service's responder always follows the spec. */
+        Builder policy(ResponderPolicy value) {
+            policy = Objects.requireNonNull(value);
             return this;
         }
 

@@ -26,7 +26,7 @@ final class ShortStrings {
 
     /**
      * The longest prefix of the value that fits in {@value #MAX_BYTES} bytes of UTF-8, cut
-     * between characters. Only the {@code truncates-short-strings} mutant uses it (RR-18).
+     * between characters. Only a policy that breaks RR-18 uses it.
      */
     static String truncate(String value) {
         if (value == null || value.getBytes(StandardCharsets.UTF_8).length <= MAX_BYTES) {

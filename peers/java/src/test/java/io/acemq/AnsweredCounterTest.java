@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 class AnsweredCounterTest {
     @Test
     void countsBeforePublishingAndTakesAFailureBack() {
-        AnsweredCounter answered = new AnsweredCounter(null);
+        AnsweredCounter answered = new AnsweredCounter(ResponderPolicy.SPEC);
         assertTrue(answered.beforePublish());
         assertEquals(1, answered.get());
         answered.publishFailed(true);
@@ -29,7 +29,7 @@ class AnsweredCounterTest {
 
     @Test
     void noRollbackKeepsAFailedReply() {
-        AnsweredCounter answered = new AnsweredCounter(Mutant.NO_ROLLBACK);
+        AnsweredCounter answered = new AnsweredCounter(policy("rollback_answered", false));
         answered.publishFailed(answered.beforePublish());
         assertEquals(1, answered.get());
     }
@@ -38,7 +38,7 @@ class AnsweredCounterTest {
     void answeredAfterPublishCountsASecondAfterTheConfirm() {
         List<Duration> delays = new ArrayList<>();
         List<Runnable> tasks = new ArrayList<>();
-        AnsweredCounter answered = new AnsweredCounter(Mutant.ANSWERED_AFTER_PUBLISH, (delay, task) -> {
+        AnsweredCounter answered = new AnsweredCounter(policy("answered_timing", "after_confirm"), (delay, task) -> {
             delays.add(delay);
             tasks.add(task);
         });
@@ -52,7 +52,7 @@ class AnsweredCounterTest {
 
     @Test
     void countersAfterSubscribeLosesOnlyTheFirstAnswer() {
-        AnsweredCounter answered = new AnsweredCounter(Mutant.COUNTERS_AFTER_SUBSCRIBE);
+        AnsweredCounter answered = new AnsweredCounter(policy("counters_created", "after_first_delivery"));
         boolean first = answered.beforePublish();
         assertFalse(first);
         answered.publishFailed(first);
@@ -66,7 +66,7 @@ class AnsweredCounterTest {
 
     @Test
     void countersAfterSubscribeLosesExactlyOneUnderConcurrency() throws InterruptedException {
-        AnsweredCounter answered = new AnsweredCounter(Mutant.COUNTERS_AFTER_SUBSCRIBE);
+        AnsweredCounter answered = new AnsweredCounter(policy("counters_created", "after_first_delivery"));
         int threads = 16;
         int each = 100;
         AtomicInteger lost = new AtomicInteger();
@@ -95,5 +95,9 @@ class AnsweredCounterTest {
         assertTrue(pool.awaitTermination(10, TimeUnit.SECONDS));
         assertEquals(1, lost.get());
         assertEquals(threads * each - 1, answered.get());
+    }
+
+    private static ResponderPolicy policy(String knob, Object value) {
+        return PolicyKnobs.resolve(ResponderPolicy.SPEC, java.util.Map.of(knob, value), Duration.ofMillis(1000));
     }
 }

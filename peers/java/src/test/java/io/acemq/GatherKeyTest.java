@@ -16,14 +16,15 @@ class GatherKeyTest {
 
     @Test
     void gathersAreFoundByTheResponseMessageIdHeader() {
-        assertEquals("request-message-id", Requester.gatherKey(Options.defaults(), REPLY));
-        assertNull(Requester.gatherKey(Options.defaults(), new AMQP.BasicProperties.Builder()
+        assertEquals("request-message-id", Requester.gatherKey(RequesterPolicy.SPEC, REPLY));
+        assertNull(Requester.gatherKey(RequesterPolicy.SPEC, new AMQP.BasicProperties.Builder()
                 .correlationId("business-correlation").build()));
     }
 
     @Test
-    void theMutantLooksThemUpByCorrelationIdInstead() {
-        Options mutant = Options.defaults().withMutant(Mutant.GATHER_BY_CORRELATION_ID);
-        assertEquals("business-correlation", Requester.gatherKey(mutant, REPLY));
+    void aCorrelationIdPolicyLooksThemUpByCorrelationIdInstead() {
+        RequesterPolicy byCorrelation = PolicyKnobs.resolve(
+                RequesterPolicy.SPEC, Map.of("gather_demux_by", "correlation_id"), null);
+        assertEquals("business-correlation", Requester.gatherKey(byCorrelation, REPLY));
     }
 }

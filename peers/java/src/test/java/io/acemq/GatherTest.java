@@ -18,7 +18,7 @@ class GatherTest {
 
     @Test
     void resolvesAsSoonAsTheCountIsReached() throws Exception {
-        Gather gather = new Gather("m", 2, null, null);
+        Gather gather = new Gather("m", 2, RequesterPolicy.SPEC, null);
         assertTrue(gather.offer(A));
         assertFalse(gather.isDone());
         assertTrue(gather.offer(B));
@@ -27,7 +27,7 @@ class GatherTest {
 
     @Test
     void aShortfallRejectsWithThePartialReplies() {
-        Gather gather = new Gather("m", 3, null, null);
+        Gather gather = new Gather("m", 3, RequesterPolicy.SPEC, null);
         gather.offer(A);
         gather.offer(B);
         gather.expire();
@@ -39,21 +39,21 @@ class GatherTest {
 
     @Test
     void withoutACountItResolvesAtTheTimeoutWithWhateverArrived() throws Exception {
-        Gather gather = new Gather("m", null, null, null);
+        Gather gather = new Gather("m", null, RequesterPolicy.SPEC, null);
         gather.offer(A);
         gather.offer(B);
         assertFalse(gather.isDone());
         gather.expire();
         assertEquals(List.of(A, B), gather.result().get());
 
-        Gather empty = new Gather("e", null, null, null);
+        Gather empty = new Gather("e", null, RequesterPolicy.SPEC, null);
         empty.expire();
         assertEquals(List.of(), empty.result().get());
     }
 
     @Test
     void repliesAfterTheEndAreRefused() {
-        Gather gather = new Gather("m", 1, null, null);
+        Gather gather = new Gather("m", 1, RequesterPolicy.SPEC, null);
         assertTrue(gather.offer(A));
         assertFalse(gather.offer(B));
         gather.expire();
@@ -63,7 +63,7 @@ class GatherTest {
     @Test
     void onReplySeesEachReplyInArrivalOrder() {
         List<JsonElement> seen = new ArrayList<>();
-        Gather gather = new Gather("m", 2, null, seen::add);
+        Gather gather = new Gather("m", 2, RequesterPolicy.SPEC, seen::add);
         gather.offer(B);
         gather.offer(A);
         assertEquals(List.of(B, A), seen);
@@ -71,7 +71,7 @@ class GatherTest {
 
     @Test
     void shortfallResolvesMutantResolvesWithThePartialReplies() throws Exception {
-        Gather gather = new Gather("m", 3, Mutant.SHORTFALL_RESOLVES, null);
+        Gather gather = new Gather("m", 3, policy("gather_shortfall", "resolve"), null);
         gather.offer(A);
         gather.expire();
         assertEquals(List.of(A), gather.result().get());
@@ -79,7 +79,7 @@ class GatherTest {
 
     @Test
     void noEarlyResolveMutantWaitsForTheTimeoutThenResolves() throws Exception {
-        Gather gather = new Gather("m", 2, Mutant.NO_EARLY_RESOLVE, null);
+        Gather gather = new Gather("m", 2, policy("gather_resolves_early", false), null);
         assertTrue(gather.offer(A));
         assertTrue(gather.offer(B));
         assertFalse(gather.isDone());
@@ -91,7 +91,7 @@ class GatherTest {
 
     @Test
     void noEarlyResolveMutantStillRejectsAShortfall() {
-        Gather gather = new Gather("m", 2, Mutant.NO_EARLY_RESOLVE, null);
+        Gather gather = new Gather("m", 2, policy("gather_resolves_early", false), null);
         gather.offer(A);
         gather.expire();
         ExecutionException error = org.junit.jupiter.api.Assertions.assertThrows(
@@ -101,11 +101,11 @@ class GatherTest {
 
     @Test
     void noCountMeansOneMutantResolvesAtTheFirstReplyAndRejectsWithNone() {
-        Gather gather = new Gather("m", null, Mutant.NO_COUNT_MEANS_ONE, null);
+        Gather gather = new Gather("m", null, policy("gather_missing_count", "one"), null);
         assertTrue(gather.offer(A));
         assertEquals(List.of(A), gather.result().getNow(null));
 
-        Gather empty = new Gather("e", null, Mutant.NO_COUNT_MEANS_ONE, null);
+        Gather empty = new Gather("e", null, policy("gather_missing_count", "one"), null);
         empty.expire();
         ExecutionException error = org.junit.jupiter.api.Assertions.assertThrows(
                 ExecutionException.class, () -> empty.result().get());
@@ -115,10 +115,14 @@ class GatherTest {
 
     @Test
     void noEarlyResolveMutantLeavesAGatherWithoutACountAlone() throws Exception {
-        Gather gather = new Gather("m", null, Mutant.NO_EARLY_RESOLVE, null);
+        Gather gather = new Gather("m", null, policy("gather_resolves_early", false), null);
         gather.offer(A);
         assertFalse(gather.isDone());
         gather.expire();
         assertEquals(List.of(A), gather.result().get());
+    }
+
+    private static RequesterPolicy policy(String knob, Object value) {
+        return PolicyKnobs.resolve(RequesterPolicy.SPEC, java.util.Map.of(knob, value), null);
     }
 }

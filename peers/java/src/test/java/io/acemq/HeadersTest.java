@@ -12,47 +12,29 @@ import org.junit.jupiter.api.Test;
 
 class HeadersTest {
     @Test
-    void readsLongStringsAndByteArraysAlike() {
-        assertEquals("amq.gen-é", Headers.text(LongStringHelper.asLongString("amq.gen-é")));
-        assertEquals("amq.gen-é", Headers.text("amq.gen-é".getBytes(StandardCharsets.UTF_8)));
+    void plainJavaStringsAreTextToo() {
+        // Not on the wire (the client hands over LongString), but a caller's own map may hold them.
         assertEquals("plain", Headers.text("plain"));
-    }
-
-    @Test
-    void otherTypesAreNotText() {
-        assertNull(Headers.text(42L));
-        assertNull(Headers.text(true));
-        assertNull(Headers.text(List.of("a")));
         assertNull(Headers.text(null, Headers.REPLY_TO));
-        assertNull(Headers.text(Map.of(), Headers.REPLY_TO));
     }
 
     @Test
-    void handlerDoesNotSeeTheEngineNamespace() {
-        Map<String, Object> headers = new HashMap<>();
-        headers.put("x-acemq-trace", "t");
-        headers.put("x-custom", 1);
-        headers.put(Headers.REPLY_TO, "q");
-        assertEquals(List.of(Headers.REPLY_TO, "x-custom"), List.copyOf(Headers.visibleToHandler(headers).keySet()));
-        assertEquals(Map.of(), Headers.visibleToHandler(null));
-    }
-
-    @Test
-    void attemptIsDeliveryCountPlusOneWhateverItsIntegerType() {
-        assertEquals(1, Headers.attempt(null));
-        assertEquals(1, Headers.attempt(Map.of()));
-        assertEquals(2, Headers.attempt(Map.of(Headers.DELIVERY_COUNT, 1L)));
-        assertEquals(3, Headers.attempt(Map.of(Headers.DELIVERY_COUNT, 2)));
-        assertEquals(3, Headers.attempt(Map.of(Headers.DELIVERY_COUNT, (byte) 2)));
+    void attemptReadsAShortDeliveryCount() {
         assertEquals(4, Headers.attempt(Map.of(Headers.DELIVERY_COUNT, (short) 3)));
-        assertEquals(2, Headers.attempt(Map.of(Headers.DELIVERY_COUNT, LongStringHelper.asLongString("1"))));
-        assertEquals(1, Headers.attempt(Map.of(Headers.DELIVERY_COUNT, "many")));
+        assertEquals(1, Headers.attempt(null));
     }
 
     @Test
-    void failureTextUsesTheUnqualifiedTypeName() {
+    void failureTextOfAThrowableUsesItsUnqualifiedClassName() {
         assertEquals("IllegalStateException: no price", Headers.failureText(new IllegalStateException("no price")));
         assertEquals("RuntimeException: ", Headers.failureText(new RuntimeException()));
+        assertEquals("Nested: x", Headers.failureText(new Nested("x")));
+    }
+
+    private static final class Nested extends RuntimeException {
+        Nested(String message) {
+            super(message);
+        }
     }
 
     @Test

@@ -1,35 +1,19 @@
 package io.acemq;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.time.Duration;
+import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class OptionsTest {
     @Test
     void defaultsFollowTheSpec() {
         Options options = Options.defaults();
-        assertEquals(Profile.CURRENT, options.profile());
-        assertNull(options.mutant());
         assertEquals(Duration.ofSeconds(30), options.defaultTimeout());
         assertEquals(3, options.maxAttempts());
-    }
-
-    @Test
-    void profilesAndMutantsGoByTheirCatalogueNames() {
-        for (Profile profile : Profile.values()) {
-            assertEquals(profile, Profile.fromWireName(profile.wireName()));
-        }
-        for (Mutant mutant : Mutant.values()) {
-            assertEquals(mutant, Mutant.fromWireName(mutant.wireName()));
-        }
-        assertEquals(Profile.CURRENT, Profile.fromWireName(null));
-        assertNull(Mutant.fromWireName(null));
-        assertEquals(30, Mutant.values().length);
-        assertThrows(IllegalArgumentException.class, () -> Profile.fromWireName("0.7.12"));
-        assertThrows(IllegalArgumentException.class, () -> Mutant.fromWireName("nope"));
     }
 
     @Test
@@ -37,5 +21,24 @@ class OptionsTest {
         assertThrows(IllegalArgumentException.class, () -> Options.defaults().withMaxAttempts(0));
         assertThrows(IllegalArgumentException.class, () -> Options.defaults().withDefaultTimeout(Duration.ZERO));
         assertThrows(IllegalArgumentException.class, () -> GatherOptions.within(Duration.ofSeconds(1)).expecting(0));
+    }
+
+    @Test
+    void knobsMapMechanicallyOntoPolicyFields() {
+        RequesterPolicy requester = PolicyKnobs.resolve(RequesterPolicy.SPEC,
+                Map.of("match_replies_by", "oldest_waiter", "write_header_address", false), null);
+        assertEquals(RequesterPolicy.MatchRepliesBy.OLDEST_WAITER, requester.matchRepliesBy());
+        assertEquals(false, requester.writeHeaderAddress());
+        assertEquals(RequesterPolicy.SPEC, PolicyKnobs.resolve(RequesterPolicy.SPEC, Map.of(), null));
+
+        ResponderPolicy responder = PolicyKnobs.resolve(ResponderPolicy.SPEC,
+                Map.of("read_order", List.of("native"), "answered_timing", "after_confirm"), Duration.ofMillis(7));
+        assertEquals(List.of(ReplyAddress.Source.NATIVE), responder.readOrder());
+        assertEquals(ResponderPolicy.AnsweredTiming.afterConfirm(Duration.ofMillis(7)), responder.answeredTiming());
+
+        assertThrows(IllegalArgumentException.class,
+                () -> PolicyKnobs.resolve(RequesterPolicy.SPEC, Map.of("no_such_knob", true), null));
+        assertThrows(IllegalArgumentException.class,
+                () -> PolicyKnobs.resolve(RequesterPolicy.SPEC, Map.of("match_replies_by", "nobody"), null));
     }
 }

@@ -11,12 +11,11 @@ import com.rabbitmq.client.ConnectionFactory;
 import io.acemq.Acemq;
 import io.acemq.GatherOptions;
 import io.acemq.Handler;
-import io.acemq.IncomingRequest;
-import io.acemq.Mutant;
 import io.acemq.Options;
+import io.acemq.IncomingRequest;
+import io.acemq.PeerPolicies;
 import io.acemq.PendingGather;
 import io.acemq.PendingRequest;
-import io.acemq.Profile;
 import io.acemq.ReplyDecodeException;
 import io.acemq.RequestTimedOutException;
 import io.acemq.RequestTimeoutException;
@@ -33,7 +32,6 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -48,7 +46,8 @@ import java.util.concurrent.TimeUnit;
  * own, and writes answers and events on stdout, one line each. Logs go to stderr.
  */
 public final class PeerMain {
-    private static final int PROTOCOL = 1;
+    /** The newest protocol spoken; a hello offering only 1 gets version 1 (no load, no connection_lost). */
+    private static final int PROTOCOL = 2;
     private static final String PEER = "java";
     private static final Gson GSON = new GsonBuilder().serializeNulls().disableHtmlEscaping().create();
 
@@ -60,7 +59,10 @@ public final class PeerMain {
     });
     private final Map<String, Requester> requesters = new ConcurrentHashMap<>();
     private final Map<String, Responder> responders = new ConcurrentHashMap<>();
+    /** Raw echo responders (responder.start with client: raw): no counters, no events. */
+    private final Map<String, AutoCloseable> rawResponders = new ConcurrentHashMap<>();
     private volatile ConnectionFactory factory;
+    private volatile int protocol = 1;
 
     private PeerMain(PrintStream out) {
         this.out = out;
@@ -116,6 +118,12 @@ public final class PeerMain {
                 case "responder.start" -> startResponder(command);
                 case "responder.stop" -> stopResponder(command);
                 case "counters" -> counters(command, answer);
+                case "load" -> {
+                    if (protocol < 2) {
+                        throw new IllegalArgumentException("load needs protocol 2");
+                    }
+                    load(command, answer);
+                }
                 case "shutdown" -> {
                     write(answer);
                     closeAll();
@@ -139,10 +147,7 @@ public final class PeerMain {
     }
 
     private void hello(JsonObject command, JsonObject answer) {
-        JsonElement protocol = command.get("protocol");
-        if (protocol != null && !protocol.isJsonNull() && protocol.getAsInt() != PROTOCOL) {
-            throw new IllegalArgumentException("this peer speaks protocol " + PROTOCOL + ", not " + protocol);
-        }
+        int chosen = negotiate(command);
         String url = text(command, "amqp_url");
         if (url != null) {
             ConnectionFactory fresh = new ConnectionFactory();
@@ -155,19 +160,40 @@ public final class PeerMain {
             fresh.setConnectionTimeout(10_000);
             factory = fresh;
         }
-        answer.addProperty("protocol", PROTOCOL);
+        protocol = chosen;
+        answer.addProperty("protocol", chosen);
         answer.addProperty("peer", PEER);
         answer.addProperty("language", "Java");
         answer.addProperty("binding", "acemq-java " + Acemq.VERSION);
         answer.addProperty("client", "amqp-client " + Acemq.clientVersion());
-        answer.add("profiles", strings(Arrays.stream(Profile.values()).map(Profile::wireName).toList()));
-        answer.add("mutants", strings(Arrays.stream(Mutant.values()).map(Mutant::wireName).toList()));
-        answer.add("capabilities", strings(List.of("request", "respond", "gather")));
+        answer.add("profiles", strings(Catalogue.profileNames()));
+        answer.add("mutants", strings(Catalogue.mutantNames()));
+        answer.add("capabilities", strings(chosen >= 2
+                ? List.of("request", "respond", "gather", "load")
+                : List.of("request", "respond", "gather")));
+    }
+
+    /** The highest version both speak: 2 when offered in {@code protocols} (or asked for), else 1. */
+    private static int negotiate(JsonObject command) {
+        JsonElement offered = command.get("protocols");
+        if (offered != null && offered.isJsonArray()) {
+            for (JsonElement version : offered.getAsJsonArray()) {
+                if (version.getAsInt() == PROTOCOL) {
+                    return PROTOCOL;
+                }
+            }
+        }
+        JsonElement asked = command.get("protocol");
+        int version = asked == null || asked.isJsonNull() ? 1 : asked.getAsInt();
+        if (version != 1 && version != PROTOCOL) {
+            throw new IllegalArgumentException("this peer speaks protocols 1 and " + PROTOCOL + ", not " + version);
+        }
+        return version;
     }
 
     private void openRequester(JsonObject command, JsonObject answer) throws Exception {
         String name = required(command, "name");
-        Options options = options(command);
+        Map<String, Object> knobs = Catalogue.requesterKnobs(text(command, "profile"), text(command, "mutant"));
         if (requesters.containsKey(name)) {
             throw new IllegalArgumentException("a requester named '" + name + "' is already open");
         }
@@ -180,10 +206,13 @@ public final class PeerMain {
                 write(event);
             }
         };
-        Requester requester = Requester.open(connectionFactory(), options, observer);
+        Requester requester = PeerPolicies.openRequester(connectionFactory(), observer, knobs);
         if (requesters.putIfAbsent(name, requester) != null) {
             requester.close();
             throw new IllegalArgumentException("a requester named '" + name + "' is already open");
+        }
+        if (protocol >= 2) {
+            requester.onConnectionLost(reason -> connectionLost("requester", name, reason));
         }
         answer.addProperty("reply_queue", requester.replyQueue());
     }
@@ -205,7 +234,7 @@ public final class PeerMain {
                 textOr(command, "exchange", ""),
                 textOr(command, "routing_key", ""),
                 bodyOf(command),
-                timeout == null ? Options.DEFAULT_TIMEOUT : timeout,
+                timeout, // absent: the binding's default applies
                 text(command, "correlation_id"),
                 headers(command));
         try {
@@ -234,9 +263,10 @@ public final class PeerMain {
         Requester requester = requester(command);
         Duration timeout = duration(command, "timeout_ms");
         JsonElement count = command.get("expected_reply_count");
+        // Whatever is absent stays null, so the binding's own defaults apply.
         GatherOptions options = new GatherOptions(
                 count == null || count.isJsonNull() ? null : count.getAsInt(),
-                timeout == null ? Options.DEFAULT_TIMEOUT : timeout,
+                timeout,
                 text(command, "correlation_id"));
         String mode = required(command, "mode");
         long started = System.nanoTime();
@@ -265,18 +295,33 @@ public final class PeerMain {
     private void startResponder(JsonObject command) throws Exception {
         String name = required(command, "name");
         String queue = required(command, "queue");
-        Options options = options(command);
+        if (responders.containsKey(name) || rawResponders.containsKey(name)) {
+            throw new IllegalArgumentException("a responder named '" + name + "' is already started");
+        }
+        String client = textOr(command, "client", "binding");
+        if (client.equals("raw")) {
+            AutoCloseable raw = RawClient.startEchoResponder(connectionFactory(), queue);
+            if (rawResponders.putIfAbsent(name, raw) != null) {
+                raw.close();
+                throw new IllegalArgumentException("a responder named '" + name + "' is already started");
+            }
+            return;
+        }
+        if (!client.equals("binding")) {
+            throw new IllegalArgumentException("client is 'binding' or 'raw', not '" + client + "'");
+        }
+        Map<String, Object> knobs = Catalogue.responderKnobs(text(command, "profile"), text(command, "mutant"));
+        Options options = Options.defaults();
         JsonElement maxAttempts = command.get("max_attempts");
+        // Only a given max_attempts replaces the binding's default (3, RR-14).
         if (maxAttempts != null && !maxAttempts.isJsonNull()) {
             options = options.withMaxAttempts(maxAttempts.getAsInt());
-        }
-        if (responders.containsKey(name)) {
-            throw new IllegalArgumentException("a responder named '" + name + "' is already started");
         }
         JsonObject behavior = command.has("behavior") && command.get("behavior").isJsonObject()
                 ? command.getAsJsonObject("behavior")
                 : new JsonObject();
-        Responder.Builder builder = Responder.builder(queue)
+        Responder.Builder builder = PeerPolicies.withPolicy(Responder.builder(queue), knobs,
+                        Catalogue.ANSWERED_AFTER_CONFIRM_DELAY)
                 .options(options)
                 .handler(behaviorHandler(name, behavior))
                 .observer(new EventObserver(name));
@@ -289,6 +334,73 @@ public final class PeerMain {
             responder.close();
             throw new IllegalArgumentException("a responder named '" + name + "' is already started");
         }
+        if (protocol >= 2) {
+            responder.onConnectionLost(reason -> connectionLost("responder", name, reason));
+        }
+    }
+
+    private void connectionLost(String side, String name, String reason) {
+        JsonObject event = event("connection_lost");
+        event.addProperty(side, name);
+        event.addProperty("reason", reason == null ? "connection lost" : reason);
+        write(event);
+    }
+
+    /** {@code load}: the binding's requester or the bare client, measured here (protocol 2). */
+    private void load(JsonObject command, JsonObject answer) throws Exception {
+        String client = required(command, "client");
+        String exchange = textOr(command, "exchange", "");
+        String routingKey = required(command, "routing_key");
+        int requests = positive(command, "requests");
+        int inFlight = positive(command, "in_flight");
+        int bodyBytes = command.has("body_bytes") ? command.get("body_bytes").getAsInt() : 0;
+        Duration timeout = duration(command, "timeout_ms");
+        if (timeout == null) {
+            throw new IllegalArgumentException("missing 'timeout_ms'");
+        }
+        int warmup = command.has("warmup") && !command.get("warmup").isJsonNull() ? command.get("warmup").getAsInt() : 0;
+        JsonObject figures = switch (client) {
+            case "binding" -> bindingLoad(command, exchange, routingKey, requests, inFlight, bodyBytes, timeout, warmup);
+            case "raw" -> RawClient.load(connectionFactory(), exchange, routingKey, requests, inFlight, bodyBytes,
+                    timeout.toMillis(), warmup);
+            default -> throw new IllegalArgumentException("client is 'binding' or 'raw', not '" + client + "'");
+        };
+        answer.add("load", figures);
+    }
+
+    private JsonObject bindingLoad(JsonObject command, String exchange, String routingKey, int requests, int inFlight,
+            int bodyBytes, Duration timeout, int warmup) throws Exception {
+        Map<String, Object> knobs = Catalogue.requesterKnobs(text(command, "profile"), text(command, "mutant"));
+        JsonElement body = JsonParser.parseString(new String(Load.body(bodyBytes), StandardCharsets.UTF_8));
+        // send returns once its request is confirmed (a returned request throws there), so the
+        // requests are sent from in_flight threads, the way a threaded service calls the binding;
+        // Load's slots keep at most in_flight outstanding.
+        ExecutorService callers = Executors.newFixedThreadPool(inFlight, runnable -> {
+            Thread thread = new Thread(runnable, "acemq-load-caller");
+            thread.setDaemon(true);
+            return thread;
+        });
+        try (Requester requester = PeerPolicies.openRequester(connectionFactory(), null, knobs)) {
+            return Load.run("binding", requests, inFlight, bodyBytes, warmup, (index, startedNanos, load) ->
+                    callers.execute(() -> {
+                        try {
+                            requester.send(exchange, routingKey, body, timeout, null, Map.of()).result()
+                                    .whenComplete((reply, error) -> {
+                                        if (error == null) {
+                                            load.done(index, startedNanos);
+                                        } else if (error instanceof RequestTimedOutException) {
+                                            load.timedOut();
+                                        } else {
+                                            load.failed(error);
+                                        }
+                                    });
+                        } catch (Exception e) {
+                            load.failed(e);
+                        }
+                    }));
+        } finally {
+            callers.shutdownNow();
+        }
     }
 
     private Handler behaviorHandler(String name, JsonObject behavior) {
@@ -299,7 +411,10 @@ public final class PeerMain {
         long delayMs = behavior.has("delay_ms") && !behavior.get("delay_ms").isJsonNull()
                 ? behavior.get("delay_ms").getAsLong()
                 : 0;
-        String errorMessage = textOr(behavior, "error_message", "scenario failure");
+        String errorMessage = text(behavior, "error_message");
+        if (reply.equals("fail") && errorMessage == null) {
+            throw new IllegalArgumentException("behavior.error_message is required when reply is 'fail'");
+        }
         return request -> {
             if (delayMs > 0) {
                 Thread.sleep(delayMs);
@@ -323,10 +438,19 @@ public final class PeerMain {
     private void stopResponder(JsonObject command) {
         String name = required(command, "name");
         Responder responder = responders.remove(name);
-        if (responder == null) {
+        if (responder != null) {
+            responder.close();
+            return;
+        }
+        AutoCloseable raw = rawResponders.remove(name);
+        if (raw == null) {
             throw new IllegalArgumentException("no responder named '" + name + "'");
         }
-        responder.close();
+        try {
+            raw.close();
+        } catch (Exception e) {
+            System.err.println("peer: closing raw responder " + name + ": " + e);
+        }
     }
 
     private void counters(JsonObject command, JsonObject answer) {
@@ -340,7 +464,7 @@ public final class PeerMain {
         } else if (responder != null) {
             counters.addProperty("answered", responder.getAnswered());
             counters.addProperty("unanswerable", responder.getUnanswerable());
-        } else {
+        } else if (!rawResponders.containsKey(name)) {
             throw new IllegalArgumentException("no requester or responder named '" + name + "'");
         }
         answer.add("counters", counters);
@@ -351,6 +475,14 @@ public final class PeerMain {
         requesters.clear();
         responders.values().forEach(Responder::close);
         responders.clear();
+        rawResponders.values().forEach(raw -> {
+            try {
+                raw.close();
+            } catch (Exception e) {
+                System.err.println("peer: closing raw responder: " + e);
+            }
+        });
+        rawResponders.clear();
     }
 
     /** Turns the binding's hooks into event lines. */
@@ -442,10 +574,12 @@ public final class PeerMain {
         return requester;
     }
 
-    private static Options options(JsonObject command) {
-        return Options.defaults()
-                .withProfile(Profile.fromWireName(text(command, "profile")))
-                .withMutant(Mutant.fromWireName(text(command, "mutant")));
+    private static int positive(JsonObject command, String field) {
+        JsonElement value = command.get(field);
+        if (value == null || value.isJsonNull() || value.getAsInt() < 1) {
+            throw new IllegalArgumentException("'" + field + "' must be a positive integer");
+        }
+        return value.getAsInt();
     }
 
     private static JsonElement bodyOf(JsonObject command) {

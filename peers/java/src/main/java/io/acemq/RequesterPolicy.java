@@ -1,0 +1,78 @@
+package io.acemq;
+
+import java.util.Objects;
+
+/**
+ * How a {@link Requester} behaves where the wire spec could be got wrong: one field per
+ * requester knob of the conformance catalogue, each defaulting to the spec's value.
+ * Resolved once when the requester opens; its code paths read these fields and nothing else.
+ *
+ * <p>Package-private on purpose: a service always gets {@link #SPEC}. Only the conformance
+ * peer (which ships its own class in this package) chooses another policy.
+ */
+record RequesterPolicy(
+        boolean writeHeaderAddress,
+        boolean writeNativeAddress,
+        boolean headerAddressAsBytes,
+        boolean replyQueuePerRequest,
+        boolean explicitReplyQueueType,
+        MatchRepliesBy matchRepliesBy,
+        boolean countTimeouts,
+        boolean readErrorHeader,
+        boolean honourReturns,
+        LongShortString longShortString,
+        UndecodableReply undecodableReply,
+        GatherCopyIds gatherCopyIds,
+        MultiCopies multiCopies,
+        GatherDemuxBy gatherDemuxBy,
+        boolean gatherResolvesEarly,
+        GatherShortfall gatherShortfall,
+        GatherMissingCount gatherMissingCount,
+        GatherStrayReply gatherStrayReply) {
+
+    /** How a reply finds its caller (RR-8). */
+    enum MatchRepliesBy { CORRELATION_ID, OLDEST_WAITER }
+
+    /** A short-string property over 255 bytes (RR-18). */
+    enum LongShortString { REFUSE, TRUNCATE }
+
+    /** A reply whose body is not JSON (RR-19). */
+    enum UndecodableReply { DECODE_ERROR, DROP }
+
+    /** The message_id of sendRequestMulti's copies (SG-1). */
+    enum GatherCopyIds { SHARED, DISTINCT }
+
+    /** How many copies sendRequestMulti publishes (SG-2). */
+    enum MultiCopies { EXPECTED_COUNT, ONE }
+
+    /** Which reply field finds the pending gather (SG-4). */
+    enum GatherDemuxBy { RESPONSE_MESSAGE_ID, CORRELATION_ID }
+
+    /** A gather short of its count at the timeout (SG-6). */
+    enum GatherShortfall { REJECT, RESOLVE }
+
+    /** A gather without expectedReplyCount: wait the whole budget, or take it as 1 (SG-7). */
+    enum GatherMissingCount { BUDGET, ONE }
+
+    /** A gather reply for no pending gather (SG-8). */
+    enum GatherStrayReply { UNMATCHED, OLDEST_GATHER }
+
+    /** What the wire spec says: every knob at its catalogue default. */
+    static final RequesterPolicy SPEC = new RequesterPolicy(
+            true, true, false, false, true, MatchRepliesBy.CORRELATION_ID, true, true, true,
+            LongShortString.REFUSE, UndecodableReply.DECODE_ERROR, GatherCopyIds.SHARED,
+            MultiCopies.EXPECTED_COUNT, GatherDemuxBy.RESPONSE_MESSAGE_ID, true,
+            GatherShortfall.REJECT, GatherMissingCount.BUDGET, GatherStrayReply.UNMATCHED);
+
+    RequesterPolicy {
+        Objects.requireNonNull(matchRepliesBy, "matchRepliesBy");
+        Objects.requireNonNull(longShortString, "longShortString");
+        Objects.requireNonNull(undecodableReply, "undecodableReply");
+        Objects.requireNonNull(gatherCopyIds, "gatherCopyIds");
+        Objects.requireNonNull(multiCopies, "multiCopies");
+        Objects.requireNonNull(gatherDemuxBy, "gatherDemuxBy");
+        Objects.requireNonNull(gatherShortfall, "gatherShortfall");
+        Objects.requireNonNull(gatherMissingCount, "gatherMissingCount");
+        Objects.requireNonNull(gatherStrayReply, "gatherStrayReply");
+    }
+}

@@ -1,0 +1,95 @@
+package io.acemq;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * How a {@link Responder} behaves where the wire spec could be got wrong: one field per
+ * responder knob of the conformance catalogue, each defaulting to the spec's value.
+ * Resolved once when the responder starts; its code paths read these fields and nothing else.
+ *
+ * <p>Package-private on purpose: a service always gets {@link #SPEC}. Only the conformance
+ * peer (which ships its own class in this package) chooses another policy.
+ */
+record ResponderPolicy(
+        List<ReplyAddress.Source> readOrder,
+        ReplyCorrelationFrom replyCorrelationFrom,
+        boolean stripEngineHeaders,
+        HandlerFailure handlerFailure,
+        boolean deadLetterFailures,
+        boolean countFailuresAnswered,
+        Unanswerable unanswerable,
+        UndeliverableReply undeliverableReply,
+        AnsweredTiming answeredTiming,
+        boolean rollbackAnswered,
+        CountersCreated countersCreated,
+        DlqQueueType dlqQueueType,
+        boolean responseMessageId,
+        HeaderTypes headerTypes) {
+
+    /** What the reply's correlation_id copies (RR-4). */
+    enum ReplyCorrelationFrom { MESSAGE_ID, CORRELATION_ID }
+
+    /** A throwing handler: a failure reply, or nothing sent and the request retried (RR-10). */
+    enum HandlerFailure { ERROR_REPLY, RETRY }
+
+    /** A request with no reply address (RR-12). */
+    enum Unanswerable { ACCEPT, DEAD_LETTER }
+
+    /** A reply publish that failed (RR-14). */
+    enum UndeliverableReply { REQUEUE, ACK }
+
+    /** When the counters come to exist (RR-16). */
+    enum CountersCreated { BEFORE_SUBSCRIBE, AFTER_FIRST_DELIVERY }
+
+    /** The queue type {queue}.dlq is declared with (RR-17). */
+    enum DlqQueueType {
+        QUORUM("quorum"),
+        CLASSIC("classic");
+
+        final String argument;
+
+        DlqQueueType(String argument) {
+            this.argument = argument;
+        }
+    }
+
+    /** Strict fails a request carrying a bool, double, table or array header (WF-1). */
+    enum HeaderTypes { LENIENT, STRICT }
+
+    /**
+     * When Answered is counted (RR-15): before the reply is published, or once it is confirmed
+     * and {@code delay} later (a window wide enough for a test to see it every time).
+     */
+    record AnsweredTiming(boolean afterConfirm, Duration delay) {
+        static final AnsweredTiming BEFORE_PUBLISH = new AnsweredTiming(false, Duration.ZERO);
+
+        AnsweredTiming {
+            Objects.requireNonNull(delay, "delay");
+        }
+
+        static AnsweredTiming afterConfirm(Duration delay) {
+            return new AnsweredTiming(true, delay);
+        }
+    }
+
+    /** What the wire spec says: every knob at its catalogue default. */
+    static final ResponderPolicy SPEC = new ResponderPolicy(
+            List.of(ReplyAddress.Source.HEADER, ReplyAddress.Source.NATIVE), ReplyCorrelationFrom.MESSAGE_ID,
+            true, HandlerFailure.ERROR_REPLY, true, false, Unanswerable.ACCEPT, UndeliverableReply.REQUEUE,
+            AnsweredTiming.BEFORE_PUBLISH, true, CountersCreated.BEFORE_SUBSCRIBE, DlqQueueType.QUORUM,
+            true, HeaderTypes.LENIENT);
+
+    ResponderPolicy {
+        readOrder = List.copyOf(readOrder);
+        Objects.requireNonNull(replyCorrelationFrom, "replyCorrelationFrom");
+        Objects.requireNonNull(handlerFailure, "handlerFailure");
+        Objects.requireNonNull(unanswerable, "unanswerable");
+        Objects.requireNonNull(undeliverableReply, "undeliverableReply");
+        Objects.requireNonNull(answeredTiming, "answeredTiming");
+        Objects.requireNonNull(countersCreated, "countersCreated");
+        Objects.requireNonNull(dlqQueueType, "dlqQueueType");
+        Objects.requireNonNull(headerTypes, "headerTypes");
+    }
+}

@@ -1,0 +1,148 @@
+package io.acemq.peer;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.acemq.PeerPolicies;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The adapter's table against catalogue/catalogue.yaml itself: every mutant's side and policy,
+ * java's profiles, and the binding's knobs. The file's catalogue lines are one flow mapping
+ * each, so a few patterns read them without a YAML library.
+ */
+class CatalogueTest {
+    private static final List<String> LINES = read();
+
+    @Test
+    void mutantsAreTheCatalogues() {
+        Pattern line = Pattern.compile("^  ([a-z0-9-]+): *\\{side: (\\w+), clause: [^,]+, policy: (\\{[^}]*\\}),");
+        Map<String, Catalogue.Mutant> expected = new LinkedHashMap<>();
+        for (String text : section("mutants:")) {
+            Matcher m = line.matcher(text);
+            if (m.find()) {
+                expected.put(m.group(1), new Catalogue.Mutant(m.group(1),
+                        Catalogue.Side.valueOf(m.group(2).toUpperCase()), flow(m.group(3))));
+            }
+        }
+        assertEquals(30, expected.size());
+        assertEquals(expected, Catalogue.MUTANTS);
+    }
+
+    @Test
+    void profilesAreJavasInTheCatalogue() {
+        Map<String, Map<String, Map<String, Object>>> expected = new LinkedHashMap<>();
+        expected.put("current", Map.of("requester", Map.of(), "responder", Map.of()));
+        String profile = null;
+        boolean java = false;
+        for (String text : section("profiles:")) {
+            Matcher name = Pattern.compile("^  ([0-9.]+|current):\\s*$").matcher(text);
+            if (name.find()) {
+                profile = name.group(1);
+                java = false;
+            } else if (text.matches("^      java: *\\{\\} *$")) {
+                expected.put(profile, Map.of("requester", Map.of(), "responder", Map.of()));
+            } else if (text.matches("^      java: *$")) {
+                java = true;
+                expected.put(profile, new LinkedHashMap<>(Map.of("requester", Map.of(), "responder", Map.of())));
+            } else if (text.matches("^      \\S.*")) {
+                java = false;
+            } else if (java) {
+                Matcher side = Pattern.compile("^        (requester|responder): *(\\{.*\\})").matcher(text);
+                if (side.find()) {
+                    expected.get(profile).put(side.group(1), flow(side.group(2)));
+                }
+            }
+        }
+        Map<String, Map<String, Map<String, Object>>> actual = new LinkedHashMap<>();
+        Catalogue.PROFILES.forEach((n, p) -> actual.put(n, Map.of("requester", p.requester(), "responder", p.responder())));
+        assertEquals(new TreeSet<>(expected.keySet()), new TreeSet<>(actual.keySet()));
+        expected.forEach((n, sides) -> assertEquals(sides, actual.get(n), n));
+    }
+
+    @Test
+    void theBindingHasExactlyTheCataloguesKnobs() {
+        assertEquals(knobs("requester"), PeerPolicies.requesterKnobs());
+        assertEquals(knobs("responder"), PeerPolicies.responderKnobs());
+    }
+
+    @Test
+    void unknownNamesAreRefusedNamingTheValidOnes() {
+        IllegalArgumentException error = assertThrows(IllegalArgumentException.class, () -> Catalogue.mutant("nope"));
+        assertEquals(true, error.getMessage().contains("native-only"));
+        assertThrows(IllegalArgumentException.class, () -> Catalogue.profile("0.7.12"));
+        // A mutant of the other side has no effect.
+        assertEquals(Map.of(), Catalogue.requesterKnobs(null, "no-strip"));
+        assertEquals(Map.of("write_header_address", false), Catalogue.requesterKnobs("0.3.0", "no-strip"));
+    }
+
+    private static TreeSet<String> knobs(String side) {
+        TreeSet<String> names = new TreeSet<>();
+        boolean in = false;
+        for (String text : section("policies:")) {
+            if (text.matches("^  \\w+:\\s*$")) {
+                in = text.trim().equals(side + ":");
+            } else if (in && text.matches("^    \\w+: .*")) {
+                names.add(text.trim().split(":")[0]);
+            }
+        }
+        return names;
+    }
+
+    /** {@code {a: true, b: word, c: [x, y]}} as a map of Boolean, String and List values. */
+    private static Map<String, Object> flow(String text) {
+        Map<String, Object> map = new LinkedHashMap<>();
+        Matcher entry = Pattern.compile("(\\w+): *(\\[[^\\]]*\\]|[^,}]+)").matcher(text.substring(1, text.length() - 1));
+        while (entry.find()) {
+            String value = entry.group(2).trim();
+            Object parsed;
+            if (value.startsWith("[")) {
+                List<Object> items = new ArrayList<>();
+                for (String item : value.substring(1, value.length() - 1).split(",")) {
+                    items.add(item.trim());
+                }
+                parsed = items;
+            } else if (value.equals("true") || value.equals("false")) {
+                parsed = Boolean.valueOf(value);
+            } else {
+                parsed = value;
+            }
+            map.put(entry.group(1), parsed);
+        }
+        return map;
+    }
+
+    /** The lines of a top-level section, up to the next one. */
+    private static List<String> section(String header) {
+        int start = LINES.indexOf(header);
+        List<String> lines = new ArrayList<>();
+        for (int i = start + 1; i < LINES.size() && !LINES.get(i).matches("^[a-z].*"); i++) {
+            lines.add(LINES.get(i));
+        }
+        return lines;
+    }
+
+    private static List<String> read() {
+        for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
+            Path file = dir.resolve("catalogue").resolve("catalogue.yaml");
+            if (Files.isRegularFile(file)) {
+                try {
+                    return Files.readAllLines(file);
+                } catch (IOException e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+        }
+        throw new IllegalStateException("catalogue/catalogue.yaml not found above " + Path.of("").toAbsolutePath());
+    }
+}

@@ -1,0 +1,45 @@
+package io.acemq;
+
+import com.rabbitmq.client.ConnectionFactory;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * The conformance peer's way into the binding's package-private policies. This class lives in
+ * the binding's package but in the peer's source tree and jar: the binding's jar does not have
+ * it, so a service using the binding cannot open a requester or responder off the spec.
+ *
+ * <p>A policy is given as the catalogue's knobs ({@code snake_case} name to value), see
+ * {@link PolicyKnobs}; every knob left out keeps the spec's value.
+ */
+public final class PeerPolicies {
+    private PeerPolicies() {
+    }
+
+    /** The requester knobs the binding has, by catalogue name. */
+    public static Set<String> requesterKnobs() {
+        return PolicyKnobs.names(RequesterPolicy.class);
+    }
+
+    /** The responder knobs the binding has, by catalogue name. */
+    public static Set<String> responderKnobs() {
+        return PolicyKnobs.names(ResponderPolicy.class);
+    }
+
+    /** Opens a requester whose policy is the spec's with {@code knobs} applied. */
+    public static Requester openRequester(ConnectionFactory factory, RequesterObserver observer, Map<String, Object> knobs)
+            throws IOException, TimeoutException {
+        return Requester.open(factory, Options.defaults(), observer, PolicyKnobs.resolve(RequesterPolicy.SPEC, knobs, null));
+    }
+
+    /**
+     * Gives the builder the spec's responder policy with {@code knobs} applied;
+     * {@code answered_timing: after_confirm} counts {@code answeredDelay} after the confirm.
+     */
+    public static Responder.Builder withPolicy(Responder.Builder builder, Map<String, Object> knobs, Duration answeredDelay) {
+        return builder.policy(PolicyKnobs.resolve(ResponderPolicy.SPEC, knobs, answeredDelay));
+    }
+}

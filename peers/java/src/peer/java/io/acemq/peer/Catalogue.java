@@ -1,0 +1,138 @@
+package io.acemq.peer;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The adapter's table from catalogue names to policy knobs, exactly as
+ * catalogue/catalogue.yaml gives them: each mutant's side and {@code policy}, and each
+ * profile's {@code peers.java} settings. The binding never sees these names, only policies
+ * (through {@link io.acemq.PeerPolicies}). CatalogueTest checks this table against the file.
+ */
+final class Catalogue {
+    /** Where a mutant acts: requester and gatherer mutants on requester.open, responder ones on responder.start. */
+    enum Side { REQUESTER, GATHERER, RESPONDER }
+
+    record Mutant(String name, Side side, Map<String, Object> knobs) {
+        boolean actsOnRequester() {
+            return side != Side.RESPONDER;
+        }
+    }
+
+    /** A release's settings: requester knobs and responder knobs. */
+    record Profile(String name, Map<String, Object> requester, Map<String, Object> responder) {
+    }
+
+    /**
+     * The widening of {@code answered_timing: after_confirm}: the real defect's window is
+     * microseconds; counting a second after the confirm makes it caught every time.
+     */
+    static final Duration ANSWERED_AFTER_CONFIRM_DELAY = Duration.ofMillis(1000);
+
+    static final Map<String, Mutant> MUTANTS = index(List.of(
+            mutant("native-only", Side.REQUESTER, Map.of("write_header_address", false)),
+            mutant("header-bytes", Side.REQUESTER, Map.of("header_address_as_bytes", true)),
+            mutant("queue-per-request", Side.REQUESTER, Map.of("reply_queue_per_request", true)),
+            mutant("late-reply-to-next", Side.REQUESTER, Map.of("match_replies_by", "oldest_waiter")),
+            mutant("ignores-error-header", Side.REQUESTER, Map.of("read_error_header", false)),
+            mutant("native-first", Side.RESPONDER, Map.of("read_order", List.of("native", "header"))),
+            mutant("no-strip", Side.RESPONDER, Map.of("strip_engine_headers", false)),
+            mutant("no-dlq-on-failure", Side.RESPONDER, Map.of("dead_letter_failures", false)),
+            mutant("counts-failures", Side.RESPONDER, Map.of("count_failures_answered", true)),
+            mutant("dead-letter-unanswerable", Side.RESPONDER, Map.of("unanswerable", "dead_letter")),
+            mutant("no-rollback", Side.RESPONDER, Map.of("rollback_answered", false)),
+            mutant("answered-after-publish", Side.RESPONDER, Map.of("answered_timing", "after_confirm")),
+            mutant("counters-after-subscribe", Side.RESPONDER, Map.of("counters_created", "after_first_delivery")),
+            mutant("gather-by-correlation-id", Side.GATHERER, Map.of("gather_demux_by", "correlation_id")),
+            mutant("shortfall-resolves", Side.GATHERER, Map.of("gather_shortfall", "resolve")),
+            mutant("implicit-queue-type", Side.REQUESTER, Map.of("explicit_reply_queue_type", false)),
+            mutant("timeouts-not-counted", Side.REQUESTER, Map.of("count_timeouts", false)),
+            mutant("ignores-returns", Side.REQUESTER, Map.of("honour_returns", false)),
+            mutant("truncates-short-strings", Side.REQUESTER, Map.of("long_short_string", "truncate")),
+            mutant("drops-undecodable", Side.REQUESTER, Map.of("undecodable_reply", "drop")),
+            mutant("correlation-from-correlation-id", Side.RESPONDER, Map.of("reply_correlation_from", "correlation_id")),
+            mutant("acks-undeliverable", Side.RESPONDER, Map.of("undeliverable_reply", "ack")),
+            mutant("classic-dlq", Side.RESPONDER, Map.of("dlq_queue_type", "classic")),
+            mutant("no-response-message-id", Side.RESPONDER, Map.of("response_message_id", false)),
+            mutant("strict-header-types", Side.RESPONDER, Map.of("header_types", "strict")),
+            mutant("copies-distinct-ids", Side.GATHERER, Map.of("gather_copy_ids", "distinct")),
+            mutant("multi-one-copy", Side.GATHERER, Map.of("multi_copies", "one")),
+            mutant("no-early-resolve", Side.GATHERER, Map.of("gather_resolves_early", false)),
+            mutant("no-count-means-one", Side.GATHERER, Map.of("gather_missing_count", "one")),
+            mutant("stray-reply-to-oldest-gather", Side.GATHERER, Map.of("gather_stray_reply", "oldest_gather"))),
+            Mutant::name);
+
+    /** "current" is the spec; the rest are the catalogue's profiles that list java. */
+    static final Map<String, Profile> PROFILES = index(List.of(
+            new Profile("current", Map.of(), Map.of()),
+            new Profile("0.5.0", Map.of(), Map.of()),
+            new Profile("0.3.0", Map.of("write_header_address", false), Map.of("read_order", List.of("native")))),
+            Profile::name);
+
+    private Catalogue() {
+    }
+
+    /** The mutant named, {@code null} for none; an unknown name is refused with the valid ones. */
+    static Mutant mutant(String name) {
+        if (name == null) {
+            return null;
+        }
+        Mutant mutant = MUTANTS.get(name);
+        if (mutant == null) {
+            throw new IllegalArgumentException("unknown mutant '" + name + "'; this peer has " + MUTANTS.keySet());
+        }
+        return mutant;
+    }
+
+    /** The profile named, "current" when absent; an unknown name is refused with the valid ones. */
+    static Profile profile(String name) {
+        Profile profile = PROFILES.get(name == null ? "current" : name);
+        if (profile == null) {
+            throw new IllegalArgumentException("unknown profile '" + name + "'; this peer has " + PROFILES.keySet());
+        }
+        return profile;
+    }
+
+    /** A requester's knobs: the profile's, then the mutant's when it acts on a requester. */
+    static Map<String, Object> requesterKnobs(String profile, String mutant) {
+        Profile release = profile(profile);
+        Mutant defect = mutant(mutant);
+        Map<String, Object> knobs = new LinkedHashMap<>(release.requester());
+        if (defect != null && defect.actsOnRequester()) {
+            knobs.putAll(defect.knobs());
+        }
+        return knobs;
+    }
+
+    /** A responder's knobs: the profile's, then the mutant's when it acts on a responder. */
+    static Map<String, Object> responderKnobs(String profile, String mutant) {
+        Profile release = profile(profile);
+        Mutant defect = mutant(mutant);
+        Map<String, Object> knobs = new LinkedHashMap<>(release.responder());
+        if (defect != null && !defect.actsOnRequester()) {
+            knobs.putAll(defect.knobs());
+        }
+        return knobs;
+    }
+
+    static List<String> mutantNames() {
+        return new ArrayList<>(MUTANTS.keySet());
+    }
+
+    static List<String> profileNames() {
+        return new ArrayList<>(PROFILES.keySet());
+    }
+
+    private static Mutant mutant(String name, Side side, Map<String, Object> knobs) {
+        return new Mutant(name, side, knobs);
+    }
+
+    private static <T> Map<String, T> index(List<T> entries, java.util.function.Function<T, String> name) {
+        Map<String, T> byName = new LinkedHashMap<>();
+        entries.forEach(entry -> byName.put(name.apply(entry), entry));
+        return java.util.Collections.unmodifiableMap(byName);
+    }
+}
