@@ -9,10 +9,10 @@ export interface PendingGatherOptions<TRes> {
   timeoutMs: number;
   /** Called once per reply, in arrival order (publishRequest's onReply). */
   onReply?: ((reply: TRes) => void) | undefined;
-  /** The `shortfall-resolves` mutant: a shortfall resolves with the partial replies. */
-  shortfallResolves?: boolean | undefined;
-  /** The `no-early-resolve` mutant: a count reached still waits for the timeout. */
-  noEarlyResolve?: boolean | undefined;
+  /** SG-6: a shortfall rejects (the default) or resolves with the partial replies. */
+  shortfall?: 'reject' | 'resolve' | undefined;
+  /** SG-5: resolve once the count is reached (the default), or only at the timeout. */
+  resolvesEarly?: boolean | undefined;
 }
 
 export class PendingGather<TRes> {
@@ -60,8 +60,8 @@ export class PendingGather<TRes> {
       console.error(`onReply for gather ${this.requestMessageId} threw:`, error);
     }
     const count = this.options.expectedReplyCount;
-    // The no-early-resolve mutant breaks SG-5: the count is only looked at when time is up.
-    if (count !== undefined && this.replies.length >= count && !this.options.noEarlyResolve) {
+    // Without early resolution (a breach of SG-5) the count is only looked at when time is up.
+    if (count !== undefined && this.replies.length >= count && this.options.resolvesEarly !== false) {
       this.settle(() => this.resolveResult([...this.replies]));
     }
     return true;
@@ -75,8 +75,8 @@ export class PendingGather<TRes> {
   private onTimeout(): void {
     const count = this.options.expectedReplyCount;
     const replies = [...this.replies];
-    const reached = count !== undefined && replies.length >= count; // only for no-early-resolve
-    if (count === undefined || reached || this.options.shortfallResolves) {
+    const reached = count !== undefined && replies.length >= count; // only without early resolution
+    if (count === undefined || reached || this.options.shortfall === 'resolve') {
       this.settle(() => this.resolveResult(replies));
     } else {
       this.settle(() => this.rejectResult(new RequestTimeoutError<TRes>(this.requestMessageId, count, replies)));

@@ -8,24 +8,30 @@ import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import * as readline from 'node:readline';
 import {
-  ALL_MUTANTS,
+  MUTANTS,
   PROFILES,
+  UnknownNameError,
+  requesterPolicyFor,
+  responderPolicyFor,
+} from './adapter/catalogue';
+import { padBody, runLoad, type Call } from './adapter/load';
+import { RawRequester, RawResponder, RawTimeoutError } from './adapter/raw';
+import {
   ReplyDecodeError,
   RequestTimedOutError,
   RequestTimeoutError,
   Requester,
   Responder,
   ResponderFailedError,
-  isRequesterMutant,
-  isResponderMutant,
   newMessageId,
   type Handler,
   type RequestContext,
-  type RequesterMutant,
-  type ResponderMutant,
 } from './index';
+// The policy doors: kept out of the package entry, reached by this adapter only.
+import { openRequester } from './requester';
+import { startResponder } from './responder';
 
-const PROTOCOL = 1;
+const PROTOCOLS = [1, 2];
 const PEER = 'node';
 const SHUTDOWN_BOUND_MS = 5_000;
 
@@ -39,8 +45,10 @@ type Command = Record<string, unknown> & { id: number; op: string };
 type Result = Record<string, unknown>;
 
 let amqpUrl: string | undefined;
+/** The version `hello` settled on; 2 adds `load`, `client: raw` and `connection_lost`. */
+let protocol = 1;
 const requesters = new Map<string, Requester>();
-const responders = new Map<string, Responder>();
+const responders = new Map<string, Responder | RawResponder>();
 
 function write(line: Result): void {
   // One write call per line: Node runs this on one thread and pipes are written in order.
@@ -89,25 +97,36 @@ function optInt(cmd: Command | Record<string, unknown>, field: string, min: numb
   return value;
 }
 
+/**
+ * The object without its undefined fields: an optional field the harness left out is left
+ * out of the binding call too, so the binding's own default applies (protocol 2).
+ */
+function given<T extends object>(fields: T): Partial<T> {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
 function url(): string {
   if (amqpUrl === undefined) throw new CommandError("no broker yet: send 'hello' with amqp_url first");
   return amqpUrl;
 }
 
-function checkProfile(cmd: Command): void {
-  const profile = cmd.profile ?? 'current';
-  if (!(PROFILES as readonly unknown[]).includes(profile)) {
-    throw new CommandError(`profile ${JSON.stringify(profile)} is not supported; supported: ${PROFILES.join(', ')}`);
+/** The policy the command's profile and mutant name; an unknown name is `ok: false`. */
+function policyOf<T>(cmd: Command, lookUp: (profile: unknown, mutant: unknown) => T): T {
+  try {
+    return lookUp(cmd.profile, cmd.mutant);
+  } catch (err) {
+    if (err instanceof UnknownNameError) throw new CommandError(err.message);
+    throw err;
   }
 }
 
-function mutantFor<T extends string>(cmd: Command, side: string, accepts: (name: string) => name is T): T | undefined {
-  const mutant = cmd.mutant;
-  if (mutant === undefined || mutant === null) return undefined;
-  if (typeof mutant !== 'string' || !accepts(mutant)) {
-    throw new CommandError(`mutant ${JSON.stringify(mutant)} is not a ${side} mutant of this peer`);
-  }
-  return mutant;
+function takenCheck(name: string): void {
+  if (requesters.has(name) || responders.has(name)) throw new CommandError(`the name '${name}' is taken`);
+}
+
+/** `connection_lost` is a version-2 event. */
+function lost(side: 'requester' | 'responder', name: string): ((reason: string) => void) | undefined {
+  return protocol >= 2 ? (reason) => write({ event: 'connection_lost', [side]: name, reason }) : undefined;
 }
 
 function requester(name: string): Requester {
@@ -141,10 +160,15 @@ function scenarioHandler(name: string, behavior: Record<string, unknown>): Handl
   const reply = behavior.reply ?? 'echo';
   if (reply !== 'echo' && reply !== 'fail') throw new CommandError(`behavior.reply must be 'echo' or 'fail'`);
   const delayMs = optInt(behavior, 'delay_ms', 0) ?? 0;
-  const errorMessage = typeof behavior.error_message === 'string' ? behavior.error_message : 'scenario failure';
+  let errorMessage = behavior.error_message;
+  if (reply === 'fail' && typeof errorMessage !== 'string') {
+    // Version 2 requires it; version 1 harnesses may leave it out.
+    if (protocol >= 2) throw new CommandError("behavior.error_message is required when reply is 'fail'");
+    errorMessage = 'scenario failure';
+  }
   return async (body, context) => {
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
-    if (reply === 'fail') throw new ScenarioFailure(errorMessage);
+    if (reply === 'fail') throw new ScenarioFailure(String(errorMessage));
     const echo: Result = { echo: body, responder: name, peer: PEER };
     if (typeof body === 'object' && body !== null && !Array.isArray(body) && 'correlationId' in body) {
       echo.correlationId = (body as Record<string, unknown>).correlationId;
@@ -157,33 +181,41 @@ function scenarioHandler(name: string, behavior: Record<string, unknown>): Handl
 // -- commands -------------------------------------------------------------------
 
 async function hello(cmd: Command): Promise<Result> {
-  if (cmd.protocol !== undefined && cmd.protocol !== PROTOCOL) {
-    throw new CommandError(`this peer speaks protocol ${PROTOCOL}, not ${String(cmd.protocol)}`);
+  // The harness lists what it speaks in `protocols` (version 2); a version-1 hello has only
+  // `protocol`. The answer is the highest version both speak.
+  const offered = Array.isArray(cmd.protocols) ? cmd.protocols : [cmd.protocol ?? 1];
+  const common = PROTOCOLS.filter((version) => offered.includes(version));
+  if (common.length === 0) {
+    throw new CommandError(`this peer speaks protocols ${PROTOCOLS.join(', ')}, not ${JSON.stringify(offered)}`);
   }
+  protocol = Math.max(...common);
   amqpUrl = optStr(cmd, 'amqp_url') ?? amqpUrl;
   return {
-    protocol: PROTOCOL,
+    protocol,
     peer: PEER,
     language: 'TypeScript',
     binding: bindingVersion(),
     client: clientVersion(),
-    profiles: [...PROFILES],
-    mutants: [...ALL_MUTANTS],
-    capabilities: ['request', 'respond', 'gather'],
+    profiles: Object.keys(PROFILES),
+    mutants: Object.keys(MUTANTS),
+    capabilities: protocol >= 2 ? ['request', 'respond', 'gather', 'load'] : ['request', 'respond', 'gather'],
   };
 }
 
-async function openRequester(cmd: Command): Promise<Result> {
+async function requesterOpen(cmd: Command): Promise<Result> {
   const name = str(cmd, 'name');
-  checkProfile(cmd);
-  const mutant: RequesterMutant | undefined = mutantFor(cmd, 'requester', isRequesterMutant);
-  if (requesters.has(name) || responders.has(name)) throw new CommandError(`the name '${name}' is taken`);
-  const opened = await Requester.open(url(), {
-    mutant,
-    observer: {
-      unmatched: (reply) => write({ event: 'unmatched', requester: name, correlation_id: reply.correlationId }),
+  const policy = policyOf(cmd, requesterPolicyFor);
+  takenCheck(name);
+  const opened = await openRequester(
+    url(),
+    {
+      observer: {
+        unmatched: (reply) => write({ event: 'unmatched', requester: name, correlation_id: reply.correlationId }),
+        connectionLost: lost('requester', name),
+      },
     },
-  });
+    policy,
+  );
   if (requesters.has(name)) {
     await opened.close();
     throw new CommandError(`the name '${name}' is taken`);
@@ -209,10 +241,10 @@ async function request(cmd: Command): Promise<Result> {
   const start = performance.now();
   const done = (fields: Result): Result => ({ ...fields, request_id: requestId, elapsed_ms: elapsedSince(start) });
   try {
-    const reply = await target.request<unknown, unknown>(exchange, routingKey, cmd.body ?? null, {
+    const reply = await target.request<unknown, unknown>(exchange, routingKey, cmd.body ?? null, given({
       timeoutMs,
       messageId: requestId,
-    });
+    }));
     return done({ outcome: 'reply', reply });
   } catch (err) {
     if (err instanceof RequestTimedOutError) return done({ outcome: 'timeout' });
@@ -228,12 +260,12 @@ async function gather(cmd: Command): Promise<Result> {
   const type = optStr(cmd, 'type') ?? 'GatherRequest';
   const body = cmd.body ?? null;
   const requestMessageId = newMessageId();
-  const common = {
+  const common = given({
     expectedReplyCount: optInt(cmd, 'expected_reply_count', 1),
-    timeoutMs: optInt(cmd, 'timeout_ms', 1) ?? 30_000,
+    timeoutMs: optInt(cmd, 'timeout_ms', 1),
     correlationId: optStr(cmd, 'correlation_id'),
     requestMessageId,
-  };
+  });
   const start = performance.now();
   const done = (fields: Result): Result => ({ ...fields, request_id: requestMessageId, elapsed_ms: elapsedSince(start) });
   try {
@@ -252,11 +284,22 @@ async function gather(cmd: Command): Promise<Result> {
   }
 }
 
-async function startResponder(cmd: Command): Promise<Result> {
+async function responderStart(cmd: Command): Promise<Result> {
   const name = str(cmd, 'name');
   const queue = str(cmd, 'queue');
-  checkProfile(cmd);
-  const mutant: ResponderMutant | undefined = mutantFor(cmd, 'responder', isResponderMutant);
+  const client = cmd.client ?? 'binding';
+  if (protocol >= 2 && client === 'raw') {
+    takenCheck(name);
+    const raw = await RawResponder.start(url(), queue);
+    if (requesters.has(name) || responders.has(name)) {
+      await raw.stop();
+      throw new CommandError(`the name '${name}' is taken`);
+    }
+    responders.set(name, raw);
+    return {};
+  }
+  if (client !== 'binding') throw new CommandError(`client must be 'binding' or 'raw', not ${JSON.stringify(client)}`);
+  const policy = policyOf(cmd, responderPolicyFor);
   const behavior = (cmd.behavior ?? { reply: 'echo' }) as Record<string, unknown>;
   if (typeof behavior !== 'object' || behavior === null) throw new CommandError("'behavior' must be an object");
   const handler = scenarioHandler(name, behavior);
@@ -266,11 +309,9 @@ async function startResponder(cmd: Command): Promise<Result> {
     if (typeof given.exchange !== 'string') throw new CommandError("'bind.exchange' must be a string");
     bind = { exchange: given.exchange, routingKey: typeof given.routing_key === 'string' ? given.routing_key : '' };
   }
-  if (requesters.has(name) || responders.has(name)) throw new CommandError(`the name '${name}' is taken`);
-  const started = await Responder.start(url(), queue, handler, {
-    bind,
-    maxAttempts: optInt(cmd, 'max_attempts', 1),
-    mutant,
+  takenCheck(name);
+  const started = await startResponder(url(), queue, handler, {
+    ...given({ bind, maxAttempts: optInt(cmd, 'max_attempts', 1) }),
     observer: {
       handled: (context) =>
         write({ event: 'handled', responder: name, message_id: context.messageId, attempt: context.attempt, seen: seen(context) }),
@@ -279,8 +320,9 @@ async function startResponder(cmd: Command): Promise<Result> {
         write({ event: 'reply_failed', responder: name, message_id: e.messageId, attempt: e.attempt, error: e.error }),
       deadLettered: (e) => write({ event: 'dead_lettered', responder: name, message_id: e.messageId, reason: e.reason }),
       unanswerable: (e) => write({ event: 'unanswerable', responder: name, message_id: e.messageId }),
+      connectionLost: lost('responder', name),
     },
-  });
+  }, policy);
   if (requesters.has(name) || responders.has(name)) {
     await started.stop();
     throw new CommandError(`the name '${name}' is taken`);
@@ -303,19 +345,60 @@ async function counters(cmd: Command): Promise<Result> {
   const asRequester = requesters.get(name);
   if (asRequester) return { counters: { timed_out: asRequester.timedOut, unmatched: asRequester.unmatched } };
   const asResponder = responders.get(name);
+  if (asResponder instanceof RawResponder) return { counters: {} };
   if (asResponder) return { counters: { answered: asResponder.answered, unanswerable: asResponder.unanswerable } };
   throw new CommandError(`no requester or responder named '${name}'`);
 }
 
+async function load(cmd: Command): Promise<Result> {
+  if (protocol < 2) throw new CommandError("'load' is a protocol 2 command");
+  const client = cmd.client;
+  const exchange = optStr(cmd, 'exchange') ?? '';
+  const routingKey = str(cmd, 'routing_key');
+  const requests = optInt(cmd, 'requests', 0);
+  if (requests === undefined) throw new CommandError("'requests' is required");
+  const inFlight = optInt(cmd, 'in_flight', 1) ?? 1;
+  const bodyBytes = optInt(cmd, 'body_bytes', 0) ?? 0;
+  const timeoutMs = optInt(cmd, 'timeout_ms', 1);
+  const settings = { requests, inFlight, warmup: optInt(cmd, 'warmup', 0) ?? 0 };
+  const body = padBody(bodyBytes);
+  const shape = { client, in_flight: inFlight, body_bytes: bodyBytes };
+
+  if (client === 'binding') {
+    const target = await openRequester(url(), {}, policyOf(cmd, requesterPolicyFor));
+    try {
+      const options = given({ timeoutMs });
+      const call: Call = () => target.request(exchange, routingKey, body, options);
+      const figures = await runLoad(call, settings, (err) => err instanceof RequestTimedOutError);
+      return { load: { ...shape, ...figures } };
+    } finally {
+      await target.close();
+    }
+  }
+  if (client === 'raw') {
+    const target = await RawRequester.open(url());
+    try {
+      const encoded = Buffer.from(JSON.stringify(body), 'utf8');
+      const call: Call = () => target.request(exchange, routingKey, encoded, timeoutMs ?? 30_000);
+      const figures = await runLoad(call, settings, (err) => err instanceof RawTimeoutError);
+      return { load: { ...shape, ...figures } };
+    } finally {
+      await target.close();
+    }
+  }
+  throw new CommandError(`client must be 'binding' or 'raw', not ${JSON.stringify(client)}`);
+}
+
 const OPS: Record<string, (cmd: Command) => Promise<Result>> = {
   hello,
-  'requester.open': openRequester,
+  'requester.open': requesterOpen,
   'requester.close': closeRequester,
   request,
   gather,
-  'responder.start': startResponder,
+  'responder.start': responderStart,
   'responder.stop': stopResponder,
   counters,
+  load,
 };
 
 // -- the loop -------------------------------------------------------------------

@@ -1,33 +1,45 @@
 // Mandatory, confirmed publishing with basic.return detection (RR-13).
 //
 // For an unroutable mandatory publish RabbitMQ sends basic.return and then acks it, so an
-// ack alone does not prove delivery. A basic.return does not carry the delivery tag, so a
-// return can only be tied to its publish if one publish is outstanding at a time on the
-// channel: publishes are therefore serialised per channel. The return's frames come before
-// the ack's, and amqplib emits 'return' before it runs the confirm callback.
+// ack alone does not prove delivery. A basic.return carries no delivery tag, but it does
+// carry the message: it is tied to the oldest unconfirmed publish with the same exchange,
+// routing key, message_id and correlation_id. The return's frames come before that
+// publish's ack, and amqplib emits 'return' before it runs the confirm callback, so the
+// publish is still waiting when it is marked. Publishes that look alike route alike, so
+// which of several identical ones is marked does not matter. Many publishes can be
+// outstanding at once: nothing waits for another's confirm.
 
-import type { ConfirmChannel, Options } from 'amqplib';
+import type { ConfirmChannel, Message, Options } from 'amqplib';
 import { PublishFailedError } from './errors';
+import type { RequesterPolicy } from './policy';
 import { type ShortStringProperties, checkShortStrings, truncateShortStrings } from './wire';
 
-/** Deliberate defects for a requester's mutants; a service never sets them. */
-export interface PublisherMutants {
-  /** `ignores-returns` (breaks RR-13): the ack alone is taken as delivery. */
-  ignoreReturns?: boolean | undefined;
-  /** `truncates-short-strings` (breaks RR-18): long short strings are cut, not refused. */
-  truncateShortStrings?: boolean | undefined;
+/** The publishing knobs of a requester's policy; a responder publishes by the spec. */
+export type PublishPolicy = Pick<RequesterPolicy, 'honourReturns' | 'longShortString'>;
+
+const SPEC_PUBLISHING: PublishPolicy = { honourReturns: true, longShortString: 'refuse' };
+
+interface Unconfirmed {
+  key: string;
+  returned: boolean;
+}
+
+function identity(exchange: string, routingKey: string, messageId: unknown, correlationId: unknown): string {
+  return JSON.stringify([exchange, routingKey, messageId ?? null, correlationId ?? null]);
 }
 
 export class ConfirmPublisher {
-  private tail: Promise<void> = Promise.resolve();
-  private returned = false;
+  /** Publishes the broker has not confirmed yet, oldest first. */
+  private readonly unconfirmed: Unconfirmed[] = [];
 
   constructor(
     private readonly channel: ConfirmChannel,
-    private readonly mutants: PublisherMutants = {},
+    private readonly policy: PublishPolicy = SPEC_PUBLISHING,
   ) {
-    channel.on('return', () => {
-      this.returned = true;
+    channel.on('return', (msg: Message) => {
+      const key = identity(msg.fields.exchange, msg.fields.routingKey, msg.properties.messageId, msg.properties.correlationId);
+      const publish = this.unconfirmed.find((entry) => entry.key === key && !entry.returned);
+      if (publish) publish.returned = true;
     });
   }
 
@@ -40,24 +52,32 @@ export class ConfirmPublisher {
       type: options.type,
     };
     let properties = options;
-    if (this.mutants.truncateShortStrings) properties = { ...options, ...truncateShortStrings(shortStrings) };
-    else checkShortStrings(shortStrings);
-    const run = this.tail.then(() => this.publishOne(exchange, routingKey, body, properties));
-    this.tail = run.catch(() => undefined);
-    return run;
-  }
-
-  private publishOne(exchange: string, routingKey: string, body: Buffer, options: Options.Publish): Promise<void> {
-    this.returned = false;
+    try {
+      if (this.policy.longShortString === 'truncate') properties = { ...options, ...truncateShortStrings(shortStrings) };
+      else checkShortStrings(shortStrings);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const entry: Unconfirmed = {
+      key: identity(exchange, routingKey, properties.messageId, properties.correlationId),
+      returned: false,
+    };
+    const confirmed = () => {
+      const index = this.unconfirmed.indexOf(entry);
+      if (index >= 0) this.unconfirmed.splice(index, 1);
+    };
+    this.unconfirmed.push(entry);
     return new Promise<void>((resolve, reject) => {
       try {
-        this.channel.publish(exchange, routingKey, body, { ...options, mandatory: true }, (err) => {
+        this.channel.publish(exchange, routingKey, body, { ...properties, mandatory: true }, (err) => {
+          confirmed();
           if (err) reject(new PublishFailedError(`publish to '${exchange}'/'${routingKey}' nacked or failed: ${describe(err)}`, false));
-          else if (this.returned && !this.mutants.ignoreReturns)
+          else if (entry.returned && this.policy.honourReturns)
             reject(new PublishFailedError(`publish to '${exchange}'/'${routingKey}' returned: unroutable`, true));
           else resolve();
         });
       } catch (err) {
+        confirmed();
         reject(err instanceof Error ? err : new PublishFailedError(describe(err), false));
       }
     });

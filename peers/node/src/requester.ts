@@ -11,7 +11,7 @@ import {
   ResponderFailedError,
 } from './errors';
 import { PendingGather } from './gather';
-import type { RequesterMutant } from './mutants';
+import { DEFAULT_REQUESTER_POLICY, type RequesterPolicy } from './policy';
 import { ConfirmPublisher } from './publisher';
 import { routeReply } from './routing';
 import {
@@ -20,6 +20,7 @@ import {
   JSON_CONTENT_TYPE,
   REPLY_TO_HEADER,
   RESPONSE_MESSAGE_ID_HEADER,
+  type Headers,
   decodeJson,
   encodeJson,
   headerString,
@@ -40,14 +41,17 @@ export interface UnmatchedReply {
 export interface RequesterObserver {
   /** A reply was counted in Unmatched and dropped (RR-8, SG-8). */
   unmatched?(reply: UnmatchedReply): void;
+  /**
+   * The broker or the network closed the requester's connection or its reply channel (not
+   * close()): pending calls can only time out now. `reason` is amqplib's text.
+   */
+  connectionLost?(reason: string): void;
 }
 
 export interface RequesterOptions {
-  /** Per-call timeout when a call gives none (RR-9). */
+  /** Per-call timeout of requests and gathers that give none (RR-9); 30 s when not given. */
   defaultTimeoutMs?: number;
-  observer?: RequesterObserver;
-  /** A deliberate defect from the wire spec's catalogue, for conformance testing only. */
-  mutant?: RequesterMutant | undefined;
+  observer?: RequesterObserver | undefined;
 }
 
 export interface RequestOptions {
@@ -59,7 +63,8 @@ export interface RequestOptions {
 export interface GatherCallOptions {
   /** Resolve once this many replies arrived; reject with RequestTimeoutError on a shortfall. */
   expectedReplyCount?: number | undefined;
-  timeoutMs: number;
+  /** How long the gather waits (SG-5..SG-7); the requester's default (30 s) when not given. */
+  timeoutMs?: number | undefined;
   /** The business correlationId; the message's own `correlationId`, else the requestMessageId. */
   correlationId?: string | undefined;
   /** The gather's requestMessageId; a fresh newMessageId() when not given. */
@@ -76,6 +81,17 @@ export interface PublishRequestOptions extends GatherCallOptions {
   exchange: string;
 }
 
+type Opener = (url: string, options: RequesterOptions, policy: RequesterPolicy) => Promise<Requester>;
+let openWithPolicy: Opener;
+
+/**
+ * Opens a requester with a policy other than the spec's. Not exported from the package
+ * entry (index.ts): only the conformance adapter, which is part of this package, calls it.
+ */
+export function openRequester(url: string, options: RequesterOptions, policy: RequesterPolicy): Promise<Requester> {
+  return openWithPolicy(url, options, policy);
+}
+
 interface Waiter {
   settle(message: ConsumeMessage): void;
   fail(error: Error): void;
@@ -87,6 +103,7 @@ export class Requester {
   private readonly waiters = new Map<string, Waiter>();
   private readonly gathers = new Map<string, PendingGather<unknown>>();
   private closed = false;
+  private lostReported = false;
   private publishing: Promise<ConfirmPublisher> | undefined;
 
   private constructor(
@@ -95,17 +112,27 @@ export class Requester {
     private readonly channel: Channel,
     readonly replyQueue: string,
     private readonly options: RequesterOptions,
+    private readonly policy: RequesterPolicy,
   ) {}
 
+  static {
+    // The only way to a policy other than the spec's: see openRequester below.
+    openWithPolicy = (url, options, policy) => Requester.connect(url, options, policy);
+  }
+
   /** Connects, declares the reply queue and starts consuming it before returning (RR-6, RR-7). */
-  static async open(url: string, options: RequesterOptions = {}): Promise<Requester> {
+  static open(url: string, options: RequesterOptions = {}): Promise<Requester> {
+    return Requester.connect(url, options, DEFAULT_REQUESTER_POLICY);
+  }
+
+  private static async connect(url: string, options: RequesterOptions, policy: RequesterPolicy): Promise<Requester> {
     const connection = await amqp.connect(url);
     try {
-      connection.on('error', (err: Error) => console.error(`requester connection error: ${err.message}`));
       const channel = await connection.createChannel();
-      channel.on('error', (err: Error) => console.error(`requester channel error: ${err.message}`));
-      const replyQueue = await declareReplyQueue(channel, options.mutant);
-      const requester = new Requester(connection, channel, replyQueue, options);
+      const replyQueue = await declareReplyQueue(channel, policy);
+      const requester = new Requester(connection, channel, replyQueue, options, policy);
+      requester.watch(connection, 'connection');
+      requester.watch(channel, 'reply channel');
       await requester.consume(replyQueue);
       return requester;
     } catch (err) {
@@ -143,8 +170,7 @@ export class Requester {
     const reply = new Promise<ConsumeMessage>((resolve, reject) => {
       const timer = setTimeout(() => {
         if (this.waiters.delete(requestId)) {
-          // The timeouts-not-counted mutant breaks RR-9: the outcome is right, the counter is not.
-          if (this.options.mutant !== 'timeouts-not-counted') this.timedOutCount++;
+          if (this.policy.countTimeouts) this.timedOutCount++;
           reject(new RequestTimedOutError(requestId, timeoutMs));
         }
       }, timeoutMs);
@@ -186,8 +212,8 @@ export class Requester {
    * correlation_id, and gathers the replies (SG-2, SG-5..SG-7).
    */
   async sendRequestMulti<TReq, TRes>(type: string, message: TReq, options: SendRequestMultiOptions): Promise<TRes[]> {
-    // The multi-one-copy mutant breaks SG-2: one copy cannot reach several competing consumers.
-    const copies = this.options.mutant === 'multi-one-copy' ? 1 : (options.expectedReplyCount ?? 1);
+    // One copy (a breach of SG-2) cannot reach several competing consumers.
+    const copies = this.policy.multiCopies === 'one' ? 1 : (options.expectedReplyCount ?? 1);
     return this.gather<TReq, TRes>(type, message, undefined, options, '', options.endpoint, copies);
   }
 
@@ -226,14 +252,14 @@ export class Requester {
     this.ensureOpen();
     const requestMessageId = options.requestMessageId ?? newMessageId();
     const correlationId = options.correlationId ?? businessCorrelationId(message) ?? requestMessageId;
-    const mutant = this.options.mutant;
+    const policy = this.policy;
     const pending = new PendingGather<TRes>(requestMessageId, {
-      // The no-count-means-one mutant breaks SG-7: no count is not a count of one.
-      expectedReplyCount: options.expectedReplyCount ?? (mutant === 'no-count-means-one' ? 1 : undefined),
-      timeoutMs: options.timeoutMs,
+      // SG-7: no count means the whole timeout is a budget, not a count of one.
+      expectedReplyCount: options.expectedReplyCount ?? (policy.gatherMissingCount === 'one' ? 1 : undefined),
+      timeoutMs: options.timeoutMs ?? this.options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS,
       onReply,
-      shortfallResolves: mutant === 'shortfall-resolves',
-      noEarlyResolve: mutant === 'no-early-resolve',
+      shortfall: policy.gatherShortfall,
+      resolvesEarly: policy.gatherResolvesEarly,
     });
     this.gathers.set(requestMessageId, pending as PendingGather<unknown>);
     pending.onSettled(() => this.gathers.delete(requestMessageId));
@@ -248,8 +274,8 @@ export class Requester {
       const body = encodeJson(message);
       const publisher = await this.publisher();
       for (let i = 0; i < copies; i++) {
-        // The copies-distinct-ids mutant breaks SG-1: only the first copy's replies find the gather.
-        const messageId = mutant === 'copies-distinct-ids' && i > 0 ? newMessageId() : requestMessageId;
+        // Distinct ids (a breach of SG-1): only the first copy's replies find the gather.
+        const messageId = policy.gatherCopyIds === 'distinct' && i > 0 ? newMessageId() : requestMessageId;
         await publisher.publish(exchange, routingKey, body, { ...properties, messageId });
       }
     } catch (err) {
@@ -258,21 +284,17 @@ export class Requester {
     return pending.result;
   }
 
-  /** RR-1: the reply address in both places, unless a mutant says otherwise. */
+  /** RR-1: the reply address in both places, as the policy says. */
   private addressing(replyTo: string): Pick<Options.Publish, 'replyTo' | 'headers'> {
-    switch (this.options.mutant) {
-      case 'native-only':
-        return { replyTo, headers: {} };
-      case 'header-bytes':
-        return { replyTo, headers: { [REPLY_TO_HEADER]: Buffer.from(replyTo, 'utf8') } };
-      default:
-        // A string, never a Buffer: amqplib writes a Buffer as a byte array (RR-2).
-        return { replyTo, headers: { [REPLY_TO_HEADER]: replyTo } };
-    }
+    const { writeHeaderAddress, writeNativeAddress, headerAddressAsBytes } = this.policy;
+    const headers: Headers = {};
+    // A string, not a Buffer, by default: amqplib writes a Buffer as a byte array (RR-2).
+    if (writeHeaderAddress) headers[REPLY_TO_HEADER] = headerAddressAsBytes ? Buffer.from(replyTo, 'utf8') : replyTo;
+    return writeNativeAddress ? { replyTo, headers } : { headers };
   }
 
   private decodeReply<TRes>(requestId: string, msg: ConsumeMessage): TRes {
-    if (this.options.mutant !== 'ignores-error-header') {
+    if (this.policy.readErrorHeader) {
       const failure = headerString(msg.properties.headers, ERROR_HEADER);
       if (failure !== undefined) throw new ResponderFailedError(requestId, failure);
     }
@@ -292,11 +314,7 @@ export class Requester {
   private onReply(msg: ConsumeMessage): void {
     const correlationId = nonEmpty(msg.properties.correlationId as string | undefined);
     const responseMessageId = headerString(msg.properties.headers, RESPONSE_MESSAGE_ID_HEADER);
-    const route = routeReply({ correlationId, responseMessageId }, this.gathers, this.waiters, {
-      gatherByCorrelationId: this.options.mutant === 'gather-by-correlation-id',
-      lateReplyToNext: this.options.mutant === 'late-reply-to-next',
-      strayReplyToOldestGather: this.options.mutant === 'stray-reply-to-oldest-gather',
-    });
+    const route = routeReply({ correlationId, responseMessageId }, this.gathers, this.waiters, this.policy);
     if (route.kind === 'request' && !this.dropsUndecodable(msg)) {
       this.waiters.get(route.requestId)?.settle(msg);
       return;
@@ -309,9 +327,9 @@ export class Requester {
     });
   }
 
-  /** The drops-undecodable mutant (breaks RR-19): a reply that is not JSON is taken for a stray. */
+  /** Dropping (a breach of RR-19): a reply that is not JSON is taken for a stray. */
   private dropsUndecodable(msg: ConsumeMessage): boolean {
-    if (this.options.mutant !== 'drops-undecodable') return false;
+    if (this.policy.undecodableReply !== 'drop') return false;
     if (headerString(msg.properties.headers, ERROR_HEADER) !== undefined) return false;
     try {
       decodeJson(msg.content);
@@ -334,10 +352,13 @@ export class Requester {
     return pending.add(reply);
   }
 
-  /** RR-6: the one reply queue, except for the `queue-per-request` mutant. */
+  /**
+   * RR-6: the one reply queue. A queue per call (a breach of RR-6) is declared like the
+   * requester's own and consumed until the requester closes.
+   */
   private async replyAddressForOneCall(): Promise<string> {
-    if (this.options.mutant !== 'queue-per-request') return this.replyQueue;
-    const queue = await declareReplyQueue(this.channel, this.options.mutant);
+    if (!this.policy.replyQueuePerRequest) return this.replyQueue;
+    const queue = await declareReplyQueue(this.channel, this.policy);
     await this.consume(queue);
     return queue;
   }
@@ -359,14 +380,29 @@ export class Requester {
       channel.on('close', () => {
         this.publishing = undefined;
       });
-      return new ConfirmPublisher(channel, {
-        ignoreReturns: this.options.mutant === 'ignores-returns',
-        truncateShortStrings: this.options.mutant === 'truncates-short-strings',
-      });
+      return new ConfirmPublisher(channel, this.policy);
     } catch (err) {
       this.publishing = undefined;
       throw err;
     }
+  }
+
+  /**
+   * Tells the observer when the broker or the network closes what the requester relies on.
+   * amqplib emits 'error' before a 'close' it did not ask for; a close() of ours has none.
+   */
+  private watch(emitter: ChannelModel | Channel, what: string): void {
+    let lost: Error | undefined;
+    emitter.on('error', (err: Error) => {
+      lost = err;
+      console.error(`requester ${what} error: ${err.message}`);
+    });
+    emitter.on('close', (err?: Error) => {
+      const cause = err ?? lost;
+      if (this.closed || cause === undefined || this.lostReported) return;
+      this.lostReported = true; // the connection's close also closes the channel: say it once
+      this.options.observer?.connectionLost?.(cause.message);
+    });
   }
 
   private ensureOpen(): void {
@@ -378,13 +414,13 @@ export class Requester {
  * RR-7: classic given explicitly, exclusive, auto-delete and non-durable (amqplib's
  * assertQueue is durable unless told otherwise).
  */
-async function declareReplyQueue(channel: Channel, mutant: RequesterMutant | undefined): Promise<string> {
+async function declareReplyQueue(channel: Channel, policy: RequesterPolicy): Promise<string> {
   const { queue } = await channel.assertQueue('', {
     durable: false,
     exclusive: true,
     autoDelete: true,
-    // The implicit-queue-type mutant breaks RR-7: the type is left to the server's default.
-    arguments: mutant === 'implicit-queue-type' ? {} : { 'x-queue-type': 'classic' },
+    // Left out (a breach of RR-7), the type is the server's default.
+    arguments: policy.explicitReplyQueueType ? { 'x-queue-type': 'classic' } : {},
   });
   return queue;
 }

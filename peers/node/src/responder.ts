@@ -3,7 +3,7 @@
 
 import * as amqp from 'amqplib';
 import type { ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib';
-import type { ResponderMutant } from './mutants';
+import { DEFAULT_RESPONDER_POLICY, type ResponderPolicy } from './policy';
 import { ConfirmPublisher } from './publisher';
 import {
   DEAD_LETTER_REASON_HEADER,
@@ -22,6 +22,7 @@ import {
   firstMalformedHeader,
   handlerHeaders,
   nonEmpty,
+  retryDecision,
 } from './wire';
 
 /** What a handler is told about the request it is answering. */
@@ -51,6 +52,8 @@ export interface ResponderObserver {
   deadLettered?(event: { messageId: string | null; reason: string }): void;
   /** A request with no reply address was counted and acknowledged (RR-12). */
   unanswerable?(event: { messageId: string | null }): void;
+  /** The broker or the network closed the responder's connection or channel (not stop()). */
+  connectionLost?(reason: string): void;
 }
 
 export interface ResponderOptions {
@@ -61,22 +64,43 @@ export interface ResponderOptions {
   /** Unacknowledged requests in flight at once. */
   prefetch?: number | undefined;
   observer?: ResponderObserver | undefined;
-  /** A deliberate defect from the wire spec's catalogue, for conformance testing only. */
-  mutant?: ResponderMutant | undefined;
 }
 
 /** The reply publish failed: the request goes to the retry policy (RR-14). */
 class ReplyNotDelivered extends Error {}
 
-const MUTANT_WINDOW_MS = 1000;
+type Starter = <TReq, TRes>(
+  url: string,
+  queue: string,
+  handler: Handler<TReq, TRes>,
+  options: ResponderOptions,
+  policy: ResponderPolicy,
+) => Promise<Responder<TReq, TRes>>;
+let startWithPolicy: Starter;
+
+/**
+ * Starts a responder with a policy other than the spec's. Not exported from the package
+ * entry (index.ts): only the conformance adapter, which is part of this package, calls it.
+ */
+export function startResponder<TReq, TRes>(
+  url: string,
+  queue: string,
+  handler: Handler<TReq, TRes>,
+  options: ResponderOptions,
+  policy: ResponderPolicy,
+): Promise<Responder<TReq, TRes>> {
+  return startWithPolicy(url, queue, handler, options, policy);
+}
 
 export class Responder<TReq = unknown, TRes = unknown> {
-  // Both exist, at zero, before the consumer is registered (RR-16).
+  // Both exist, at zero, before the consumer is registered (RR-16)...
   private answeredCount = 0;
   private unanswerableCount = 0;
-  private lazyCountersMade = false; // only for the counters-after-subscribe mutant
+  // ...unless the policy makes them lazily, on the first delivery, which then goes uncounted.
+  private countersMade: boolean;
   private consumerTag: string | undefined;
   private stopped = false;
+  private lostReported = false;
   private readonly maxAttempts: number;
 
   private constructor(
@@ -86,7 +110,9 @@ export class Responder<TReq = unknown, TRes = unknown> {
     readonly queue: string,
     private readonly handler: Handler<TReq, TRes>,
     private readonly options: ResponderOptions,
+    private readonly policy: ResponderPolicy,
   ) {
+    this.countersMade = policy.countersCreated === 'before_subscribe';
     this.maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
     if (!Number.isInteger(this.maxAttempts) || this.maxAttempts < 1) {
       throw new RangeError(`maxAttempts must be a positive integer, got ${options.maxAttempts}`);
@@ -97,25 +123,38 @@ export class Responder<TReq = unknown, TRes = unknown> {
    * Declares `queue` and `{queue}.dlq` as durable quorum queues (RR-17), binds the queue when
    * asked, and returns once the consumer is registered.
    */
-  static async start<TReq, TRes>(
+  static start<TReq, TRes>(
     url: string,
     queue: string,
     handler: Handler<TReq, TRes>,
     options: ResponderOptions = {},
   ): Promise<Responder<TReq, TRes>> {
+    return Responder.connect(url, queue, handler, options, DEFAULT_RESPONDER_POLICY);
+  }
+
+  static {
+    // The only way to a policy other than the spec's: see startResponder above.
+    startWithPolicy = (url, queue, handler, options, policy) => Responder.connect(url, queue, handler, options, policy);
+  }
+
+  private static async connect<TReq, TRes>(
+    url: string,
+    queue: string,
+    handler: Handler<TReq, TRes>,
+    options: ResponderOptions,
+    policy: ResponderPolicy,
+  ): Promise<Responder<TReq, TRes>> {
     const connection = await amqp.connect(url);
     try {
-      connection.on('error', (err: Error) => console.error(`responder ${queue} connection error: ${err.message}`));
       const channel = await connection.createConfirmChannel();
-      channel.on('error', (err: Error) => console.error(`responder ${queue} channel error: ${err.message}`));
-      const quorum = { durable: true, arguments: { 'x-queue-type': 'quorum' } };
-      // The classic-dlq mutant breaks RR-17: a classic dead-letter queue.
-      const dlq = options.mutant === 'classic-dlq' ? { durable: true, arguments: { 'x-queue-type': 'classic' } } : quorum;
-      await channel.assertQueue(queue, quorum);
-      await channel.assertQueue(deadLetterQueue(queue), dlq);
+      const queueType = (type: string) => ({ durable: true, arguments: { 'x-queue-type': type } });
+      await channel.assertQueue(queue, queueType('quorum'));
+      await channel.assertQueue(deadLetterQueue(queue), queueType(policy.dlqQueueType));
       if (options.bind) await channel.bindQueue(queue, options.bind.exchange, options.bind.routingKey);
       await channel.prefetch(options.prefetch ?? 10);
-      const responder = new Responder(connection, channel, new ConfirmPublisher(channel), queue, handler, options);
+      const responder = new Responder(connection, channel, new ConfirmPublisher(channel), queue, handler, options, policy);
+      responder.watch(connection, 'connection');
+      responder.watch(channel, 'channel');
       await responder.subscribe();
       return responder;
     } catch (err) {
@@ -142,6 +181,24 @@ export class Responder<TReq = unknown, TRes = unknown> {
     await this.connection.close().catch(() => undefined);
   }
 
+  /**
+   * Tells the observer when the broker or the network closes the connection or channel.
+   * amqplib emits 'error' before a 'close' it did not ask for; a stop() of ours has none.
+   */
+  private watch(emitter: ChannelModel | ConfirmChannel, what: string): void {
+    let lost: Error | undefined;
+    emitter.on('error', (err: Error) => {
+      lost = err;
+      console.error(`responder ${this.queue} ${what} error: ${err.message}`);
+    });
+    emitter.on('close', (err?: Error) => {
+      const cause = err ?? lost;
+      if (this.stopped || cause === undefined || this.lostReported) return;
+      this.lostReported = true; // the connection's close also closes the channel: say it once
+      this.options.observer?.connectionLost?.(cause.message);
+    });
+  }
+
   private async subscribe(): Promise<void> {
     const { consumerTag } = await this.channel.consume(this.queue, (msg) => {
       if (msg) void this.onRequest(msg);
@@ -160,13 +217,13 @@ export class Responder<TReq = unknown, TRes = unknown> {
   }
 
   private async process(msg: ConsumeMessage): Promise<void> {
-    const mutant = this.options.mutant;
+    const policy = this.policy;
     const props = msg.properties;
     const messageId = nonEmpty(props.messageId as string | undefined) ?? null;
-    const address = chooseReplyAddress(props.headers, props.replyTo as string | undefined, mutant === 'native-first');
+    const address = chooseReplyAddress(props.headers, props.replyTo as string | undefined, policy.readOrder);
     if (!address) {
       this.unanswerableCount++;
-      if (mutant === 'dead-letter-unanswerable') {
+      if (policy.unanswerable === 'dead_letter') {
         await this.deadLetter(msg, 'Unanswerable: the request names no reply address');
       } else {
         this.channel.ack(msg);
@@ -181,14 +238,14 @@ export class Responder<TReq = unknown, TRes = unknown> {
       correlationId: nonEmpty(props.correlationId as string | undefined) ?? null,
       replyTo: address.address,
       replyToSource: address.source,
-      headers: handlerHeaders(props.headers, mutant === 'no-strip'),
+      headers: handlerHeaders(props.headers, policy.stripEngineHeaders),
       attempt: attemptNumber(props.headers),
     };
-    // The strict-header-types mutant breaks WF-1: a header of a type it does not expect fails
+    // Strict header typing (a breach of WF-1): a header of a type it does not expect fails
     // the request as a throwing handler would, and the handler never runs.
-    const malformed = mutant === 'strict-header-types' ? firstMalformedHeader(props.headers) : undefined;
+    const malformed = policy.headerTypes === 'strict' ? firstMalformedHeader(props.headers) : undefined;
     if (malformed !== undefined) {
-      await this.replyWithFailure(msg, context, `MalformedHeader: ${malformed}`);
+      await this.handleFailure(msg, context, `MalformedHeader: ${malformed}`);
       return;
     }
     this.options.observer?.handled?.(context);
@@ -197,34 +254,41 @@ export class Responder<TReq = unknown, TRes = unknown> {
     try {
       result = await this.handler(decodeJson(msg.content) as TReq, context);
     } catch (err) {
-      await this.replyWithFailure(msg, context, failureText(err));
+      await this.handleFailure(msg, context, failureText(err));
       return;
     }
 
-    let counted = mutant !== 'answered-after-publish';
-    if (mutant === 'counters-after-subscribe' && !this.lazyCountersMade) {
-      // counters-after-subscribe mutant (RR-16): a counter made lazily, once the first
-      // delivery has been handled, never counts that delivery.
-      this.lazyCountersMade = true;
-      counted = false;
-    }
+    // RR-15: counted before the publish, unless the policy counts after the confirm; with
+    // lazily made counters (a breach of RR-16) the first delivery is never counted.
+    const timing = policy.answeredTiming;
+    const uncounted = !this.countersMade;
+    this.countersMade = true;
+    const counted = !uncounted && timing.at === 'before_publish';
     if (counted) this.answeredCount++;
     try {
       await this.sendReply(context, encodeJson(result), {});
     } catch (err) {
-      if (counted && mutant !== 'no-rollback') this.answeredCount--;
+      if (counted && policy.rollbackAnswered) this.answeredCount--;
       await this.retryOrDeadLetter(msg, context, err);
       return;
     }
     this.channel.ack(msg);
     this.options.observer?.replied?.({ messageId, failure: null });
-    if (mutant === 'answered-after-publish') setTimeout(() => this.answeredCount++, MUTANT_WINDOW_MS);
+    if (!uncounted && timing.at === 'after_confirm') setTimeout(() => this.answeredCount++, timing.delayMs);
+  }
+
+  /** A failing handler: RR-10 and RR-11, or the retry policy when it sends no failure reply. */
+  private async handleFailure(msg: ConsumeMessage, context: RequestContext, failure: string): Promise<void> {
+    if (this.policy.handlerFailure === 'retry') {
+      await this.retryOrDeadLetter(msg, context, failure, failure);
+      return;
+    }
+    await this.replyWithFailure(msg, context, failure);
   }
 
   /** RR-10 then RR-11: the failure goes back to the caller, the request to `{queue}.dlq`. */
   private async replyWithFailure(msg: ConsumeMessage, context: RequestContext, failure: string): Promise<void> {
-    const mutant = this.options.mutant;
-    const counted = mutant === 'counts-failures';
+    const counted = this.policy.countFailuresAnswered;
     if (counted) this.answeredCount++;
     try {
       await this.sendReply(context, Buffer.alloc(0), { [ERROR_HEADER]: failure });
@@ -234,20 +298,19 @@ export class Responder<TReq = unknown, TRes = unknown> {
       return;
     }
     this.options.observer?.replied?.({ messageId: context.messageId, failure });
-    if (mutant === 'no-dlq-on-failure') this.channel.ack(msg);
-    else await this.deadLetter(msg, failure);
+    if (this.policy.deadLetterFailures) await this.deadLetter(msg, failure);
+    else this.channel.ack(msg);
   }
 
   /** RR-4: default exchange, both correlation keys, JSON content type. */
   private async sendReply(context: RequestContext, body: Buffer, headers: Headers): Promise<void> {
-    const mutant = this.options.mutant;
     const replyHeaders: Headers = { ...headers };
-    // The no-response-message-id mutant breaks SG-3: a bus gatherer cannot demultiplex the reply.
-    if (context.messageId !== null && mutant !== 'no-response-message-id') {
+    // SG-3: without responseMessageId a bus gatherer cannot demultiplex the reply.
+    if (context.messageId !== null && this.policy.responseMessageId) {
       replyHeaders[RESPONSE_MESSAGE_ID_HEADER] = context.messageId;
     }
-    // The correlation-from-correlation-id mutant breaks RR-4: the requester waits on its message_id.
-    const correlationId = mutant === 'correlation-from-correlation-id' ? context.correlationId : context.messageId;
+    // RR-4: the requester waits on its request's message_id.
+    const correlationId = this.policy.replyCorrelationFrom === 'correlation_id' ? context.correlationId : context.messageId;
     try {
       await this.publisher.publish('', context.replyTo, body, {
         correlationId: correlationId ?? undefined,
@@ -259,15 +322,20 @@ export class Responder<TReq = unknown, TRes = unknown> {
     }
   }
 
-  /** RR-14: back to the queue for another attempt, or to `{queue}.dlq` after the last one. */
-  private async retryOrDeadLetter(msg: ConsumeMessage, context: RequestContext, err: unknown): Promise<void> {
+  /**
+   * RR-14: back to the queue for another attempt, or to `{queue}.dlq` after the last one.
+   * `reason` is the dead-letter reason when it is not an undeliverable reply.
+   */
+  private async retryOrDeadLetter(msg: ConsumeMessage, context: RequestContext, err: unknown, reason?: string): Promise<void> {
     const error = err instanceof Error ? err.message : String(err);
-    this.options.observer?.replyFailed?.({ messageId: context.messageId, attempt: context.attempt, error });
-    if (this.options.mutant === 'acks-undeliverable') {
-      // The acks-undeliverable mutant breaks RR-14: the request is acknowledged into nowhere.
+    if (reason === undefined) {
+      this.options.observer?.replyFailed?.({ messageId: context.messageId, attempt: context.attempt, error });
+    }
+    if (this.policy.undeliverableReply === 'ack') {
+      // Acknowledged into nowhere (a breach of RR-14): nothing retried, nothing dead-lettered.
       this.channel.ack(msg);
-    } else if (context.attempt >= this.maxAttempts) {
-      await this.deadLetter(msg, `UndeliverableReply: ${error}`);
+    } else if (retryDecision(context.attempt, this.maxAttempts) === 'dead_letter') {
+      await this.deadLetter(msg, reason ?? `UndeliverableReply: ${error}`);
     } else {
       // amqplib requeues by default; said explicitly because the retry depends on it.
       this.channel.nack(msg, false, true);

@@ -1,5 +1,7 @@
 // Which pending call a reply on the shared reply queue belongs to (RR-8, SG-4). Pure, so
-// the routing rules and their mutants are unit tested without a broker.
+// the routing rules and every policy value are unit tested without a broker.
+
+import type { RequesterPolicy } from './policy';
 
 export type ReplyRoute =
   | { kind: 'gather'; requestMessageId: string }
@@ -11,14 +13,14 @@ export interface ReplyKeys {
   responseMessageId: string | undefined;
 }
 
-export interface RoutingMutants {
-  /** `gather-by-correlation-id`: find the gather by the reply's correlation_id (breaks SG-4). */
-  gatherByCorrelationId?: boolean;
-  /** `late-reply-to-next`: give a request reply to the oldest waiting caller (breaks RR-8). */
-  lateReplyToNext?: boolean;
-  /** `stray-reply-to-oldest-gather`: a gather reply for no pending gather joins the oldest (breaks SG-8). */
-  strayReplyToOldestGather?: boolean;
-}
+/** The routing knobs of a requester's policy. */
+export type RoutingPolicy = Pick<RequesterPolicy, 'gatherDemuxBy' | 'matchRepliesBy' | 'gatherStrayReply'>;
+
+const SPEC_ROUTING: RoutingPolicy = {
+  gatherDemuxBy: 'response_message_id',
+  matchRepliesBy: 'correlation_id',
+  gatherStrayReply: 'unmatched',
+};
 
 /**
  * Gathers are keyed by requestMessageId and found by the `responseMessageId` header only:
@@ -26,26 +28,27 @@ export interface RoutingMutants {
  * are found by correlation_id. Anything else, including a reply for a call that already
  * ended, is Unmatched.
  *
- * `pendingGathers` and `pendingRequests` are keyed by id, in the order the calls were made.
+ * `pendingGathers` and `pendingRequests` are keyed by id, in the order the calls were made
+ * (Maps keep insertion order, so "oldest" is the first key).
  */
 export function routeReply(
   reply: ReplyKeys,
   pendingGathers: ReadonlySet<string> | ReadonlyMap<string, unknown>,
   pendingRequests: ReadonlyMap<string, unknown>,
-  mutants: RoutingMutants = {},
+  policy: RoutingPolicy = SPEC_ROUTING,
 ): ReplyRoute {
-  const gatherKey = mutants.gatherByCorrelationId ? reply.correlationId : reply.responseMessageId;
+  const gatherKey = policy.gatherDemuxBy === 'correlation_id' ? reply.correlationId : reply.responseMessageId;
   if (gatherKey !== undefined && pendingGathers.has(gatherKey)) {
     return { kind: 'gather', requestMessageId: gatherKey };
   }
-  if (mutants.lateReplyToNext) {
+  if (policy.matchRepliesBy === 'oldest_waiter') {
     for (const requestId of pendingRequests.keys()) return { kind: 'request', requestId };
     return { kind: 'unmatched' };
   }
   if (reply.correlationId !== undefined && pendingRequests.has(reply.correlationId)) {
     return { kind: 'request', requestId: reply.correlationId };
   }
-  if (mutants.strayReplyToOldestGather && reply.responseMessageId !== undefined) {
+  if (policy.gatherStrayReply === 'oldest_gather' && reply.responseMessageId !== undefined) {
     for (const requestMessageId of pendingGathers.keys()) return { kind: 'gather', requestMessageId };
   }
   return { kind: 'unmatched' };

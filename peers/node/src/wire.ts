@@ -49,65 +49,73 @@ export interface ReplyAddress {
   source: ReplyToSource;
 }
 
+/** RR-3's order: the header first, then the native property. */
+export const HEADER_THEN_NATIVE: readonly ReplyToSource[] = ['header', 'native'];
+
 /**
- * Where a responder sends its reply (RR-3): the header first, then the native property.
- * `nativeFirst` is the `native-first` mutant's reversed order.
+ * Where a responder sends its reply (RR-3): the first non-empty address in `readOrder`;
+ * undefined when the request is unanswerable (RR-12).
  */
 export function chooseReplyAddress(
   headers: Headers | undefined,
   nativeReplyTo: string | undefined,
-  nativeFirst = false,
+  readOrder: readonly ReplyToSource[] = HEADER_THEN_NATIVE,
 ): ReplyAddress | undefined {
-  const header = headerString(headers, REPLY_TO_HEADER);
-  const native = nonEmpty(nativeReplyTo);
-  const order: Array<[string | undefined, ReplyToSource]> = [
-    [header, 'header'],
-    [native, 'native'],
-  ];
-  if (nativeFirst) order.reverse();
-  for (const [address, source] of order) {
+  for (const source of readOrder) {
+    const address = source === 'header' ? headerString(headers, REPLY_TO_HEADER) : nonEmpty(nativeReplyTo);
     if (address !== undefined) return { address, source };
   }
   return undefined;
 }
 
-/** The headers a handler is shown (RR-5); `noStrip` is the `no-strip` mutant. */
-export function handlerHeaders(headers: Headers | undefined, noStrip = false): Headers {
+/** The headers a handler is shown (RR-5): `x-acemq-*` removed when `strip` is on. */
+export function handlerHeaders(headers: Headers | undefined, strip = true): Headers {
   const shown: Headers = {};
   for (const [name, value] of Object.entries(headers ?? {})) {
-    if (noStrip || !name.startsWith(STRIPPED_PREFIX)) shown[name] = value;
+    if (!strip || !name.startsWith(STRIPPED_PREFIX)) shown[name] = value;
   }
   return shown;
 }
 
 /**
  * RR-14's attempt number: the quorum queue's `x-delivery-count` plus one, 1 when absent.
- * The count may arrive as any integer type (amqplib gives numbers; a BigInt or a numeric
- * string is accepted too), so nothing but a non-negative integer is trusted.
+ * amqplib decodes every AMQP integer type as a number (a BigInt is accepted too); anything
+ * else, a string included, is not a count.
  */
 export function attemptNumber(headers: Headers | undefined): number {
   const raw = headers?.[DELIVERY_COUNT_HEADER];
-  let count: number | undefined;
-  if (typeof raw === 'number') count = raw;
-  else if (typeof raw === 'bigint') count = Number(raw);
-  else if (typeof raw === 'string' || Buffer.isBuffer(raw)) {
-    const text = raw.toString().trim();
-    if (/^\d+$/.test(text)) count = Number(text);
-  }
-  return count !== undefined && Number.isSafeInteger(count) && count >= 0 ? count + 1 : 1;
+  const count = typeof raw === 'bigint' ? Number(raw) : raw;
+  return typeof count === 'number' && Number.isSafeInteger(count) && count >= 0 ? count + 1 : 1;
+}
+
+export type RetryDecision = 'requeue' | 'dead_letter';
+
+/** RR-14: after a failed reply on `attempt`, try again until the last attempt. */
+export function retryDecision(attempt: number, maxAttempts: number = DEFAULT_MAX_ATTEMPTS): RetryDecision {
+  return attempt < maxAttempts ? 'requeue' : 'dead_letter';
 }
 
 /**
- * `{TypeName}: {message}` (RR-10). The type is the error's class name, never namespaced;
- * a thrown non-Error is named after its JavaScript type.
+ * A type name without its namespace, package, module, nesting or pointer mark (RR-10):
+ * what follows the last `.`, `::`, `/` or `$`, leading `*` and `&` dropped.
+ */
+export function unqualifiedTypeName(typeName: string): string {
+  const last = typeName.split(/::|[./$]/).pop() ?? typeName;
+  return last.replace(/^[*&]+/, '');
+}
+
+/** `{TypeName}: {message}` (RR-10) from a type name as a language reports it. */
+export function failureTextOf(typeName: string, message: string): string {
+  return `${unqualifiedTypeName(typeName)}: ${message}`;
+}
+
+/**
+ * The failure text of a thrown value (RR-10): an Error is named by its class, a thrown
+ * non-Error by its JavaScript type.
  */
 export function failureText(error: unknown): string {
-  if (error instanceof Error) {
-    const typeName = error.constructor?.name || error.name || 'Error';
-    return `${typeName}: ${error.message}`;
-  }
-  const typeName = error === null ? 'null' : typeof error;
-  return `${typeName}: ${String(error)}`;
+  if (error instanceof Error) return failureTextOf(error.constructor?.name || error.name || 'Error', error.message);
+  return failureTextOf(error === null ? 'null' : typeof error, String(error));
 }
 
 export interface ShortStringProperties {
@@ -130,8 +138,8 @@ export function checkShortStrings(properties: ShortStringProperties): void {
 }
 
 /**
- * The `truncates-short-strings` mutant (breaks RR-18): every short string cut to 255 bytes,
- * on a UTF-8 character boundary, instead of refused. Absent properties stay absent.
+ * What a policy that truncates does instead of RR-18's refusal: every short string cut to
+ * 255 bytes, on a UTF-8 character boundary. Absent properties stay absent.
  */
 export function truncateShortStrings(properties: ShortStringProperties): ShortStringProperties {
   const cut: ShortStringProperties = {};
@@ -151,8 +159,8 @@ export function truncateUtf8(value: string, maxBytes: number): string {
 }
 
 /**
- * The `strict-header-types` mutant (breaks WF-1): the first header whose value is a boolean,
- * a floating-point number, a table or an array. amqplib decodes a table as a plain object,
+ * What strict header typing (a breach of WF-1) refuses: the first header whose value is a
+ * boolean, a floating-point number, a table or an array. amqplib decodes a table as a plain object,
  * and a decimal or a timestamp as a tagged object (`{'!': 'decimal', value}`), which is not
  * a table; it decodes an integral double as an integer, which cannot be told apart.
  */

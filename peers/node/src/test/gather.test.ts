@@ -26,14 +26,14 @@ describe('PendingGather', () => {
     });
   });
 
-  it('resolves a shortfall for the shortfall-resolves mutant', async () => {
-    const gather = new PendingGather<string>('m3', { expectedReplyCount: 3, timeoutMs: 20, shortfallResolves: true });
+  it('resolves a shortfall when the policy says resolve', async () => {
+    const gather = new PendingGather<string>('m3', { expectedReplyCount: 3, timeoutMs: 20, shortfall: 'resolve' });
     gather.add('x');
     assert.deepEqual(await gather.result, ['x']);
   });
 
-  it('waits for the timeout with the count reached for the no-early-resolve mutant', async () => {
-    const gather = new PendingGather<number>('m9', { expectedReplyCount: 1, timeoutMs: 60, noEarlyResolve: true });
+  it('waits for the timeout with the count reached without early resolution', async () => {
+    const gather = new PendingGather<number>('m9', { expectedReplyCount: 1, timeoutMs: 60, resolvesEarly: false });
     const start = Date.now();
     gather.add(1);
     assert.equal(gather.isSettled, false);
@@ -41,8 +41,8 @@ describe('PendingGather', () => {
     assert.ok(Date.now() - start >= 55);
   });
 
-  it('still rejects a shortfall for the no-early-resolve mutant', async () => {
-    const gather = new PendingGather<number>('m10', { expectedReplyCount: 2, timeoutMs: 20, noEarlyResolve: true });
+  it('still rejects a shortfall without early resolution', async () => {
+    const gather = new PendingGather<number>('m10', { expectedReplyCount: 2, timeoutMs: 20, resolvesEarly: false });
     gather.add(1);
     await assert.rejects(gather.result, RequestTimeoutError);
   });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ConsumeMessage, Options } from 'amqplib';
-import type { ResponderMutant } from '../mutants';
+import { type ResponderPolicy, responderPolicy } from '../policy';
 import { Responder } from '../responder';
 
 interface Published {
@@ -13,6 +13,7 @@ interface Published {
 interface Fixture {
   responder: Responder;
   acked: ConsumeMessage[];
+  nacked: ConsumeMessage[];
   published: Published[];
   handled: number;
 }
@@ -20,9 +21,15 @@ interface Fixture {
 // Stands in for the broker: the responder's constructor and process() are reached past
 // TypeScript's `private`, with a channel that records acks and a publisher that confirms
 // (or, with `failPublish`, fails every reply as a returned publish would).
-function responder(mutant: ResponderMutant | undefined, failPublish = false): Fixture {
-  const fixture = { acked: [], published: [], handled: 0 } as unknown as Fixture;
-  const channel = { ack: (msg: ConsumeMessage) => fixture.acked.push(msg), nack: () => assert.fail('nacked') };
+function responder(changes: Partial<ResponderPolicy> = {}, failPublish = false, handler?: () => unknown): Fixture {
+  const fixture = { acked: [], nacked: [], published: [], handled: 0 } as unknown as Fixture;
+  const channel = {
+    ack: (msg: ConsumeMessage) => fixture.acked.push(msg),
+    nack: (msg: ConsumeMessage, _all: boolean, requeue: boolean) => {
+      assert.equal(requeue, true, 'a nack requeues explicitly');
+      fixture.nacked.push(msg);
+    },
+  };
   const publisher = {
     publish: async (_exchange: string, routingKey: string, body: Buffer, options: Options.Publish) => {
       if (failPublish && !routingKey.endsWith('.dlq')) throw new Error('returned');
@@ -32,9 +39,9 @@ function responder(mutant: ResponderMutant | undefined, failPublish = false): Fi
   const ctor = Responder as unknown as new (...args: unknown[]) => Responder;
   const echo = (request: unknown) => {
     fixture.handled++;
-    return { echo: request };
+    return handler ? handler() : { echo: request };
   };
-  fixture.responder = new ctor(null, channel, publisher, 'svc', echo, { mutant });
+  fixture.responder = new ctor(null, channel, publisher, 'svc', echo, {}, responderPolicy(changes));
   return fixture;
 }
 
@@ -49,14 +56,14 @@ function deliver(r: Responder, id: string, properties: Record<string, unknown> =
 
 describe('Responder', () => {
   it('counts an answer before acknowledging it (RR-15)', async () => {
-    const { responder: r, acked } = responder(undefined);
+    const { responder: r, acked } = responder();
     await deliver(r, 'm1');
     assert.equal(acked.length, 1);
     assert.equal(r.answered, 1);
   });
 
-  it('never counts the first answer for the counters-after-subscribe mutant', async () => {
-    const { responder: r, acked } = responder('counters-after-subscribe');
+  it('never counts the first answer when counters are made after the first delivery', async () => {
+    const { responder: r, acked } = responder({ countersCreated: 'after_first_delivery' });
     await deliver(r, 'm1');
     assert.equal(acked.length, 1);
     assert.equal(r.answered, 0);
@@ -66,14 +73,14 @@ describe('Responder', () => {
   });
 
   it('addresses the reply by message_id both ways (RR-4, SG-3)', async () => {
-    const { responder: r, published } = responder(undefined);
+    const { responder: r, published } = responder();
     await deliver(r, 'm1', { correlationId: 'c1' });
     assert.equal(published[0]?.options.correlationId, 'm1');
     assert.equal(published[0]?.options.headers?.responseMessageId, 'm1');
   });
 
-  it('copies the correlation_id for the correlation-from-correlation-id mutant', async () => {
-    const { responder: r, published } = responder('correlation-from-correlation-id');
+  it('copies the correlation_id when the policy says so', async () => {
+    const { responder: r, published } = responder({ replyCorrelationFrom: 'correlation_id' });
     await deliver(r, 'm1', { correlationId: 'c1' });
     await deliver(r, 'm2');
     assert.equal(published[0]?.options.correlationId, 'c1');
@@ -81,23 +88,23 @@ describe('Responder', () => {
     assert.equal(published[1]?.options.correlationId, undefined);
   });
 
-  it('leaves responseMessageId off for the no-response-message-id mutant', async () => {
-    const { responder: r, published } = responder('no-response-message-id');
+  it('leaves responseMessageId off when the policy says so', async () => {
+    const { responder: r, published } = responder({ responseMessageId: false });
     await deliver(r, 'm1');
     assert.equal(published[0]?.options.correlationId, 'm1');
     assert.equal(published[0]?.options.headers?.responseMessageId, undefined);
   });
 
-  it('acknowledges an undeliverable reply for the acks-undeliverable mutant', async () => {
-    const { responder: r, acked, published } = responder('acks-undeliverable', true);
+  it('acknowledges an undeliverable reply when the policy says ack', async () => {
+    const { responder: r, acked, published } = responder({ undeliverableReply: 'ack' }, true);
     await deliver(r, 'm1');
     assert.equal(acked.length, 1);
     assert.equal(published.length, 0, 'nothing dead-lettered');
     assert.equal(r.answered, 0);
   });
 
-  it('fails a request with a boolean header for the strict-header-types mutant', async () => {
-    const fixture = responder('strict-header-types');
+  it('fails a request with a boolean header under strict header types', async () => {
+    const fixture = responder({ headerTypes: 'strict' });
     await deliver(fixture.responder, 'm1', { headers: { 'acemq-reply-to': 'rq', 'x-trace': 't', 'x-flag': true } });
     assert.equal(fixture.handled, 0, 'the handler never ran');
     const [reply, dead] = fixture.published;
@@ -109,11 +116,27 @@ describe('Responder', () => {
     assert.equal(fixture.acked.length, 1);
   });
 
-  it('answers a request with string and integer headers for the strict-header-types mutant', async () => {
-    const fixture = responder('strict-header-types');
+  it('answers a request with string and integer headers under strict header types', async () => {
+    const fixture = responder({ headerTypes: 'strict' });
     await deliver(fixture.responder, 'm1', { headers: { 'acemq-reply-to': 'rq', 'x-n': 5 } });
     assert.equal(fixture.published[0]?.options.headers?.['acemq-error'], undefined);
     assert.equal(fixture.handled, 1);
     assert.equal(fixture.responder.answered, 1);
+  });
+
+  it('sends no failure reply and retries, then dead-letters, when handler failures retry', async () => {
+    class ScenarioFailure extends Error {}
+    const fail = () => {
+      throw new ScenarioFailure('no price');
+    };
+    const fixture = responder({ handlerFailure: 'retry' }, false, fail);
+    await deliver(fixture.responder, 'm1');
+    assert.equal(fixture.nacked.length, 1);
+    assert.equal(fixture.published.length, 0, 'no failure reply');
+    await deliver(fixture.responder, 'm1', { headers: { 'acemq-reply-to': 'rq', 'x-delivery-count': 2 } });
+    const [dead] = fixture.published;
+    assert.equal(dead?.routingKey, 'svc.dlq');
+    assert.equal(dead?.options.headers?.['acemq-dead-letter-reason'], 'ScenarioFailure: no price');
+    assert.equal(fixture.acked.length, 1);
   });
 });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { requesterPolicy } from '../policy';
 import { routeReply } from '../routing';
 
 const gathers = new Set(['gather-1']);
@@ -20,13 +21,13 @@ describe('routeReply', () => {
       kind: 'unmatched',
     }));
 
-  it('finds a gather by correlation_id for the gather-by-correlation-id mutant', () => {
-    const mutants = { gatherByCorrelationId: true };
-    assert.deepEqual(routeReply({ correlationId: 'gather-1', responseMessageId: undefined }, gathers, requests, mutants), {
+  it('finds a gather by correlation_id when the policy demultiplexes by it', () => {
+    const policy = requesterPolicy({ gatherDemuxBy: 'correlation_id' });
+    assert.deepEqual(routeReply({ correlationId: 'gather-1', responseMessageId: undefined }, gathers, requests, policy), {
       kind: 'gather',
       requestMessageId: 'gather-1',
     });
-    assert.equal(routeReply({ correlationId: 'c-1', responseMessageId: 'gather-1' }, gathers, requests, mutants).kind, 'unmatched');
+    assert.equal(routeReply({ correlationId: 'c-1', responseMessageId: 'gather-1' }, gathers, requests, policy).kind, 'unmatched');
   });
 
   it('finds a request by correlation_id (RR-8)', () =>
@@ -40,27 +41,27 @@ describe('routeReply', () => {
     assert.equal(routeReply({ correlationId: undefined, responseMessageId: undefined }, gathers, requests).kind, 'unmatched');
   });
 
-  it('gives any reply to the oldest caller for the late-reply-to-next mutant', () => {
-    const mutants = { lateReplyToNext: true };
-    assert.deepEqual(routeReply({ correlationId: 'gone', responseMessageId: undefined }, gathers, requests, mutants), {
+  it('gives any reply to the oldest caller when the policy matches the oldest waiter', () => {
+    const policy = requesterPolicy({ matchRepliesBy: 'oldest_waiter' });
+    assert.deepEqual(routeReply({ correlationId: 'gone', responseMessageId: undefined }, gathers, requests, policy), {
       kind: 'request',
       requestId: 'req-old',
     });
-    assert.equal(routeReply({ correlationId: 'gone', responseMessageId: undefined }, gathers, new Map(), mutants).kind, 'unmatched');
+    assert.equal(routeReply({ correlationId: 'gone', responseMessageId: undefined }, gathers, new Map(), policy).kind, 'unmatched');
   });
 
-  it('adds a stray gather reply to the oldest gather for the stray-reply-to-oldest-gather mutant', () => {
-    const mutants = { strayReplyToOldestGather: true };
+  it('adds a stray gather reply to the oldest gather when the policy says so', () => {
+    const policy = requesterPolicy({ gatherStrayReply: 'oldest_gather' });
     const two = new Map<string, unknown>([
       ['gather-old', null],
       ['gather-new', null],
     ]);
-    assert.deepEqual(routeReply({ correlationId: 'c-1', responseMessageId: 'elsewhere' }, two, requests, mutants), {
+    assert.deepEqual(routeReply({ correlationId: 'c-1', responseMessageId: 'elsewhere' }, two, requests, policy), {
       kind: 'gather',
       requestMessageId: 'gather-old',
     });
-    assert.equal(routeReply({ correlationId: 'req-new', responseMessageId: 'req-new' }, two, requests, mutants).kind, 'request');
-    assert.equal(routeReply({ correlationId: 'c-1', responseMessageId: 'elsewhere' }, new Map(), requests, mutants).kind, 'unmatched');
-    assert.equal(routeReply({ correlationId: 'c-1', responseMessageId: undefined }, two, requests, mutants).kind, 'unmatched');
+    assert.equal(routeReply({ correlationId: 'req-new', responseMessageId: 'req-new' }, two, requests, policy).kind, 'request');
+    assert.equal(routeReply({ correlationId: 'c-1', responseMessageId: 'elsewhere' }, new Map(), requests, policy).kind, 'unmatched');
+    assert.equal(routeReply({ correlationId: 'c-1', responseMessageId: undefined }, two, requests, policy).kind, 'unmatched');
   });
 });

@@ -1,0 +1,113 @@
+// The adapter's table from catalogue names to binding policies: every mutant of
+// catalogue/catalogue.yaml with the side it acts on and the policy values it sets, and the
+// profiles this peer offers. Written in the catalogue's own spelling so it can be read
+// against the file line by line (src/test/catalogue.test.ts does exactly that), then
+// turned into the binding's policy types. Only the adapter knows these names.
+
+import {
+  DEFAULT_REQUESTER_POLICY,
+  DEFAULT_RESPONDER_POLICY,
+  type RequesterPolicy,
+  type ResponderPolicy,
+  requesterPolicy,
+  responderPolicy,
+} from '../policy';
+
+type Value = boolean | string | string[];
+export type Knobs = Readonly<Record<string, Value>>;
+export type Side = 'requester' | 'responder' | 'gatherer';
+
+export const MUTANTS: Readonly<Record<string, { side: Side; policy: Knobs }>> = {
+  'native-only': { side: 'requester', policy: { write_header_address: false } },
+  'header-bytes': { side: 'requester', policy: { header_address_as_bytes: true } },
+  'queue-per-request': { side: 'requester', policy: { reply_queue_per_request: true } },
+  'late-reply-to-next': { side: 'requester', policy: { match_replies_by: 'oldest_waiter' } },
+  'ignores-error-header': { side: 'requester', policy: { read_error_header: false } },
+  'native-first': { side: 'responder', policy: { read_order: ['native', 'header'] } },
+  'no-strip': { side: 'responder', policy: { strip_engine_headers: false } },
+  'no-dlq-on-failure': { side: 'responder', policy: { dead_letter_failures: false } },
+  'counts-failures': { side: 'responder', policy: { count_failures_answered: true } },
+  'dead-letter-unanswerable': { side: 'responder', policy: { unanswerable: 'dead_letter' } },
+  'no-rollback': { side: 'responder', policy: { rollback_answered: false } },
+  'answered-after-publish': { side: 'responder', policy: { answered_timing: 'after_confirm' } },
+  'counters-after-subscribe': { side: 'responder', policy: { counters_created: 'after_first_delivery' } },
+  'gather-by-correlation-id': { side: 'gatherer', policy: { gather_demux_by: 'correlation_id' } },
+  'shortfall-resolves': { side: 'gatherer', policy: { gather_shortfall: 'resolve' } },
+  'implicit-queue-type': { side: 'requester', policy: { explicit_reply_queue_type: false } },
+  'timeouts-not-counted': { side: 'requester', policy: { count_timeouts: false } },
+  'ignores-returns': { side: 'requester', policy: { honour_returns: false } },
+  'truncates-short-strings': { side: 'requester', policy: { long_short_string: 'truncate' } },
+  'drops-undecodable': { side: 'requester', policy: { undecodable_reply: 'drop' } },
+  'correlation-from-correlation-id': { side: 'responder', policy: { reply_correlation_from: 'correlation_id' } },
+  'acks-undeliverable': { side: 'responder', policy: { undeliverable_reply: 'ack' } },
+  'classic-dlq': { side: 'responder', policy: { dlq_queue_type: 'classic' } },
+  'no-response-message-id': { side: 'responder', policy: { response_message_id: false } },
+  'strict-header-types': { side: 'responder', policy: { header_types: 'strict' } },
+  'copies-distinct-ids': { side: 'gatherer', policy: { gather_copy_ids: 'distinct' } },
+  'multi-one-copy': { side: 'gatherer', policy: { multi_copies: 'one' } },
+  'no-early-resolve': { side: 'gatherer', policy: { gather_resolves_early: false } },
+  'no-count-means-one': { side: 'gatherer', policy: { gather_missing_count: 'one' } },
+  'stray-reply-to-oldest-gather': { side: 'gatherer', policy: { gather_stray_reply: 'oldest_gather' } },
+};
+
+/**
+ * `profiles.<profile>.peers.node` of the catalogue: no release profile lists this peer (the
+ * Node bus is not part of the acemq history), so only "current", every policy at its default.
+ */
+export const PROFILES: Readonly<Record<string, { requester: Knobs; responder: Knobs }>> = {
+  current: { requester: {}, responder: {} },
+};
+
+/** The catalogue says the widened window of counting after the confirm is 1000 ms. */
+export const AFTER_CONFIRM_DELAY_MS = 1000;
+
+/** An unknown profile or mutant; the message names the valid ones. */
+export class UnknownNameError extends Error {}
+
+function camel(knob: string): string {
+  return knob.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
+}
+
+/**
+ * Catalogue knobs in the binding's spelling; answered_timing's value carries its delay.
+ * A knob the binding's policy does not have is a bug in this table, so it throws.
+ */
+function toPolicyFields(knobs: Knobs, defaults: object): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const [knob, value] of Object.entries(knobs)) {
+    if (!(camel(knob) in defaults)) throw new Error(`the binding's policy has no knob ${knob}`);
+    fields[camel(knob)] =
+      knob === 'answered_timing'
+        ? value === 'after_confirm'
+          ? { at: 'after_confirm', delayMs: AFTER_CONFIRM_DELAY_MS }
+          : { at: value }
+        : value;
+  }
+  return fields;
+}
+
+function knobsFor(side: 'requester' | 'responder', profile: unknown, mutant: unknown): Knobs {
+  const name = profile ?? 'current';
+  const release = typeof name === 'string' ? PROFILES[name] : undefined;
+  if (release === undefined) {
+    throw new UnknownNameError(`profile ${JSON.stringify(name)} is not offered; valid: ${Object.keys(PROFILES).join(', ')}`);
+  }
+  if (mutant === undefined || mutant === null) return release[side];
+  const defect = typeof mutant === 'string' ? MUTANTS[mutant] : undefined;
+  if (defect === undefined) {
+    throw new UnknownNameError(`mutant ${JSON.stringify(mutant)} is not in the catalogue; valid: ${Object.keys(MUTANTS).join(', ')}`);
+  }
+  // Gatherer mutants act on a requester; a mutant given on the other side runs as current.
+  const actsHere = (defect.side === 'responder') === (side === 'responder');
+  return actsHere ? { ...release[side], ...defect.policy } : release[side];
+}
+
+export function requesterPolicyFor(profile: unknown, mutant: unknown): RequesterPolicy {
+  const fields = toPolicyFields(knobsFor('requester', profile, mutant), DEFAULT_REQUESTER_POLICY);
+  return requesterPolicy(fields as Partial<RequesterPolicy>);
+}
+
+export function responderPolicyFor(profile: unknown, mutant: unknown): ResponderPolicy {
+  const fields = toPolicyFields(knobsFor('responder', profile, mutant), DEFAULT_RESPONDER_POLICY);
+  return responderPolicy(fields as Partial<ResponderPolicy>);
+}

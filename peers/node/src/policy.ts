@@ -1,0 +1,134 @@
+// The knobs a requester or responder resolves once, when it is opened: one field per entry
+// of catalogue/catalogue.yaml's `policies`, each defaulting to the value the wire spec
+// requires. The main code paths read these fields and nothing else.
+//
+// This module is deliberately NOT part of the package's public API: index.ts does not
+// re-export it and package.json's `exports` exposes only the entry point, so a service
+// cannot import it. Only the conformance adapter (src/peer.ts) reaches it, with the
+// openers `openRequester` (requester.ts) and `startResponder` (responder.ts), which are
+// kept out of index.ts for the same reason. Values keep the catalogue's spelling.
+
+export interface RequesterPolicy {
+  /** Write the reply address in acemq-reply-to (RR-1). */
+  readonly writeHeaderAddress: boolean;
+  /** Write the reply address in reply_to (RR-1). */
+  readonly writeNativeAddress: boolean;
+  /** Write acemq-reply-to as a byte array instead of a long string (RR-2). */
+  readonly headerAddressAsBytes: boolean;
+  /** Declare a reply queue per request and gather (RR-6). */
+  readonly replyQueuePerRequest: boolean;
+  /** Give x-queue-type classic when declaring the reply queue (RR-7). */
+  readonly explicitReplyQueueType: boolean;
+  /** How a reply finds its caller (RR-8). */
+  readonly matchRepliesBy: 'correlation_id' | 'oldest_waiter';
+  /** Count a timed-out call in TimedOut (RR-9). */
+  readonly countTimeouts: boolean;
+  /** Look at acemq-error before decoding (RR-10). */
+  readonly readErrorHeader: boolean;
+  /** A basic.return ends the call as refused (RR-13). */
+  readonly honourReturns: boolean;
+  /** A short string over 255 bytes (RR-18). */
+  readonly longShortString: 'refuse' | 'truncate';
+  /** A reply that is not JSON (RR-19). */
+  readonly undecodableReply: 'decode_error' | 'drop';
+  /** message_id of sendRequestMulti copies (SG-1). */
+  readonly gatherCopyIds: 'shared' | 'distinct';
+  /** How many copies sendRequestMulti publishes (SG-2). */
+  readonly multiCopies: 'expected_count' | 'one';
+  /** Which reply field finds the gather (SG-4). */
+  readonly gatherDemuxBy: 'response_message_id' | 'correlation_id';
+  /** Resolve as soon as expectedReplyCount is reached (SG-5). */
+  readonly gatherResolvesEarly: boolean;
+  /** A shortfall at the timeout (SG-6). */
+  readonly gatherShortfall: 'reject' | 'resolve';
+  /** No expectedReplyCount: wait the whole timeout, or take it as 1 (SG-7). */
+  readonly gatherMissingCount: 'budget' | 'one';
+  /** A gather reply for no pending gather (SG-8). */
+  readonly gatherStrayReply: 'unmatched' | 'oldest_gather';
+}
+
+export type AddressSource = 'header' | 'native';
+
+/**
+ * When Answered is counted (RR-15). `after_confirm` carries how long after the confirm the
+ * count lands: the real defect's window is microseconds, so a test widens it.
+ */
+export type AnsweredTiming = { readonly at: 'before_publish' } | { readonly at: 'after_confirm'; readonly delayMs: number };
+
+export interface ResponderPolicy {
+  /** Where the reply address is read, in order (RR-3). */
+  readonly readOrder: readonly AddressSource[];
+  /** What the reply's correlation_id copies (RR-4). */
+  readonly replyCorrelationFrom: 'message_id' | 'correlation_id';
+  /** Remove x-acemq-* before the handler (RR-5). */
+  readonly stripEngineHeaders: boolean;
+  /** A throwing handler: reply with acemq-error, or send nothing and retry (RR-10). */
+  readonly handlerFailure: 'error_reply' | 'retry';
+  /** Dead-letter a failed request after its failure reply (RR-11). */
+  readonly deadLetterFailures: boolean;
+  /** Count a failure reply in Answered (RR-11). */
+  readonly countFailuresAnswered: boolean;
+  /** A request with no reply address (RR-12). */
+  readonly unanswerable: 'accept' | 'dead_letter';
+  /** A reply publish that failed (RR-14). */
+  readonly undeliverableReply: 'requeue' | 'ack';
+  /** When Answered is counted (RR-15). */
+  readonly answeredTiming: AnsweredTiming;
+  /** Take Answered back when the reply publish fails (RR-15). */
+  readonly rollbackAnswered: boolean;
+  /** When the counters come to exist (RR-16). */
+  readonly countersCreated: 'before_subscribe' | 'after_first_delivery';
+  /** The type `{queue}.dlq` is declared with (RR-17). */
+  readonly dlqQueueType: 'quorum' | 'classic';
+  /** Set responseMessageId on replies (SG-3). */
+  readonly responseMessageId: boolean;
+  /** `strict` fails a request with a bool, double, table or array header (WF-1). */
+  readonly headerTypes: 'lenient' | 'strict';
+}
+
+export const DEFAULT_REQUESTER_POLICY: RequesterPolicy = Object.freeze({
+  writeHeaderAddress: true,
+  writeNativeAddress: true,
+  headerAddressAsBytes: false,
+  replyQueuePerRequest: false,
+  explicitReplyQueueType: true,
+  matchRepliesBy: 'correlation_id',
+  countTimeouts: true,
+  readErrorHeader: true,
+  honourReturns: true,
+  longShortString: 'refuse',
+  undecodableReply: 'decode_error',
+  gatherCopyIds: 'shared',
+  multiCopies: 'expected_count',
+  gatherDemuxBy: 'response_message_id',
+  gatherResolvesEarly: true,
+  gatherShortfall: 'reject',
+  gatherMissingCount: 'budget',
+  gatherStrayReply: 'unmatched',
+});
+
+export const DEFAULT_RESPONDER_POLICY: ResponderPolicy = Object.freeze({
+  readOrder: Object.freeze(['header', 'native'] as const),
+  replyCorrelationFrom: 'message_id',
+  stripEngineHeaders: true,
+  handlerFailure: 'error_reply',
+  deadLetterFailures: true,
+  countFailuresAnswered: false,
+  unanswerable: 'accept',
+  undeliverableReply: 'requeue',
+  answeredTiming: Object.freeze({ at: 'before_publish' as const }),
+  rollbackAnswered: true,
+  countersCreated: 'before_subscribe',
+  dlqQueueType: 'quorum',
+  responseMessageId: true,
+  headerTypes: 'lenient',
+});
+
+/** The defaults with some knobs changed, frozen: a policy never changes once opened. */
+export function requesterPolicy(changes: Partial<RequesterPolicy> = {}): RequesterPolicy {
+  return Object.freeze({ ...DEFAULT_REQUESTER_POLICY, ...changes });
+}
+
+export function responderPolicy(changes: Partial<ResponderPolicy> = {}): ResponderPolicy {
+  return Object.freeze({ ...DEFAULT_RESPONDER_POLICY, ...changes });
+}
