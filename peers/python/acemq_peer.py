@@ -1,8 +1,13 @@
 """The Python reference peer: the acemq binding behind the JSON-lines peer protocol.
 
-Run from the repository root: ``python -m reference_impl.peer``. Commands are
-read from stdin, each handled on its own thread; answers and events go to
-stdout one line at a time under a lock; the log goes to stderr.
+Run from this folder (peers/python): ``python -m acemq_peer``. Commands are read
+from stdin, each handled on its own thread; answers and events go to stdout one
+line at a time under a lock; the log goes to stderr. Protocol 2, and 1 when the
+harness asks for it (docs/peer-protocol.md).
+
+Profiles and mutants become binding policies through the catalogue
+(acemq_peer_policies) and reach the binding only through ``acemq._conformance``;
+``load`` and the raw responder are in acemq_peer_load.
 """
 
 from __future__ import annotations
@@ -13,13 +18,11 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, Callable, Optional, TextIO, Union
 
 import pika
 
 from acemq import (
-    MUTANT_NAMES,
-    PROFILES,
     Binding,
     ReplyDecodeError,
     Request,
@@ -32,10 +35,12 @@ from acemq import (
     ResponderObserver,
     __version__,
 )
+from acemq import _conformance as conformance
 from acemq.errors import describe
-from acemq.mutants import Mutant, Side
+from acemq_peer_load import LoadSpec, RawResponder, binding_load, raw_load
+from acemq_peer_policies import PolicyTable
 
-PROTOCOL = 1
+PROTOCOLS = (1, 2)
 PEER = "python"
 DEFAULT_URL = "amqp://guest:guest@127.0.0.1:5672/"
 
@@ -81,8 +86,10 @@ def make_handler(responder_name: str, behavior: dict[str, Any]) -> Callable[[Req
     kind = behavior.get("reply", "echo")
     if kind not in ("echo", "fail"):
         raise BadCommand(f"unknown behavior.reply {kind!r}")
+    if kind == "fail" and behavior.get("error_message") is None:
+        raise BadCommand("behavior.error_message is required when reply is fail")
     delay = float(behavior.get("delay_ms") or 0) / 1000.0
-    message = str(behavior.get("error_message", "scenario failure"))
+    message = str(behavior.get("error_message"))
 
     def handle(request: Request) -> Any:
         if delay:
@@ -99,16 +106,20 @@ def make_handler(responder_name: str, behavior: dict[str, Any]) -> Callable[[Req
 
 
 class EventsOfRequester(RequesterObserver):
-    def __init__(self, out: Output, name: str) -> None:
-        self._out, self._name = out, name
+    def __init__(self, out: Output, name: str, protocol: int) -> None:
+        self._out, self._name, self._protocol = out, name, protocol
 
     def unmatched(self, correlation_id: Optional[str]) -> None:
         self._out.write({"event": "unmatched", "requester": self._name, "correlation_id": correlation_id})
 
+    def connection_lost(self, reason: str) -> None:
+        if self._protocol >= 2:  # the event is version 2's
+            self._out.write({"event": "connection_lost", "requester": self._name, "reason": reason})
+
 
 class EventsOfResponder(ResponderObserver):
-    def __init__(self, out: Output, name: str) -> None:
-        self._out, self._name = out, name
+    def __init__(self, out: Output, name: str, protocol: int) -> None:
+        self._out, self._name, self._protocol = out, name, protocol
 
     def _emit(self, event: str, **fields: Any) -> None:
         self._out.write({"event": event, "responder": self._name, **fields})
@@ -128,25 +139,9 @@ class EventsOfResponder(ResponderObserver):
     def unanswerable(self, message_id: Optional[str]) -> None:
         self._emit("unanswerable", message_id=message_id)
 
-
-def mutant_for(command: dict[str, Any], *sides: Side) -> Optional[str]:
-    """The command's mutant when it acts on this side.
-
-    A peer spec such as ``python+no-strip`` may be used in both roles of a cell;
-    a mutant of the other side leaves this one as it is. Unknown names are
-    passed on, so the binding refuses them.
-    """
-    name = command.get("mutant")
-    if name is None:
-        return None
-    try:
-        side = Mutant(name).side
-    except ValueError:
-        return name
-    if side in sides:
-        return name
-    log.info("mutant %s acts on a %s: ignored by %s", name, side.value, command.get("op"))
-    return None
+    def connection_lost(self, reason: str) -> None:
+        if self._protocol >= 2:
+            self._emit("connection_lost", reason=reason)
 
 
 def _required(command: dict[str, Any], field: str) -> Any:
@@ -155,9 +150,15 @@ def _required(command: dict[str, Any], field: str) -> Any:
     return command[field]
 
 
-def _seconds(command: dict[str, Any]) -> Optional[float]:
-    timeout_ms = command.get("timeout_ms")
-    return None if timeout_ms is None else float(timeout_ms) / 1000.0
+def _optional(command: dict[str, Any], field: str, keyword: str, convert: Callable[[Any], Any] = lambda v: v) -> dict[str, Any]:
+    """``{keyword: value}`` when the command gives ``field``, else nothing: an absent field is
+    left out of the binding call, so the binding's own default applies (protocol 2)."""
+    value = command.get(field)
+    return {} if value is None else {keyword: convert(value)}
+
+
+def _seconds(timeout_ms: Any) -> float:
+    return float(timeout_ms) / 1000.0
 
 
 def _elapsed_ms(started: float) -> int:
@@ -174,8 +175,10 @@ class Peer:
         self._out = out
         self._url = os.environ.get("ACEMQ_AMQP_URL", DEFAULT_URL)
         self._lock = threading.Lock()
+        self._protocol = max(PROTOCOLS)  # until hello says otherwise
+        self._table: Optional[PolicyTable] = None
         self._requesters: dict[str, Requester] = {}
-        self._responders: dict[str, Responder] = {}
+        self._responders: dict[str, Union[Responder, RawResponder]] = {}
         self._claimed: set[str] = set()
         self._ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "hello": self.hello,
@@ -186,6 +189,7 @@ class Peer:
             "responder.start": self.responder_start,
             "responder.stop": self.responder_stop,
             "counters": self.counters,
+            "load": self.load,
         }
 
     # -- dispatch ---------------------------------------------------------
@@ -220,31 +224,40 @@ class Peer:
     # -- ops --------------------------------------------------------------
 
     def hello(self, command: dict[str, Any]) -> dict[str, Any]:
-        protocol = command.get("protocol", PROTOCOL)
-        if protocol != PROTOCOL:
-            raise BadCommand(f"this peer speaks protocol {PROTOCOL}, not {protocol}")
+        offered = command.get("protocols") or [command.get("protocol", 1)]
+        spoken = [v for v in offered if v in PROTOCOLS]
+        if not spoken:
+            raise BadCommand(f"this peer speaks protocols {list(PROTOCOLS)}, not {offered}")
+        table = self._policies()
+        self._protocol = max(spoken)
         if command.get("amqp_url"):
             self._url = command["amqp_url"]
+        capabilities = ["request", "respond", "gather"] + (["load"] if self._protocol >= 2 else [])
         return {
-            "protocol": PROTOCOL,
+            "protocol": self._protocol,
             "peer": PEER,
             "language": "Python",
             "binding": f"acemq-python {__version__}",
             "client": f"pika {pika.__version__}",
-            "profiles": list(PROFILES),
-            "mutants": list(MUTANT_NAMES),
-            "capabilities": ["request", "respond", "gather"],
+            "profiles": table.profiles,
+            "mutants": table.mutants,
+            "capabilities": capabilities,
         }
+
+    def _policies(self) -> PolicyTable:
+        if self._table is None:
+            self._table = PolicyTable.load()
+        return self._table
 
     def requester_open(self, command: dict[str, Any]) -> dict[str, Any]:
         name = _required(command, "name")
+        policy = self._policies().requester(command.get("profile"), command.get("mutant"))
         self._claim(name)
         try:
-            requester = Requester.open(
+            requester = conformance.open_requester(
                 self._url,
-                profile=command.get("profile"),
-                mutant=mutant_for(command, Side.REQUESTER, Side.GATHERER),
-                observer=EventsOfRequester(self._out, name),
+                policy,
+                observer=EventsOfRequester(self._out, name, self._protocol),
                 name=f"requester-{name}",
             )
         except BaseException:
@@ -273,10 +286,10 @@ class Peer:
             command.get("exchange") or "",
             _required(command, "routing_key"),
             command["body"],
-            timeout=_seconds(command),
-            headers=command.get("headers"),
-            message_id=command.get("message_id"),
-            correlation_id=command.get("correlation_id"),
+            **_optional(command, "timeout_ms", "timeout", _seconds),
+            **_optional(command, "headers", "headers"),
+            **_optional(command, "message_id", "message_id"),
+            **_optional(command, "correlation_id", "correlation_id"),
         )
         answer: dict[str, Any] = {"request_id": pending.request_id}
         try:
@@ -303,10 +316,10 @@ class Peer:
         pending = requester.begin_gather(
             command.get("body"),
             **target,
-            expected_reply_count=command.get("expected_reply_count"),
-            timeout=_seconds(command),
-            correlation_id=command.get("correlation_id"),
-            message_type=command.get("type"),
+            **_optional(command, "expected_reply_count", "expected_reply_count", int),
+            **_optional(command, "timeout_ms", "timeout", _seconds),
+            **_optional(command, "correlation_id", "correlation_id"),
+            **_optional(command, "type", "message_type"),
         )
         answer: dict[str, Any] = {"request_id": pending.request_id}
         try:
@@ -318,21 +331,29 @@ class Peer:
 
     def responder_start(self, command: dict[str, Any]) -> dict[str, Any]:
         name = _required(command, "name")
-        bind = command.get("bind")
-        handler = make_handler(name, command.get("behavior") or {"reply": "echo"})
+        queue = _required(command, "queue")
+        client = command.get("client", "binding")
+        if client not in ("binding", "raw"):
+            raise BadCommand(f"unknown client {client!r}: binding or raw")
+        if client == "binding":
+            bind = command.get("bind")
+            handler = make_handler(name, command.get("behavior") or {"reply": "echo"})
+            policy = self._policies().responder(command.get("profile"), command.get("mutant"))
         self._claim(name)
         try:
-            responder = Responder.start(
-                self._url,
-                _required(command, "queue"),
-                handler,
-                bind=Binding(bind["exchange"], bind.get("routing_key") or "") if bind else None,
-                max_attempts=int(command.get("max_attempts") or 3),
-                profile=command.get("profile"),
-                mutant=mutant_for(command, Side.RESPONDER),
-                observer=EventsOfResponder(self._out, name),
-                name=f"responder-{name}",
-            )
+            if client == "raw":
+                responder: Union[Responder, RawResponder] = RawResponder.start(self._url, queue, name)
+            else:
+                responder = conformance.start_responder(
+                    self._url,
+                    queue,
+                    handler,
+                    policy,
+                    bind=Binding(bind["exchange"], bind.get("routing_key") or "") if bind else None,
+                    **_optional(command, "max_attempts", "max_attempts", int),
+                    observer=EventsOfResponder(self._out, name, self._protocol),
+                    name=f"responder-{name}",
+                )
         except BaseException:
             self._release(name)
             raise
@@ -357,9 +378,28 @@ class Peer:
             responder = self._responders.get(name)
         if requester is not None:
             return {"counters": {"timed_out": requester.timed_out.value, "unmatched": requester.unmatched.value}}
-        if responder is not None:
+        if isinstance(responder, Responder):
             return {"counters": {"answered": responder.answered.value, "unanswerable": responder.unanswerable.value}}
+        if responder is not None:
+            return {"counters": {}}  # the raw responder keeps none
         raise BadCommand(f"no requester or responder named {name!r}")
+
+    def load(self, command: dict[str, Any]) -> dict[str, Any]:
+        if self._protocol < 2:
+            raise BadCommand("load is protocol 2's; this run speaks protocol 1")
+        client = command.get("client", "binding")
+        spec = LoadSpec.of(command)
+        exchange, routing_key = command.get("exchange") or "", _required(command, "routing_key")
+        if client == "raw":
+            return {"load": raw_load(self._url, exchange, routing_key, spec)}
+        if client != "binding":
+            raise BadCommand(f"unknown client {client!r}: binding or raw")
+        policy = self._policies().requester(command.get("profile"), command.get("mutant"))
+        requester = conformance.open_requester(self._url, policy, name=f"load-{command.get('id')}")
+        try:
+            return {"load": binding_load(requester, exchange, routing_key, spec)}
+        finally:
+            requester.close()
 
     def shutdown(self, command_id: Any) -> None:
         self.close_all()

@@ -15,10 +15,8 @@ from .errors import (
     RequesterClosed,
     ResponderFailed,
     ShortStringTooLong,
-    UnknownOption,
 )
 from .hooks import RequesterObserver, ResponderObserver
-from .mutants import MUTANT_NAMES, PROFILES, Mutant
 from .requester import PendingGather, PendingRequest, Requester
 from .responder import Binding, Request, Responder
 from .wire import ERROR_HEADER, REPLY_TO_HEADER, RESPONSE_MESSAGE_ID_HEADER
@@ -29,9 +27,6 @@ __all__ = [
     "AcemqError",
     "Binding",
     "ERROR_HEADER",
-    "MUTANT_NAMES",
-    "Mutant",
-    "PROFILES",
     "PendingGather",
     "PendingRequest",
     "REPLY_TO_HEADER",
@@ -48,6 +43,5 @@ __all__ = [
     "ResponderObserver",
     "RequesterObserver",
     "ShortStringTooLong",
-    "UnknownOption",
     "__version__",
 ]

@@ -8,12 +8,14 @@ channels runs on the I/O thread. Other threads hand work over with
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from concurrent.futures import Future
 from typing import Any, Callable, Optional, TypeVar
 
 import pika
+from pika import exceptions as px
 from pika.adapters.blocking_connection import BlockingChannel
 
 from .errors import AcemqError
@@ -31,6 +33,14 @@ class ConnectionFailed(AcemqError):
     """The connection could not be opened, or closed while work was pending on it."""
 
 
+def lost_reason(cause: BaseException) -> str:
+    """pika's text for a closed connection or channel: the AMQP code and text when it has them."""
+    code, text = getattr(cause, "reply_code", None), getattr(cause, "reply_text", None)
+    if code is not None and text:
+        return f"{code} {text}"
+    return f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
+
+
 class ConnectionThread:
     """A BlockingConnection and its I/O thread."""
 
@@ -42,7 +52,10 @@ class ConnectionThread:
         self._pending_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.connection: Optional[pika.BlockingConnection] = None
-        self.on_lost: Optional[Callable[[BaseException], None]] = None
+        # Told once, with pika's text, when the broker or the network ends the connection
+        # or a watched channel; never when this side closes them.
+        self.on_lost: Optional[Callable[[str], None]] = None
+        self._lost_reported = False
 
     def start(self, timeout: float = CALL_TIMEOUT_SECONDS) -> None:
         self._thread.start()
@@ -52,12 +65,26 @@ class ConnectionThread:
     def in_io_thread(self) -> bool:
         return threading.current_thread() is self._thread
 
-    def channel(self) -> BlockingChannel:
-        """A new channel in confirm mode. I/O thread only."""
-        assert self.connection is not None
-        channel = self.connection.channel()
-        channel.confirm_delivery()
-        return channel
+    def watch(self, channel: BlockingChannel) -> None:
+        """Report the broker closing ``channel`` through ``on_lost``. I/O thread only.
+
+        BlockingChannel offers no close callback of its own (it raises on the next
+        call instead), so the callback goes on the channel underneath it.
+        """
+        channel._impl.add_on_close_callback(self._channel_closed)
+
+    def _channel_closed(self, _channel: Any, reason: BaseException) -> None:
+        if isinstance(reason, px.ChannelClosedByBroker) and not self._closing.is_set():
+            self._report_lost(reason)
+
+    def _report_lost(self, cause: BaseException) -> None:
+        if self._lost_reported or self.on_lost is None:
+            return
+        self._lost_reported = True
+        try:
+            self.on_lost(lost_reason(cause))
+        except Exception:
+            log.exception("on_lost failed")
 
     def call(self, fn: Callable[..., T], *args: Any, timeout: float = CALL_TIMEOUT_SECONDS) -> T:
         """Run ``fn(*args)`` on the I/O thread and return its result (or raise its error)."""
@@ -74,6 +101,16 @@ class ConnectionThread:
             self._schedule(self._guarded, fn, *args)
         except ConnectionFailed as exc:
             log.warning("dropped work for a closed connection: %s", exc)
+
+    def later(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` on the I/O thread once the current callback is over. I/O thread only.
+
+        For work that must not run inside pika's frame handling (a confirm's callback,
+        say), because it calls the blocking channels: pika dispatches the timer at the
+        top of ``process_data_events``. Errors are logged.
+        """
+        assert self.connection is not None
+        self.connection.call_later(0, functools.partial(self._guarded, fn, *args))
 
     def call_later(self, seconds: float, fn: Callable[[], Any]) -> None:
         """Run ``fn`` on the I/O thread after ``seconds``, from any thread."""
@@ -150,8 +187,8 @@ class ConnectionThread:
                     self.connection.close()
                 except Exception:
                     log.debug("error closing connection", exc_info=True)
-            if lost is not None and self.on_lost is not None:
-                self.on_lost(lost)
+            if lost is not None:
+                self._report_lost(lost)
 
     def _fail_pending(self, cause: Optional[BaseException]) -> None:
         with self._pending_lock:

@@ -72,10 +72,6 @@ class RequesterClosed(AcemqError):
     """The requester was closed while the call was pending, or before it started."""
 
 
-class UnknownOption(AcemqError, ValueError):
-    """An unknown profile or mutant, or a mutant given to the wrong side."""
-
-
 def describe(exc: Optional[BaseException]) -> str:
     """A one-line description of an error for logs and protocol answers."""
     if exc is None:

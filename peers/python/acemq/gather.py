@@ -29,8 +29,8 @@ class Gather:
         correlation_id: str,
         expected_reply_count: Optional[int] = None,
         on_reply: Optional[Callable[[Any], None]] = None,
-        shortfall_resolves: bool = False,
-        no_early_resolve: bool = False,
+        rejects_shortfall: bool = True,
+        resolves_early: bool = True,
     ) -> None:
         if expected_reply_count is not None and expected_reply_count < 1:
             raise ValueError("expected_reply_count must be at least 1")
@@ -38,10 +38,10 @@ class Gather:
         self.correlation_id = correlation_id
         self.expected_reply_count = expected_reply_count
         self._on_reply = on_reply
-        # The shortfall-resolves mutant (SG-6): a shortfall resolves instead of rejecting.
-        self._shortfall_resolves = shortfall_resolves
-        # The no-early-resolve mutant (SG-5): a reached count waits for the deadline.
-        self._no_early_resolve = no_early_resolve
+        # SG-6: a shortfall rejects (False resolves with the partial replies instead).
+        self._rejects_shortfall = rejects_shortfall
+        # SG-5: a reached count resolves at once (False waits for the deadline).
+        self._resolves_early = resolves_early
         self._lock = threading.Lock()
         self._replies: list[Any] = []
         self._state = GatherState.COLLECTING
@@ -63,7 +63,7 @@ class Gather:
             if self._state is not GatherState.COLLECTING or self._count_reached():
                 return False
             self._replies.append(reply)
-            if self._count_reached() and not self._no_early_resolve:
+            if self._count_reached() and self._resolves_early:
                 self._state = GatherState.RESOLVED
                 self._done.set()
         if self._on_reply is not None:
@@ -75,7 +75,7 @@ class Gather:
         with self._lock:
             if self._state is GatherState.COLLECTING:
                 shortfall = self.expected_reply_count is not None and not self._count_reached()
-                if shortfall and not self._shortfall_resolves:
+                if shortfall and self._rejects_shortfall:
                     self._state = GatherState.REJECTED
                 else:
                     self._state = GatherState.RESOLVED

@@ -16,6 +16,13 @@ class RequesterObserver:
     def unmatched(self, correlation_id: Optional[str]) -> None:
         """A reply was counted Unmatched and dropped (RR-8, SG-8)."""
 
+    def connection_lost(self, reason: str) -> None:
+        """The broker or the network closed the requester's connection or reply channel.
+
+        ``reason`` is pika's text (reply code and text where the broker gave them).
+        Not called when the requester is closed by its owner.
+        """
+
 
 class ResponderObserver:
     def handled(self, request: "Request") -> None:
@@ -32,3 +39,9 @@ class ResponderObserver:
 
     def unanswerable(self, message_id: Optional[str]) -> None:
         """A request naming no reply address was counted and acknowledged (RR-12)."""
+
+    def connection_lost(self, reason: str) -> None:
+        """The broker or the network closed the responder's connection or consumer channel.
+
+        Not called when the responder is stopped by its owner.
+        """

@@ -12,6 +12,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional
 
@@ -28,14 +30,16 @@ from .errors import (
     RequesterClosed,
     ResponderFailed,
 )
+from ._policy import RequesterPolicy
 from .gather import Gather, GatherState
 from .hooks import RequesterObserver
-from .mutants import Mutant, Side, check_mutant, check_profile, header_only
 from .publishing import PublishFailed, Publisher
 
 log = logging.getLogger("acemq.requester")
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
+# How long a request waits for the broker's confirm before it is refused.
+CONFIRM_TIMEOUT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -116,17 +120,15 @@ class Requester:
         self,
         url: str,
         *,
-        profile: Optional[str] = None,
-        mutant: Optional[str] = None,
         observer: Optional[RequesterObserver] = None,
         default_timeout: float = DEFAULT_TIMEOUT_SECONDS,
         name: str = "acemq-requester",
     ) -> None:
-        self.profile = check_profile(profile)
-        self.mutant = check_mutant(mutant, Side.REQUESTER, Side.GATHERER)
         self.default_timeout = default_timeout
+        self._policy = RequesterPolicy()  # the spec; only acemq._conformance opens with another
         self._observer = observer or RequesterObserver()
         self._io = ConnectionThread(url, name)
+        self._io.on_lost = self._connection_lost
         self._publisher = Publisher(self._io)
         self._lock = threading.Lock()
         self._calls: "OrderedDict[str, _Call]" = OrderedDict()
@@ -139,7 +141,13 @@ class Requester:
     @classmethod
     def open(cls, url: str, **options: Any) -> "Requester":
         """Connect, declare the reply queue and start consuming it."""
+        return cls._open(url, RequesterPolicy(), **options)
+
+    @classmethod
+    def _open(cls, url: str, policy: RequesterPolicy, **options: Any) -> "Requester":
+        # The policy is fixed before anything is declared and never changes after.
         requester = cls(url, **options)
+        requester._policy = policy
         requester._start()
         return requester
 
@@ -187,7 +195,9 @@ class Requester:
             outgoing = _Outgoing(
                 exchange, routing_key, payload, message_id, correlation_id, self._reply_queue_for_call(), message_type, headers
             )
-            self._io.call(self._publish_request, outgoing)
+            # The I/O thread only starts the publish; this thread waits for its confirm, so
+            # the publishes of many callers are outstanding together.
+            self._confirmed(outgoing, self._io.call(self._publish_request, outgoing))
         except BaseException:
             with self._lock:
                 self._calls.pop(message_id, None)
@@ -199,7 +209,7 @@ class Requester:
             with self._lock:
                 gave_up = self._calls.pop(call.request_id, None) is not None
             if gave_up:
-                if self.mutant is not Mutant.TIMEOUTS_NOT_COUNTED:  # the mutant breaks RR-9
+                if self._policy.count_timeouts:  # RR-9
                     self.timed_out.increment()
                 raise RequestTimedOut(call.request_id, timeout)
             call.wait(None)  # a reply took it at the last moment and is completing it
@@ -268,21 +278,22 @@ class Requester:
             correlation_id = message["correlationId"]
         correlation_id = self._short_string("correlation_id", correlation_id or request_id)
         message_type = self._short_string("type", message_type)
-        if expected_reply_count is None and self.mutant is Mutant.NO_COUNT_MEANS_ONE:
-            expected_reply_count = 1  # the mutant breaks SG-7: no count is not a count of 1
+        policy = self._policy
+        if expected_reply_count is None and policy.gather_missing_count == "one":
+            expected_reply_count = 1  # SG-7 forbids this: no count is not a count of 1
         gather = Gather(
             request_id,
             correlation_id,
             expected_reply_count,
             on_reply,
-            shortfall_resolves=self.mutant is Mutant.SHORTFALL_RESOLVES,
-            no_early_resolve=self.mutant is Mutant.NO_EARLY_RESOLVE,
+            rejects_shortfall=policy.gather_shortfall == "reject",
+            resolves_early=policy.gather_resolves_early,
         )
         # sendRequestMulti sends one copy per expected reply: a queue hands each
         # message to one of its consumers, so N workers need N copies (SG-2).
         copies = 1 if exchange is not None else (expected_reply_count or 1)
-        if self.mutant is Mutant.MULTI_ONE_COPY:
-            copies = 1  # the mutant breaks SG-2: one copy cannot reach N competing workers
+        if policy.multi_copies == "one":
+            copies = 1  # SG-2 forbids this: one copy cannot reach N competing workers
         target = (exchange, "") if exchange is not None else ("", endpoint)
         payload = wire.encode_body(message)
         with self._lock:
@@ -299,11 +310,14 @@ class Requester:
                 self._reply_queue_for_call(),
                 message_type,
             )
+            sent = []
             for copy in range(copies):
-                if copy and self.mutant is Mutant.COPIES_DISTINCT_IDS:
-                    # The mutant breaks SG-1: the copies of one gather must share its id.
+                if copy and policy.gather_copy_ids == "distinct":
+                    # SG-1 forbids this: the copies of one gather must share its id.
                     outgoing = replace(outgoing, message_id=wire.new_message_id())
-                self._io.call(self._publish_request, outgoing)
+                sent.append((outgoing, self._io.call(self._publish_request, outgoing)))
+            for outgoing, confirm in sent:  # the copies' confirms are awaited together
+                self._confirmed(outgoing, confirm)
         except BaseException:
             with self._lock:
                 self._gathers.pop(request_id, None)
@@ -355,40 +369,55 @@ class Requester:
     def _open_channels(self) -> str:
         assert self._io.connection is not None
         self._consumer = self._io.connection.channel()
+        self._io.watch(self._consumer)  # the broker closing it ends every reply: connection_lost
         return self._declare_reply_queue()
 
     def _short_string(self, field: str, value: Optional[str]) -> Optional[str]:
         """RR-18: a short-string property over 255 bytes is refused, never truncated."""
-        if self.mutant is Mutant.TRUNCATES_SHORT_STRINGS:
-            return wire.truncate_short_string(value)  # the mutant's defect
+        if self._policy.long_short_string == "truncate":
+            return wire.truncate_short_string(value)  # the defect RR-18 forbids
         wire.check_short_string(field, value)
         return value
 
     def _reply_queue_for_call(self) -> str:
-        if self.mutant is Mutant.QUEUE_PER_REQUEST:
+        if self._policy.reply_queue_per_request:
             # The defect RR-6 forbids: a fresh reply queue for every call.
             return self._io.call(self._declare_reply_queue)
         return self._reply_queue
 
     def _declare_reply_queue(self) -> str:
-        # RR-7: the type is given explicitly; the implicit-queue-type mutant leaves it to the server.
-        arguments = None if self.mutant is Mutant.IMPLICIT_QUEUE_TYPE else {"x-queue-type": "classic"}
+        # RR-7: the type is given explicitly, not left to the server's default.
+        arguments = {"x-queue-type": "classic"} if self._policy.explicit_reply_queue_type else None
         result = self._consumer.queue_declare("", durable=False, exclusive=True, auto_delete=True, arguments=arguments)
         queue = result.method.queue
         self._consumer.basic_consume(queue, self._on_reply, auto_ack=True)
         return queue
 
-    def _publish_request(self, outgoing: _Outgoing) -> None:
+    def _confirmed(self, outgoing: _Outgoing, confirm: "Future[None]") -> None:
+        """Wait (caller's thread) for a request's confirm; a return or nack refuses it (RR-13)."""
+        try:
+            confirm.result(CONFIRM_TIMEOUT_SECONDS)
+        except FutureTimeout as exc:
+            raise RequestRefused(
+                f"request not accepted: no confirm from the broker within {CONFIRM_TIMEOUT_SECONDS:g} s"
+            ) from exc
+        except PublishFailed as exc:
+            if exc.returned and not self._policy.honour_returns:
+                # RR-13 forbids this: taking the ack after a basic.return for delivery.
+                log.info("ignoring the return of request %s: %s", outgoing.message_id, exc.detail)
+                return
+            raise RequestRefused(f"request not accepted: {exc.detail}") from exc
+
+    def _publish_request(self, outgoing: _Outgoing) -> "Future[None]":
+        """Start publishing a request (I/O thread); its confirm comes in the Future."""
         reply_queue = outgoing.reply_queue
         wire.check_short_string("reply_to", reply_queue)
+        policy = self._policy
         headers: dict[str, Any] = dict(outgoing.headers or {})
-        native: Optional[str] = reply_queue
-        if self.mutant is Mutant.HEADER_BYTES:
-            headers[wire.REPLY_TO_HEADER] = reply_queue.encode("utf-8")  # pika writes bytes as 'x'
-        elif self.mutant is not Mutant.NATIVE_ONLY:
-            headers[wire.REPLY_TO_HEADER] = reply_queue
-        if header_only(self.profile):
-            native = None
+        if policy.write_header_address:  # RR-1: both places, RR-2: a long string
+            as_bytes = policy.header_address_as_bytes  # pika writes bytes as 'x'
+            headers[wire.REPLY_TO_HEADER] = reply_queue.encode("utf-8") if as_bytes else reply_queue
+        native = reply_queue if policy.write_native_address else None
         properties = pika.BasicProperties(
             content_type=wire.CONTENT_TYPE,
             message_id=outgoing.message_id,
@@ -397,18 +426,11 @@ class Requester:
             type=outgoing.message_type,
             headers=headers or None,
         )
-        try:
-            self._publisher.publish(outgoing.exchange, outgoing.routing_key, properties, outgoing.payload)
-        except PublishFailed as exc:
-            if exc.returned and self.mutant is Mutant.IGNORES_RETURNS:
-                # The mutant breaks RR-13: it takes the ack after a basic.return for delivery.
-                log.info("ignoring the return of request %s: %s", outgoing.message_id, exc.detail)
-                return
-            raise RequestRefused(f"request not accepted: {exc.detail}") from exc
+        return self._publisher.publish(outgoing.exchange, outgoing.routing_key, properties, outgoing.payload)
 
     def _on_reply(self, _channel: Any, _method: Any, properties: pika.BasicProperties, body: bytes) -> None:
         headers = properties.headers or {}
-        if self.mutant is Mutant.GATHER_BY_CORRELATION_ID:
+        if self._policy.gather_demux_by == "correlation_id":
             gather_key = properties.correlation_id
         else:
             gather_key = wire.header(headers, wire.RESPONSE_MESSAGE_ID_HEADER)
@@ -417,8 +439,8 @@ class Requester:
             call: Optional[_Call] = None
             if gather is None:
                 call = self._take_call(properties.correlation_id)
-            if gather is None and call is None and gather_key and self.mutant is Mutant.STRAY_REPLY_TO_OLDEST_GATHER:
-                # The mutant breaks SG-8: a reply for no pending gather is given to the oldest one.
+            if gather is None and call is None and gather_key and self._policy.gather_stray_reply == "oldest_gather":
+                # SG-8 forbids this: a reply for no pending gather is given to the oldest one.
                 gather = next((g for g in self._gathers.values() if g.state is GatherState.COLLECTING), None)
         if gather is not None:
             self._deliver_to_gather(gather, properties, body)
@@ -429,7 +451,7 @@ class Requester:
 
     def _take_call(self, correlation_id: Optional[str]) -> Optional[_Call]:
         """The waiting caller a reply belongs to; called with the lock held."""
-        if self.mutant is Mutant.LATE_REPLY_TO_NEXT:
+        if self._policy.match_replies_by == "oldest_waiter":
             # The defect RR-8 forbids: the oldest waiting caller gets whatever arrives.
             if not self._calls:
                 return None
@@ -440,14 +462,14 @@ class Requester:
 
     def _deliver_to_call(self, call: _Call, properties: pika.BasicProperties, body: bytes) -> None:
         failure = wire.header(properties.headers, wire.ERROR_HEADER)
-        if failure is not None and self.mutant is not Mutant.IGNORES_ERROR_HEADER:
+        if failure is not None and self._policy.read_error_header:  # RR-10: before decoding
             call.complete(error=ResponderFailed(call.request_id, failure))
             return
         try:
             call.complete(wire.decode_body(body))
         except ValueError as exc:
-            if self.mutant is Mutant.DROPS_UNDECODABLE:
-                # The mutant breaks RR-19: the call is left waiting for its timeout.
+            if self._policy.undecodable_reply == "drop":
+                # RR-19 forbids this: the call is left waiting for its timeout.
                 with self._lock:
                     self._calls[call.request_id] = call
                 self._count_unmatched(properties.correlation_id)
@@ -467,6 +489,12 @@ class Requester:
             return
         if not gather.add(reply):
             self._count_unmatched(properties.correlation_id)
+
+    def _connection_lost(self, reason: str) -> None:
+        try:
+            self._observer.connection_lost(reason)
+        except Exception:
+            log.exception("connection_lost observer failed")
 
     def _count_unmatched(self, correlation_id: Optional[str]) -> None:
         self.unmatched.increment()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -20,17 +20,14 @@ import pika
 from . import wire
 from .connection import ConnectionThread
 from .counters import Counter
+from ._policy import ResponderPolicy
 from .hooks import ResponderObserver
-from .mutants import Mutant, Side, check_mutant, check_profile, header_only
 from .publishing import PublishFailed, Publisher, encodable_headers
 
 log = logging.getLogger("acemq.responder")
 
-DEFAULT_MAX_ATTEMPTS = 3
+DEFAULT_MAX_ATTEMPTS = wire.DEFAULT_MAX_ATTEMPTS
 DEFAULT_CONCURRENCY = 16
-# The answered-after-publish mutant widens a real race window to this, so the
-# suite catches it every time.
-MUTANT_WINDOW_SECONDS = 1.0
 UNANSWERABLE_REASON = "Unanswerable: the request names no reply address"
 
 
@@ -82,8 +79,6 @@ class Responder:
         *,
         bind: Optional[Binding] = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-        profile: Optional[str] = None,
-        mutant: Optional[str] = None,
         observer: Optional[ResponderObserver] = None,
         concurrency: int = DEFAULT_CONCURRENCY,
         name: str = "acemq-responder",
@@ -92,18 +87,18 @@ class Responder:
             raise ValueError("max_attempts must be at least 1")
         self.queue = queue
         self.dead_letter_queue = f"{queue}.dlq"
-        self.profile = check_profile(profile)
-        self.mutant = check_mutant(mutant, Side.RESPONDER)
+        self._policy = ResponderPolicy()  # the spec; only acemq._conformance starts with another
         self.max_attempts = max_attempts
         self._handler = handler
         self._bind = bind
         self._observer = observer or ResponderObserver()
         self._concurrency = concurrency
         self._io = ConnectionThread(url, name)
+        self._io.on_lost = self._connection_lost
         self._publisher = Publisher(self._io)
         self._workers = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"{name}-handler")
         self._consumer_tag: Optional[str] = None
-        self._lazy_counters_made = False  # only for the counters-after-subscribe mutant
+        self._first_delivery_handled = False  # for counters_created: after_first_delivery
         self._stopped = threading.Event()
         # RR-16: the counters exist, at zero, before anything is consumed.
         self.answered = Counter()
@@ -112,7 +107,13 @@ class Responder:
     @classmethod
     def start(cls, url: str, queue: str, handler: Handler, **options: Any) -> "Responder":
         """Declare the queue and its dead-letter queue, bind, and register the consumer."""
+        return cls._start_with(url, queue, handler, ResponderPolicy(), **options)
+
+    @classmethod
+    def _start_with(cls, url: str, queue: str, handler: Handler, policy: ResponderPolicy, **options: Any) -> "Responder":
+        # The policy is fixed before anything is declared and never changes after.
         responder = cls(url, queue, handler, **options)
+        responder._policy = policy
         responder._start()
         return responder
 
@@ -148,10 +149,10 @@ class Responder:
     def _subscribe(self) -> None:
         assert self._io.connection is not None
         self._channel = self._io.connection.channel()
-        quorum = {"x-queue-type": "quorum"}
-        self._channel.queue_declare(self.queue, durable=True, arguments=quorum)
-        # RR-17: the dead-letter queue is quorum too; the classic-dlq mutant breaks that.
-        dlq_type = {"x-queue-type": "classic"} if self.mutant is Mutant.CLASSIC_DLQ else quorum
+        self._io.watch(self._channel)  # the broker closing it stops the responder: connection_lost
+        self._channel.queue_declare(self.queue, durable=True, arguments={"x-queue-type": "quorum"})
+        # RR-17: the dead-letter queue is a durable quorum queue too.
+        dlq_type = {"x-queue-type": self._policy.dlq_queue_type}
         self._channel.queue_declare(self.dead_letter_queue, durable=True, arguments=dlq_type)
         if self._bind is not None:
             self._channel.queue_bind(self.queue, self._bind.exchange, self._bind.routing_key)
@@ -166,12 +167,7 @@ class Responder:
 
     def _on_request(self, _channel: Any, method: Any, properties: pika.BasicProperties, body: bytes) -> None:
         headers = properties.headers or {}
-        address = wire.choose_reply_address(
-            headers,
-            properties.reply_to,
-            header_only=header_only(self.profile),
-            native_first=self.mutant is Mutant.NATIVE_FIRST,
-        )
+        address = wire.choose_reply_address(headers, properties.reply_to, self._policy.read_order)
         if address is None:
             self._on_unanswerable(method.delivery_tag, properties, body)
             return
@@ -181,22 +177,24 @@ class Responder:
     def _on_unanswerable(self, tag: int, properties: pika.BasicProperties, body: bytes) -> None:
         # RR-12: the handler is not run; its result could go nowhere.
         self.unanswerable.increment()
-        if self.mutant is Mutant.DEAD_LETTER_UNANSWERABLE:
-            if not self._dead_letter(tag, properties, body, UNANSWERABLE_REASON):
-                return
-        else:
-            self._channel.basic_ack(tag)
+        if self._policy.unanswerable == "dead_letter":  # RR-12 forbids this
+            self._dead_letter(
+                tag, properties, body, UNANSWERABLE_REASON, then=lambda: self._observer.unanswerable(properties.message_id)
+            )
+            return
+        self._channel.basic_ack(tag)
         self._observer.unanswerable(properties.message_id)
 
     def _handle(self, delivery: _Delivery) -> None:
         """Worker thread: run the handler, then hand the outcome back to the I/O thread."""
         failure: Optional[str] = None
         payload = b""
-        malformed = wire.first_strict_header(delivery.properties.headers)
-        if malformed is not None and self.mutant is Mutant.STRICT_HEADER_TYPES:
-            # The mutant breaks WF-1: a header of a type it does not expect fails the request.
-            self._io.submit(self._fail, delivery, f"MalformedHeader: {malformed}")
-            return
+        if self._policy.header_types == "strict":
+            malformed = wire.first_strict_header(delivery.properties.headers)
+            if malformed is not None:
+                # WF-1 forbids this: a header of a type it does not expect fails the request.
+                self._io.submit(self._fail, delivery, f"MalformedHeader: {malformed}")
+                return
         try:
             request = Request(
                 body=wire.decode_body(delivery.body),
@@ -217,83 +215,141 @@ class Responder:
             self._io.submit(self._fail, delivery, failure)
 
     def _shown_headers(self, headers: Optional[dict[str, Any]]) -> dict[str, Any]:
-        if self.mutant is Mutant.NO_STRIP:
-            return dict(headers or {})
-        return wire.strip_engine_headers(headers)
+        if self._policy.strip_engine_headers:  # RR-5
+            return wire.strip_engine_headers(headers)
+        return dict(headers or {})
 
     # -- replies and dead letters (I/O thread) -------------------------------
 
     def _reply_properties(self, delivery: _Delivery, failure: Optional[str]) -> pika.BasicProperties:
         headers: dict[str, Any] = {}
-        # SG-3: the no-response-message-id mutant leaves the header off.
-        if delivery.message_id is not None and self.mutant is not Mutant.NO_RESPONSE_MESSAGE_ID:
+        policy = self._policy
+        if delivery.message_id is not None and policy.response_message_id:  # SG-3
             headers[wire.RESPONSE_MESSAGE_ID_HEADER] = delivery.message_id
         if failure is not None:
             headers[wire.ERROR_HEADER] = failure
-        correlation_id = delivery.message_id
-        if self.mutant is Mutant.CORRELATION_FROM_CORRELATION_ID:
-            correlation_id = delivery.properties.correlation_id  # the mutant breaks RR-4
+        correlation_id = delivery.message_id  # RR-4
+        if policy.reply_correlation_from == "correlation_id":
+            correlation_id = delivery.properties.correlation_id  # RR-4 forbids this
         return pika.BasicProperties(
             content_type=wire.CONTENT_TYPE,
             correlation_id=correlation_id,
             headers=headers,
         )
 
+    def _publish_then(
+        self,
+        routing_key: str,
+        properties: pika.BasicProperties,
+        body: bytes,
+        on_confirmed: Callable[[], None],
+        on_failed: Callable[[PublishFailed], None],
+    ) -> None:
+        """Publish to the default exchange without waiting; continue on the I/O thread once it is settled.
+
+        Nothing waits for a confirm, so the replies of all the handler threads are
+        outstanding together. The continuation runs outside pika's frame handling
+        (``later``) because it acks, nacks and publishes on the blocking channels.
+        """
+        confirm = self._publisher.publish("", routing_key, properties, body)
+
+        def settled(done: "Future[None]") -> None:
+            error = done.exception()
+            if error is None:
+                on_confirmed()
+            elif isinstance(error, PublishFailed):
+                on_failed(error)
+            else:
+                on_failed(PublishFailed(f"publish failed: {error!r}"))
+
+        confirm.add_done_callback(lambda done: self._io.later(settled, done))
+
     def _answer(self, delivery: _Delivery, payload: bytes) -> None:
         if self._stopped.is_set():
             return  # the connection is going; the broker requeues the request
-        count_first = self.mutant is not Mutant.ANSWERED_AFTER_PUBLISH
-        if self.mutant is Mutant.COUNTERS_AFTER_SUBSCRIBE and not self._lazy_counters_made:
-            # counters-after-subscribe mutant (RR-16): the counter is made lazily, once
-            # the first delivery has been handled, so that delivery is never counted.
-            self._lazy_counters_made = True
-            count_first = False
-        elif count_first:
+        policy = self._policy
+        counted = policy.answered_timing == "before_publish"
+        if policy.counters_created == "after_first_delivery" and not self._first_delivery_handled:
+            # RR-16 forbids this: counters that come to exist only once the first delivery
+            # has been handled never count that delivery.
+            self._first_delivery_handled = True
+            counted = False
+        elif counted:
             self.answered.increment()  # RR-15: before the caller can hold the reply
-        try:
-            self._publisher.publish("", delivery.reply_to.queue, self._reply_properties(delivery, None), payload)
-        except PublishFailed as exc:
-            if count_first and self.mutant is not Mutant.NO_ROLLBACK:
+
+        def confirmed() -> None:
+            if policy.answered_timing == "after_confirm":  # RR-15 forbids this
+                timer = threading.Timer(policy.answered_delay_seconds, self.answered.increment)
+                timer.daemon = True
+                timer.start()
+            self._channel.basic_ack(delivery.tag)
+            self._observer.replied(delivery.message_id, None)
+
+        def failed(exc: PublishFailed) -> None:
+            if counted and policy.rollback_answered:  # RR-15: taken back
                 self.answered.decrement()
             self._undeliverable(delivery, exc.detail)
-            return
-        if self.mutant is Mutant.ANSWERED_AFTER_PUBLISH:
-            timer = threading.Timer(MUTANT_WINDOW_SECONDS, self.answered.increment)
-            timer.daemon = True
-            timer.start()
-        self._channel.basic_ack(delivery.tag)
-        self._observer.replied(delivery.message_id, None)
+
+        self._publish_then(delivery.reply_to.queue, self._reply_properties(delivery, None), payload, confirmed, failed)
 
     def _fail(self, delivery: _Delivery, failure: str) -> None:
         if self._stopped.is_set():
             return
-        if self.mutant is Mutant.COUNTS_FAILURES:
+        policy = self._policy
+        if policy.handler_failure == "retry":
+            # RR-10 forbids this: no failure reply; the request goes round the retry policy.
+            self._retry_or_dead_letter(delivery, failure)
+            return
+        if policy.count_failures_answered:  # RR-11 forbids this
             self.answered.increment()
-        try:
-            self._publisher.publish("", delivery.reply_to.queue, self._reply_properties(delivery, failure), b"")
-        except PublishFailed as exc:
-            self._undeliverable(delivery, exc.detail)
-            return
-        self._observer.replied(delivery.message_id, failure)
-        if self.mutant is Mutant.NO_DLQ_ON_FAILURE:
-            self._channel.basic_ack(delivery.tag)
-            return
-        # RR-11: dead-lettered once with the same text, never retried.
-        self._dead_letter(delivery.tag, delivery.properties, delivery.body, failure)
+
+        def confirmed() -> None:
+            self._observer.replied(delivery.message_id, failure)
+            if not policy.dead_letter_failures:  # RR-11 forbids this
+                self._channel.basic_ack(delivery.tag)
+                return
+            # RR-11: dead-lettered once with the same text, never retried.
+            self._dead_letter(delivery.tag, delivery.properties, delivery.body, failure)
+
+        self._publish_then(
+            delivery.reply_to.queue,
+            self._reply_properties(delivery, failure),
+            b"",
+            confirmed,
+            lambda exc: self._undeliverable(delivery, exc.detail),
+        )
 
     def _undeliverable(self, delivery: _Delivery, detail: str) -> None:
         self._observer.reply_failed(delivery.message_id, delivery.attempt, detail)
-        if self.mutant is Mutant.ACKS_UNDELIVERABLE:
-            # The mutant breaks RR-14: the request is acknowledged into nowhere.
+        if self._policy.undeliverable_reply == "ack":
+            # RR-14 forbids this: the request is acknowledged into nowhere.
             self._channel.basic_ack(delivery.tag)
-        elif delivery.attempt >= self.max_attempts:
-            self._dead_letter(delivery.tag, delivery.properties, delivery.body, wire.undeliverable_reason(detail))
+            return
+        self._retry_or_dead_letter(delivery, wire.undeliverable_reason(detail))
+
+    def _retry_or_dead_letter(self, delivery: _Delivery, reason: str) -> None:
+        """RR-14: requeue for another attempt, or dead-letter on the last one."""
+        if wire.retry_decision(delivery.attempt, self.max_attempts) == wire.RETRY_DEAD_LETTER:
+            self._dead_letter(delivery.tag, delivery.properties, delivery.body, reason)
         else:
-            # requeue given explicitly: not every client defaults to it (RR-14).
+            # requeue given explicitly: not every client defaults to it.
             self._channel.basic_nack(delivery.tag, requeue=True)
 
-    def _dead_letter(self, tag: int, properties: pika.BasicProperties, body: bytes, reason: str) -> bool:
-        """Publish the request to ``{queue}.dlq`` and ack it; False (and requeued) if that fails."""
+    def _connection_lost(self, reason: str) -> None:
+        try:
+            self._observer.connection_lost(reason)
+        except Exception:
+            log.exception("connection_lost observer failed")
+
+    def _dead_letter(
+        self,
+        tag: int,
+        properties: pika.BasicProperties,
+        body: bytes,
+        reason: str,
+        then: Optional[Callable[[], None]] = None,
+    ) -> None:
+        """Publish the request to ``{queue}.dlq`` and, once confirmed, ack it and run ``then``; requeued if that fails."""
         headers = encodable_headers(properties.headers)
         headers[wire.DEAD_LETTER_REASON_HEADER] = reason
         dead = pika.BasicProperties(
@@ -309,12 +365,15 @@ class Responder:
             type=properties.type,
             app_id=properties.app_id,
         )
-        try:
-            self._publisher.publish("", self.dead_letter_queue, dead, body)
-        except PublishFailed as exc:
+
+        def confirmed() -> None:
+            self._channel.basic_ack(tag)
+            self._observer.dead_lettered(properties.message_id, reason)
+            if then is not None:
+                then()
+
+        def failed(exc: PublishFailed) -> None:
             log.error("dead-letter of %s to %s failed: %s", properties.message_id, self.dead_letter_queue, exc)
             self._channel.basic_nack(tag, requeue=True)
-            return False
-        self._channel.basic_ack(tag)
-        self._observer.dead_lettered(properties.message_id, reason)
-        return True
+
+        self._publish_then(self.dead_letter_queue, dead, body, confirmed, failed)

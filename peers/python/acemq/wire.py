@@ -7,9 +7,10 @@ Pure functions only: nothing here touches a connection.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 from .errors import ShortStringTooLong
 
@@ -25,6 +26,10 @@ SHORT_STRING_MAX = 255
 
 SOURCE_HEADER = "header"
 SOURCE_NATIVE = "native"
+
+DEFAULT_MAX_ATTEMPTS = 3  # RR-14
+RETRY_REQUEUE = "requeue"
+RETRY_DEAD_LETTER = "dead_letter"
 
 
 def new_message_id() -> str:
@@ -69,21 +74,18 @@ class ReplyAddress:
 def choose_reply_address(
     headers: Optional[Mapping[str, Any]],
     reply_to: Optional[str],
-    *,
-    header_only: bool = False,
-    native_first: bool = False,
+    read_order: Sequence[str] = (SOURCE_HEADER, SOURCE_NATIVE),
 ) -> Optional[ReplyAddress]:
     """The reply address of a request (RR-3), or None when it names none (RR-12).
 
-    ``header_only`` is the 0.3.0 profile; ``native_first`` is the mutant of
-    that name, which reads the two places the wrong way round.
+    ``read_order`` lists the places to look, first to last: the header, then
+    the native ``reply_to`` (the spec). A place left out is never read.
     """
-    from_header = non_empty(header(headers, REPLY_TO_HEADER))
-    from_native = None if header_only else non_empty(header_text(reply_to))
-    order = [(from_header, SOURCE_HEADER), (from_native, SOURCE_NATIVE)]
-    if native_first:
-        order.reverse()
-    for queue, source in order:
+    for source in read_order:
+        if source == SOURCE_HEADER:
+            queue = non_empty(header(headers, REPLY_TO_HEADER))
+        else:
+            queue = non_empty(header_text(reply_to))
         if queue is not None:
             return ReplyAddress(queue, source)
     return None
@@ -91,7 +93,23 @@ def choose_reply_address(
 
 def failure_text(exc: BaseException) -> str:
     """``{ExceptionType}: {message}`` with the unqualified type name (RR-10)."""
-    return f"{type(exc).__name__}: {exc}"
+    return failure_text_from(type(exc).__name__, str(exc))
+
+
+def failure_text_from(type_name: str, message: str) -> str:
+    """The failure text from a type name as any language reports it, and a message (RR-10.2).
+
+    The name is cut after its last ``.``, ``::``, ``/`` or ``$`` (namespaces,
+    modules, packages, nested classes) and loses a leading ``*`` or ``&``
+    (a Go pointer, a Rust reference).
+    """
+    unqualified = re.split(r"\.|::|/|\$", type_name)[-1].lstrip("*&")
+    return f"{unqualified}: {message}"
+
+
+def retry_decision(attempt: int, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> str:
+    """After a reply publish failed on ``attempt``: RETRY_REQUEUE, or RETRY_DEAD_LETTER on the last (RR-14)."""
+    return RETRY_REQUEUE if attempt < max_attempts else RETRY_DEAD_LETTER
 
 
 def undeliverable_reason(detail: str) -> str:
@@ -100,21 +118,16 @@ def undeliverable_reason(detail: str) -> str:
 
 
 def attempt_number(headers: Optional[Mapping[str, Any]]) -> int:
-    """``x-delivery-count + 1``; 1 when the header is absent or unreadable (RR-14).
+    """``x-delivery-count + 1``; 1 when the header is absent or not a count (RR-14).
 
     The count may arrive as any integer field type (pika reads ``l`` as
-    unsigned, amqplib writes ``b``), so anything int-like is accepted.
+    unsigned, amqplib writes ``b``): pika gives each as an int. A string, a
+    boolean or a negative number is no count.
     """
-    if not headers:
+    raw = (headers or {}).get(DELIVERY_COUNT_HEADER)
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
         return 1
-    raw = headers.get(DELIVERY_COUNT_HEADER)
-    if isinstance(raw, bool) or raw is None:
-        return 1
-    try:
-        count = int(raw)
-    except (TypeError, ValueError):
-        return 1
-    return max(count, 0) + 1
+    return raw + 1
 
 
 def strip_engine_headers(headers: Optional[Mapping[str, Any]]) -> dict[str, Any]:
@@ -136,7 +149,7 @@ def check_short_string(name: str, value: Optional[str]) -> None:
 
 
 def truncate_short_string(value: Optional[str]) -> Optional[str]:
-    """The truncates-short-strings mutant's defect (breaks RR-18): cut to 255 bytes.
+    """Cut a short string to 255 bytes: the defect RR-18 forbids, for the ``truncate`` policy.
 
     The cut falls on a UTF-8 character boundary, as amqp091-go's does not, so
     the value still encodes.
@@ -147,9 +160,9 @@ def truncate_short_string(value: Optional[str]) -> Optional[str]:
 
 
 def first_strict_header(headers: Optional[Mapping[str, Any]]) -> Optional[str]:
-    """The name of the first header a strict reader would refuse (strict-header-types mutant).
+    """The name of the first header a strict reader refuses (the ``strict`` header policy, WF-1).
 
-    The mutant refuses booleans, floating-point numbers, tables and arrays. pika
+    A strict reader refuses booleans, floating-point numbers, tables and arrays. pika
     1.2 decodes doubles and floats (``d``, ``f``) as ints, so a float header
     cannot be told from an integer one here: only booleans (bool), tables
     (dict) and arrays (list) are detected.

@@ -63,8 +63,8 @@ def test_on_reply_is_called_once_per_reply_in_order():
     assert seen == [1, 2]
 
 
-def test_shortfall_resolves_mutant():
-    gather = Gather("m-1", "c-1", expected_reply_count=3, shortfall_resolves=True)
+def test_a_shortfall_can_resolve_instead():
+    gather = Gather("m-1", "c-1", expected_reply_count=3, rejects_shortfall=False)
     gather.add("a")
     assert gather.wait(0) == ["a"]
 
@@ -87,8 +87,8 @@ def test_expected_count_must_be_positive():
         Gather("m-1", "c-1", expected_reply_count=0)
 
 
-def test_no_early_resolve_mutant_waits_for_the_deadline_with_the_count():
-    gather = Gather("m-1", "c-1", expected_reply_count=2, no_early_resolve=True)
+def test_without_early_resolution_a_reached_count_waits_for_the_deadline():
+    gather = Gather("m-1", "c-1", expected_reply_count=2, resolves_early=False)
     gather.add("a")
     gather.add("b")
     assert gather.state is GatherState.COLLECTING

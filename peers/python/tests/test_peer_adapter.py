@@ -1,14 +1,21 @@
-"""The peer adapter's pure parts: echo body, failure text, mutant routing, output lines."""
+"""The peer adapter's pure parts: echo body, failure text, the policy table, hello, output lines."""
 
 import io
 import json
+from dataclasses import fields
 
 import pytest
+import yaml
 
-from acemq.mutants import Side
+from acemq._policy import RequesterPolicy, ResponderPolicy
 from acemq.responder import Request
 from acemq.wire import failure_text
-from acemq_peer import Output, make_handler, mutant_for
+from acemq_peer import BadCommand, Output, Peer, _optional, make_handler
+from acemq_peer_load import nearest_rank
+from acemq_peer_policies import PolicyTable, UnknownName, find_catalogue
+
+CATALOGUE = yaml.safe_load(find_catalogue().read_text(encoding="utf-8"))
+TABLE = PolicyTable(CATALOGUE)
 
 
 def _request(body):
@@ -51,12 +58,82 @@ def test_fail_behaviour_text():
     assert failure_text(caught.value) == "ScenarioFailure: no price"
 
 
-def test_mutants_of_the_other_side_are_left_out():
-    assert mutant_for({"mutant": "no-strip"}, Side.RESPONDER) == "no-strip"
-    assert mutant_for({"mutant": "no-strip"}, Side.REQUESTER, Side.GATHERER) is None
-    assert mutant_for({"mutant": "shortfall-resolves"}, Side.REQUESTER, Side.GATHERER) == "shortfall-resolves"
-    assert mutant_for({"mutant": "made-up"}, Side.RESPONDER) == "made-up"  # the binding refuses it
-    assert mutant_for({}, Side.RESPONDER) is None
+def test_fail_needs_its_error_message():
+    with pytest.raises(BadCommand, match="error_message"):
+        make_handler("r1", {"reply": "fail"})
+
+
+def _set_fields(policy, default):
+    return {f.name: getattr(policy, f.name) for f in fields(policy) if getattr(policy, f.name) != getattr(default, f.name)}
+
+
+def _expected(values):
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+
+
+@pytest.mark.parametrize("name", list(CATALOGUE["mutants"]))
+def test_every_mutant_sets_exactly_its_catalogue_policy_on_its_side(name):
+    mutant = CATALOGUE["mutants"][name]
+    requester, responder = TABLE.requester(None, name), TABLE.responder(None, name)
+    on_requester = mutant["side"] in ("requester", "gatherer")
+    acting, default = (requester, RequesterPolicy()) if on_requester else (responder, ResponderPolicy())
+    other = responder if on_requester else requester
+    assert other == type(other)()  # the other side runs as current
+    got = _set_fields(acting, default)
+    got.pop("answered_delay_seconds", None)
+    assert got == _expected(mutant["policy"])
+
+
+def test_answered_after_the_confirm_is_widened_to_a_second():
+    assert TABLE.responder(None, "answered-after-publish").answered_delay_seconds == 1.0
+    assert TABLE.responder(None, None).answered_delay_seconds == 0.0
+
+
+def test_profiles_are_the_catalogues_for_this_peer():
+    mine = [name for name, p in CATALOGUE["profiles"].items() if name == "current" or "python" in (p.get("peers") or {})]
+    assert TABLE.profiles == mine == ["current", "0.5.0", "0.3.0"]
+    for name in mine:
+        values = (CATALOGUE["profiles"][name].get("peers") or {}).get("python") or {}
+        assert _set_fields(TABLE.requester(name, None), RequesterPolicy()) == _expected(values.get("requester") or {})
+        assert _set_fields(TABLE.responder(name, None), ResponderPolicy()) == _expected(values.get("responder") or {})
+
+
+def test_a_profile_and_a_mutant_combine():
+    policy = TABLE.requester("0.3.0", "native-only")
+    assert not policy.write_native_address and not policy.write_header_address
+
+
+@pytest.mark.parametrize("profile, mutant, named", [("0.7.12", None, "0.3.0"), (None, "made-up", "no-strip")])
+def test_unknown_names_are_refused_naming_the_valid_ones(profile, mutant, named):
+    with pytest.raises(UnknownName, match=named):
+        TABLE.requester(profile, mutant)
+
+
+def _hello(**command):
+    peer = Peer(Output(io.StringIO()))
+    return peer.hello({"op": "hello", "amqp_url": "amqp://unused/", **command})
+
+
+def test_hello_speaks_2_when_offered_and_1_when_asked():
+    v2 = _hello(protocol=2, protocols=[1, 2])
+    assert v2["protocol"] == 2 and "load" in v2["capabilities"]
+    assert v2["mutants"] == list(CATALOGUE["mutants"]) and v2["profiles"] == TABLE.profiles
+    v1 = _hello(protocol=1)
+    assert v1["protocol"] == 1 and "load" not in v1["capabilities"]
+    with pytest.raises(BadCommand):
+        _hello(protocol=3)
+
+
+def test_absent_fields_are_left_out_of_the_binding_call():
+    assert _optional({}, "timeout_ms", "timeout") == {}
+    assert _optional({"timeout_ms": None}, "timeout_ms", "timeout") == {}
+    assert _optional({"timeout_ms": 250}, "timeout_ms", "timeout", lambda ms: ms / 1000) == {"timeout": 0.25}
+
+
+def test_nearest_rank_percentiles():
+    ordered = list(range(1, 101))
+    assert [nearest_rank(ordered, p) for p in (50, 90, 99, 100)] == [50, 90, 99, 100]
+    assert nearest_rank([7], 99) == 7 and nearest_rank([], 50) == 0
 
 
 def test_output_writes_one_json_object_per_line():

@@ -5,6 +5,7 @@ fed pika properties directly, as pika's I/O thread would.
 """
 
 import time
+from concurrent.futures import Future
 
 import pika
 import pytest
@@ -16,6 +17,7 @@ from acemq.errors import (
     ResponderFailed,
     ShortStringTooLong,
 )
+from acemq._policy import RequesterPolicy
 from acemq.gather import Gather
 from acemq.hooks import RequesterObserver
 from acemq.requester import Requester, _Call
@@ -29,9 +31,12 @@ class Recorder(RequesterObserver):
         self.unmatched_ids.append(correlation_id)
 
 
-def _requester(mutant=None):
+def _requester(**policy):
+    """A requester with the spec's policy, or with the given knobs set otherwise."""
     observer = Recorder()
-    return Requester("amqp://unused/", mutant=mutant, observer=observer), observer
+    requester = Requester("amqp://unused/", observer=observer)
+    requester._policy = RequesterPolicy(**policy)
+    return requester, observer
 
 
 def _reply(requester, correlation_id, body=b'{"ok":true}', **headers):
@@ -63,8 +68,8 @@ def test_reply_nobody_waits_for_is_unmatched():
     assert "m-1" in requester._calls
 
 
-def test_late_reply_to_next_mutant_hands_it_to_the_oldest_caller():
-    requester, _ = _requester("late-reply-to-next")
+def test_matching_by_oldest_waiter_hands_it_to_the_oldest_caller():
+    requester, _ = _requester(match_replies_by="oldest_waiter")
     oldest, _newer = _waiting(requester, "m-1", "m-2")
     _reply(requester, "m-gone", b'{"late":true}')
     assert oldest.result() == {"late": True}
@@ -81,8 +86,8 @@ def test_error_header_fails_the_call_at_once(failure):
     assert caught.value.failure == "ScenarioFailure: no price"
 
 
-def test_ignores_error_header_mutant_decodes_the_empty_body():
-    requester, _ = _requester("ignores-error-header")
+def test_not_reading_the_error_header_decodes_the_empty_body():
+    requester, _ = _requester(read_error_header=False)
     (call,) = _waiting(requester, "m-1")
     _reply(requester, "m-1", b"", **{"acemq-error": "ScenarioFailure: x"})
     with pytest.raises(ReplyDecodeError):
@@ -111,8 +116,8 @@ def test_gather_replies_are_demultiplexed_by_response_message_id_only():
     assert gather.wait(0) == [{"r": 1}, {"r": 2}]
 
 
-def test_gather_by_correlation_id_mutant_ignores_response_message_id():
-    requester, _ = _requester("gather-by-correlation-id")
+def test_gather_demux_by_correlation_id_ignores_response_message_id():
+    requester, _ = _requester(gather_demux_by="correlation_id")
     gather = _gathering(requester, "g-1", "c-1", 1)
     _reply(requester, "c-1", b'{"r":1}', responseMessageId="g-1")
     assert requester.unmatched.value == 1
@@ -139,8 +144,8 @@ def test_reply_after_a_gather_ended_is_unmatched():
     assert requester.unmatched.value == 1
 
 
-def test_stray_reply_to_oldest_gather_mutant():
-    requester, _ = _requester("stray-reply-to-oldest-gather")
+def test_stray_gather_reply_to_the_oldest_gather():
+    requester, _ = _requester(gather_stray_reply="oldest_gather")
     oldest = _gathering(requester, "g-1", "c-1", 2)
     _gathering(requester, "g-2", "c-2", 2)
     _reply(requester, "c-1", b'{"r":0}', responseMessageId="another-gather")
@@ -156,8 +161,8 @@ def test_stray_gather_reply_is_unmatched():
     assert gather.replies == []
 
 
-def test_drops_undecodable_mutant_leaves_the_call_waiting():
-    requester, observer = _requester("drops-undecodable")
+def test_dropping_undecodable_replies_leaves_the_call_waiting():
+    requester, observer = _requester(undecodable_reply="drop")
     (call,) = _waiting(requester, "m-1")
     _reply(requester, "m-1", b"not json")
     assert not call.wait(0)
@@ -167,9 +172,9 @@ def test_drops_undecodable_mutant_leaves_the_call_waiting():
     assert requester.timed_out.value == 1
 
 
-@pytest.mark.parametrize("mutant, counted", [(None, 1), ("timeouts-not-counted", 0)])
-def test_timeouts_are_counted(mutant, counted):
-    requester, _ = _requester(mutant)
+@pytest.mark.parametrize("count_timeouts, counted", [(True, 1), (False, 0)])
+def test_timeouts_are_counted(count_timeouts, counted):
+    requester, _ = _requester(count_timeouts=count_timeouts)
     (call,) = _waiting(requester, "m-1")
     with pytest.raises(RequestTimedOut):
         requester._wait(call, time.monotonic(), 0.0)
@@ -177,45 +182,52 @@ def test_timeouts_are_counted(mutant, counted):
     assert "m-1" not in requester._calls
 
 
-def _publishing(mutant=None):
+def _publishing(**policy):
     """A requester whose publishes are recorded instead of sent."""
-    requester, _ = _requester(mutant)
+    requester, _ = _requester(**policy)
     sent = []
-    requester._io.call = lambda fn, outgoing: sent.append(outgoing)
+
+    def call(fn, outgoing):
+        sent.append(outgoing)
+        confirm = Future()  # what the I/O thread hands back: the publish's confirm, here acked
+        confirm.set_result(None)
+        return confirm
+
+    requester._io.call = call
     return requester, sent
 
 
 @pytest.mark.parametrize(
-    "mutant, count, copies",
-    [(None, 3, 3), (None, None, 1), ("multi-one-copy", 3, 1)],
+    "multi_copies, count, copies",
+    [("expected_count", 3, 3), ("expected_count", None, 1), ("one", 3, 1)],
 )
-def test_send_request_multi_publishes_a_copy_per_expected_reply(mutant, count, copies):
-    requester, sent = _publishing(mutant)
+def test_send_request_multi_publishes_a_copy_per_expected_reply(multi_copies, count, copies):
+    requester, sent = _publishing(multi_copies=multi_copies)
     pending = requester.begin_gather({"n": 1}, endpoint="pricing", expected_reply_count=count, correlation_id="c-1")
     assert len(sent) == copies
     assert {(o.message_id, o.correlation_id) for o in sent} == {(pending.request_id, "c-1")}
 
 
-def test_copies_distinct_ids_mutant_gives_each_copy_its_own_id():
-    requester, sent = _publishing("copies-distinct-ids")
+def test_distinct_copy_ids_give_each_copy_its_own_id():
+    requester, sent = _publishing(gather_copy_ids="distinct")
     pending = requester.begin_gather({"n": 1}, endpoint="pricing", expected_reply_count=3)
     ids = [o.message_id for o in sent]
     assert len(set(ids)) == 3 and ids[0] == pending.request_id
     assert list(requester._gathers) == [pending.request_id]
 
 
-@pytest.mark.parametrize("mutant, expected", [(None, None), ("no-count-means-one", 1)])
-def test_a_missing_count_stays_missing(mutant, expected):
-    requester, _ = _publishing(mutant)
+@pytest.mark.parametrize("missing_count, expected", [("budget", None), ("one", 1)])
+def test_a_missing_count_stays_missing(missing_count, expected):
+    requester, _ = _publishing(gather_missing_count=missing_count)
     pending = requester.begin_gather({"n": 1}, endpoint="pricing")
     assert requester._gathers[pending.request_id].expected_reply_count == expected
 
 
-def test_long_correlation_id_is_refused_unless_the_mutant_truncates_it():
+def test_long_correlation_id_is_refused_unless_the_policy_truncates_it():
     requester, sent = _publishing()
     with pytest.raises(ShortStringTooLong):
         requester.begin_gather({}, endpoint="pricing", expected_reply_count=1, correlation_id="c" * 300)
     assert sent == []
-    requester, sent = _publishing("truncates-short-strings")
+    requester, sent = _publishing(long_short_string="truncate")
     requester.begin_gather({}, endpoint="pricing", expected_reply_count=1, correlation_id="c" * 300)
     assert sent[0].correlation_id == "c" * 255

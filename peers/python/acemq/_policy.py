@@ -1,0 +1,106 @@
+"""Private: the knobs a requester or responder resolves once, when it is opened.
+
+Not part of acemq's API. A service never sets these: ``Requester.open`` and
+``Responder.start`` always use the defaults, which are the wire spec. Only the
+conformance adapter reaches other values, through ``acemq._conformance``, to
+replay older releases and to prove the suite catches deliberate defects.
+
+Each field is one knob of the catalogue's ``policies`` (catalogue/catalogue.yaml),
+spelled the same, with the same values (strings where the catalogue has a
+choice) and the catalogue's default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Literal
+
+# The allowed values of every knob that is a choice, checked when a policy is made:
+# a misspelt value would otherwise behave as the default without a word.
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "match_replies_by": ("correlation_id", "oldest_waiter"),
+    "long_short_string": ("refuse", "truncate"),
+    "undecodable_reply": ("decode_error", "drop"),
+    "gather_copy_ids": ("shared", "distinct"),
+    "multi_copies": ("expected_count", "one"),
+    "gather_demux_by": ("response_message_id", "correlation_id"),
+    "gather_shortfall": ("reject", "resolve"),
+    "gather_missing_count": ("budget", "one"),
+    "gather_stray_reply": ("unmatched", "oldest_gather"),
+    "reply_correlation_from": ("message_id", "correlation_id"),
+    "handler_failure": ("error_reply", "retry"),
+    "unanswerable": ("accept", "dead_letter"),
+    "undeliverable_reply": ("requeue", "ack"),
+    "answered_timing": ("before_publish", "after_confirm"),
+    "counters_created": ("before_subscribe", "after_first_delivery"),
+    "dlq_queue_type": ("quorum", "classic"),
+    "header_types": ("lenient", "strict"),
+}
+READ_FROM = ("header", "native")
+
+
+def _check(policy: object) -> None:
+    for field in fields(policy):  # type: ignore[arg-type]
+        value = getattr(policy, field.name)
+        allowed = _CHOICES.get(field.name)
+        if allowed is not None and value not in allowed:
+            raise ValueError(f"{field.name} is {value!r}; it takes one of {', '.join(allowed)}")
+        if field.type == "bool" and not isinstance(value, bool):
+            raise ValueError(f"{field.name} is {value!r}; it takes true or false")
+
+
+@dataclass(frozen=True)
+class RequesterPolicy:
+    """How a requester (and its gathers) writes requests and routes replies."""
+
+    write_header_address: bool = True  # RR-1
+    write_native_address: bool = True  # RR-1
+    header_address_as_bytes: bool = False  # RR-2
+    reply_queue_per_request: bool = False  # RR-6
+    explicit_reply_queue_type: bool = True  # RR-7
+    match_replies_by: Literal["correlation_id", "oldest_waiter"] = "correlation_id"  # RR-8
+    count_timeouts: bool = True  # RR-9
+    read_error_header: bool = True  # RR-10
+    honour_returns: bool = True  # RR-13
+    long_short_string: Literal["refuse", "truncate"] = "refuse"  # RR-18
+    undecodable_reply: Literal["decode_error", "drop"] = "decode_error"  # RR-19
+    gather_copy_ids: Literal["shared", "distinct"] = "shared"  # SG-1
+    multi_copies: Literal["expected_count", "one"] = "expected_count"  # SG-2
+    gather_demux_by: Literal["response_message_id", "correlation_id"] = "response_message_id"  # SG-4
+    gather_resolves_early: bool = True  # SG-5
+    gather_shortfall: Literal["reject", "resolve"] = "reject"  # SG-6
+    gather_missing_count: Literal["budget", "one"] = "budget"  # SG-7
+    gather_stray_reply: Literal["unmatched", "oldest_gather"] = "unmatched"  # SG-8
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+
+@dataclass(frozen=True)
+class ResponderPolicy:
+    """How a responder reads requests, replies, counts and dead-letters."""
+
+    read_order: tuple[str, ...] = READ_FROM  # RR-3: where the reply address is read, in order
+    reply_correlation_from: Literal["message_id", "correlation_id"] = "message_id"  # RR-4
+    strip_engine_headers: bool = True  # RR-5
+    handler_failure: Literal["error_reply", "retry"] = "error_reply"  # RR-10
+    dead_letter_failures: bool = True  # RR-11
+    count_failures_answered: bool = False  # RR-11
+    unanswerable: Literal["accept", "dead_letter"] = "accept"  # RR-12
+    undeliverable_reply: Literal["requeue", "ack"] = "requeue"  # RR-14
+    answered_timing: Literal["before_publish", "after_confirm"] = "before_publish"  # RR-15
+    # Part of after_confirm: how long after the confirm Answered is counted. A real
+    # defect's window is microseconds; a test widens it so the defect shows every time.
+    answered_delay_seconds: float = 0.0
+    rollback_answered: bool = True  # RR-15
+    counters_created: Literal["before_subscribe", "after_first_delivery"] = "before_subscribe"  # RR-16
+    dlq_queue_type: Literal["quorum", "classic"] = "quorum"  # RR-17
+    response_message_id: bool = True  # SG-3
+    header_types: Literal["lenient", "strict"] = "lenient"  # WF-1
+
+    def __post_init__(self) -> None:
+        # A list from a data file is taken as the tuple it means (the policy stays hashable).
+        object.__setattr__(self, "read_order", tuple(self.read_order))
+        if not set(self.read_order) <= set(READ_FROM) or len(set(self.read_order)) != len(self.read_order):
+            raise ValueError(f"read_order is {list(self.read_order)!r}; it lists header and/or native, once each")
+        _check(self)
