@@ -5,7 +5,7 @@
 set -eu
 
 . "$(dirname "$0")/apt.sh"
-apt_install ruby ruby-bunny ruby-minitest
+apt_install ruby ruby-bunny ruby-minitest rake
 
 cd "$(dirname "$0")/../peers/ruby"
-ruby -Ilib -e 'require "acemq"; puts "install-ruby: acemq-ruby #{Acemq::VERSION} on bunny #{Bunny::VERSION}, ruby #{RUBY_VERSION}"'
+ruby -Ilib -e 'require "acemq"; require "rake"; puts "install-ruby: acemq-ruby #{Acemq::VERSION} on bunny #{Bunny::VERSION}, ruby #{RUBY_VERSION}"'

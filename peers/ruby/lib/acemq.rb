@@ -1,10 +1,12 @@
 # frozen_string_literal: true
 
 # acemq for Ruby: request/reply and scatter-gather over RabbitMQ with Bunny.
+# The public API is Requester, Responder, their errors and Headers' wire rules;
+# acemq/_internal is private to the conformance adapter and not loaded here.
 require_relative "acemq/version"
 require_relative "acemq/errors"
 require_relative "acemq/headers"
-require_relative "acemq/options"
+require_relative "acemq/policy"
 require_relative "acemq/observable"
 require_relative "acemq/byte_array"
 require_relative "acemq/publisher"

@@ -49,7 +49,7 @@ class GatherTest < Minitest::Test
   end
 
   def test_shortfall_resolves_mutant_returns_the_partial_replies
-    r, = requester_answering(2, mutant: "shortfall-resolves")
+    r, = requester_answering(2, gather_shortfall: :resolve)
     assert_equal [0, 1], r.publish_request(1, exchange: "fan", expected_reply_count: 3, timeout: 0.2)
   end
 
@@ -93,7 +93,7 @@ class GatherTest < Minitest::Test
   end
 
   def test_gather_by_correlation_id_mutant_ignores_response_message_id
-    r = requester(FakePublisher.new, mutant: "gather-by-correlation-id")
+    r = requester(FakePublisher.new, gather_demux_by: :correlation_id)
     thread = Thread.new do
       r.publish_request(1, exchange: "fan", expected_reply_count: 1, request_id: "g1", correlation_id: "c-1", timeout: 0.3)
     end
@@ -106,7 +106,7 @@ class GatherTest < Minitest::Test
   end
 
   def test_copies_distinct_ids_mutant_gives_each_copy_its_own_message_id
-    r, publisher = requester_answering(1, mutant: "copies-distinct-ids")
+    r, publisher = requester_answering(1, gather_copy_ids: :distinct)
     error = assert_raises(Acemq::RequestTimeoutError) do
       r.send_request_multi(1, endpoint: "e", expected_reply_count: 3, request_id: "g1", timeout: 0.2)
     end
@@ -116,7 +116,7 @@ class GatherTest < Minitest::Test
   end
 
   def test_multi_one_copy_mutant_publishes_once
-    r, publisher = requester_answering(1, mutant: "multi-one-copy")
+    r, publisher = requester_answering(1, multi_copies: :one)
     assert_raises(Acemq::RequestTimeoutError) do
       r.send_request_multi(1, endpoint: "e", expected_reply_count: 3, timeout: 0.1)
     end
@@ -134,17 +134,17 @@ class GatherTest < Minitest::Test
   end
 
   def test_no_count_means_one_mutant
-    r, = requester_answering(2, mutant: "no-count-means-one")
+    r, = requester_answering(2, gather_missing_count: :one)
     started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     assert_equal [0], r.publish_request(1, exchange: "fan", timeout: 5).take(1)
     assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 1
-    r, = requester_answering(0, mutant: "no-count-means-one")
+    r, = requester_answering(0, gather_missing_count: :one)
     error = assert_raises(Acemq::RequestTimeoutError) { r.publish_request(1, exchange: "fan", timeout: 0.05) }
     assert_equal [], error.partial_replies
   end
 
   def test_stray_reply_to_oldest_gather_mutant
-    r = requester(FakePublisher.new, mutant: "stray-reply-to-oldest-gather")
+    r = requester(FakePublisher.new, gather_stray_reply: :oldest_gather)
     thread = Thread.new { r.publish_request(1, exchange: "fan", expected_reply_count: 1, request_id: "g1", timeout: 2) }
     sleep 0.05
     r.send(:on_reply, FakeProps.new(headers: { "responseMessageId".b => "other".b }, correlation_id: "c".b), "9")

@@ -22,7 +22,7 @@ class RequesterTest < Minitest::Test
   end
 
   def test_profile_030_writes_only_the_header
-    r, publisher = echoing_requester(profile: "0.3.0")
+    r, publisher = echoing_requester(write_native_address: false)
     r.request(1, routing_key: "k")
     props = publisher.published.first.properties
     refute props.key?(:reply_to)
@@ -30,12 +30,12 @@ class RequesterTest < Minitest::Test
   end
 
   def test_mutants_native_only_and_header_bytes
-    r, publisher = echoing_requester(mutant: "native-only")
+    r, publisher = echoing_requester(write_header_address: false)
     r.request(1, routing_key: "k")
     assert_equal "rq", publisher.published.first.properties[:reply_to]
     refute publisher.published.first.properties.key?(:headers)
 
-    r, publisher = echoing_requester(mutant: "header-bytes")
+    r, publisher = echoing_requester(header_address_as_bytes: true)
     r.request(1, routing_key: "k")
     assert_equal Acemq::ByteArray.new("rq"), publisher.published.first.properties[:headers]["acemq-reply-to"]
   end
@@ -67,7 +67,7 @@ class RequesterTest < Minitest::Test
 
   def test_late_reply_to_next_mutant_hands_replies_to_the_oldest_caller
     sent = Queue.new
-    r = requester(FakePublisher.new { |m| sent << m }, mutant: "late-reply-to-next")
+    r = requester(FakePublisher.new { |m| sent << m }, match_replies_by: :oldest_waiter)
     first = Thread.new { r.request("a", routing_key: "k", message_id: "a", timeout: 2) }
     sent.pop
     second = Thread.new { r.request("b", routing_key: "k", message_id: "b", timeout: 2) }
@@ -92,7 +92,7 @@ class RequesterTest < Minitest::Test
     publisher = FakePublisher.new do |m|
       Thread.new { reply_to(r, m, "", headers: { "acemq-error".b => "X: y".b }) }
     end
-    r = requester(publisher, mutant: "ignores-error-header")
+    r = requester(publisher, read_error_header: false)
     assert_raises(Acemq::DecodeError) { r.request(1, routing_key: "k", timeout: 5) }
   end
 
@@ -117,25 +117,25 @@ class RequesterTest < Minitest::Test
   end
 
   def test_timeouts_not_counted_mutant_still_times_out
-    r = requester(FakePublisher.new, mutant: "timeouts-not-counted")
+    r = requester(FakePublisher.new, count_timeouts: false)
     assert_raises(Acemq::RequestTimedOut) { r.request(1, routing_key: "k", timeout: 0.05) }
     assert_equal 0, r.timed_out
   end
 
   def test_drops_undecodable_mutant_counts_the_reply_unmatched_and_waits
     r = nil
-    r = requester(FakePublisher.new { |m| reply_to(r, m, "not json") }, mutant: "drops-undecodable")
+    r = requester(FakePublisher.new { |m| reply_to(r, m, "not json") }, undecodable_reply: :drop)
     assert_raises(Acemq::RequestTimedOut) { r.request(1, routing_key: "k", timeout: 0.1) }
     assert_equal [1, 1], [r.unmatched, r.timed_out]
     r = nil
     r = requester(FakePublisher.new { |m| reply_to(r, m, "", headers: { "acemq-error".b => "X: y".b }) },
-                  mutant: "drops-undecodable")
+                  undecodable_reply: :drop)
     assert_raises(Acemq::ResponderFailed) { r.request(1, routing_key: "k", timeout: 1) }
   end
 
   def test_truncates_short_strings_mutant_sends_255_bytes
     publisher = FakePublisher.new
-    r = requester(publisher, mutant: "truncates-short-strings")
+    r = requester(publisher, long_short_string: :truncate)
     assert_raises(Acemq::RequestTimedOut) { r.request(1, routing_key: "k", correlation_id: "c" * 300, timeout: 0.01) }
     assert_equal "c" * 255, publisher.published.first.properties[:correlation_id]
   end

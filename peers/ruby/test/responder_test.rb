@@ -18,9 +18,11 @@ class ResponderTest < Minitest::Test
   Info = Struct.new(:delivery_tag)
   Props = Struct.new(:headers, :message_id, :correlation_id, :reply_to, :type, :content_type, keyword_init: true)
 
-  def responder(publisher, max_attempts: 3, mutant: nil, profile: "current", &handler)
+  # policy_fields change the ResponderPolicy from the default.
+  def responder(publisher, max_attempts: 3, **policy_fields, &handler)
     handler ||= ->(request) { { echo: request.body } }
-    r = Acemq::Responder.new(nil, queue: "svc", max_attempts: max_attempts, mutant: mutant, profile: profile, &handler)
+    policy = Acemq::Internal::ResponderPolicy.build(**policy_fields)
+    r = Acemq::Internal::Responder.new(nil, policy, queue: "svc", max_attempts: max_attempts, &handler)
     r.instance_variable_set(:@channel, FakeChannel.new)
     r.instance_variable_set(:@publisher, publisher)
     @events = []
@@ -56,18 +58,18 @@ class ResponderTest < Minitest::Test
   end
 
   def test_no_strip_mutant_shows_private_headers
-    r = responder(FakePublisher.new, mutant: "no-strip")
+    r = responder(FakePublisher.new, strip_engine_headers: false)
     deliver(r, headers: { "acemq-reply-to" => "rq", "x-acemq-trace" => "t" })
     assert_includes @events.assoc(:handled).last[:request].headers.keys, "x-acemq-trace"
   end
 
-  def test_reply_address_order_by_profile_and_mutant
-    [[nil, "current", :header], ["native-first", "current", :native]].each do |mutant, profile, source|
-      r = responder(FakePublisher.new, mutant: mutant, profile: profile)
+  def test_reply_address_read_order_is_the_policys
+    [[%i[header native], :header], [%i[native header], :native]].each do |order, source|
+      r = responder(FakePublisher.new, read_order: order)
       deliver(r, headers: { "acemq-reply-to" => "h" }, reply_to: "n")
       assert_equal source, @events.assoc(:handled).last[:request].reply_to_source
     end
-    r = responder(FakePublisher.new, profile: "0.3.0")
+    r = responder(FakePublisher.new, read_order: %i[header])
     deliver(r, headers: {}, reply_to: "n")
     assert_equal 1, r.unanswerable
   end
@@ -86,7 +88,7 @@ class ResponderTest < Minitest::Test
 
   def test_dead_letter_unanswerable_mutant
     publisher = FakePublisher.new
-    r = responder(publisher, mutant: "dead-letter-unanswerable")
+    r = responder(publisher, unanswerable: :dead_letter)
     deliver(r, headers: {})
     assert_equal ["svc.dlq"], publisher.published.map(&:routing_key)
   end
@@ -110,10 +112,10 @@ class ResponderTest < Minitest::Test
 
   def test_failure_mutants
     publisher = FakePublisher.new
-    r = responder(publisher, mutant: "no-dlq-on-failure") { raise "x" }
+    r = responder(publisher, dead_letter_failures: false) { raise "x" }
     deliver(r)
     assert_equal ["rq"], publisher.published.map(&:routing_key)
-    r = responder(FakePublisher.new, mutant: "counts-failures") { raise "x" }
+    r = responder(FakePublisher.new, count_failures_answered: true) { raise "x" }
     deliver(r)
     assert_equal 1, r.answered
   end
@@ -141,21 +143,36 @@ class ResponderTest < Minitest::Test
   end
 
   def test_no_rollback_mutant_keeps_the_increment
-    r = responder(returning_publisher, mutant: "no-rollback")
+    r = responder(returning_publisher, rollback_answered: false)
     deliver(r)
     assert_equal 1, r.answered
   end
 
-  def test_answered_after_publish_mutant_counts_late
-    r = responder(FakePublisher.new, mutant: "answered-after-publish")
+  def test_answered_after_confirm_counts_late
+    timing = Acemq::Internal::AnsweredTiming.new(:after_confirm, 0.05)
+    r = responder(FakePublisher.new, answered_timing: timing)
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     deliver(r)
     assert_equal 0, r.answered
-    sleep Acemq::Responder::MUTANT_DELAY + 0.1
+    Thread.pass until r.answered == 1 || Process.clock_gettime(Process::CLOCK_MONOTONIC) - started > 5
     assert_equal 1, r.answered
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :>=, 0.05
+  end
+
+  def test_handler_failure_retry_sends_nothing_and_requeues_then_dead_letters
+    publisher = FakePublisher.new
+    r = responder(publisher, handler_failure: :retry) { raise PriceError, "no price" }
+    deliver(r)
+    assert_empty publisher.published
+    assert_equal [[:nack, 7, false, true]], settled(r)
+    deliver(r, delivery_count: 2)
+    assert_equal ["svc.dlq"], publisher.published.map(&:routing_key)
+    assert_equal "PriceError: no price", publisher.published.last.properties[:headers]["acemq-dead-letter-reason"]
+    assert_equal 0, r.answered
   end
 
   def test_counters_after_subscribe_mutant_never_counts_the_first_answer
-    r = responder(FakePublisher.new, mutant: "counters-after-subscribe")
+    r = responder(FakePublisher.new, counters_created: :after_first_delivery)
     deliver(r)
     assert_equal [[:ack, 7]], settled(r)
     assert_equal 0, r.answered
@@ -179,12 +196,12 @@ class ResponderTest < Minitest::Test
 
   def test_reply_addressing_mutants
     publisher = FakePublisher.new
-    r = responder(publisher, mutant: "correlation-from-correlation-id")
+    r = responder(publisher, reply_correlation_from: :correlation_id)
     deliver(r)
     assert_equal %w[c1 m1], [publisher.published.first.properties[:correlation_id],
                              publisher.published.first.properties[:headers]["responseMessageId"]]
     publisher = FakePublisher.new
-    r = responder(publisher, mutant: "no-response-message-id")
+    r = responder(publisher, response_message_id: false)
     deliver(r)
     assert_equal "m1", publisher.published.first.properties[:correlation_id]
     refute publisher.published.first.properties[:headers].key?("responseMessageId")
@@ -192,7 +209,7 @@ class ResponderTest < Minitest::Test
 
   def test_acks_undeliverable_mutant_neither_retries_nor_dead_letters
     publisher = returning_publisher
-    r = responder(publisher, mutant: "acks-undeliverable")
+    r = responder(publisher, undeliverable_reply: :ack)
     deliver(r, delivery_count: 2)
     assert_equal [[:ack, 7]], settled(r)
     assert_equal ["rq"], publisher.published.map(&:routing_key)
@@ -202,7 +219,7 @@ class ResponderTest < Minitest::Test
   def test_strict_header_types_mutant_fails_the_request_without_running_the_handler
     ran = false
     publisher = FakePublisher.new
-    r = responder(publisher, mutant: "strict-header-types") { ran = true }
+    r = responder(publisher, header_types: :strict) { ran = true }
     deliver(r, headers: { "acemq-reply-to" => "rq", "x-n" => 5, "x-flag" => true, "x-list" => [] })
     refute ran
     failure, dead = publisher.published
@@ -211,7 +228,7 @@ class ResponderTest < Minitest::Test
     assert_equal [[:ack, 7]], settled(r)
 
     publisher = FakePublisher.new
-    r = responder(publisher, mutant: "strict-header-types")
+    r = responder(publisher, header_types: :strict)
     deliver(r, headers: { "acemq-reply-to" => "rq", "x-n" => 5 })
     assert_equal({ "echo" => { "a" => 1 } }, JSON.parse(publisher.published.first.payload))
   end

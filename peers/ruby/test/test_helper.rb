@@ -3,6 +3,7 @@
 $LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
 require "minitest/autorun"
 require "acemq"
+require "acemq/_internal"
 
 # Stands in for the broker in pure unit tests: records publishes, optionally answers them.
 class FakePublisher
@@ -26,9 +27,11 @@ end
 FakeProps = Struct.new(:headers, :correlation_id, keyword_init: true)
 
 module RequesterHelpers
-  # A requester whose reply queue is "rq" and whose publishes go to a FakePublisher.
-  def requester(publisher, **options)
-    Acemq::Requester.new(nil, publisher: publisher, **options).tap do |r|
+  # A requester whose reply queue is "rq" and whose publishes go to a FakePublisher;
+  # policy_fields change its RequesterPolicy from the default.
+  def requester(publisher, **policy_fields)
+    policy = Acemq::Internal::RequesterPolicy.build(**policy_fields)
+    Acemq::Internal::Requester.new(nil, policy, publisher: publisher).tap do |r|
       r.instance_variable_set(:@reply_queue, "rq")
     end
   end

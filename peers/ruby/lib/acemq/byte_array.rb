@@ -6,8 +6,8 @@ module Acemq
   # A header value to be written as an AMQP byte array (field type x).
   #
   # amq-protocol writes every String as a long string and has no byte-array type, so the
-  # encoder learns this one class. Only the header-bytes mutant writes it: the spec's own
-  # headers are long strings (RR-2).
+  # encoder learns this one class. Only a requester policy with header_address_as_bytes
+  # writes it: the spec's own headers are long strings (RR-2).
   ByteArray = Struct.new(:bytes)
 
   # Teaches AMQ::Protocol::TableValueEncoder to write Acemq::ByteArray as type x.

@@ -55,9 +55,6 @@ module Acemq
   # A short-string property over 255 bytes; refused rather than truncated (RR-18).
   class ShortStringTooLong < Error; end
 
-  # A header value of a type the strict-header-types mutant refuses (WF-1 forbids this).
+  # A header value of a type a strict reader refuses (header_types: :strict; WF-1 forbids this).
   class MalformedHeader < Error; end
-
-  # An unknown profile or mutant name.
-  class ConfigurationError < Error; end
 end

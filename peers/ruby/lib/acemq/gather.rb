@@ -8,7 +8,7 @@ module Acemq
   class Gathering
     attr_reader :request_id, :correlation_id, :expected
 
-    # early: false is the no-early-resolve mutant only.
+    # early: resolve as soon as the count is reached (SG-5), else wait out the timeout.
     def initialize(request_id, correlation_id, expected, on_reply, early: true)
       @request_id = request_id
       @correlation_id = correlation_id
@@ -42,7 +42,6 @@ module Acemq
       deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
       @mutex.synchronize do
         loop do
-          # no-early-resolve mutant: breaks SG-5 by waiting out the timeout regardless.
           break if @closed || (@early && @expected && @replies.size >= @expected)
 
           left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
@@ -69,7 +68,7 @@ module Acemq
     def send_request_multi(body, endpoint:, expected_reply_count: nil, timeout: 30,
                            correlation_id: nil, type: nil, request_id: SecureRandom.uuid)
       copies = expected_reply_count || 1
-      copies = 1 if @mutant == "multi-one-copy" # breaks SG-2: one message reaches one worker
+      copies = 1 if @policy.multi_copies == :one # then one message reaches one worker
       gather(body, "", endpoint, copies, expected_reply_count, timeout, correlation_id, type, request_id, nil)
     end
 
@@ -83,15 +82,15 @@ module Acemq
 
     def gather(body, exchange, routing_key, copies, expected, timeout, correlation_id, type, request_id, on_reply)
       correlation_id ||= request_id
-      expected ||= 1 if @mutant == "no-count-means-one" # breaks SG-7
-      gathering = Gathering.new(request_id, correlation_id, expected, on_reply, early: @mutant != "no-early-resolve")
+      expected ||= 1 if @policy.gather_missing_count == :one # SG-7: no count means the whole budget
+      gathering = Gathering.new(request_id, correlation_id, expected, on_reply, early: @policy.gather_resolves_early)
       payload = JSON.generate(body)
       with_reply_address do |address|
         @lock.synchronize { @gathers[request_id] = gathering }
         begin
           copies.times do |copy|
-            # copies-distinct-ids mutant: breaks SG-1, only the first copy carries the gather's id.
-            message_id = copy.positive? && @mutant == "copies-distinct-ids" ? SecureRandom.uuid : request_id
+            # SG-1: every copy carries the gather's id (distinct: only the first does).
+            message_id = copy.positive? && @policy.gather_copy_ids == :distinct ? SecureRandom.uuid : request_id
             publish(payload, exchange, routing_key, address, message_id: message_id,
                                                              correlation_id: correlation_id, headers: {}, type: type)
           end
@@ -100,7 +99,7 @@ module Acemq
           # From here on a reply for this gather is Unmatched (SG-8).
           @lock.synchronize { @gathers.delete(request_id) }
         end
-        return replies if complete || @mutant == "shortfall-resolves"
+        return replies if complete || @policy.gather_shortfall == :resolve
 
         raise RequestTimeoutError.new(request_id, replies, expected)
       end
@@ -108,8 +107,8 @@ module Acemq
 
     # SG-4: replies go to the gather named by responseMessageId; false when none is waiting.
     def deliver_to_gather(headers, correlation_id, body)
-      key = if @mutant == "gather-by-correlation-id"
-              correlation_id # the defect SG-4 forbids
+      key = if @policy.gather_demux_by == :correlation_id
+              correlation_id # what SG-4 forbids: a bus responder may copy a business id there
             else
               Headers.text(headers[Headers::RESPONSE_MESSAGE_ID])
             end
@@ -129,10 +128,10 @@ module Acemq
       true
     end
 
-    # stray-reply-to-oldest-gather mutant: breaks SG-8 by giving a reply that names no
-    # pending gather (and no pending request) to the oldest gather. Called under @lock.
+    # SG-8: a reply for no pending gather is Unmatched. The policy's other value gives one
+    # that names no pending gather (and no pending request) to the oldest gather. Under @lock.
     def stray_gathering(correlation_id)
-      return nil unless @mutant == "stray-reply-to-oldest-gather" && !@pending.key?(correlation_id)
+      return nil unless @policy.gather_stray_reply == :oldest_gather && !@pending.key?(correlation_id)
 
       @gathers.each_value.first
     end

@@ -11,6 +11,8 @@ module Acemq
     PRIVATE_PREFIX = "x-acemq-"
     CONTENT_TYPE = "application/json"
     SHORT_STRING_LIMIT = 255
+    DEFAULT_MAX_ATTEMPTS = 3
+    UNDELIVERABLE_REPLY = "UndeliverableReply: "
     SHORT_STRING_PROPERTIES = %i[message_id correlation_id reply_to type].freeze
     STRICT_REJECTS = [TrueClass, FalseClass, Float, Hash, Array].freeze
 
@@ -40,11 +42,16 @@ module Acemq
       headers.reject { |name, _| name.start_with?(PRIVATE_PREFIX) }
     end
 
-    # RR-14: the quorum queue counts deliveries; the header may be any integer type.
+    # RR-14.3: the quorum queue counts deliveries; amq-protocol decodes every AMQP integer
+    # type (b, s, I, l) to an Integer. Anything else, or a negative count, is the first.
     def attempt(headers)
       count = headers[DELIVERY_COUNT]
-      count = Integer(text(count), exception: false) if count.is_a?(String)
-      count.is_a?(Numeric) ? count.to_i + 1 : 1
+      count.is_a?(Integer) && !count.negative? ? count + 1 : 1
+    end
+
+    # RR-14.2: after a reply publish failed on attempt N, :requeue or :dead_letter.
+    def retry_decision(attempt, max_attempts = DEFAULT_MAX_ATTEMPTS)
+      attempt < max_attempts ? :requeue : :dead_letter
     end
 
     # The reply address and where it came from (:header or :native), in the order given.
@@ -58,8 +65,14 @@ module Acemq
 
     # RR-10: "{ExceptionType}: {message}" with the unqualified type name.
     def failure_text(error)
-      type = error.class.name.to_s.split("::").last || "Error"
-      "#{type}: #{error.message}"
+      failure_text_from(error.class.name || "Error", error.message)
+    end
+
+    # RR-10.2 from a type name as any language spells it: the part after the last ".",
+    # "::", "/" or "$", without a leading "*" or "&" (Go's pointer marks).
+    def failure_text_from(type_name, message)
+      type = type_name.to_s.split(%r{::|[./$]}).last.to_s.sub(/\A[*&]+/, "")
+      "#{type.empty? ? 'Error' : type}: #{message}"
     end
 
     # RR-18: amq-protocol would raise a RangeError mid-frame or (other clients) truncate.
@@ -74,8 +87,8 @@ module Acemq
       properties
     end
 
-    # truncates-short-strings mutant: breaks RR-18 the way amqp091-go before 1.13 does,
-    # cutting at 255 bytes (back to a UTF-8 boundary) instead of refusing.
+    # What RR-18 forbids, the way amqp091-go before 1.13 does it: cut at 255 bytes (back
+    # to a UTF-8 boundary) instead of refusing.
     def truncate_short_strings(properties)
       SHORT_STRING_PROPERTIES.each_with_object(properties.dup) do |name, out|
         value = out[name]
@@ -85,8 +98,8 @@ module Acemq
       end
     end
 
-    # strict-header-types mutant: the first header of a type WF-1 says a reader must
-    # survive (boolean, float, table, array) but a strict reader rejects; nil when none.
+    # The first header of a type WF-1 says a reader must survive (boolean, float, table,
+    # array) but a strict reader rejects; nil when none.
     def strict_type_violation(headers)
       headers.find { |_, value| STRICT_REJECTS.any? { |type| value.is_a?(type) } }&.first
     end

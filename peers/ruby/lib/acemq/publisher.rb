@@ -3,97 +3,177 @@
 require "bunny"
 
 module Acemq
-  # Mandatory, confirmed publishing on a channel of its own (RR-13).
+  # Mandatory, confirmed publishing on a channel of its own (RR-13), many publishes
+  # outstanding at once.
   #
   # For an unroutable mandatory message RabbitMQ sends basic.return and then basic.ack,
-  # so an ack alone proves nothing. Bunny dispatches returns only to an exchange object in
-  # the channel's cache, and a return carries no delivery tag, so publishes are serialised:
-  # with one message in flight, a return seen before its confirm is that message's.
+  # so an ack alone proves nothing. A return carries no delivery tag, but it carries the
+  # message: it is tied to the oldest unconfirmed publish with the same exchange, routing
+  # key, message_id and correlation_id. Bunny's reader thread handles a channel's frames in
+  # the broker's order, so that publish is still unconfirmed when its return is seen.
+  # Publishes that look alike route alike, so which of several identical ones is marked
+  # does not matter. Each publish waits only for its own confirm.
   class ConfirmedPublisher
     CONFIRM_TIMEOUT = 15
+    # Bunny does not wake confirm waiters when the broker closes the channel: a waiter
+    # looks at the channel this often.
+    CLOSED_POLL = 0.05
 
-    # ignore_returns: the ignores-returns mutant only.
-    def initialize(connection, ignore_returns: false)
+    # One publish the broker has not confirmed yet. outcome: nil, :ack or :nack;
+    # returned: the return's "code text", set by the reader thread before the ack.
+    Unconfirmed = Struct.new(:tag, :identity, :lane, :outcome, :returned, :settled)
+
+    # A confirm-mode channel and what was published on it, oldest first (delivery tag order).
+    Lane = Struct.new(:channel, :unconfirmed, :exchanges)
+
+    # Bunny 2.19.0 reads its set of unconfirmed tags for a multiple ack (Set#min) outside
+    # the lock that guards the set, so a publish racing that ack fails with "can't add a
+    # new key into hash during iteration" (ruby-amqp/bunny#635, fixed after 2.19.0). With
+    # many publishes outstanding the race is common, so that read takes the lock too.
+    # In 2.19.0 that read is the set's only Set#min, made outside the lock, so even a plain
+    # Mutex (a connection's mutex_impl) is not taken twice. Later versions compute the range without it.
+    module LockedMin
+      AFFECTED = "2.19.0"
+
+      def self.guard(channel)
+        return unless Bunny::VERSION == AFFECTED
+
+        set = channel.instance_variable_get(:@unconfirmed_set)
+        lock = channel.instance_variable_get(:@unconfirmed_set_mutex)
+        set.extend(self).instance_variable_set(:@acemq_lock, lock) if set.is_a?(Set) && lock
+      end
+
+      def min(...) = @acemq_lock.synchronize { super }
+    end
+
+    # honour_returns: false takes the broker's ack alone as delivery (what RR-13 forbids).
+    def initialize(connection, honour_returns: true)
       @connection = connection
-      @ignore_returns = ignore_returns
-      @lock = Mutex.new          # one publish in flight
-      @state = Mutex.new         # guards what the reader thread reports
-      @changed = ConditionVariable.new
-      @channel = nil
+      @honour_returns = honour_returns
+      # Taking a delivery tag and sending the frames happen together, in tag order. Only
+      # the send is serialised, never the wait for a confirm.
+      @order = Mutex.new
+      # Guards the lanes' unconfirmed publishes, which Bunny's reader thread settles. Never
+      # held while calling into Bunny: Bunny calls the confirm callback under a lock of its own.
+      @state = Mutex.new
+      @lane = nil
     end
 
     # Raises PublishReturned, PublishFailed (nack, closed channel) or ShortStringTooLong.
     def publish(payload, exchange:, routing_key:, **properties)
       Headers.check_short_strings!(properties)
-      @lock.synchronize do
-        channel = open_channel
-        exchange_object(channel, exchange)
-        seq = channel.next_publish_seq_no
-        @state.synchronize do
-          @returned = nil
-          @outcome = nil
-          @waiting_for = seq
-        end
-        channel.basic_publish(payload, exchange, routing_key, properties.merge(mandatory: true))
-        await_confirm(channel)
-      end
+      identity = identity_of(exchange, routing_key, properties[:message_id], properties[:correlation_id])
+      entry = @order.synchronize { send_confirmed(payload, exchange, routing_key, identity, properties) }
+      await(entry)
     rescue Bunny::Exception, Timeout::Error => e
       raise PublishFailed, "#{e.class.name.split('::').last}: #{e.message}"
     end
 
     def close
-      @lock.synchronize { @channel&.close if @channel&.open? }
+      # A channel of a connection the broker closed cannot be closed: Bunny would try to recover.
+      @order.synchronize { @lane.channel.close if @lane&.channel&.open? && @connection.open? }
     rescue Bunny::Exception, Timeout::Error
       nil
     end
 
     private
 
-    def await_confirm(channel)
+    # What a return and the publish it belongs to share. Text, as the broker's copy comes
+    # back as binary strings.
+    def identity_of(exchange, routing_key, message_id, correlation_id)
+      [Headers.text(exchange.to_s), Headers.text(routing_key.to_s), Headers.text(message_id), Headers.text(correlation_id)]
+    end
+
+    # Under @order: registers the publish under the tag Bunny will give it, then sends it.
+    def send_confirmed(payload, exchange, routing_key, identity, properties)
+      lane = open_lane
+      watch_returns(lane, exchange)
+      channel = lane.channel
+      entry = Unconfirmed.new(channel.next_publish_seq_no, identity, lane, nil, nil, ConditionVariable.new)
+      @state.synchronize { lane.unconfirmed[entry.tag] = entry }
+      begin
+        channel.basic_publish(payload, exchange, routing_key, properties.merge(mandatory: true))
+      rescue StandardError
+        forget(entry)
+        raise
+      end
+      entry
+    end
+
+    def await(entry)
       deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + CONFIRM_TIMEOUT
       @state.synchronize do
-        until @outcome
-          raise PublishFailed, "channel closed: #{channel_error(channel)}" if channel.closed?
+        until entry.outcome
+          failure = waiting_failure(entry, deadline)
+          if failure
+            entry.lane.unconfirmed.delete(entry.tag)
+            raise PublishFailed, failure
+          end
 
-          left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
-          raise PublishFailed, "no confirm within #{CONFIRM_TIMEOUT}s" if left <= 0
-
-          # Bunny does not wake confirm waiters when the broker closes the channel.
-          @changed.wait(@state, [left, 0.05].min)
+          entry.settled.wait(@state, CLOSED_POLL)
         end
-        # ignores-returns mutant: breaks RR-13 by taking the ack alone as delivery.
-        raise PublishReturned, "returned: #{@returned}" if @returned && !@ignore_returns
-        raise PublishFailed, "nacked by the broker" if @outcome == :nack
       end
+      raise PublishReturned, "returned: #{entry.returned}" if entry.returned && @honour_returns
+      raise PublishFailed, "nacked by the broker" if entry.outcome == :nack
     end
 
-    def open_channel
-      return @channel if @channel&.open?
+    # A new channel for a closed one: what was outstanding on the old one fails by itself
+    # (its waiters see the old channel closed).
+    def open_lane
+      return @lane if @lane&.channel&.open?
 
       channel = @connection.create_channel
-      channel.confirm_select(method(:on_confirm))
-      @channel = channel
+      lane = Lane.new(channel, {}, {})
+      channel.confirm_select(->(tag, multiple, nack) { on_confirm(lane, tag, multiple, nack) })
+      LockedMin.guard(channel)
+      @lane = lane
     end
 
+    # Bunny hands a return only to the exchange object of that name in the channel's cache.
     # A named exchange is never declared here: the caller's topology is the caller's.
-    def exchange_object(channel, name)
+    def watch_returns(lane, name)
+      return if lane.exchanges.key?(name)
+
+      channel = lane.channel
       exchange = channel.find_exchange(name) ||
                  (name.empty? ? channel.default_exchange : Bunny::Exchange.new(channel, :direct, name, no_declare: true))
-      exchange.on_return { |info, _props, _body| on_return(info) }
-      exchange
+      exchange.on_return { |info, props, _body| on_return(lane, info, props) }
+      lane.exchanges[name] = exchange
     end
 
-    def on_return(info)
-      @state.synchronize { @returned = "#{info.reply_code} #{Headers.text(info.reply_text)}" }
-    end
-
-    def on_confirm(tag, _multiple, nack)
+    # The reader thread, before the ack of the publish returned.
+    def on_return(lane, info, props)
+      identity = identity_of(info.exchange, info.routing_key, props.message_id, props.correlation_id)
+      returned = "#{info.reply_code} #{Headers.text(info.reply_text)}"
       @state.synchronize do
-        next unless @waiting_for && tag >= @waiting_for
-
-        @outcome = nack ? :nack : :ack
-        @changed.broadcast
+        entry = lane.unconfirmed.each_value.find { |e| !e.returned && e.identity == identity }
+        entry.returned = returned if entry
       end
+    end
+
+    # The reader thread. Bunny splits a multiple ack into one call per tag; a multiple
+    # one is honoured all the same. A tag no longer waited for (given up) is ignored.
+    def on_confirm(lane, tag, multiple, nack)
+      @state.synchronize do
+        tags = multiple ? lane.unconfirmed.each_key.take_while { |t| t <= tag } : [tag]
+        tags.each do |t|
+          entry = lane.unconfirmed.delete(t) or next
+          entry.outcome = nack ? :nack : :ack
+          entry.settled.signal
+        end
+      end
+    end
+
+    # Why a publish still unconfirmed is given up, or nil to wait on.
+    def waiting_failure(entry, deadline)
+      channel = entry.lane.channel
+      return "channel closed: #{channel_error(channel)}" if channel.closed?
+
+      "no confirm within #{CONFIRM_TIMEOUT}s" if Process.clock_gettime(Process::CLOCK_MONOTONIC) >= deadline
+    end
+
+    def forget(entry)
+      @state.synchronize { entry.lane.unconfirmed.delete(entry.tag) }
     end
 
     def channel_error(channel)

@@ -12,25 +12,25 @@ module Acemq
   #
   # Raises RequestTimedOut, ResponderFailed or DecodeError for the outcomes of a call,
   # PublishFailed when the broker did not take the request, ShortStringTooLong (RR-18).
-  # Events (see Observable#on): :unmatched with correlation_id.
+  # Events (see Observable#on): :unmatched with correlation_id; :channel_closed with
+  # reason when the broker closes the reply queue's channel.
   class Requester
     include Observable
     include Gather
 
     DEFAULT_TIMEOUT = 30
 
-    attr_reader :reply_queue, :profile, :mutant
+    attr_reader :reply_queue
 
     def self.open(connection, **options)
       new(connection, **options).open
     end
 
     # publisher: anything with ConfirmedPublisher#publish's signature (tests pass a fake).
-    def initialize(connection, profile: "current", mutant: nil, default_timeout: DEFAULT_TIMEOUT, publisher: nil)
+    def initialize(connection, default_timeout: DEFAULT_TIMEOUT, publisher: nil)
       @connection = connection
       @publisher = publisher
-      @profile = Profile.fetch(profile)
-      @mutant = Mutants.check!(mutant, :requester)
+      @policy = RequesterPolicy::DEFAULT
       @default_timeout = default_timeout
       @lock = Mutex.new
       @declare_lock = Mutex.new
@@ -40,10 +40,14 @@ module Acemq
       @unmatched = 0
     end
 
+    # Declares and consumes the reply queue; the policy is fixed from here on.
     def open
+      @policy = @policy.freeze
       @channel = @connection.create_channel
+      # The broker closing this channel ends the reply consumer: the user should know.
+      @channel.on_error { |_channel, close| emit(:channel_closed, reason: "#{close.reply_code} #{close.reply_text}") }
       @reply_queue = declare_reply_queue(@channel)
-      @publisher ||= ConfirmedPublisher.new(@connection, ignore_returns: @mutant == "ignores-returns")
+      @publisher ||= ConfirmedPublisher.new(@connection, honour_returns: @policy.honour_returns)
       self
     end
 
@@ -73,7 +77,7 @@ module Acemq
         @gathers.each_value(&:close)
       end
       @publisher&.close
-      @channel&.close if @channel&.open?
+      @channel.close if @channel&.open? && @connection.open?
     rescue Bunny::Exception, Timeout::Error
       nil
     end
@@ -85,8 +89,7 @@ module Acemq
       unless got
         # A reply that raced the timeout still wins; after this point it is Unmatched.
         removed = @lock.synchronize do
-          # timeouts-not-counted mutant: breaks RR-9 by not counting the timeout.
-          @pending.delete(message_id).tap { @timed_out += 1 if _1 && @mutant != "timeouts-not-counted" }
+          @pending.delete(message_id).tap { @timed_out += 1 if _1 && @policy.count_timeouts }
         end
         raise RequestTimedOut.new(message_id, timeout) if removed
 
@@ -100,7 +103,8 @@ module Acemq
 
     def decode_reply(message_id, reply)
       headers, body = reply
-      if @mutant != "ignores-error-header" && headers.key?(Headers::ERROR)
+      # RR-10: the error header is read before the body is decoded.
+      if @policy.read_error_header && headers.key?(Headers::ERROR)
         raise ResponderFailed.new(message_id, Headers.text(headers[Headers::ERROR]).to_s)
       end
 
@@ -112,17 +116,16 @@ module Acemq
     def declare_reply_queue(channel)
       # Classic by explicit request (RR-7): a server's default may be quorum, which
       # refuses exclusive and auto-delete queues.
-      arguments = { "x-queue-type" => "classic" }
-      arguments = {} if @mutant == "implicit-queue-type" # breaks RR-7: the server's default decides
+      arguments = @policy.explicit_reply_queue_type ? { "x-queue-type" => "classic" } : {}
       queue = channel.queue("", exclusive: true, auto_delete: true, durable: false, arguments: arguments)
       queue.subscribe(manual_ack: false) { |_info, props, body| on_reply(props, body) }
       Headers.text(queue.name)
     end
 
-    # The queue-per-request mutant breaks RR-6 by declaring a queue for each call; the
-    # queue stays consumed (a late reply is still Unmatched) until the requester closes.
+    # RR-6: one reply queue for every call. A queue per call (the policy's other value)
+    # stays consumed, so a late reply is still Unmatched, until the requester closes.
     def with_reply_address
-      return yield(@reply_queue) unless @mutant == "queue-per-request"
+      return yield(@reply_queue) unless @policy.reply_queue_per_request
 
       # A Bunny channel runs one synchronous method at a time.
       address = @declare_lock.synchronize { declare_reply_queue(@channel) }
@@ -133,13 +136,14 @@ module Acemq
       headers = headers.dup
       properties = { message_id: message_id, correlation_id: correlation_id, type: type,
                      content_type: Headers::CONTENT_TYPE, persistent: true }
-      write_header = @profile.write_header && @mutant != "native-only"
-      if write_header
-        headers[Headers::REPLY_TO] = @mutant == "header-bytes" ? ByteArray.new(address) : address
+      # RR-1, RR-2: the address twice, the header as a long string.
+      if @policy.write_header_address
+        headers[Headers::REPLY_TO] = @policy.header_address_as_bytes ? ByteArray.new(address) : address
       end
-      properties[:reply_to] = address if @profile.write_native || @mutant == "native-only"
+      properties[:reply_to] = address if @policy.write_native_address
       properties[:headers] = headers unless headers.empty?
-      properties = Headers.truncate_short_strings(properties) if @mutant == "truncates-short-strings"
+      # RR-18: the publisher refuses a long short string; truncating sends 255 bytes instead.
+      properties = Headers.truncate_short_strings(properties) if @policy.long_short_string == :truncate
       @publisher.publish(payload, exchange: exchange, routing_key: routing_key, **properties.compact)
     end
 
@@ -147,11 +151,12 @@ module Acemq
       headers = Headers.normalize(props.headers)
       correlation_id = Headers.text(props.correlation_id)
       return if deliver_to_gather(headers, correlation_id, body)
-      # drops-undecodable mutant: breaks RR-19 by treating an undecodable reply as nobody's.
-      return count_unmatched(correlation_id) if @mutant == "drops-undecodable" && undecodable?(headers, body)
+      # RR-19: an undecodable reply ends its call; dropping it leaves the call waiting.
+      return count_unmatched(correlation_id) if @policy.undecodable_reply == :drop && undecodable?(headers, body)
 
       slot = @lock.synchronize do
-        key = @mutant == "late-reply-to-next" ? @pending.keys.first : correlation_id
+        # RR-8: by correlation id; the oldest waiter is the policy's wrong alternative.
+        key = @policy.match_replies_by == :oldest_waiter ? @pending.keys.first : correlation_id
         @pending.delete(key)
       end
       if slot

@@ -15,49 +15,45 @@ module Acemq
   #
   # The handler's return value is the JSON reply; an exception is sent back as acemq-error
   # (RR-10). Events (see Observable#on): :handled, :replied, :reply_failed, :dead_lettered,
-  # :unanswerable.
+  # :unanswerable, and :channel_closed (reason) when the broker closes the consumer's channel.
   class Responder
     include Observable
 
-    DEFAULT_MAX_ATTEMPTS = 3
-    # answered-after-publish: wide enough that the suite catches it every time.
-    MUTANT_DELAY = 1.0
+    DEFAULT_MAX_ATTEMPTS = Headers::DEFAULT_MAX_ATTEMPTS
     STOP_GRACE = 5
 
-    attr_reader :queue, :profile, :mutant
+    attr_reader :queue
 
-    def initialize(connection, queue:, bind: nil, max_attempts: DEFAULT_MAX_ATTEMPTS,
-                   profile: "current", mutant: nil, concurrency: 8, &handler)
+    def initialize(connection, queue:, bind: nil, max_attempts: DEFAULT_MAX_ATTEMPTS, concurrency: 8, &handler)
       raise ArgumentError, "a handler block is required" unless handler
 
       @connection = connection
       @queue = queue
       @bind = bind
       @max_attempts = max_attempts
-      @profile = Profile.fetch(profile)
-      @mutant = Mutants.check!(mutant, :responder)
+      @policy = ResponderPolicy::DEFAULT
       @concurrency = concurrency
       @handler = handler
       @lock = Mutex.new
       # RR-16: the counters exist before anything is consumed.
       @answered = 0
       @unanswerable = 0
-      @lazy_counters_made = false # only for the counters-after-subscribe mutant
+      @first_answer_seen = false
     end
 
     def answered = @lock.synchronize { @answered }
     def unanswerable = @lock.synchronize { @unanswerable }
 
     def start
+      @policy = @policy.freeze
       # On stop, handlers still running get STOP_GRACE to finish; what they leave
       # unacknowledged goes back to the queue when the channel closes.
       @channel = @connection.create_channel(nil, @concurrency, false, STOP_GRACE)
+      @channel.on_error { |_channel, close| emit(:channel_closed, reason: "#{close.reply_code} #{close.reply_text}") }
       @channel.prefetch(@concurrency)
-      quorum = { durable: true, arguments: { "x-queue-type" => "quorum" } }
-      request_queue = @channel.queue(@queue, quorum)
-      # classic-dlq mutant: breaks RR-17 with a classic dead-letter queue.
-      dlq_options = @mutant == "classic-dlq" ? { durable: true, arguments: { "x-queue-type" => "classic" } } : quorum
-      @channel.queue(dlq, dlq_options)
+      # RR-17: both durable quorum queues, declared before the consumer.
+      request_queue = @channel.queue(@queue, durable: true, arguments: { "x-queue-type" => "quorum" })
+      @channel.queue(dlq, durable: true, arguments: { "x-queue-type" => @policy.dlq_queue_type.to_s })
       request_queue.bind(@bind[:exchange], routing_key: @bind[:routing_key].to_s) if @bind
       @publisher = ConfirmedPublisher.new(@connection)
       @consumer = request_queue.subscribe(manual_ack: true) { |info, props, body| handle(info, props, body) }
@@ -65,9 +61,12 @@ module Acemq
     end
 
     def stop
+      # After the broker closed the connection there is nothing left to cancel or close.
+      return unless @connection.open?
+
       @consumer&.cancel
       @publisher&.close
-      @channel&.close if @channel&.open?
+      @channel.close if @channel&.open?
     rescue Bunny::Exception, Timeout::Error
       nil
     end
@@ -79,14 +78,13 @@ module Acemq
     def handle(info, props, body)
       headers = Headers.normalize(props.headers)
       message_id = Headers.text(props.message_id)
-      order = @mutant == "native-first" ? %i[native header] : @profile.read_order
-      address, source = Headers.reply_address(headers, props.reply_to, order)
+      address, source = Headers.reply_address(headers, props.reply_to, @policy.read_order)
       return accept_unanswerable(info, props, body, message_id) unless address
 
       request = Request.new(
         message_id: message_id, correlation_id: Headers.text(props.correlation_id),
         reply_to: address, reply_to_source: source, attempt: Headers.attempt(headers),
-        headers: @mutant == "no-strip" ? headers : Headers.strip_private(headers)
+        headers: @policy.strip_engine_headers ? Headers.strip_private(headers) : headers
       )
       result = begin
         reject_strict_header_types(headers)
@@ -109,45 +107,55 @@ module Acemq
 
     # RR-15: counted before the reply leaves, taken back if it does not arrive.
     def answer(info, props, body, request, payload)
-      counted = @mutant != "answered-after-publish" && !lazy_counter_first_delivery?
+      timing = @policy.answered_timing
+      exists = counters_exist?
+      counted = exists && !timing.after_confirm?
       count_answered(1) if counted
       begin
         publish_reply(request, payload, {})
       rescue PublishFailed => e
-        count_answered(-1) if counted && @mutant != "no-rollback"
-        return retry_or_dead_letter(info, props, body, request, e)
+        count_answered(-1) if counted && @policy.rollback_answered
+        return retry_or_dead_letter(info, props, body, request, "#{Headers::UNDELIVERABLE_REPLY}#{e.message}", e.message)
       end
-      if @mutant == "answered-after-publish"
-        Thread.new { sleep MUTANT_DELAY; count_answered(1) }
-      end
+      count_answered_later(timing.delay) if exists && timing.after_confirm?
       emit(:replied, message_id: request.message_id, failure: nil)
       @channel.ack(info.delivery_tag)
     end
 
     # RR-10, RR-11: the failure goes back to the caller, then the request to the DLQ once.
     def fail_request(info, props, body, request, failure)
-      count_answered(1) if @mutant == "counts-failures"
+      # Before RR-10 a failure sent nothing back: the retry policy had the request.
+      return retry_request(info, props, body, request, failure) if @policy.handler_failure == :retry
+
+      counted = @policy.count_failures_answered
+      count_answered(1) if counted
       begin
         publish_reply(request, "", Headers::ERROR => failure)
       rescue PublishFailed => e
-        count_answered(-1) if @mutant == "counts-failures"
-        return retry_or_dead_letter(info, props, body, request, e)
+        count_answered(-1) if counted
+        return retry_or_dead_letter(info, props, body, request, "#{Headers::UNDELIVERABLE_REPLY}#{e.message}", e.message)
       end
       emit(:replied, message_id: request.message_id, failure: failure)
-      if @mutant == "no-dlq-on-failure"
-        @channel.ack(info.delivery_tag)
-      else
+      if @policy.dead_letter_failures
         dead_letter_and_ack(info, props, body, failure)
+      else
+        @channel.ack(info.delivery_tag)
       end
     end
 
     # RR-14: requeue until the last attempt, then dead-letter; never ack into nowhere.
-    def retry_or_dead_letter(info, props, body, request, error)
-      emit(:reply_failed, message_id: request.message_id, attempt: request.attempt, error: error.message)
-      if @mutant == "acks-undeliverable" # breaks RR-14: acknowledged into nowhere
+    def retry_or_dead_letter(info, props, body, request, reason, error)
+      emit(:reply_failed, message_id: request.message_id, attempt: request.attempt, error: error)
+      if @policy.undeliverable_reply == :ack # what RR-14 forbids: acknowledged into nowhere
         @channel.ack(info.delivery_tag)
-      elsif request.attempt >= @max_attempts
-        dead_letter_and_ack(info, props, body, "UndeliverableReply: #{error.message}")
+      else
+        retry_request(info, props, body, request, reason)
+      end
+    end
+
+    def retry_request(info, props, body, request, reason)
+      if Headers.retry_decision(request.attempt, @max_attempts) == :dead_letter
+        dead_letter_and_ack(info, props, body, reason)
       else
         # Bunny's nack does not requeue unless told to.
         @channel.nack(info.delivery_tag, false, true)
@@ -157,7 +165,7 @@ module Acemq
     # RR-12: nothing to reply to, so count it and accept it.
     def accept_unanswerable(info, props, body, message_id)
       @lock.synchronize { @unanswerable += 1 }
-      if @mutant == "dead-letter-unanswerable"
+      if @policy.unanswerable == :dead_letter
         dead_letter_and_ack(info, props, body, "Unanswerable: the request names no reply address")
       else
         @channel.ack(info.delivery_tag)
@@ -167,12 +175,12 @@ module Acemq
 
     # RR-4: default exchange, reply address as routing key, both correlation fields.
     def publish_reply(request, payload, headers)
-      # no-response-message-id mutant: breaks SG-3, so a gatherer cannot demultiplex.
-      if request.message_id && @mutant != "no-response-message-id"
+      # SG-3: without responseMessageId a gatherer cannot demultiplex.
+      if request.message_id && @policy.response_message_id
         headers = headers.merge(Headers::RESPONSE_MESSAGE_ID => request.message_id)
       end
-      # correlation-from-correlation-id mutant: breaks RR-4 by copying the wrong property.
-      correlation_id = @mutant == "correlation-from-correlation-id" ? request.correlation_id : request.message_id
+      # RR-4.2: the request's message_id, not its correlation_id.
+      correlation_id = @policy.reply_correlation_from == :message_id ? request.message_id : request.correlation_id
       properties = { correlation_id: correlation_id, content_type: Headers::CONTENT_TYPE,
                      headers: headers, persistent: false }
       @publisher.publish(payload, exchange: "", routing_key: request.reply_to, **properties.compact)
@@ -190,10 +198,10 @@ module Acemq
       emit(:dead_lettered, message_id: Headers.text(props.message_id), reason: reason)
     end
 
-    # strict-header-types mutant: breaks WF-1 (and RR-5) by failing a request over a header
-    # type other clients legitimately write, before the handler runs.
+    # A strict reader (what WF-1 and RR-5 forbid) fails a request over a header type other
+    # clients legitimately write, before the handler runs.
     def reject_strict_header_types(headers)
-      return unless @mutant == "strict-header-types"
+      return unless @policy.header_types == :strict
 
       name = Headers.strict_type_violation(headers)
       raise MalformedHeader, name if name
@@ -203,15 +211,21 @@ module Acemq
       @lock.synchronize { @answered += delta }
     end
 
-    # counters-after-subscribe mutant (RR-16): a counter made lazily, once the first
-    # delivery has been handled, never counts that delivery.
-    def lazy_counter_first_delivery?
-      return false unless @mutant == "counters-after-subscribe"
+    # RR-16: true from the start. Counters made lazily (counters_created:
+    # :after_first_delivery) come to exist as the first answer is handled, which is lost.
+    def counters_exist?
+      return true if @policy.counters_created == :before_subscribe
 
-      @lock.synchronize do
-        next false if @lazy_counters_made
+      @lock.synchronize { @first_answer_seen.tap { @first_answer_seen = true } }
+    end
 
-        @lazy_counters_made = true
+    # The count of an answer made only after its reply was confirmed, and later still.
+    def count_answered_later(delay)
+      return count_answered(1) unless delay.positive?
+
+      Thread.new do
+        sleep delay
+        count_answered(1)
       end
     end
 

@@ -1,0 +1,133 @@
+# frozen_string_literal: true
+
+module Acemq
+  # The knobs a requester or responder resolves once, when it is opened: one field per
+  # wire rule a binding could get wrong, each defaulting to what docs/wire-spec.md says.
+  # The main code paths read these fields and nothing else.
+  #
+  # Private: a service never builds a policy. Both types are private constants of Acemq;
+  # only acemq/_internal (required by the conformance adapter, never by "acemq") hands
+  # them out, with the requester and responder that accept one.
+  module PolicyFields
+    # Builds a frozen policy from keyword fields; an unknown field or a value outside a
+    # field's choices is an ArgumentError, so a typo never passes as the default.
+    def self.included(type)
+      type.extend(ClassMethods)
+    end
+
+    module ClassMethods
+      def choices = self::CHOICES
+
+      def build(**fields)
+        unknown = fields.keys - members
+        raise ArgumentError, "#{name}: no field #{unknown.join(', ')} (fields: #{members.join(', ')})" if unknown.any?
+
+        new(**self::DEFAULT.to_h, **fields).tap(&:validate!).freeze
+      end
+    end
+
+    def validate!
+      self.class.choices.each do |field, allowed|
+        value = self[field]
+        ok = allowed.is_a?(Proc) ? allowed.call(value) : allowed.include?(value)
+        raise ArgumentError, "#{self.class.name}: #{field} cannot be #{value.inspect}" unless ok
+      end
+    end
+
+    # The fields that differ from the default, for logs.
+    def changes = to_h.reject { |field, value| self.class::DEFAULT[field] == value }
+  end
+
+  BOOLEAN = [true, false].freeze
+
+  RequesterPolicy = Struct.new(
+    :write_header_address,      # RR-1: the reply address in acemq-reply-to
+    :write_native_address,      # RR-1: the reply address in reply_to
+    :header_address_as_bytes,   # RR-2: acemq-reply-to as a byte array instead of a long string
+    :reply_queue_per_request,   # RR-6: a reply queue per request and gather
+    :explicit_reply_queue_type, # RR-7: x-queue-type classic on the reply queue
+    :match_replies_by,          # RR-8: :correlation_id or :oldest_waiter
+    :count_timeouts,            # RR-9: a timed-out call counts in timed_out
+    :read_error_header,         # RR-10: acemq-error is looked at before decoding
+    :honour_returns,            # RR-13: basic.return ends the call as refused
+    :long_short_string,         # RR-18: :refuse or :truncate
+    :undecodable_reply,         # RR-19: :decode_error or :drop
+    :gather_copy_ids,           # SG-1: :shared or :distinct message ids of the copies
+    :multi_copies,              # SG-2: :expected_count or :one copy
+    :gather_demux_by,           # SG-4: :response_message_id or :correlation_id
+    :gather_resolves_early,     # SG-5: resolve as soon as the count is reached
+    :gather_shortfall,          # SG-6: :reject or :resolve
+    :gather_missing_count,      # SG-7: :budget (wait the timeout) or :one
+    :gather_stray_reply,        # SG-8: :unmatched or :oldest_gather
+    keyword_init: true
+  ) do
+    include PolicyFields
+  end
+
+  RequesterPolicy::DEFAULT = RequesterPolicy.new(
+    write_header_address: true, write_native_address: true, header_address_as_bytes: false,
+    reply_queue_per_request: false, explicit_reply_queue_type: true, match_replies_by: :correlation_id,
+    count_timeouts: true, read_error_header: true, honour_returns: true, long_short_string: :refuse,
+    undecodable_reply: :decode_error, gather_copy_ids: :shared, multi_copies: :expected_count,
+    gather_demux_by: :response_message_id, gather_resolves_early: true, gather_shortfall: :reject,
+    gather_missing_count: :budget, gather_stray_reply: :unmatched
+  ).freeze
+
+  RequesterPolicy::CHOICES = {
+    write_header_address: BOOLEAN, write_native_address: BOOLEAN, header_address_as_bytes: BOOLEAN,
+    reply_queue_per_request: BOOLEAN, explicit_reply_queue_type: BOOLEAN,
+    match_replies_by: %i[correlation_id oldest_waiter], count_timeouts: BOOLEAN, read_error_header: BOOLEAN,
+    honour_returns: BOOLEAN, long_short_string: %i[refuse truncate], undecodable_reply: %i[decode_error drop],
+    gather_copy_ids: %i[shared distinct], multi_copies: %i[expected_count one],
+    gather_demux_by: %i[response_message_id correlation_id], gather_resolves_early: BOOLEAN,
+    gather_shortfall: %i[reject resolve], gather_missing_count: %i[budget one],
+    gather_stray_reply: %i[unmatched oldest_gather]
+  }.freeze
+
+  # RR-15's when: :before_publish, or :after_confirm plus a delay in seconds (a real
+  # binding's window is microseconds; a delay widens it so a test sees it every time).
+  AnsweredTiming = Struct.new(:moment, :delay) do
+    def after_confirm? = moment == :after_confirm
+  end
+  AnsweredTiming::BEFORE_PUBLISH = AnsweredTiming.new(:before_publish, 0).freeze
+
+  ResponderPolicy = Struct.new(
+    :read_order,              # RR-3: where the reply address is read, in order (:header, :native)
+    :reply_correlation_from,  # RR-4: :message_id or :correlation_id
+    :strip_engine_headers,    # RR-5: x-acemq-* removed before the handler
+    :handler_failure,         # RR-10: :error_reply, or :retry (no reply; requeue, then the DLQ)
+    :dead_letter_failures,    # RR-11: a failed request goes to {queue}.dlq
+    :count_failures_answered, # RR-11: a failure reply counts in answered
+    :unanswerable,            # RR-12: :accept or :dead_letter
+    :undeliverable_reply,     # RR-14: :requeue or :ack
+    :answered_timing,         # RR-15: an AnsweredTiming
+    :rollback_answered,       # RR-15: answered taken back when the reply publish fails
+    :counters_created,        # RR-16: :before_subscribe or :after_first_delivery
+    :dlq_queue_type,          # RR-17: :quorum or :classic
+    :response_message_id,     # SG-3: responseMessageId on replies
+    :header_types,            # WF-1: :lenient or :strict
+    keyword_init: true
+  ) do
+    include PolicyFields
+  end
+
+  ResponderPolicy::DEFAULT = ResponderPolicy.new(
+    read_order: %i[header native].freeze, reply_correlation_from: :message_id, strip_engine_headers: true,
+    handler_failure: :error_reply, dead_letter_failures: true, count_failures_answered: false,
+    unanswerable: :accept, undeliverable_reply: :requeue, answered_timing: AnsweredTiming::BEFORE_PUBLISH,
+    rollback_answered: true, counters_created: :before_subscribe, dlq_queue_type: :quorum,
+    response_message_id: true, header_types: :lenient
+  ).freeze
+
+  ResponderPolicy::CHOICES = {
+    read_order: ->(order) { order.is_a?(Array) && !order.empty? && (order - %i[header native]).empty? && order.uniq == order },
+    reply_correlation_from: %i[message_id correlation_id], strip_engine_headers: BOOLEAN,
+    handler_failure: %i[error_reply retry], dead_letter_failures: BOOLEAN, count_failures_answered: BOOLEAN,
+    unanswerable: %i[accept dead_letter], undeliverable_reply: %i[requeue ack],
+    answered_timing: ->(timing) { timing.is_a?(AnsweredTiming) && %i[before_publish after_confirm].include?(timing.moment) },
+    rollback_answered: BOOLEAN, counters_created: %i[before_subscribe after_first_delivery],
+    dlq_queue_type: %i[quorum classic], response_message_id: BOOLEAN, header_types: %i[lenient strict]
+  }.freeze
+
+  private_constant :PolicyFields, :BOOLEAN, :RequesterPolicy, :ResponderPolicy, :AnsweredTiming
+end

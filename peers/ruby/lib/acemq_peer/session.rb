@@ -1,0 +1,410 @@
+# frozen_string_literal: true
+
+require "json"
+require "securerandom"
+require "bunny"
+require "acemq"
+require "acemq/_internal"
+require_relative "catalogue"
+require_relative "load"
+require_relative "raw"
+
+module AcemqPeer
+  # The error the `fail` behaviour raises, so the failure text is the same in every language.
+  class ScenarioFailure < StandardError; end
+
+  # Serves one peer-protocol session (docs/peer-protocol.md, versions 1 and 2): commands
+  # on input, one JSON line per answer or event on output, the log elsewhere.
+  class Session
+    PROTOCOLS = [1, 2].freeze
+    NAME = "ruby"
+    DRAIN_SECONDS = 10
+
+    OPS = {
+      "hello" => :hello,
+      "requester.open" => :requester_open,
+      "requester.close" => :requester_close,
+      "request" => :request,
+      "gather" => :gather,
+      "responder.start" => :responder_start,
+      "responder.stop" => :responder_stop,
+      "counters" => :counters,
+      "load" => :load,
+      "shutdown" => :shutdown
+    }.freeze
+
+    def initialize(input, output, log)
+      @input = input
+      @output = output
+      @log = log
+      @write_lock = Mutex.new
+      @state_lock = Mutex.new
+      @requesters = {}
+      @responders = {}
+      @connections = {}
+      @threads = []
+      @amqp_url = nil
+      @protocol = nil
+    end
+
+    def run
+      @input.each_line do |line|
+        line = line.strip
+        next if line.empty?
+
+        command = parse(line)
+        next unless command
+
+        @threads << Thread.new { dispatch(command) }
+        @threads.select!(&:alive?)
+      end
+      drain
+      close_all
+    end
+
+    private
+
+    # Commands already read still get their answers, within a bound.
+    def drain
+      deadline = now + DRAIN_SECONDS
+      @threads.each { |thread| thread.join([deadline - now, 0].max) }
+    end
+
+    def parse(line)
+      command = JSON.parse(line)
+      return command if command.is_a?(Hash) && command["id"].is_a?(Integer)
+
+      @log.error("not a command: #{line}")
+      nil
+    rescue JSON::ParserError => e
+      @log.error("unreadable line (#{e.message}): #{line}")
+      nil
+    end
+
+    def dispatch(command)
+      id = command["id"]
+      op = command["op"]
+      handler = OPS[op]
+      raise ArgumentError, "unknown op #{op.inspect}" unless handler
+      raise ArgumentError, "#{op} is protocol 2; this session speaks 1" if op == "load" && @protocol == 1
+
+      result = send(handler, command)
+      write({ id: id, ok: true }.merge(result || {}))
+      finish if op == "shutdown"
+    rescue Acemq::Error, ArgumentError, KeyError, Bunny::Exception, Timeout::Error, SystemCallError => e
+      @log.warn("#{op} #{id}: #{e.class}: #{e.message}")
+      write({ id: id, ok: false, error: "#{e.class.name.split('::').last}: #{e.message}" })
+    rescue StandardError => e
+      @log.error("#{op} #{id}: #{e.class}: #{e.message}\n#{e.backtrace&.first(5)&.join("\n")}")
+      write({ id: id, ok: false, error: "#{e.class}: #{e.message}" })
+    end
+
+    # The highest version both sides speak; a bare `protocol: 1` hello (or none) is version 1.
+    def hello(command)
+      offered = command["protocols"] || [command.fetch("protocol", 1)]
+      protocol = (offered & PROTOCOLS).max
+      raise ArgumentError, "this peer speaks protocols #{PROTOCOLS.join(', ')}, not #{offered.inspect}" unless protocol
+
+      @protocol = protocol
+      @amqp_url = command.fetch("amqp_url")
+      {
+        protocol: protocol, peer: NAME, language: "Ruby",
+        binding: "acemq-ruby #{Acemq::VERSION}", client: "bunny #{Bunny::VERSION}",
+        profiles: Catalogue.profiles, mutants: Catalogue.mutants,
+        capabilities: protocol >= 2 ? %w[request respond gather load] : %w[request respond gather]
+      }
+    end
+
+    def requester_open(command)
+      name = command.fetch("name")
+      requester = open_requester(name, command)
+      requester.on(:unmatched) { |e| event("unmatched", requester: name, correlation_id: e[:correlation_id]) }
+      @state_lock.synchronize { @requesters[name] = requester }
+      { reply_queue: requester.reply_queue }
+    end
+
+    # A requester on a connection of its own, with the policy its profile and mutant name.
+    def open_requester(name, command)
+      policy = Catalogue.requester_policy(command["profile"], command["mutant"], log: @log)
+      claim_name(name)
+      claimed = true
+      requester = Acemq::Internal::Requester.new(connect(name, :requester), policy)
+      requester.on(:channel_closed) { |e| lost(:requester, name, e[:reason]) }
+      requester.open
+    rescue StandardError
+      release(name) if claimed
+      raise
+    end
+
+    def requester_close(command)
+      name = command.fetch("name")
+      requester = @state_lock.synchronize { @requesters.delete(name) } or raise ArgumentError, "no requester #{name.inspect}"
+      requester.close
+      release(name)
+      {}
+    end
+
+    def request(command)
+      requester = find(@requesters, command.fetch("requester"))
+      raise ArgumentError, "missing field \"body\"" unless command.key?("body")
+
+      id = command["message_id"] || SecureRandom.uuid
+      options = { exchange: command["exchange"] || "", routing_key: command.fetch("routing_key"), message_id: id }
+      # Absent stays absent: the binding's own defaults apply (RR-9's 30 s above all).
+      options[:correlation_id] = command["correlation_id"] if command.key?("correlation_id")
+      options[:headers] = command["headers"] if command.key?("headers")
+      options[:timeout] = seconds(command["timeout_ms"]) if command.key?("timeout_ms")
+      started = now
+      outcome = begin
+        { outcome: "reply", reply: requester.request(command["body"], **options) }
+      rescue Acemq::RequestTimedOut
+        { outcome: "timeout" }
+      rescue Acemq::ResponderFailed => e
+        { outcome: "responder_failed", failure: e.failure }
+      rescue Acemq::DecodeError => e
+        { outcome: "decode_error", error: e.message }
+      end
+      outcome.merge(request_id: id, elapsed_ms: elapsed_ms(started))
+    end
+
+    def gather(command)
+      requester = find(@requesters, command.fetch("requester"))
+      id = SecureRandom.uuid
+      options = { request_id: id }
+      %w[expected_reply_count correlation_id type].each { |key| options[key.to_sym] = command[key] if command.key?(key) }
+      options[:timeout] = seconds(command["timeout_ms"]) if command.key?("timeout_ms")
+      started = now
+      outcome = begin
+        replies = case command.fetch("mode", "multi")
+                  when "multi" then requester.send_request_multi(command["body"], endpoint: command.fetch("endpoint"), **options)
+                  when "publish" then requester.publish_request(command["body"], exchange: command.fetch("exchange"), **options)
+                  else raise ArgumentError, "unknown gather mode #{command['mode'].inspect}"
+                  end
+        { outcome: "replies", replies: replies }
+      rescue Acemq::RequestTimeoutError => e
+        { outcome: "timeout_with_partial", replies: e.partial_replies }
+      end
+      outcome.merge(request_id: id, elapsed_ms: elapsed_ms(started))
+    end
+
+    def responder_start(command)
+      name = command.fetch("name")
+      build = build_responder(name, command)
+      claim_name(name)
+      claimed = true
+      responder = build.call(connect(name, :responder))
+      # Registered before start, so counters reads find it while a backlog is consumed.
+      @state_lock.synchronize { @responders[name] = responder }
+      responder.start
+      {}
+    rescue StandardError
+      if claimed
+        @state_lock.synchronize { @responders.delete(name) }
+        release(name)
+      end
+      raise
+    end
+
+    # Checks the command and returns a builder taking the connection.
+    def build_responder(name, command)
+      queue = command.fetch("queue")
+      bind = command["bind"] && { exchange: command["bind"].fetch("exchange"), routing_key: command["bind"]["routing_key"] || "" }
+      case command.fetch("client", "binding")
+      when "raw" then ->(connection) { Raw::Responder.new(connection, queue: queue, bind: bind) }
+      when "binding" then binding_responder(name, command, queue, bind)
+      else raise ArgumentError, "responder client must be binding or raw, not #{command['client'].inspect}"
+      end
+    end
+
+    def binding_responder(name, command, queue, bind)
+      behavior = command["behavior"] || { "reply" => "echo" }
+      check_behavior(behavior)
+      policy = Catalogue.responder_policy(command["profile"], command["mutant"], log: @log)
+      options = { queue: queue, bind: bind }
+      options[:max_attempts] = command["max_attempts"] if command.key?("max_attempts")
+      lambda do |connection|
+        responder = Acemq::Internal::Responder.new(connection, policy, **options) { |request| behave(name, behavior, request) }
+        observe(name, responder)
+      end
+    end
+
+    def check_behavior(behavior)
+      case behavior["reply"]
+      when "echo" then nil
+      when "fail"
+        raise ArgumentError, "behavior fail needs an error_message string" unless behavior["error_message"].is_a?(String)
+      else raise ArgumentError, "unknown behavior reply #{behavior['reply'].inspect}"
+      end
+    end
+
+    def responder_stop(command)
+      name = command.fetch("name")
+      responder = @state_lock.synchronize { @responders.delete(name) } or raise ArgumentError, "no responder #{name.inspect}"
+      responder.stop
+      release(name)
+      {}
+    end
+
+    def counters(command)
+      name = command.fetch("of")
+      requester, responder = @state_lock.synchronize { [@requesters[name], @responders[name]] }
+      if responder.is_a?(Raw::Responder)
+        { counters: {} }
+      elsif responder
+        { counters: { answered: responder.answered, unanswerable: responder.unanswerable } }
+      elsif requester
+        { counters: { timed_out: requester.timed_out, unmatched: requester.unmatched } }
+      else
+        raise ArgumentError, "no requester or responder #{name.inspect}"
+      end
+    end
+
+    # Opens its own requester (binding: through the policy table; raw: bare Bunny) and
+    # closes it at the end, whatever happened.
+    def load(command)
+      run = Load.new(command)
+      name = "load-#{command['id']}-#{SecureRandom.hex(3)}"
+      requester = if command["client"] == "raw"
+                    claim_name(name)
+                    claimed = true
+                    Raw::Requester.new(connect(name, :requester)).open
+                  else
+                    open_requester(name, command).tap { claimed = true }
+                  end
+      { load: run.run(requester) }
+    ensure
+      requester&.close
+      release(name) if claimed
+    end
+
+    def shutdown(_command)
+      {}
+    end
+
+    def finish
+      close_all
+      exit!(0)
+    end
+
+    # The handler behind every responder: echo or fail, after an optional delay.
+    def behave(name, behavior, request)
+      delay = behavior["delay_ms"].to_i
+      sleep(delay / 1000.0) if delay.positive?
+      raise ScenarioFailure, behavior["error_message"] if behavior["reply"] == "fail"
+
+      body = request.body
+      echo = { echo: body, responder: name, peer: NAME }
+      echo[:correlationId] = body["correlationId"] if body.is_a?(Hash) && body.key?("correlationId")
+      echo.merge(seen: seen(request))
+    end
+
+    def seen(request)
+      {
+        message_id: request.message_id, correlation_id: request.correlation_id,
+        reply_to: request.reply_to, reply_to_source: request.reply_to_source.to_s,
+        headers: request.headers.keys.sort, attempt: request.attempt
+      }
+    end
+
+    def observe(name, responder)
+      responder.on(:handled) do |e|
+        request = e[:request]
+        event("handled", responder: name, message_id: request.message_id, attempt: request.attempt, seen: seen(request))
+      end
+      responder.on(:replied) { |e| event("replied", responder: name, **e) }
+      responder.on(:reply_failed) { |e| event("reply_failed", responder: name, **e) }
+      responder.on(:dead_lettered) { |e| event("dead_lettered", responder: name, **e) }
+      responder.on(:unanswerable) { |e| event("unanswerable", responder: name, **e) }
+      responder.on(:channel_closed) { |e| lost(:responder, name, e[:reason]) }
+    end
+
+    # One connection per requester or responder, so closing one takes its reply queue along.
+    def connect(name, role)
+      url = @amqp_url or raise ArgumentError, "hello has not given an amqp_url"
+      errors = SessionErrors.new(@log) { |reason| lost(role, name, reason) }
+      # No recovery of either kind: a lost connection is reported (connection_lost), not hidden.
+      connection = Bunny.new(url, logger: @log, automatically_recover: false, recover_from_connection_close: false,
+                                  connection_name: "acemq-ruby #{name}", session_error_handler: errors)
+      connection.start
+      @state_lock.synchronize { @connections[name] = connection }
+    end
+
+    # Version 2: the broker or the network ended a connection or channel we did not close.
+    def lost(role, name, reason)
+      return unless @protocol.to_i >= 2
+
+      event("connection_lost", role => name, reason: reason.to_s)
+    end
+
+    def claim_name(name)
+      @state_lock.synchronize do
+        raise ArgumentError, "name #{name.inspect} is already in use" if @connections.key?(name) || @requesters.key?(name) || @responders.key?(name)
+
+        @connections[name] = nil
+      end
+    end
+
+    def release(name)
+      connection = @state_lock.synchronize { @connections.delete(name) }
+      connection.close if connection&.open?
+    rescue StandardError => e
+      @log.warn("closing #{name}: #{e.class}: #{e.message}")
+    end
+
+    def find(registry, name)
+      @state_lock.synchronize { registry[name] } or raise ArgumentError, "no requester #{name.inspect}"
+    end
+
+    def close_all
+      requesters, responders, names = @state_lock.synchronize { [@requesters.values, @responders.values, @connections.keys] }
+      responders.each(&:stop)
+      requesters.each(&:close)
+      names.each { |name| release(name) }
+    rescue StandardError => e
+      @log.warn("closing: #{e.class}: #{e.message}")
+    end
+
+    def event(name, **fields)
+      write({ event: name }.merge(fields))
+    end
+
+    def write(message)
+      message[:error] = Acemq::Headers.text(message[:error]) if message[:error]
+      line = JSON.generate(message)
+      @write_lock.synchronize do
+        @output.write(line, "\n")
+        @output.flush
+      end
+    end
+
+    def seconds(timeout_ms)
+      raise ArgumentError, "timeout_ms must be a number >= 0, not #{timeout_ms.inspect}" unless timeout_ms.is_a?(Numeric) && timeout_ms >= 0
+
+      timeout_ms / 1000.0
+    end
+
+    def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+    def elapsed_ms(started) = ((now - started) * 1000).round
+  end
+
+  # Bunny raises connection failures into the session's creating thread by default; a
+  # command thread is the wrong place for them, so they are logged and reported instead.
+  class SessionErrors
+    def initialize(log, &on_lost)
+      @log = log
+      @on_lost = on_lost
+    end
+
+    def raise(error)
+      @log.error("connection: #{error.class}: #{error.message}")
+      @on_lost&.call(SessionErrors.reason(error))
+    end
+
+    # The AMQP reply code and text where the broker sent them, else the client's message.
+    def self.reason(error)
+      close = error.respond_to?(:connection_close) ? error.connection_close : nil
+      close ? "#{close.reply_code} #{close.reply_text}" : error.message
+    end
+  end
+end

@@ -1,0 +1,106 @@
+# frozen_string_literal: true
+
+require_relative "test_helper"
+require "pathname"
+require "yaml"
+require "acemq_peer/catalogue"
+
+# The policies and the adapter's name table against catalogue/catalogue.yaml.
+class CatalogueTest < Minitest::Test
+  Catalogue = AcemqPeer::Catalogue
+  POLICY_TYPES = { "requester" => Acemq::Internal::RequesterPolicy, "responder" => Acemq::Internal::ResponderPolicy }.freeze
+
+  def self.catalogue
+    Pathname(__dir__).expand_path.ascend do |dir|
+      file = dir / "catalogue" / "catalogue.yaml"
+      return YAML.safe_load(file.read) if file.file?
+    end
+    raise "catalogue/catalogue.yaml not found above #{__dir__}"
+  end
+
+  CATALOGUE = catalogue
+
+  # A catalogue value as this binding spells it: symbols for choices and orders.
+  def ruby_value(_knob, value)
+    case value
+    when Array then value.map(&:to_sym)
+    when String then value.to_sym
+    else value
+    end
+  end
+
+  # answered_timing is an AnsweredTiming (moment and delay); the catalogue names the moment.
+  def comparable(knob, value)
+    knob.to_s == "answered_timing" ? value.moment : value
+  end
+
+  def test_policy_fields_and_defaults_are_the_catalogues
+    POLICY_TYPES.each do |side, type|
+      knobs = CATALOGUE.fetch("policies").fetch(side)
+      assert_equal knobs.keys.map(&:to_sym), type.members, side
+      knobs.each do |knob, spec|
+        assert_equal ruby_value(knob, spec["default"]), comparable(knob, type::DEFAULT[knob.to_sym]), "#{side}.#{knob}"
+      end
+    end
+  end
+
+  def test_every_choice_the_catalogue_lists_is_accepted_and_others_refused
+    POLICY_TYPES.each do |side, type|
+      CATALOGUE.fetch("policies").fetch(side).each do |knob, spec|
+        next unless spec["values"]
+
+        spec["values"].each do |value|
+          value = knob == "answered_timing" ? Acemq::Internal::AnsweredTiming.new(value.to_sym, 0) : value.to_sym
+          assert type.build(knob.to_sym => value), "#{side}.#{knob} = #{value}"
+        end
+      end
+      field = type.members.find { |m| type::CHOICES[m].is_a?(Array) && !type::CHOICES[m].include?(true) }
+      assert_raises(ArgumentError) { type.build(field => :typo) }
+      assert_raises(ArgumentError) { type.build(no_such_field: true) }
+    end
+  end
+
+  def test_the_public_api_has_no_policy
+    assert_raises(NameError) { Acemq::RequesterPolicy }
+    assert_raises(NameError) { Acemq::ResponderPolicy }
+    refute Acemq::Requester.instance_method(:initialize).parameters.flatten.include?(:policy)
+  end
+
+  def test_mutants_match_the_catalogue_name_side_and_values
+    mutants = CATALOGUE.fetch("mutants")
+    assert_equal mutants.keys.sort, Catalogue.mutants.sort
+    mutants.each do |name, spec|
+      side, fields = Catalogue::MUTANTS.fetch(name)
+      assert_equal spec["side"], side.to_s, name
+      assert_equal spec["policy"].keys.map(&:to_sym), fields.keys, name
+      spec["policy"].each do |knob, value|
+        assert_equal ruby_value(knob, value), comparable(knob, fields[knob.to_sym]), "#{name}: #{knob}"
+      end
+    end
+  end
+
+  def test_profiles_are_the_ones_the_catalogue_lists_for_ruby
+    profiles = CATALOGUE.fetch("profiles").select { |name, p| name == "current" || p["peers"].key?("ruby") }
+    assert_equal profiles.keys.sort, Catalogue.profiles.sort
+    profiles.each do |name, profile|
+      settings = profile["peers"].fetch("ruby", {}) || {}
+      expected = settings.to_h { |end_name, fields| [end_name.to_sym, fields.to_h { |k, v| [k.to_sym, ruby_value(k, v)] }] }
+      assert_equal expected, Catalogue::PROFILES.fetch(name), name
+    end
+  end
+
+  def test_resolution_by_end_and_unknown_names
+    assert_equal Acemq::Internal::RequesterPolicy::DEFAULT, Catalogue.requester_policy(nil, nil)
+    assert_equal({ write_native_address: false, write_header_address: false },
+                 Catalogue.requester_policy("0.3.0", "native-only").changes)
+    assert_equal({ gather_shortfall: :resolve }, Catalogue.requester_policy("current", "shortfall-resolves").changes)
+    # A mutant of the other side leaves this end as current.
+    assert_equal({}, Catalogue.responder_policy("current", "native-only").changes)
+    assert_equal({ read_order: %i[header] }, Catalogue.responder_policy("0.3.0", nil).changes)
+    assert_equal 1.0, Catalogue.responder_policy(nil, "answered-after-publish").answered_timing.delay
+    error = assert_raises(ArgumentError) { Catalogue.requester_policy(nil, "native-onyl") }
+    assert_includes error.message, "native-only"
+    error = assert_raises(ArgumentError) { Catalogue.responder_policy("0.3", nil) }
+    assert_includes error.message, "0.3.0"
+  end
+end
