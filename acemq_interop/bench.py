@@ -16,7 +16,7 @@ from typing import Callable
 from .broker import BrokerEndpoint, run_vhost
 from .errors import PeerError
 from .manifests import Manifest, PeerSpec
-from .peer_process import PeerProcess
+from .peer_client import PeerClient
 from .runner import build_peer
 
 
@@ -46,31 +46,26 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def measure_pair(requester: PeerProcess, responder: PeerProcess, tag: str, sequential: int, burst: int) -> PairFigures:
+def measure_pair(requester: PeerClient, responder: PeerClient, tag: str, sequential: int, burst: int) -> PairFigures:
     queue, r, q = f"{tag}.bench", f"{tag}.r", f"{tag}.q"
-    answer = responder.call({"op": "responder.start", "name": r, "queue": queue, "behavior": {"reply": "echo"}})
-    if not answer.get("ok"):
-        raise PeerError(f"{responder.manifest.name} refused responder.start: {answer.get('error')}")
+    responder.start_responder(r, queue, {"reply": "echo"})
     try:
-        answer = requester.call({"op": "requester.open", "name": q})
-        if not answer.get("ok"):
-            raise PeerError(f"{requester.manifest.name} refused requester.open: {answer.get('error')}")
-        request = {"op": "request", "requester": q, "exchange": "", "routing_key": queue, "body": {"sku": "A-1"}, "timeout_ms": 10000}
+        requester.open_requester(q)
         latencies = []
         for _ in range(sequential):
-            done = requester.call(request, 30)
+            done = requester.request(q, "", queue, {"sku": "A-1"}, 10000).wait(30)
             if done.get("outcome") != "reply":
                 raise PeerError(f"bench request ended with {done.get('outcome') or done.get('error')}")
             latencies.append(float(done["elapsed_ms"]))
         started = time.monotonic()
-        futures = [requester.send(request) for _ in range(burst)]
-        for future in futures:
-            requester.wait(future, 60)
+        calls = [requester.request(q, "", queue, {"sku": "A-1"}, 10000) for _ in range(burst)]
+        for call in calls:
+            call.wait(60)
         took = time.monotonic() - started
-        requester.call({"op": "requester.close", "name": q})
+        requester.close_requester(q, check=False)
     finally:
-        responder.call({"op": "responder.stop", "name": r})
-    return PairFigures(requester.manifest.name, responder.manifest.name, statistics.median(latencies),
+        responder.stop_responder(r, check=False)
+    return PairFigures(requester.name, responder.name, statistics.median(latencies),
                        _percentile(latencies, 0.99), burst, burst / took)
 
 
@@ -82,13 +77,13 @@ def bench(manifests: dict[str, Manifest], specs: list[PeerSpec], endpoint: Broke
 
 def _bench(manifests: dict[str, Manifest], specs: list[PeerSpec], amqp_url: str, sequential: int, burst: int,
            log: Callable[[str], None]) -> None:
-    processes: dict[str, PeerProcess] = {}
+    processes: dict[str, PeerClient] = {}
     try:
         names = sorted({s.name for s in specs})
         for name in names:
             build_peer(manifests[name], log)
         for name in names:
-            processes[name] = PeerProcess(manifests[name], Path(tempfile.mkdtemp(prefix="acemq-bench-")))
+            processes[name] = PeerClient.launch(manifests[name], Path(tempfile.mkdtemp(prefix="acemq-bench-")))
             processes[name].handshake(amqp_url)
         idle = {n: rss_mib(p.pid) for n, p in processes.items()}
         figures = []

@@ -6,11 +6,15 @@ import shutil
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import known_failures, scenarios as scenario_mod
 from .broker import no_broker_message, parse_broker_url
 from .errors import BrokerError, UsageError
 from .manifests import discover, parse_peer_list
+
+if TYPE_CHECKING:
+    from .runner import RunOptions
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -19,23 +23,33 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from .console_report import print_report
-    from .html_report import write_html
-    from .results_files import write_json, write_junit
-    from .runner import Runner
+def run_options(args: argparse.Namespace) -> "RunOptions":
+    """The parsed `run` flags as the run's options."""
+    from .runner import RunOptions
 
     manifests = discover()
     specs = parse_peer_list(args.peers, manifests) if args.peers else parse_peer_list(",".join(sorted(manifests)), manifests)
     scenarios = scenario_mod.select(scenario_mod.load_all(), args.scenarios.split(",") if args.scenarios else None)
     known = known_failures.load([known_failures.DEFAULT_DIR, *[Path(p) for p in args.known_failures or []]]) if not args.no_known_failures else []
     endpoint = parse_broker_url(args.broker, args.management_url) if args.broker else None
-    if endpoint is None and shutil.which("rabbitmq-server") is None and not Path("/usr/sbin/rabbitmq-server").exists():
+    return RunOptions(
+        manifests=manifests, specs=specs, scenarios=scenarios, known=known, broker_url=args.broker, endpoint=endpoint,
+        concurrency=args.concurrency, build=not args.no_build, log=_log, only_cells=args.cell or None,
+        diagonal=args.diagonal, op_bound_s=args.op_timeout, in_docker=args.in_docker,
+    )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .console_report import print_report
+    from .html_report import write_html
+    from .markdown_report import write_markdown
+    from .results_files import write_json, write_junit
+    from .runner import Runner
+
+    options = run_options(args)
+    if options.endpoint is None and shutil.which("rabbitmq-server") is None and not Path("/usr/sbin/rabbitmq-server").exists():
         raise BrokerError(no_broker_message())
-    runner = Runner(manifests, specs, scenarios, known, args.broker, endpoint, args.concurrency, not args.no_build, _log,
-                    only_cells=args.cell or None, diagonal=args.diagonal, op_bound_s=args.op_timeout,
-                    in_docker=args.in_docker)
-    report = runner.run()
+    report = Runner(options).run()
     if args.cell and not report.results:
         raise UsageError(f"no planned cell has the id {args.cell!r}; check --peers (the cell's peers must be selected)")
     out = Path(args.out)
@@ -43,8 +57,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     write_json(report, out / "results.json")
     write_junit(report, out / "junit.xml")
     write_html(report, out / "report.html")
+    write_markdown(report, out / "summary.md")
     print_report(report)
-    print(f"Wrote {out / 'results.json'}, {out / 'junit.xml'} and {out / 'report.html'}; peer logs in {report.log_dir}")
+    print(f"Wrote {out / 'results.json'}, {out / 'junit.xml'}, {out / 'report.html'} and {out / 'summary.md'}; peer logs in {report.log_dir}")
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
@@ -98,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--broker", help="amqp://USER:PASS@HOST:PORT/ of an existing RabbitMQ (default: start a private node)")
     run.add_argument("--management-url", help="management API of --broker (default http://HOST:15672)")
     run.add_argument("--concurrency", type=int, default=4, help="cells run at once (default 4)")
-    run.add_argument("--out", default="out", help="folder for results.json, junit.xml and report.html (default ./out)")
+    run.add_argument("--out", default="out", help="folder for results.json, junit.xml, report.html and summary.md (default ./out)")
     run.add_argument("--known-failures", action="append", help="an extra known-failures file (known-failures/ is always read)")
     run.add_argument("--no-known-failures", action="store_true", help="ignore the known-failures lists (every failure is a FAIL)")
     run.add_argument("--diagonal", action="store_true", help="only cells where one peer spec plays every role (itself and the probe): for certifying a binding and for mutant runs")

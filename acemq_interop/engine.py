@@ -9,18 +9,18 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import assertions
-from .cells import ERROR, FAIL, PASS, Cell, CellResult
+from .catalogue import mutants
+from .cells import Cell, result_of
 from .errors import BrokerError, CheckFailed, PeerError
 from .management import Management
 from .manifests import PeerSpec
-from .peer_process import PeerProcess
+from .model import CellResult, Status
+from .peer_client import Note, PeerLink, PendingCall
 from .probe import Probe
-from .catalogue import mutants
 
 GRACE_S = 10.0  # on top of a request's own timeout, for the peer's bookkeeping
 DEFAULT_WAIT_MS = 5000
@@ -33,13 +33,15 @@ class RunContext:
     amqp_url: str
     vhost: str
     management: Management
-    peers: dict[str, PeerProcess]
+    peers: dict[str, PeerLink]
     op_bound_s: float = 20.0  # for commands that do not wait on the broker's behaviour
+    broker: str = ""  # the label of the broker the cells run on
+    probe_factory: Callable[[str], Probe] = Probe  # the seam for unit tests of the engine
 
 
 @dataclass
 class _Opened:
-    peer: PeerProcess
+    peer: PeerLink
     op: str
     name: str
 
@@ -50,9 +52,9 @@ class CellState:
     ns: str
     ctx: RunContext
     variables: dict[str, Any] = field(default_factory=dict)
-    pending: dict[str, tuple[PeerProcess, Future, float, bool]] = field(default_factory=dict)
+    pending: dict[str, tuple[PeerLink, PendingCall, float, bool]] = field(default_factory=dict)
     opened: list[_Opened] = field(default_factory=list)
-    owners: dict[str, tuple[PeerProcess, str]] = field(default_factory=dict)  # step name -> (peer, peer-side name)
+    owners: dict[str, tuple[PeerLink, str]] = field(default_factory=dict)  # step name -> (peer, peer-side name)
     event_marks: dict[str, int] = field(default_factory=dict)  # peer name -> events index at cell start
     trace: list[dict[str, Any]] = field(default_factory=list)
     probe: Probe | None = None
@@ -67,7 +69,7 @@ class CellState:
 
     def get_probe(self) -> Probe:
         if self.probe is None:
-            self.probe = Probe(self.ctx.amqp_url)
+            self.probe = self.ctx.probe_factory(self.ctx.amqp_url)
         return self.probe
 
     def spec_of(self, role: str) -> PeerSpec:
@@ -78,6 +80,15 @@ class CellState:
     def note(self, step: str, **details: Any) -> None:
         self.trace.append({"t": round(time.monotonic() - self.variables["_t0"], 3), "step": step, **details})
 
+    def noter(self, peer: PeerLink) -> Note:
+        """What a peer client tells of each command: into the cell's evidence."""
+        def note(command: dict[str, Any], answer: dict[str, Any] | None) -> None:
+            details: dict[str, Any] = {"peer": peer.name, "sent": command}
+            if answer is not None:
+                details["answer"] = answer
+            self.note(command["op"], **details)
+        return note
+
 
 def _mutant_for(spec: PeerSpec, op: str) -> str | None:
     """Only the side a mutant acts on is given it (the catalogue says which)."""
@@ -85,14 +96,6 @@ def _mutant_for(spec: PeerSpec, op: str) -> str | None:
         return None
     mutant = mutants().get(spec.mutant)
     return spec.mutant if mutant is None or mutant.acts_on == op else None
-
-
-def _answer(state: CellState, peer: PeerProcess, command: dict[str, Any]) -> dict[str, Any]:
-    answer = peer.call(command, state.ctx.op_bound_s)
-    state.note(command["op"], peer=peer.manifest.name, sent=command, answer=answer)
-    if not answer.get("ok"):
-        raise PeerError(f"peer '{peer.manifest.name}' refused {command['op']}: {answer.get('error')}")
-    return answer
 
 
 # -- steps ------------------------------------------------------------------------
@@ -122,19 +125,11 @@ def _step_responder(state: CellState, args: dict[str, Any]) -> None:
         peer = state.ctx.peers[spec.name]
         name = state.name(f"{args['as']}{index + 1}" if len(specs) > 1 else args["as"])
         queue = args["queue"].replace("{index}", str(index + 1)).replace("{peer}", f"{spec.name}-{index + 1}")
-        command: dict[str, Any] = {
-            "op": "responder.start",
-            "name": name,
-            "queue": state.queue_name(queue),
-            "behavior": args.get("behavior", {"reply": "echo"}),
-            "profile": spec.profile,
-            "mutant": _mutant_for(spec, "responder.start"),
-        }
+        bind = None
         if "bind" in args:
-            command["bind"] = {"exchange": state.name(args["bind"]["exchange"]), "routing_key": args["bind"].get("routing_key", "")}
-        if "max_attempts" in args:
-            command["max_attempts"] = args["max_attempts"]
-        _answer(state, peer, command)
+            bind = {"exchange": state.name(args["bind"]["exchange"]), "routing_key": args["bind"].get("routing_key", "")}
+        peer.start_responder(name, state.queue_name(queue), args.get("behavior", {"reply": "echo"}), spec.profile,
+                             _mutant_for(spec, "responder.start"), bind, args.get("max_attempts"), note=state.noter(peer))
         state.opened.append(_Opened(peer, "responder.stop", name))
         names.append(name)
         state.owners[name] = (peer, name)
@@ -146,11 +141,7 @@ def _step_requester(state: CellState, args: dict[str, Any]) -> None:
     spec = state.spec_of(args["role"])
     peer = state.ctx.peers[spec.name]
     name = state.name(args["as"])
-    answer = _answer(
-        state,
-        peer,
-        {"op": "requester.open", "name": name, "profile": spec.profile, "mutant": _mutant_for(spec, "requester.open")},
-    )
+    answer = peer.open_requester(name, spec.profile, _mutant_for(spec, "requester.open"), note=state.noter(peer))
     state.opened.append(_Opened(peer, "requester.close", name))
     state.owners[args["as"]] = (peer, name)
     state.variables[args["as"]] = {"name": name, "reply_queue": answer.get("reply_queue")}
@@ -163,52 +154,36 @@ def _target(state: CellState, args: dict[str, Any]) -> tuple[str, str]:
     return (state.name(exchange) if exchange else ""), assertions.render(args.get("routing_key", ""), state.variables)
 
 
-def _start_call(state: CellState, args: dict[str, Any], command: dict[str, Any], timeout_ms: int) -> None:
-    peer, name = state.owners[args["requester"]]
-    command["requester"] = name
-    future = peer.send(command)
-    state.note(command["op"], peer=peer.manifest.name, sent=command)
-    state.pending[args["as"]] = (peer, future, timeout_ms / 1000 + GRACE_S, bool(args.get("refusal_expected")))
+def _started(state: CellState, args: dict[str, Any], peer: PeerLink, call: PendingCall, timeout_ms: int) -> None:
+    state.pending[args["as"]] = (peer, call, timeout_ms / 1000 + GRACE_S, bool(args.get("refusal_expected")))
     if not args.get("async"):
         _await(state, args["as"])
 
 
 def _step_request(state: CellState, args: dict[str, Any]) -> None:
     exchange, routing_key = _target(state, args)
-    command: dict[str, Any] = {
-        "op": "request",
-        "exchange": exchange,
-        "routing_key": routing_key,
-        "body": assertions.render(args["body"], state.variables),
-    }
-    if "timeout_ms" in args:
-        command["timeout_ms"] = args["timeout_ms"]
-    _start_call(state, args, command, args.get("timeout_ms", 30000))
+    peer, requester = state.owners[args["requester"]]
+    call = peer.request(requester, exchange, routing_key, assertions.render(args["body"], state.variables),
+                        args.get("timeout_ms"), note=state.noter(peer))
+    _started(state, args, peer, call, args.get("timeout_ms", 30000))
 
 
 def _step_gather(state: CellState, args: dict[str, Any]) -> None:
-    command: dict[str, Any] = {
-        "op": "gather",
-        "mode": args["mode"],
-        "body": assertions.render(args["body"], state.variables),
-        "timeout_ms": args["timeout_ms"],
-    }
-    if args["mode"] == "multi":
-        command["endpoint"] = state.queue_name(args["endpoint"])
-    else:
-        command["exchange"] = state.name(args["exchange"])
-    for key in ("correlation_id", "expected_reply_count"):
-        if key in args:
-            command[key] = assertions.render(args[key], state.variables)
-    _start_call(state, args, command, args["timeout_ms"])
+    peer, requester = state.owners[args["requester"]]
+    multi = args["mode"] == "multi"
+    rendered = {key: assertions.render(args[key], state.variables) for key in ("correlation_id", "expected_reply_count") if key in args}
+    call = peer.gather(requester, args["mode"], assertions.render(args["body"], state.variables), args["timeout_ms"],
+                       endpoint=state.queue_name(args["endpoint"]) if multi else None,
+                       exchange=None if multi else state.name(args["exchange"]), note=state.noter(peer), **rendered)
+    _started(state, args, peer, call, args["timeout_ms"])
 
 
 def _await(state: CellState, name: str) -> None:
-    peer, future, bound_s, refusal_expected = state.pending.pop(name)
-    answer = peer.wait(future, bound_s)
-    state.note("answer", peer=peer.manifest.name, of=name, answer=answer)
+    peer, call, bound_s, refusal_expected = state.pending.pop(name)
+    answer = call.wait(bound_s)
+    state.note("answer", peer=peer.name, of=name, answer=answer)
     if not answer.get("ok") and not refusal_expected:
-        raise PeerError(f"peer '{peer.manifest.name}' refused {future.command['op']} '{name}': {answer.get('error')}")  # type: ignore[attr-defined]
+        raise PeerError(f"peer '{peer.name}' refused {call.command['op']} '{name}': {answer.get('error')}")
     state.variables[name] = answer if answer.get("ok") else {**answer, "outcome": "refused"}
 
 
@@ -219,8 +194,7 @@ def _step_await(state: CellState, args: Any) -> None:
 
 def _step_counters(state: CellState, args: dict[str, Any]) -> None:
     peer, name = state.owners[args["of"]]
-    answer = _answer(state, peer, {"op": "counters", "of": name})
-    state.variables[args["as"]] = answer["counters"]
+    state.variables[args["as"]] = peer.counters(name, note=state.noter(peer))
 
 
 def _step_wait_event(state: CellState, args: dict[str, Any]) -> None:
@@ -237,10 +211,10 @@ def _step_wait_event(state: CellState, args: dict[str, Any]) -> None:
             and all(event.get(k) == v for k, v in where.items())
         )
 
-    found = peer.wait_events(match, count, bound_s, since=state.event_marks.get(peer.manifest.name, 0))
-    state.note("wait_event", peer=peer.manifest.name, event=wanted, where=where, seen=len(found))
+    found = peer.wait_events(match, count, bound_s, since=state.event_marks.get(peer.name, 0))
+    state.note("wait_event", peer=peer.name, event=wanted, where=where, seen=len(found))
     if not peer.alive:
-        raise PeerError(f"peer '{peer.manifest.name}' died while the cell waited for {wanted}")
+        raise PeerError(f"peer '{peer.name}' died while the cell waited for {wanted}")
     if len(found) < count:
         raise CheckFailed(
             args["rule"],
@@ -310,13 +284,13 @@ def _step_queue_facts(state: CellState, args: dict[str, Any]) -> None:
 def _step_stop_responder(state: CellState, name: str) -> None:
     names = set(state.variables[name]["names"])
     for opened in [o for o in state.opened if o.op == "responder.stop" and o.name in names]:
-        _answer(state, opened.peer, {"op": "responder.stop", "name": opened.name})
+        opened.peer.stop_responder(opened.name, note=state.noter(opened.peer))
         state.opened.remove(opened)
 
 
 def _step_close_requester(state: CellState, name: str) -> None:
     peer, peer_name = state.owners[name]
-    _answer(state, peer, {"op": "requester.close", "name": peer_name})
+    peer.close_requester(peer_name, note=state.noter(peer))
     state.opened = [o for o in state.opened if not (o.op == "requester.close" and o.name == peer_name)]
 
 
@@ -359,7 +333,7 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
     for spec in cell.specs():
         state.event_marks[spec.name] = ctx.peers[spec.name].event_count()
     started = time.monotonic()
-    result = CellResult(cell=cell, status=PASS)
+    result = result_of(cell, Status.PASS, broker=ctx.broker)
     try:
         for index, step in enumerate(cell.scenario.steps):
             (kind, args), = step.items()
@@ -372,17 +346,17 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
         if state.pending:
             raise PeerError(f"the scenario never awaited {', '.join(state.pending)}")
     except CheckFailed as failed:
-        result.status, result.rule, result.message = FAIL, failed.rule, failed.message
+        result.status, result.rule, result.message = Status.FAIL, failed.rule, failed.message
         result.expected, result.observed = failed.expected, failed.observed
     except (PeerError, BrokerError) as exc:
-        result.status, result.message = ERROR, str(exc)
+        result.status, result.message = Status.ERROR, str(exc)
     except Exception as exc:  # a harness bug must not take the other cells down
-        result.status, result.message = ERROR, f"harness error: {type(exc).__name__}: {exc}"
+        result.status, result.message = Status.ERROR, f"harness error: {type(exc).__name__}: {exc}"
     finally:
         _cleanup(state, result)
     result.duration_s = time.monotonic() - started
     result.trace = state.trace
-    if result.status == ERROR:
+    if result.status == Status.ERROR:
         result.stderr = {s.name: ctx.peers[s.name].stderr_tail() for s in cell.specs() if s.name in ctx.peers}
     return result
 
@@ -393,12 +367,15 @@ def _cleanup(state: CellState, result: CellResult) -> None:
         if not opened.peer.alive:
             continue
         try:
-            opened.peer.call({"op": opened.op, "name": opened.name}, state.ctx.op_bound_s)
+            if opened.op == "responder.stop":
+                opened.peer.stop_responder(opened.name, check=False)
+            else:
+                opened.peer.close_requester(opened.name, check=False)
         except PeerError as exc:
-            if result.status == PASS:
-                result.status, result.message = ERROR, f"cleanup: {exc}"
-    for _, (peer, future, _, _) in state.pending.items():
-        future.cancel()
+            if result.status == Status.PASS:
+                result.status, result.message = Status.ERROR, f"cleanup: {exc}"
+    for _, (peer, call, _, _) in state.pending.items():
+        call.cancel()
     if state.probe is not None:
         state.probe.close()
     try:
@@ -410,5 +387,5 @@ def _cleanup(state: CellState, result: CellResult) -> None:
             if exchange["name"].startswith(prefix):
                 state.ctx.management.delete_exchange(state.ctx.vhost, exchange["name"])
     except BrokerError as exc:
-        if result.status == PASS:
-            result.status, result.message = ERROR, f"cleanup: {exc}"
+        if result.status == Status.PASS:
+            result.status, result.message = Status.ERROR, f"cleanup: {exc}"
