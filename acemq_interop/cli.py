@@ -94,12 +94,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import bench
+    from .bench import BenchSettings, run_bench
 
     manifests = discover()
     specs = parse_peer_list(args.peers, manifests) if args.peers else parse_peer_list(",".join(sorted(manifests)), manifests)
     endpoint = parse_broker_url(args.broker, args.management_url) if args.broker else None
-    bench(manifests, specs, endpoint, args.requests, args.burst, _log)
+    settings = BenchSettings(requests=args.requests, in_flight=args.in_flight, body_bytes=args.body_bytes,
+                             warmup=args.warmup, pair_requests=args.pair_requests, seed_requests=args.seed_requests,
+                             pairs=not args.no_pairs)
+    run_bench(manifests, specs, endpoint, settings, Path(args.out), _log, Path(args.compare) if args.compare else None)
     return EXIT_OK
 
 
@@ -124,10 +127,17 @@ def build_parser() -> argparse.ArgumentParser:
     lst = sub.add_parser("list", help="list peers and scenarios")
     lst.add_argument("-v", "--verbose", action="store_true", help="with each scenario's title and procedure")
     lst.set_defaults(func=cmd_list)
-    bench = sub.add_parser("bench", help="speed and memory figures per requester x responder pair")
+    bench = sub.add_parser("bench", help="each binding's request/reply rate measured inside its peer, against its raw client; per pair")
     bench.add_argument("--peers", help="comma list of peer names (default: every peer)")
-    bench.add_argument("--requests", type=int, default=200, help="sequential round trips per pair, for latency (default 200)")
-    bench.add_argument("--burst", type=int, default=200, help="requests sent at once per pair, for throughput (default 200)")
+    bench.add_argument("--requests", type=int, default=2000, help="measured requests per peer, binding and raw (default 2000)")
+    bench.add_argument("--in-flight", type=int, default=64, help="requests outstanding at once (default 64)")
+    bench.add_argument("--body-bytes", type=int, default=256, help="request body size (default 256)")
+    bench.add_argument("--warmup", type=int, default=200, help="unmeasured requests first (default 200)")
+    bench.add_argument("--pair-requests", type=int, default=1000, help="requests per requester x responder pair (default 1000)")
+    bench.add_argument("--seed-requests", type=int, default=300, help="requests with a reply queue per request (default 300)")
+    bench.add_argument("--no-pairs", action="store_true", help="per peer only, no requester x responder pairs")
+    bench.add_argument("--out", default="out", help="folder for bench.json (default ./out)")
+    bench.add_argument("--compare", help="an earlier bench.json: print the change per figure")
     bench.add_argument("--broker", help="amqp://USER:PASS@HOST:PORT/ of an existing RabbitMQ (default: a private node)")
     bench.add_argument("--management-url", help="management API of --broker (default http://HOST:15672)")
     bench.set_defaults(func=cmd_bench)

@@ -16,7 +16,7 @@ import yaml
 
 from .errors import UsageError
 
-from .paths import DATA_ROOT as REPO_ROOT, PEERS_DIR
+from .paths import DATA_ROOT as REPO_ROOT, PEER_PATH_ENV, PEERS_DIR, peer_path_from_env
 
 _SPEC_RE = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(@(?P<profile>[A-Za-z0-9._-]+))?(\+(?P<mutant>[a-z0-9-]+))?$")
 
@@ -97,14 +97,29 @@ def load_manifest(path: Path) -> Manifest:
     )
 
 
-def discover(peers_dir: Path = PEERS_DIR) -> dict[str, Manifest]:
-    """Every `peers/<folder>/peer.yaml`, by peer name."""
+def _manifest_paths(folder: Path) -> list[Path]:
+    """A peer folder (it has a peer.yaml) or a folder of peer folders."""
+    if (folder / "peer.yaml").is_file():
+        return [folder / "peer.yaml"]
+    return sorted(folder.glob("*/peer.yaml"))
+
+
+def discover(peers_dir: Path = PEERS_DIR, extra: list[Path] | None = None) -> dict[str, Manifest]:
+    """Every `peers/<folder>/peer.yaml`, then those of ACEMQ_INTEROP_PEER_PATH and `extra`, by name.
+
+    A name used twice is a usage error naming both folders: a peer kept in its own
+    repository must not silently replace an in-tree one.
+    """
     found: dict[str, Manifest] = {}
-    for path in sorted(peers_dir.glob("*/peer.yaml")):
-        manifest = load_manifest(path)
-        if manifest.name in found:
-            raise UsageError(f"{path}: peer name '{manifest.name}' is also used by {found[manifest.name].folder}/peer.yaml")
-        found[manifest.name] = manifest
+    folders = [peers_dir, *peer_path_from_env(), *(extra or [])]
+    for folder in folders:
+        if folder != peers_dir and not folder.is_dir():
+            raise UsageError(f"{folder}: no such peer folder (from --peer-dir or {PEER_PATH_ENV})")
+        for path in _manifest_paths(folder):
+            manifest = load_manifest(path)
+            if manifest.name in found:
+                raise UsageError(f"{path}: peer name '{manifest.name}' is also used by {found[manifest.name].folder}/peer.yaml")
+            found[manifest.name] = manifest
     return found
 
 

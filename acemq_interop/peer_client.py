@@ -170,11 +170,15 @@ class PeerClient:
 
     def start_responder(self, name: str, queue: str, behavior: dict[str, Any] | None = None, profile: str = "current",
                         mutant: str | None = None, bind: dict[str, str] | None = None,
-                        max_attempts: int | None = None, note: Note | None = None) -> dict[str, Any]:
+                        max_attempts: int | None = None, note: Note | None = None,
+                        client: str = "binding") -> dict[str, Any]:
+        """`responder.start`; `client="raw"` is protocol 2's echo responder on the bare client."""
         command: dict[str, Any] = {
             "op": "responder.start", "name": name, "queue": queue, "behavior": behavior or {"reply": "echo"},
             "profile": profile, "mutant": mutant,
         }
+        if client != "binding":
+            command["client"] = client
         if bind is not None:
             command["bind"] = bind
         if max_attempts is not None:
