@@ -30,7 +30,9 @@ class Cell:
             if who is None:
                 continue
             if isinstance(who, tuple):
-                parts.append(f"{role}=all")
+                # A mixed gather names its subscribers, so its id says what it ran with
+                # and stays unique across selections.
+                parts.append(f"{role}={'+'.join(s.label for s in who)}")
             else:
                 parts.append(f"{role}={who.label}")
         return f"{self.scenario.id}[{','.join(parts)}]" if parts else self.scenario.id

@@ -4,13 +4,14 @@ Renders a `model.RunResult`; every grouping comes from its summary.
 """
 from __future__ import annotations
 
+import json
 import sys
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .model import COUNT_ORDER, Counts, PairMatrix, RunResult, Status
+from .model import COUNT_ORDER, CellResult, Counts, PairMatrix, RunResult, Status, mutant_coverage
 
 MAX_PROBLEMS_SHOWN = 25
 STYLE = {Status.PASS: "green", Status.FAIL: "bold red", Status.ERROR: "bold magenta", Status.SKIP: "dim",
@@ -59,10 +60,28 @@ def peer_lines(report: RunResult) -> list[str]:
         hello = status.hello
         if hello and not status.broken:
             build = f", built in {status.build_s:.1f}s" if status.build_s else ""
-            lines.append(f"{name}: {hello.get('binding')} on {hello.get('client')} ({status.language}){build}, ready in {status.startup_s:.2f}s")
+            lines.append(f"{name}: {hello.get('binding')} on {hello.get('client')} ({status.language}){build}, "
+                         f"ready in {status.startup_s or 0:.2f}s, {mutants_text(hello)}")
         else:
             lines.append(f"{name}: unavailable: {(status.unavailable or '').splitlines()[0]}")
     return lines
+
+
+def mutants_text(hello: dict) -> str:
+    """A peer's mutant coverage: the suite's own peers offer every catalogue mutant."""
+    from .catalogue import mutants
+
+    cov = hello.get("mutants_offered") or mutant_coverage(hello, mutants())
+    return f"mutants {cov['offered']}/{cov['of']}" if cov["offered"] else "mutants: none (certified without them)"
+
+
+def fold_errors(errors: list[CellResult]) -> list[tuple[str, list[CellResult]]]:
+    """ERROR cells grouped by the first line of their message, largest group first."""
+    groups: dict[str, list[CellResult]] = {}
+    for r in errors:
+        cause = (r.message or "ERROR").splitlines()[0][:300]
+        groups.setdefault(cause, []).append(r)
+    return sorted(groups.items(), key=lambda kv: -len(kv[1]))
 
 
 def print_report(report: RunResult, console: Console | None = None) -> None:
@@ -75,18 +94,28 @@ def print_report(report: RunResult, console: Console | None = None) -> None:
     problems = report.cells(report.summary.problems)
     if problems:
         console.print(f"\n[bold]{len(problems)} cell(s) need attention:[/]")
-    for r in problems[:MAX_PROBLEMS_SHOWN]:
+    # Conformance failures first (FAIL, then XPASS): they are about a binding. ERRORs are
+    # about the run (a crash, a lost broker) and are folded by their cause, so 25 cells of
+    # one dead peer are one line and cannot push a FAIL out of sight.
+    failures = [r for r in problems if r.status == Status.FAIL] + [r for r in problems if r.status == Status.XPASS]
+    for r in failures[:MAX_PROBLEMS_SHOWN]:
         console.print(f"[{STYLE[r.status]}]{r.status}[/] {escape(r.id)}")
         if r.status == Status.FAIL:
             console.print(escape(f"    broke {r.rule}: {r.message}"))
-            console.print(escape(f"    expected: {r.expected!r}"))
-            console.print(escape(f"    observed: {str(r.observed)[:400]}"))
+            console.print(escape(f"    expected: {json.dumps(r.expected, default=str)[:400]}"))
+            console.print(escape(f"    observed: {json.dumps(r.observed, default=str)[:400]}"))
         else:
             for line in (r.message or r.reason).splitlines()[:8]:
                 console.print(escape(f"    {line}"))
         console.print(escape(f"    rerun: {r.rerun}"), soft_wrap=True)
-    if len(problems) > MAX_PROBLEMS_SHOWN:
-        console.print(f"... and {len(problems) - MAX_PROBLEMS_SHOWN} more: every one is in report.html and results.json, with its rerun line")
+    if len(failures) > MAX_PROBLEMS_SHOWN:
+        console.print(f"... and {len(failures) - MAX_PROBLEMS_SHOWN} more: every one is in report.html and results.json, with its rerun line")
+    for cause, cells in fold_errors([r for r in problems if r.status == Status.ERROR]):
+        first = cells[0]
+        more = f" and {len(cells) - 1} more cell(s) with the same cause" if len(cells) > 1 else ""
+        console.print(f"[{STYLE[Status.ERROR]}]ERROR[/] {escape(first.id)}{escape(more)}")
+        console.print(escape(f"    {cause}"))
+        console.print(escape(f"    rerun: {first.rerun}"), soft_wrap=True)
     if report.summary.xfails:
         console.print(f"\n{len(report.summary.xfails)} known failure(s) (XFAIL), each with its reason in the HTML report and results.json")
     counts = ", ".join(f"{report.count(s)} {s}" for s in COUNT_ORDER if report.count(s))

@@ -39,6 +39,9 @@ class Manifest:
     # Where the binding and the adapter live (globs relative to the folder): the binding is
     # what a service would adopt, so it must carry no mutant and no test knob (a test greps).
     layout: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # What `doctor` checks: each entry names a tool or library, the command that shows its
+    # version (or proves it is there), the least version, and how to get it two ways.
+    toolchain: tuple[dict[str, Any], ...] = ()
 
     def missing_tools(self) -> list[str]:
         """Commands the manifest requires that are not on PATH."""
@@ -93,6 +96,7 @@ def load_manifest(path: Path) -> Manifest:
         env={str(k): str(v) for k, v in (data.get("env") or {}).items()},
         requires=tuple(str(r) for r in data.get("requires") or []),
         docker=dict(data.get("docker") or {}),
+        toolchain=tuple(dict(t) for t in data.get("toolchain") or [] if isinstance(t, dict)),
         layout={str(k): tuple(str(g) for g in (v if isinstance(v, list) else [v])) for k, v in (data.get("layout") or {}).items()},
     )
 

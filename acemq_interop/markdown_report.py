@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .console_report import mutants_text
 from .model import COUNT_ORDER, Counts, RunResult, Status
 
 
@@ -39,6 +40,15 @@ def render_markdown(report: RunResult) -> str:
         for row in matrix.labels:
             lines.append(f"| **{_md(row)}** | " + " | ".join(_cell(matrix.cells.get((row, col))) for col in matrix.labels) + " |")
         lines.append("")
+    lines += ["## Peers", "", "| peer | binding | client library | protocol | mutants offered |", "| --- | --- | --- | :-: | :-: |"]
+    for name, status in sorted(report.peers.items()):
+        hello = status.hello or {}
+        if not hello:
+            lines.append(f"| **{_md(name)}** | unavailable: {_md((status.unavailable or '').splitlines()[0] if status.unavailable else '')} | | | |")
+            continue
+        lines.append(f"| **{_md(name)}** | {_md(hello.get('binding', ''))} | {_md(hello.get('client', ''))} | "
+                     f"{hello.get('protocol', '')} | {_md(mutants_text(hello))} |")
+    lines.append("")
     lines += ["## Per-peer conformance", ""]
     lines.append("| peer | " + " | ".join(title for _, title in summary.peer_columns) + " |")
     lines.append("| --- |" + " :-: |" * len(summary.peer_columns))

@@ -247,6 +247,9 @@ class RunResult:
     started_at: str
     log_dir: str = ""
     vhost: str = ""
+    # Facts about the run itself for results.json: suite version and commit, the command
+    # line (credentials redacted), ISO 8601 start and end, the selection and the shard.
+    meta: dict[str, Any] = field(default_factory=dict)
     summary: Summary = field(init=False)
 
     def __post_init__(self) -> None:
@@ -270,6 +273,13 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return not self.summary.problems
+
+
+def mutant_coverage(hello: dict[str, Any], catalogue_mutants: Iterable[str]) -> dict[str, Any]:
+    """Which catalogue mutants a peer offers: a peer outside this suite may offer none."""
+    known = list(catalogue_mutants)
+    offered = [m for m in known if m in set(hello.get("mutants") or [])]
+    return {"offered": len(offered), "of": len(known), "missing": [m for m in known if m not in offered]}
 
 
 def _rule_titles() -> dict[str, str]:

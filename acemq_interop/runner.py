@@ -27,6 +27,8 @@ from .manifests import Manifest, PeerSpec
 from .model import BrokerInfo, CellResult, PeerStatus, RunResult, Status
 from .peer_client import PeerClient
 from .scenarios import Scenario
+from .sharding import Shard, select as shard_select
+from . import suite_info
 from .verdict import rerun_line, verdict
 
 BUILD_BOUND_S = 900
@@ -52,6 +54,11 @@ class RunOptions:
     diagonal: bool = False
     op_bound_s: float = 20.0
     in_docker: bool = False
+    out_dir: Path | None = None  # peer logs go to out_dir/logs (a temporary folder without one)
+    shard: Shard | None = None
+    durations: dict[str, float] = field(default_factory=dict)  # cell id -> seconds, from an earlier run
+    command: list[str] = field(default_factory=list)  # the command line, credentials redacted
+    rerun_flags: list[str] = field(default_factory=list)  # flags that shaped the run, repeated in rerun lines
 
 
 def broker_info(endpoint: BrokerEndpoint, private: bool, management: Management) -> BrokerInfo:
@@ -93,7 +100,14 @@ class Runner:
         o = self.options
         started = time.monotonic()
         started_at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-        log_dir = Path(tempfile.mkdtemp(prefix="acemq-interop-logs-"))
+        started_iso = suite_info.now_iso()
+        if o.out_dir is not None:
+            log_dir = o.out_dir / "logs"
+            shutil.rmtree(log_dir, ignore_errors=True)  # logs of this run only, never an old one's
+            log_dir.mkdir(parents=True, exist_ok=True)
+        else:
+            log_dir = Path(tempfile.mkdtemp(prefix="acemq-interop-logs-"))
+        self.cells_s = 0.0
         with run_vhost(o.endpoint, self.log) as (endpoint, management, vhost):
             clients: dict[str, PeerClient] = {}
             try:
@@ -106,8 +120,41 @@ class Runner:
             finally:
                 for client in clients.values():
                     client.shutdown()
+        meta = {
+            "suite": suite_info.suite(),
+            "command": o.command,
+            "started_at": started_iso,
+            "finished_at": suite_info.now_iso(),
+            "cells_s": round(self.cells_s, 1),
+            "selection": self.selection(),
+            "shard": o.shard.label if o.shard else None,
+            "scenario_files": {sc.id: suite_info.relative(sc.path) for sc in o.scenarios},
+            "images": {name: m.docker.get("image") for name, m in o.manifests.items()
+                       if o.in_docker and name in {s.name for s in o.specs}},
+        }
         return RunResult(results, statuses, [s.label for s in o.specs], [broker], time.monotonic() - started,
-                         started_at, str(log_dir), vhost)
+                         started_at, str(log_dir), vhost, meta)
+
+    def selection(self) -> dict[str, object]:
+        """What was asked for, less the shard: shards of one selection can be merged."""
+        o = self.options
+        return {"peers": [s.label for s in o.specs], "scenarios": [sc.id for sc in o.scenarios],
+                "diagonal": o.diagonal, "cells": sorted(o.only_cells) if o.only_cells else None,
+                "shards": o.shard.total if o.shard else 1}
+
+    def planned(self) -> list[Cell]:
+        """This run's cells (its shard's, with --shard), in plan order."""
+        o = self.options
+        planned = cellmod.plan(o.scenarios, o.specs, o.diagonal)
+        if o.only_cells:
+            planned = [c for c in planned if c.id in o.only_cells]
+        if o.shard:
+            planned = shard_select(planned, o.shard, key=lambda c: c.id, cost=self.cost)
+        return planned
+
+    def cost(self, cell: Cell) -> float:
+        """Seconds a cell is expected to take: an earlier run's figure, else the scenario's estimate."""
+        return self.options.durations.get(cell.id, cell.scenario.estimate_s)
 
     def _start_peers(self, amqp_url: str, clients: dict[str, PeerClient], log_dir: Path) -> dict[str, PeerStatus]:
         o = self.options
@@ -160,9 +207,7 @@ class Runner:
 
     def _run_cells(self, ctx: RunContext, statuses: dict[str, PeerStatus]) -> list[CellResult]:
         o = self.options
-        planned = cellmod.plan(o.scenarios, o.specs, o.diagonal)
-        if o.only_cells:
-            planned = [c for c in planned if c.id in o.only_cells]
+        planned = self.planned()
         hellos = {name: s.hello for name, s in statuses.items()}
         results: list[CellResult] = []
         runnable: list[tuple[int, Cell]] = []
@@ -190,6 +235,10 @@ class Runner:
                 self.log(f"[{done[0]}/{total}] {result.status:<5} {result.id} ({result.duration_s:.1f}s){detail}")
             return result
 
+        # Longest first: the cells that mostly wait on timers start while the short ones fill
+        # the gaps, so the run is not left waiting on a long cell started last.
+        runnable.sort(key=lambda item: (-self.cost(item[1]), item[0]))
+        cells_started = time.monotonic()
         pool = ThreadPoolExecutor(max_workers=o.concurrency)
         try:
             futures = [pool.submit(one, index, cell) for index, cell in runnable]
@@ -203,6 +252,7 @@ class Runner:
             raise
         finally:
             pool.shutdown(wait=True)
+            self.cells_s = time.monotonic() - cells_started
         order = {cell.id: i for i, cell in enumerate(planned)}
         return sorted(results, key=lambda r: order[r.id])
 
@@ -210,4 +260,4 @@ class Runner:
         """The raw result with its final status (the known-failure verdict) and its rerun line."""
         final = verdict(result.id, result.status, result.rule, self.options.known)
         return replace(result, status=final.status, reason=result.reason if final.reason is None else final.reason,
-                       rerun=rerun_line(result.peers, result.id, self.options.broker_url))
+                       rerun=rerun_line(result.peers, result.id, self.options.broker_url, self.options.rerun_flags))

@@ -38,6 +38,23 @@ class Scenario:
     needs: dict[str, frozenset[str]] = field(default_factory=dict)  # role -> capabilities
 
     @property
+    def estimate_s(self) -> float:
+        """How long a cell of this scenario takes, roughly, from the waits its steps name.
+
+        Used to start long cells first and to balance shards when no earlier run's
+        durations are given; it never decides a result.
+        """
+        def waits(value: Any) -> float:
+            if isinstance(value, dict):
+                return sum(float(v) / 1000 if k.endswith("_ms") and isinstance(v, (int, float)) and not isinstance(v, bool)
+                           else waits(v) for k, v in value.items())
+            if isinstance(value, list):
+                return sum(waits(v) for v in value)
+            return 0.0
+
+        return 0.1 + waits(list(self.steps))
+
+    @property
     def peer_roles(self) -> list[str]:
         return [role for role, kind in self.roles.items() if kind == "peer"]
 
@@ -192,7 +209,12 @@ def select(scenarios: list[Scenario], patterns: list[str] | None) -> list[Scenar
         return scenarios
     import fnmatch
 
-    chosen = [s for s in scenarios if any(fnmatch.fnmatchcase(s.id, p) for p in patterns)]
-    if not chosen:
-        raise UsageError(f"no scenario id matches {', '.join(patterns)} (see `acemq-interop list`)")
-    return chosen
+    patterns = [p.strip() for p in patterns if p.strip()]
+    if not patterns:
+        raise UsageError("--scenarios is empty: give scenario id globs, e.g. --scenarios 'rr-pair-*'")
+    # Every pattern must match: a typo in one of several would otherwise narrow a run silently.
+    unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(s.id, p) for s in scenarios)]
+    if unmatched:
+        raise UsageError(f"no scenario id matches {', '.join(repr(p) for p in unmatched)}; "
+                         f"scenario ids: {', '.join(s.id for s in scenarios)}")
+    return [s for s in scenarios if any(fnmatch.fnmatchcase(s.id, p) for p in patterns)]

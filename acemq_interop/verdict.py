@@ -40,8 +40,16 @@ def verdict(cell_id: str, raw: Status | str, failed_rule: str | None, known: Seq
     return Verdict(status, None, entry)
 
 
-def rerun_line(peer_labels: Iterable[str], cell_id: str, broker_url: str | None = None) -> str:
+def rerun_line(peer_labels: Iterable[str], cell_id: str, broker_url: str | None = None,
+               extra_flags: Iterable[str] = ()) -> str:
     """The one-line command that reruns just this cell."""
+    from .redact import BROKER_ENV, has_secret
+
     peers = ",".join(sorted(set(peer_labels)))
-    broker = f" --broker {broker_url}" if broker_url else ""
-    return f"acemq-interop run --peers {peers} --cell '{cell_id}'{broker}"
+    extra = " ".join(extra_flags)
+    if broker_url and has_secret(broker_url):
+        # Never the password: the rerun reads the same URL from the environment.
+        broker = f' --broker "${BROKER_ENV}"'
+    else:
+        broker = f" --broker {broker_url}" if broker_url else ""
+    return f"acemq-interop run --peers {peers} --cell '{cell_id}'{broker}" + (f" {extra}" if extra else "")
