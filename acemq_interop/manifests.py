@@ -42,6 +42,7 @@ class Manifest:
     # What `doctor` checks: each entry names a tool or library, the command that shows its
     # version (or proves it is there), the least version, and how to get it two ways.
     toolchain: tuple[dict[str, Any], ...] = ()
+    image: str | None = None  # set for a peer given as NAME=IMAGE: it runs from that image
 
     def missing_tools(self) -> list[str]:
         """Commands the manifest requires that are not on PATH."""
@@ -152,9 +153,39 @@ class PeerSpec:
         return cls(match["name"], match["profile"] or "current", match["mutant"])
 
 
+_IMAGE_RE = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)=(?P<image>[A-Za-z0-9][A-Za-z0-9._/:@-]*)$")
+
+
+def image_manifest(name: str, image: str) -> Manifest:
+    """A peer that is an image: `--peers go-rc=registry/peer-go:1.0.0-rc1`.
+
+    It gets its own row and column; the harness runs `docker run -i --rm IMAGE` and sees a
+    process with pipes, as for any peer.
+    """
+    return Manifest(name=name, language="(image)", description=f"the peer in image {image}", folder=Path("."),
+                    cwd=Path(".").resolve(), run=("docker", "run", "-i", "--rm", "--network", "host", image),
+                    build=(), test=(), env={}, requires=("docker",), docker={"image": image}, image=image)
+
+
 def parse_peer_list(text: str, manifests: dict[str, Manifest]) -> list[PeerSpec]:
-    """Parse `a,b@0.3.0,...`, rejecting names with no manifest."""
-    specs = [PeerSpec.parse(part) for part in text.split(",") if part.strip()]
+    """Parse `a,b@0.3.0,c=IMAGE,...`, rejecting names with no manifest.
+
+    `NAME=IMAGE` adds an image peer to `manifests` under NAME (a clash with a peer folder's
+    name is a usage error).
+    """
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    specs = []
+    for part in parts:
+        image = _IMAGE_RE.match(part)
+        if image:
+            name = image["name"]
+            if name in manifests and manifests[name].image != image["image"]:
+                raise UsageError(f"'{part}': the name {name} is already the peer in {manifests[name].folder}; "
+                                 f"give the image its own name, e.g. {name}-rc={image['image']}")
+            manifests[name] = image_manifest(name, image["image"])
+            specs.append(PeerSpec(name))
+            continue
+        specs.append(PeerSpec.parse(part))
     for spec in specs:
         if spec.name not in manifests:
             known = ", ".join(sorted(manifests)) or "none"

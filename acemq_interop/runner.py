@@ -72,6 +72,21 @@ def broker_info(endpoint: BrokerEndpoint, private: bool, management: Management)
                       overview.get("product_version") or overview.get("rabbitmq_version"), overview.get("erlang_version"))
 
 
+def image_with_digest(image: str | None) -> str | None:
+    """`IMAGE@sha256:...`: the report names exactly which image ran (its local id when it has no registry digest)."""
+    if not image or shutil.which("docker") is None:
+        return image
+    try:
+        done = subprocess.run(["docker", "image", "inspect", "--format", "{{if .RepoDigests}}{{index .RepoDigests 0}}{{else}}{{.Id}}{{end}}", image],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return image
+    digest = done.stdout.strip()
+    if done.returncode != 0 or not digest:
+        return image
+    return digest if "@" in digest else f"{image}@{digest}"
+
+
 def build_peer(manifest: Manifest, log: Callable[[str], None]) -> tuple[float, str | None]:
     """Run the manifest's build commands; (seconds, None) or (seconds, what failed)."""
     started = time.monotonic()
@@ -129,8 +144,8 @@ class Runner:
             "selection": self.selection(),
             "shard": o.shard.label if o.shard else None,
             "scenario_files": {sc.id: suite_info.relative(sc.path) for sc in o.scenarios},
-            "images": {name: m.docker.get("image") for name, m in o.manifests.items()
-                       if o.in_docker and name in {s.name for s in o.specs}},
+            "images": {name: image_with_digest(m.image or m.docker.get("image")) for name, m in o.manifests.items()
+                       if (o.in_docker or m.image) and name in {s.name for s in o.specs}},
         }
         return RunResult(results, statuses, [s.label for s in o.specs], [broker], time.monotonic() - started,
                          started_at, str(log_dir), vhost, meta)
