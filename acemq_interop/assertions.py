@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .errors import CheckFailed
+from .errors import CheckFailed, TemplateError
 
 _TEMPLATE = re.compile(r"\$\{([^}]+)\}")
 _MISSING = object()
@@ -49,12 +49,12 @@ def render(value: Any, variables: dict[str, Any]) -> Any:
         if whole:
             found = lookup(variables, whole.group(1))
             if found is _MISSING:
-                raise KeyError(f"${{{whole.group(1)}}} names nothing")
+                raise TemplateError(f"${{{whole.group(1)}}} names nothing")
             return found
         def one(match: re.Match) -> str:
             found = lookup(variables, match.group(1))
             if found is _MISSING:
-                raise KeyError(f"${{{match.group(1)}}} names nothing")
+                raise TemplateError(f"${{{match.group(1)}}} names nothing")
             return str(found)
         return _TEMPLATE.sub(one, value)
     if isinstance(value, dict):

@@ -144,3 +144,31 @@ def check_offer(peer: str, hello: dict[str, Any]) -> list[str]:
         elif not cat.profiles[name].offered_by(peer):
             problems.append(f"offers profile {name!r}, which the catalogue does not list for {peer}")
     return problems
+
+
+# -- docs/wire-spec.md's mutant table is generated from the catalogue ------------------
+
+TABLE_BEGIN = "<!-- mutant table: generated from catalogue/catalogue.yaml by `python -m acemq_interop.catalogue` -->"
+TABLE_END = "<!-- end of mutant table -->"
+
+
+def mutant_table(cat: Catalogue | None = None) -> str:
+    """The wire spec's mutant table, in the catalogue's order."""
+    cat = cat or catalogue()
+    lines = ["| mutant | side | breaks | what the defective binding does |", "| --- | --- | --- | --- |"]
+    lines += [f"| `{m.name}` | {m.side} | {m.rule} | {m.description} |" for m in cat.mutants.values()]
+    return "\n".join(lines)
+
+
+def with_mutant_table(doc: str, cat: Catalogue | None = None) -> str:
+    """`doc` with the text between the table markers replaced by the generated table."""
+    begin, end = doc.index(TABLE_BEGIN) + len(TABLE_BEGIN), doc.index(TABLE_END)
+    return doc[:begin] + "\n" + mutant_table(cat) + "\n" + doc[end:]
+
+
+if __name__ == "__main__":
+    from .paths import DOCS_DIR
+
+    spec_doc = DOCS_DIR / "wire-spec.md"
+    spec_doc.write_text(with_mutant_table(spec_doc.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"wrote the mutant table of {spec_doc}")

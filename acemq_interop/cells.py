@@ -1,4 +1,4 @@
-"""Cells: one scenario with a choice of peers for its roles, and their results."""
+"""Cells: one scenario with a choice of peers for its roles; `result_of` describes one as model data."""
 from __future__ import annotations
 
 import itertools
@@ -6,10 +6,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .manifests import PeerSpec
+from .model import BAD_STATUSES, PROBE, CellResult, Status
 from .scenarios import Scenario
 
-PASS, FAIL, ERROR, SKIP, XFAIL, XPASS = "PASS", "FAIL", "ERROR", "SKIP", "XFAIL", "XPASS"
-BAD_STATUSES = (FAIL, ERROR, XPASS)
+PASS, FAIL, ERROR, SKIP, XFAIL, XPASS = Status.PASS, Status.FAIL, Status.ERROR, Status.SKIP, Status.XFAIL, Status.XPASS
+__all__ = ["PASS", "FAIL", "ERROR", "SKIP", "XFAIL", "XPASS", "BAD_STATUSES", "Cell", "CellResult", "plan",
+           "skip_reason", "result_of"]
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,9 @@ class Cell:
             if who is None:
                 continue
             if isinstance(who, tuple):
-                parts.append(f"{role}=all")
+                # A mixed gather names its subscribers, so its id says what it ran with
+                # and stays unique across selections.
+                parts.append(f"{role}={'+'.join(s.label for s in who)}")
             else:
                 parts.append(f"{role}={who.label}")
         return f"{self.scenario.id}[{','.join(parts)}]" if parts else self.scenario.id
@@ -43,19 +47,16 @@ class Cell:
         return found
 
 
-@dataclass
-class CellResult:
-    cell: Cell
-    status: str
-    duration_s: float = 0.0
-    rule: str | None = None
-    message: str = ""
-    expected: Any = None
-    observed: Any = None
-    trace: list[dict[str, Any]] = field(default_factory=list)
-    stderr: dict[str, str] = field(default_factory=dict)
-    reason: str = ""  # XFAIL / SKIP reason
-    rerun: str = ""
+def result_of(cell: Cell, status: Status | str, broker: str = "", **fields: Any) -> CellResult:
+    """A model CellResult for this cell: its id, scenario and roles as plain data."""
+    roles: dict[str, Any] = {}
+    for role, who in cell.assignment:
+        roles[role] = PROBE if who is None else ([s.label for s in who] if isinstance(who, tuple) else who.label)
+    return CellResult(
+        id=cell.id, scenario=cell.scenario.id, title=cell.scenario.title, matrix=cell.scenario.matrix,
+        rules=tuple(cell.scenario.rules), roles=roles, peers=tuple(s.label for s in cell.specs()),
+        status=Status(status), broker=broker, **fields,
+    )
 
 
 def plan(scenarios: list[Scenario], specs: list[PeerSpec], diagonal: bool = False) -> list[Cell]:

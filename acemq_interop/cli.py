@@ -1,55 +1,158 @@
-"""The `acemq-interop` command: run, list, doctor."""
+"""The `acemq-interop` command: run, list, doctor, bench, compare, merge.
+
+Exit codes, by class: 0 every cell passed (or was a known failure); 1 a FAIL, ERROR or
+XPASS (or, for compare and --baseline, a regression); 2 usage or bad input (a typo, a bad
+scenario file), found before any broker starts; 3 infrastructure: the broker unreachable,
+refusing, or lost.
+"""
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import known_failures, scenarios as scenario_mod
 from .broker import no_broker_message, parse_broker_url
+from .redact import BROKER_ENV
 from .errors import BrokerError, UsageError
 from .manifests import discover, parse_peer_list
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+if TYPE_CHECKING:
+    from .runner import RunOptions
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+EXIT_CODES_HELP = (
+    "exit codes: 0 all cells pass; 1 a FAIL, ERROR or XPASS (compare, --baseline: a regression); "
+    "2 usage or bad input (before any broker starts); 3 infrastructure (broker unreachable or lost)"
+)
+VERBOSITY = {"level": 1}  # 0 quiet, 1 progress, 2 verbose
 
 
 def _log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    from .redact import text
+
+    if VERBOSITY["level"] == 0 and not message.startswith(("peer ", "acemq-interop")):
+        return
+    print(text(message), file=sys.stderr, flush=True)
+
+
+def _peer_dirs(args: argparse.Namespace) -> list[Path]:
+    return [Path(p) for p in getattr(args, "peer_dir", None) or []]
+
+
+def _specs(args: argparse.Namespace, manifests: dict) -> list:
+    if args.peers is not None:
+        return parse_peer_list(args.peers, manifests)
+    return parse_peer_list(",".join(sorted(manifests)), manifests)
+
+
+def _rerun_flags(args: argparse.Namespace) -> list[str]:
+    """Flags that shaped the run, so a rerun line behaves as the run that failed."""
+    flags: list[str] = []
+    for path in _peer_dirs(args):
+        flags += ["--peer-dir", str(path)]
+    if args.management_url:
+        flags += ["--management-url", args.management_url]
+    if args.in_docker:
+        flags.append("--in-docker")
+    for image in getattr(args, "broker_image", None) or []:
+        flags += ["--broker-image", image]
+    for extra in args.known_failures or []:
+        flags += ["--known-failures", extra]
+    if args.no_known_failures:
+        flags.append("--no-known-failures")
+    if args.op_timeout != 20.0:
+        flags += ["--op-timeout", f"{args.op_timeout:g}"]
+    return flags
+
+
+def run_options(args: argparse.Namespace, argv: list[str] | None = None) -> "RunOptions":
+    """The parsed `run` flags as the run's options, every one checked: no broker is started yet."""
+    from .redact import argv as redacted
+    from .runner import RunOptions
+    from .selection import check_specs
+    from .sharding import Shard, read_durations
+
+    if args.concurrency < 1:
+        raise UsageError(f"--concurrency {args.concurrency}: must be at least 1")
+    if args.op_timeout <= 0:
+        raise UsageError(f"--op-timeout {args.op_timeout:g}: must be more than 0 seconds")
+    manifests = discover(extra=_peer_dirs(args))
+    specs = _specs(args, manifests)
+    check_specs(specs)
+    scenarios = scenario_mod.select(scenario_mod.load_all(), args.scenarios.split(",") if args.scenarios is not None else None)
+    known = known_failures.load([known_failures.DEFAULT_DIR, *[Path(p) for p in args.known_failures or []]]) if not args.no_known_failures else []
+    broker = args.broker or os.environ.get(BROKER_ENV) or None
+    endpoint = parse_broker_url(broker, args.management_url) if broker else None
+    return RunOptions(
+        manifests=manifests, specs=specs, scenarios=scenarios, known=known, broker_url=broker, endpoint=endpoint,
+        concurrency=args.concurrency, build=not args.no_build, log=_log, only_cells=args.cell or None,
+        diagonal=args.diagonal, op_bound_s=args.op_timeout, in_docker=args.in_docker, out_dir=Path(args.out),
+        shard=Shard.parse(args.shard) if args.shard else None,
+        durations=read_durations(Path(args.durations)) if args.durations else {},
+        command=["acemq-interop", *redacted(argv if argv is not None else sys.argv[1:])],
+        rerun_flags=_rerun_flags(args),
+    )
+
+
+def write_outputs(report, out: Path) -> list[Path]:
+    """results.json, junit.xml, report.html and summary.md; summary.md also to $GITHUB_STEP_SUMMARY."""
+    from .html_report import write_html
+    from .markdown_report import render_markdown
+    from .results_files import write_json, write_junit
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "results.json", out / "junit.xml", out / "report.html", out / "summary.md"]
+    write_json(report, paths[0])
+    write_junit(report, paths[1])
+    write_html(report, paths[2])
+    markdown = render_markdown(report)
+    paths[3].write_text(markdown, encoding="utf-8")
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as handle:
+            handle.write(markdown + "\n")
+    return paths
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from . import cells as cellmod
     from .console_report import print_report
-    from .html_report import write_html
-    from .results_files import write_json, write_junit
     from .runner import Runner
+    from .selection import check_cells
 
-    manifests = discover()
-    specs = parse_peer_list(args.peers, manifests) if args.peers else parse_peer_list(",".join(sorted(manifests)), manifests)
-    scenarios = scenario_mod.select(scenario_mod.load_all(), args.scenarios.split(",") if args.scenarios else None)
-    known = known_failures.load([known_failures.DEFAULT_DIR, *[Path(p) for p in args.known_failures or []]]) if not args.no_known_failures else []
-    endpoint = parse_broker_url(args.broker, args.management_url) if args.broker else None
-    if endpoint is None and shutil.which("rabbitmq-server") is None and not Path("/usr/sbin/rabbitmq-server").exists():
+    options = run_options(args, getattr(args, "argv", None))
+    runner = Runner(options)
+    check_cells(cellmod.plan(options.scenarios, options.specs, options.diagonal), options.only_cells)
+    baseline = None
+    if args.baseline:
+        from .compare import read_results
+
+        baseline = read_results(Path(args.baseline))
+    if options.endpoint is None and shutil.which("rabbitmq-server") is None and not Path("/usr/sbin/rabbitmq-server").exists():
         raise BrokerError(no_broker_message())
-    runner = Runner(manifests, specs, scenarios, known, args.broker, endpoint, args.concurrency, not args.no_build, _log,
-                    only_cells=args.cell or None, diagonal=args.diagonal, op_bound_s=args.op_timeout,
-                    in_docker=args.in_docker)
     report = runner.run()
-    if args.cell and not report.results:
-        raise UsageError(f"no planned cell has the id {args.cell!r}; check --peers (the cell's peers must be selected)")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(report, out / "results.json")
-    write_junit(report, out / "junit.xml")
-    write_html(report, out / "report.html")
+    paths = write_outputs(report, Path(args.out))
     print_report(report)
-    print(f"Wrote {out / 'results.json'}, {out / 'junit.xml'} and {out / 'report.html'}; peer logs in {report.log_dir}")
-    return EXIT_OK if report.ok else EXIT_FAILED
+    print(f"Wrote {', '.join(str(p) for p in paths)}; peer logs in {report.log_dir}")
+    code = EXIT_OK if report.ok else EXIT_FAILED
+    if baseline is not None:
+        from .compare import as_text, compare
+        from .results_files import results_data
+
+        comparison = compare(baseline, results_data(report))
+        print(as_text(comparison, args.baseline, "this run"))
+        if comparison.regressed:
+            code = EXIT_FAILED
+    return code
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    manifests = discover()
+    manifests = discover(extra=_peer_dirs(args))
     print("Peers (peers/*/peer.yaml):")
     for name, m in sorted(manifests.items()):
         print(f"  {name:<10} {m.language:<12} {m.description}")
@@ -63,61 +166,114 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    """Which peers can run here, and why not."""
-    manifests = discover()
+    """Which peers can run here, and why not: commands, versions, client libraries."""
+    from .doctor import check_broker, check_peer
+
+    manifests = discover(extra=_peer_dirs(args))
     ok = True
-    server = shutil.which("rabbitmq-server") or (Path("/usr/sbin/rabbitmq-server").exists() and "/usr/sbin/rabbitmq-server")
-    print(f"broker: {'rabbitmq-server found at ' + str(server) + ' (the default private node works)' if server else 'no rabbitmq-server: use --broker'}")
+    broker_line, broker_ok = check_broker()
+    print(broker_line)
     for name, m in sorted(manifests.items()):
-        missing = m.missing_tools()
-        if missing:
-            ok = False
-            print(f"  {name:<10} cannot run: {', '.join(missing)} not on PATH (see {m.folder.relative_to(m.folder.parent.parent)}/README.md)")
-        else:
-            print(f"  {name:<10} ready to build and run ({m.language})")
+        lines, ready = check_peer(m)
+        ok = ok and ready
+        for line in lines:
+            print(line)
     return EXIT_OK if ok else EXIT_FAILED
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import bench
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .compare import as_markdown, as_text, compare, read_results
 
-    manifests = discover()
+    old, new = read_results(Path(args.old)), read_results(Path(args.new))
+    comparison = compare(old, new)
+    print(as_markdown(comparison, args.old, args.new) if args.markdown else as_text(comparison, args.old, args.new))
+    return EXIT_FAILED if comparison.regressed else EXIT_OK
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from .merge import merge_files
+
+    report = merge_files([Path(p) for p in args.shards])
+    paths = write_outputs(report, Path(args.out))
+    from .console_report import print_report
+
+    print_report(report)
+    print(f"Merged {len(args.shards)} shard(s); wrote {', '.join(str(p) for p in paths)}")
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import BenchSettings, run_bench
+
+    manifests = discover(extra=_peer_dirs(args))
     specs = parse_peer_list(args.peers, manifests) if args.peers else parse_peer_list(",".join(sorted(manifests)), manifests)
     endpoint = parse_broker_url(args.broker, args.management_url) if args.broker else None
-    bench(manifests, specs, endpoint, args.requests, args.burst, _log)
+    settings = BenchSettings(requests=args.requests, in_flight=args.in_flight, body_bytes=args.body_bytes,
+                             warmup=args.warmup, pair_requests=args.pair_requests, seed_requests=args.seed_requests,
+                             pairs=not args.no_pairs)
+    run_bench(manifests, specs, endpoint, settings, Path(args.out), _log, Path(args.compare) if args.compare else None)
     return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="acemq-interop", description="Cross-language interop conformance for acemq request/reply and scatter-gather on RabbitMQ.")
+    from .suite_info import version
+
+    parser = argparse.ArgumentParser(prog="acemq-interop", epilog=EXIT_CODES_HELP,
+                                     description="Cross-language interop conformance for acemq request/reply and scatter-gather on RabbitMQ.")
+    parser.add_argument("--version", action="version", version=f"acemq-interop {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run scenarios between peers and print the matrices")
+    run = sub.add_parser("run", help="run scenarios between peers and print the matrices", epilog=EXIT_CODES_HELP)
     run.add_argument("--peers", help="comma list of NAME[@PROFILE][+MUTANT] (default: every peer in peers/)")
     run.add_argument("--scenarios", help="comma list of scenario id globs (default: all)")
     run.add_argument("--cell", action="append", help="run only this cell id (repeatable; as printed in a rerun line)")
-    run.add_argument("--broker", help="amqp://USER:PASS@HOST:PORT/ of an existing RabbitMQ (default: start a private node)")
+    run.add_argument("--broker", help=f"amqp://USER:PASS@HOST:PORT/ of an existing RabbitMQ (default: ${BROKER_ENV}, else a private node)")
     run.add_argument("--management-url", help="management API of --broker (default http://HOST:15672)")
     run.add_argument("--concurrency", type=int, default=4, help="cells run at once (default 4)")
-    run.add_argument("--out", default="out", help="folder for results.json, junit.xml and report.html (default ./out)")
+    run.add_argument("--out", default="out", help="folder for results.json, junit.xml, report.html and summary.md (default ./out)")
     run.add_argument("--known-failures", action="append", help="an extra known-failures file (known-failures/ is always read)")
     run.add_argument("--no-known-failures", action="store_true", help="ignore the known-failures lists (every failure is a FAIL)")
     run.add_argument("--diagonal", action="store_true", help="only cells where one peer spec plays every role (itself and the probe): for certifying a binding and for mutant runs")
     run.add_argument("--op-timeout", type=float, default=20.0, help="seconds a peer has to answer a command that does not wait on the broker (default 20)")
     run.add_argument("--in-docker", action="store_true", help="run each peer from its image (docker run -i --rm --network host IMAGE; build them with docker compose build)")
     run.add_argument("--no-build", action="store_true", help="do not run the peers' build commands")
+    run.add_argument("--peer-dir", action="append", help="a peer folder (with peer.yaml) or a folder of them, kept outside this suite (repeatable; also $ACEMQ_INTEROP_PEER_PATH)")
+    run.add_argument("--shard", help="K/N: run only the K-th of N deterministic slices of the cells (join them with `merge`)")
+    run.add_argument("--durations", help="an earlier results.json: balance --shard and order cells by its durations")
+    run.add_argument("--baseline", help="an earlier results.json: print what changed; a regression exits 1")
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the result")
+    run.add_argument("-v", "--verbose", action="store_true", help="more detail in progress lines")
     run.set_defaults(func=cmd_run)
     lst = sub.add_parser("list", help="list peers and scenarios")
     lst.add_argument("-v", "--verbose", action="store_true", help="with each scenario's title and procedure")
+    lst.add_argument("--peer-dir", action="append", help="a peer folder kept outside this suite (repeatable)")
     lst.set_defaults(func=cmd_list)
-    bench = sub.add_parser("bench", help="speed and memory figures per requester x responder pair")
+    bench = sub.add_parser("bench", help="each binding's request/reply rate measured inside its peer, against its raw client; per pair")
     bench.add_argument("--peers", help="comma list of peer names (default: every peer)")
-    bench.add_argument("--requests", type=int, default=200, help="sequential round trips per pair, for latency (default 200)")
-    bench.add_argument("--burst", type=int, default=200, help="requests sent at once per pair, for throughput (default 200)")
+    bench.add_argument("--peer-dir", action="append", help="a peer folder kept outside this suite (repeatable)")
+    bench.add_argument("--requests", type=int, default=2000, help="measured requests per peer, binding and raw (default 2000)")
+    bench.add_argument("--in-flight", type=int, default=64, help="requests outstanding at once (default 64)")
+    bench.add_argument("--body-bytes", type=int, default=256, help="request body size (default 256)")
+    bench.add_argument("--warmup", type=int, default=200, help="unmeasured requests first (default 200)")
+    bench.add_argument("--pair-requests", type=int, default=1000, help="requests per requester x responder pair (default 1000)")
+    bench.add_argument("--seed-requests", type=int, default=300, help="requests with a reply queue per request (default 300)")
+    bench.add_argument("--no-pairs", action="store_true", help="per peer only, no requester x responder pairs")
+    bench.add_argument("--out", default="out", help="folder for bench.json (default ./out)")
+    bench.add_argument("--compare", help="an earlier bench.json: print the change per figure")
     bench.add_argument("--broker", help="amqp://USER:PASS@HOST:PORT/ of an existing RabbitMQ (default: a private node)")
     bench.add_argument("--management-url", help="management API of --broker (default http://HOST:15672)")
     bench.set_defaults(func=cmd_bench)
-    doctor = sub.add_parser("doctor", help="which peers can run here, and why not")
+    doctor = sub.add_parser("doctor", help="which peers can run here, and why not (commands, versions, client libraries)")
+    doctor.add_argument("--peer-dir", action="append", help="a peer folder kept outside this suite (repeatable)")
     doctor.set_defaults(func=cmd_doctor)
+    cmp = sub.add_parser("compare", help="what changed between two results.json: new failures, fixes, changed rules", epilog=EXIT_CODES_HELP)
+    cmp.add_argument("old", help="the earlier results.json (e.g. the last release's)")
+    cmp.add_argument("new", help="the later results.json")
+    cmp.add_argument("--markdown", action="store_true", help="GitHub-flavoured Markdown instead of text")
+    cmp.set_defaults(func=cmd_compare)
+    merge = sub.add_parser("merge", help="join the results.json of --shard runs into one results.json, JUnit, summary and report")
+    merge.add_argument("shards", nargs="+", help="the shards' results.json files")
+    merge.add_argument("--out", default="out", help="folder for the merged files (default ./out)")
+    merge.set_defaults(func=cmd_merge)
     return parser
 
 
@@ -126,18 +282,32 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .redact import text
+
     args = build_parser().parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]
+    if getattr(args, "quiet", False):
+        VERBOSITY["level"] = 0
+    elif getattr(args, "verbose", False) and args.command == "run":
+        VERBOSITY["level"] = 2
     # A CI job's timeout sends SIGTERM: unwind like Ctrl-C, so the private broker node,
     # the run's vhost and the peer processes are still cleaned up.
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.func(args)
     except UsageError as exc:
-        print(f"acemq-interop: {exc}", file=sys.stderr)
+        print(f"acemq-interop: {text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokerError as exc:
-        print(f"acemq-interop: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        print(f"acemq-interop: broker: {text(str(exc))}", file=sys.stderr)
+        return EXIT_INFRA
+    except BrokenPipeError:
+        # `acemq-interop list | head`: the reader went away; nothing more to say to it.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_OK
     except KeyboardInterrupt:
         print("acemq-interop: interrupted", file=sys.stderr)
         return 130

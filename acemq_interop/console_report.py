@@ -1,120 +1,122 @@
-"""What a person reads at the end of a run: the matrices, the failures, the totals."""
+"""What a person reads at the end of a run: the matrices, the failures, the totals.
+
+Renders a `model.RunResult`; every grouping comes from its summary.
+"""
 from __future__ import annotations
 
+import json
 import sys
-from collections import defaultdict
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .cells import ERROR, FAIL, PASS, SKIP, XFAIL, XPASS, CellResult
-from .runner import RunReport
+from .model import COUNT_ORDER, CellResult, Counts, PairMatrix, RunResult, Status, mutant_coverage
 
 MAX_PROBLEMS_SHOWN = 25
-STYLE = {PASS: "green", FAIL: "bold red", ERROR: "bold magenta", SKIP: "dim", XFAIL: "yellow", XPASS: "bold red"}
+STYLE = {Status.PASS: "green", Status.FAIL: "bold red", Status.ERROR: "bold magenta", Status.SKIP: "dim",
+         Status.XFAIL: "yellow", Status.XPASS: "bold red"}
 
 
-def _summary_text(results: list[CellResult]) -> str:
-    """`7/7` when all pass; otherwise the pass count and the non-pass statuses."""
-    counts: dict[str, int] = defaultdict(int)
-    for r in results:
-        counts[r.status] += 1
-    text = f"{counts[PASS]}/{len(results)}"
-    extra = [f"{counts[s]} {s}" for s in (FAIL, ERROR, XPASS, XFAIL, SKIP) if counts[s]]
-    return text + (" " + " ".join(extra) if extra else "")
+def _shown(counts: Counts | None) -> str:
+    if counts is None or not counts.total:
+        return "-"
+    return f"[{STYLE[counts.worst or Status.PASS]}]{counts.text}[/]"
 
 
-def _style(results: list[CellResult]) -> str:
-    statuses = {r.status for r in results}
-    for status in (XPASS, ERROR, FAIL, XFAIL, SKIP):
-        if status in statuses:
-            return STYLE[status]
-    return STYLE[PASS]
-
-
-def pairs_matrix(report: RunReport) -> Table | None:
+def pairs_matrix(report: RunResult, matrix: PairMatrix | None = None) -> Table | None:
     """Requester (rows) x responder (columns): scenarios passed per pair."""
-    by_pair: dict[tuple[str, str], list[CellResult]] = defaultdict(list)
-    for r in report.results:
-        if r.cell.scenario.matrix == "pairs":
-            roles = r.cell.roles
-            by_pair[(roles["requester"].label, roles["responder"].label)].append(r)
-    if not by_pair:
+    matrices = report.summary.pair_matrices
+    matrix = matrix or (matrices[0] if matrices else None)
+    if matrix is None:
         return None
-    labels = [s.label for s in report.specs]
-    table = Table(title="Compatibility matrix: requester (row) x responder (column), scenarios passed", show_lines=False)
+    title = "Compatibility matrix: requester (row) x responder (column), scenarios passed"
+    if len(report.brokers) > 1:
+        title += f", on {matrix.broker}"
+    table = Table(title=title, show_lines=False)
     table.add_column(escape("requester \\ responder"), style="bold")
-    for label in labels:
+    for label in matrix.labels:
         table.add_column(label, justify="center")
-    for row in labels:
-        cells = []
-        for col in labels:
-            results = by_pair.get((row, col), [])
-            cells.append(f"[{_style(results)}]{_summary_text(results)}[/]" if results else "-")
-        table.add_row(row, *cells)
+    for row in matrix.labels:
+        table.add_row(row, *[_shown(matrix.cells.get((row, col))) for col in matrix.labels])
     return table
 
 
-def conformance_table(report: RunReport) -> Table:
+def conformance_table(report: RunResult) -> Table:
     """Per peer: its cells against the probe (each role), in pairs, and in gathers."""
-    columns = [("requesters", "as requester vs probe"), ("responders", "as responder vs probe"),
-               ("pairs", "in pairs (either role)"), ("mixed", "mixed gathers"), ("other", "other")]
-    by_peer: dict[str, dict[str, list[CellResult]]] = defaultdict(lambda: defaultdict(list))
-    for r in report.results:
-        for spec in {s.label for s in r.cell.specs()}:
-            by_peer[spec][r.cell.scenario.matrix].append(r)
-    used = [c for c in columns if any(by_peer[s.label].get(c[0]) for s in report.specs)]
+    summary = report.summary
     table = Table(title="Per-peer conformance")
     table.add_column("peer", style="bold")
-    for _, title in used:
+    for _, title in summary.peer_columns:
         table.add_column(title, justify="center")
-    for spec in report.specs:
-        row = [spec.label]
-        for key, _ in used:
-            results = by_peer[spec.label].get(key, [])
-            row.append(f"[{_style(results)}]{_summary_text(results)}[/]" if results else "-")
-        table.add_row(*row)
+    for row in summary.peer_rows:
+        table.add_row(row.label, *[_shown(row.columns.get(key)) for key, _ in summary.peer_columns])
     return table
 
 
-def peer_lines(report: RunReport) -> list[str]:
+def peer_lines(report: RunResult) -> list[str]:
     lines = []
     for name, status in sorted(report.peers.items()):
         hello = status.hello
-        if hello:
+        if hello and not status.broken:
             build = f", built in {status.build_s:.1f}s" if status.build_s else ""
-            lines.append(f"{name}: {hello.get('binding')} on {hello.get('client')} ({status.language}){build}, ready in {status.startup_s:.2f}s")
+            lines.append(f"{name}: {hello.get('binding')} on {hello.get('client')} ({status.language}){build}, "
+                         f"ready in {status.startup_s or 0:.2f}s, {mutants_text(hello)}")
         else:
             lines.append(f"{name}: unavailable: {(status.unavailable or '').splitlines()[0]}")
     return lines
 
 
-def print_report(report: RunReport, console: Console | None = None) -> None:
+def mutants_text(hello: dict) -> str:
+    """A peer's mutant coverage: the suite's own peers offer every catalogue mutant."""
+    from .catalogue import mutants
+
+    cov = hello.get("mutants_offered") or mutant_coverage(hello, mutants())
+    return f"mutants {cov['offered']}/{cov['of']}" if cov["offered"] else "mutants: none (certified without them)"
+
+
+def fold_errors(errors: list[CellResult]) -> list[tuple[str, list[CellResult]]]:
+    """ERROR cells grouped by the first line of their message, largest group first."""
+    groups: dict[str, list[CellResult]] = {}
+    for r in errors:
+        cause = (r.message or "ERROR").splitlines()[0][:300]
+        groups.setdefault(cause, []).append(r)
+    return sorted(groups.items(), key=lambda kv: -len(kv[1]))
+
+
+def print_report(report: RunResult, console: Console | None = None) -> None:
     console = console or Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     for line in peer_lines(report):
         console.print(escape(line))
-    matrix = pairs_matrix(report)
-    if matrix is not None:
-        console.print(matrix)
+    for matrix in report.summary.pair_matrices:
+        console.print(pairs_matrix(report, matrix))
     console.print(conformance_table(report))
-    problems = [r for r in report.results if r.status in (FAIL, ERROR, XPASS)]
+    problems = report.cells(report.summary.problems)
     if problems:
         console.print(f"\n[bold]{len(problems)} cell(s) need attention:[/]")
-    for r in problems[:MAX_PROBLEMS_SHOWN]:
-        console.print(f"[{STYLE[r.status]}]{r.status}[/] {escape(r.cell.id)}")
-        if r.status == FAIL:
+    # Conformance failures first (FAIL, then XPASS): they are about a binding. ERRORs are
+    # about the run (a crash, a lost broker) and are folded by their cause, so 25 cells of
+    # one dead peer are one line and cannot push a FAIL out of sight.
+    failures = [r for r in problems if r.status == Status.FAIL] + [r for r in problems if r.status == Status.XPASS]
+    for r in failures[:MAX_PROBLEMS_SHOWN]:
+        console.print(f"[{STYLE[r.status]}]{r.status}[/] {escape(r.id)}")
+        if r.status == Status.FAIL:
             console.print(escape(f"    broke {r.rule}: {r.message}"))
-            console.print(escape(f"    expected: {r.expected!r}"))
-            console.print(escape(f"    observed: {str(r.observed)[:400]}"))
+            console.print(escape(f"    expected: {json.dumps(r.expected, default=str)[:400]}"))
+            console.print(escape(f"    observed: {json.dumps(r.observed, default=str)[:400]}"))
         else:
             for line in (r.message or r.reason).splitlines()[:8]:
                 console.print(escape(f"    {line}"))
         console.print(escape(f"    rerun: {r.rerun}"), soft_wrap=True)
-    if len(problems) > MAX_PROBLEMS_SHOWN:
-        console.print(f"... and {len(problems) - MAX_PROBLEMS_SHOWN} more: every one is in report.html and results.json, with its rerun line")
-    xfails = [r for r in report.results if r.status == XFAIL]
-    if xfails:
-        console.print(f"\n{len(xfails)} known failure(s) (XFAIL), each with its reason in the HTML report and results.json")
-    counts = ", ".join(f"{report.count(s)} {s}" for s in (PASS, FAIL, ERROR, SKIP, XFAIL, XPASS) if report.count(s))
+    if len(failures) > MAX_PROBLEMS_SHOWN:
+        console.print(f"... and {len(failures) - MAX_PROBLEMS_SHOWN} more: every one is in report.html and results.json, with its rerun line")
+    for cause, cells in fold_errors([r for r in problems if r.status == Status.ERROR]):
+        first = cells[0]
+        more = f" and {len(cells) - 1} more cell(s) with the same cause" if len(cells) > 1 else ""
+        console.print(f"[{STYLE[Status.ERROR]}]ERROR[/] {escape(first.id)}{escape(more)}")
+        console.print(escape(f"    {cause}"))
+        console.print(escape(f"    rerun: {first.rerun}"), soft_wrap=True)
+    if report.summary.xfails:
+        console.print(f"\n{len(report.summary.xfails)} known failure(s) (XFAIL), each with its reason in the HTML report and results.json")
+    counts = ", ".join(f"{report.count(s)} {s}" for s in COUNT_ORDER if report.count(s))
     console.print(f"\n{len(report.results)} cells: {counts}. Took {report.duration_s:.1f}s on {report.broker}.")

@@ -23,3 +23,7 @@ class CheckFailed(Exception):
         self.message = message
         self.expected = expected
         self.observed = observed
+
+
+class TemplateError(Exception):
+    """A `${...}` template names nothing the cell has bound (the scenario's mistake, an ERROR)."""

@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from pathlib import Path
 
 import jinja2
 
-from . import catalogue as spec
+from .model import WORST_FIRST, RunResult
 from .results_files import cell_record
-from .runner import RunReport
 
 TEMPLATE = jinja2.Template(
     """<!doctype html>
@@ -24,17 +22,18 @@ pre{background:#f7f7f7;padding:8px;overflow:auto;max-height:30em}a{color:#036}
 <h1>acemq-interop</h1>
 <p>P pass &middot; F fail &middot; E error &middot; s skip &middot; x known failure &middot; X! known failure that passed. Each letter links to its cell's evidence.</p>
 <p>{{ started_at }} &middot; {{ cells|length }} cells &middot; {{ summary }} &middot; {{ duration }}s on {{ broker }}</p>
+{% if brokers|length > 1 or brokers[0].product %}<p>{% for b in brokers %}{{ b.description }}{% if not loop.last %} &middot; {% endif %}{% endfor %}</p>{% endif %}
 <h2>Peers</h2>
 <table><tr><th>peer</th><th>language</th><th>binding</th><th>client</th><th>build</th><th>start-up</th><th>note</th></tr>
 {% for name, p in peers.items() %}<tr><td>{{ name }}</td><td>{{ p.language }}</td><td>{{ p.hello.get('binding','') }}</td>
 <td>{{ p.hello.get('client','') }}</td><td>{{ '%.1fs'|format(p.build_s) if p.build_s is not none else '' }}</td>
 <td>{{ '%.2fs'|format(p.startup_s) if p.startup_s is not none else '' }}</td><td class="l">{{ p.unavailable or '' }}</td></tr>{% endfor %}
 </table>
-{% if pairs %}<h2>Compatibility matrix (requester row &times; responder column)</h2>
-<table><tr><th>requester \\ responder</th>{% for c in labels %}<th>{{ c }}</th>{% endfor %}</tr>
-{% for r in labels %}<tr><th>{{ r }}</th>{% for c in labels %}{% set cs = pairs.get((r, c), []) %}
-<td class="{{ worst(cs) }}">{% for x in cs %}<a href="#{{ x.id }}" title="{{ x.scenario }}: {{ x.status }}">{{ short[x.status] }}</a>{% endfor %}</td>
-{% endfor %}</tr>{% endfor %}</table>{% endif %}
+{% for m in matrices %}<h2>Compatibility matrix (requester row &times; responder column){% if brokers|length > 1 %} on {{ m.broker }}{% endif %}</h2>
+<table><tr><th>requester \\ responder</th>{% for c in m.labels %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for r in m.labels %}<tr><th>{{ r }}</th>{% for c in m.labels %}{% set counts = m.cells.get((r, c)) %}
+<td class="{{ counts.worst if counts else '' }}">{% if counts %}{% for i in counts.cells %}{% set x = by_id[i] %}<a href="#{{ x.id }}" title="{{ x.scenario }}: {{ x.status }}">{{ short[x.status] }}</a>{% endfor %}{% endif %}</td>
+{% endfor %}</tr>{% endfor %}</table>{% endfor %}
 <h2>Scenarios</h2>
 <table><tr><th>scenario</th><th>rules</th><th>title</th><th>cells</th></tr>
 {% for sid, cs in by_scenario.items() %}<tr><td class="l">{{ sid }}</td><td>{{ cs[0].rules|join(', ') }}</td><td class="l">{{ cs[0].title }}</td>
@@ -42,9 +41,9 @@ pre{background:#f7f7f7;padding:8px;overflow:auto;max-height:30em}a{color:#036}
 </table>
 <h2>Rules</h2>
 <table><tr><th>rule</th><th>title</th><th>checked by</th><th>cells failing it</th></tr>
-{% for rid, title in rules.items() %}<tr><td>{{ rid }}</td><td class="l">{{ title }}</td>
-<td class="l">{{ checked_by.get(rid, [])|join(', ') or '(no scenario)' }}</td>
-<td class="{{ 'FAIL' if failing.get(rid) else '' }}">{% for x in failing.get(rid, []) %}<a href="#{{ x.id }}">{{ x.id }}</a><br>{% endfor %}</td></tr>{% endfor %}
+{% for row in rules %}<tr><td>{{ row.rule }}</td><td class="l">{{ row.title }}</td>
+<td class="l">{{ row.checked_by|join(', ') or '(no scenario)' }}</td>
+<td class="{{ 'FAIL' if row.failing else '' }}">{% for i in row.failing %}<a href="#{{ i }}">{{ i }}</a><br>{% endfor %}</td></tr>{% endfor %}
 </table>
 <h2>Cells</h2>
 {% for x in cells %}<div id="{{ x.id }}"><h3><span class="{{ x.status }}">&nbsp;{{ x.status }}&nbsp;</span> {{ x.id }}</h3>
@@ -61,40 +60,21 @@ pre{background:#f7f7f7;padding:8px;overflow:auto;max-height:30em}a{color:#036}
     autoescape=True,
 )
 
-_ORDER = ["XPASS", "ERROR", "FAIL", "XFAIL", "SKIP", "PASS"]
 _SHORT = {"PASS": "P", "FAIL": "F", "ERROR": "E", "SKIP": "s", "XFAIL": "x", "XPASS": "X!"}
 
 
-def _worst(cells: list[dict]) -> str:
-    statuses = {c["status"] for c in cells}
-    return next((s for s in _ORDER if s in statuses), "")
-
-
-def write_html(report: RunReport, path: Path) -> None:
+def write_html(report: RunResult, path: Path) -> None:
     cells = [cell_record(r) for r in report.results]
     for c in cells:
         c["trace_text"] = "\n".join(json.dumps(step, default=str) for step in c["trace"])
-    pairs: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    by_scenario: dict[str, list[dict]] = defaultdict(list)
-    for c in cells:
-        by_scenario[c["scenario"]].append(c)
-        if c["matrix"] == "pairs":
-            pairs[(c["roles"]["requester"], c["roles"]["responder"])].append(c)
-    checked_by: dict[str, list[str]] = defaultdict(list)
-    for sid, group in by_scenario.items():
-        for rule in group[0]["rules"]:
-            checked_by[rule].append(sid)
-    failing: dict[str, list[dict]] = defaultdict(list)
-    for c in cells:
-        if c["status"] == "FAIL" and c["failed_rule"]:
-            failing[c["failed_rule"]].append(c)
-    summary = ", ".join(f"{report.count(s)} {s}" for s in _ORDER[::-1] if report.count(s))
+    summary = report.summary
+    by_id = {c["id"]: c for c in cells}
+    counts = ", ".join(f"{report.count(s)} {s}" for s in reversed(WORST_FIRST) if report.count(s))
     path.write_text(
         TEMPLATE.render(
-            started_at=report.started_at, cells=cells, summary=summary, duration=round(report.duration_s, 1),
-            broker=report.broker, peers=report.peers, pairs=pairs, labels=[s.label for s in report.specs],
-            by_scenario=by_scenario, worst=_worst, short=_SHORT, rules=spec.rules(), checked_by=checked_by,
-            failing=failing,
+            started_at=report.started_at, cells=cells, summary=counts, duration=round(report.duration_s, 1),
+            broker=report.broker, brokers=report.brokers, peers=report.peers, matrices=summary.pair_matrices,
+            by_id=by_id, by_scenario={sid: [by_id[i] for i in ids] for sid, ids in summary.scenarios.items()}, short=_SHORT, rules=summary.rules,
         ),
         encoding="utf-8",
     )

@@ -42,6 +42,10 @@ class Management:
         except BrokerError:
             return False
 
+    def overview(self) -> dict[str, Any]:
+        """The broker's product and versions (product_name, product_version, erlang_version, ...)."""
+        return self._call("GET", "/api/overview") or {}
+
     @staticmethod
     def _q(name: str) -> str:
         return urllib.parse.quote(name, safe="")

@@ -16,7 +16,7 @@ import yaml
 
 from .errors import UsageError
 
-from .paths import DATA_ROOT as REPO_ROOT, PEERS_DIR
+from .paths import DATA_ROOT as REPO_ROOT, PEER_PATH_ENV, PEERS_DIR, peer_path_from_env
 
 _SPEC_RE = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(@(?P<profile>[A-Za-z0-9._-]+))?(\+(?P<mutant>[a-z0-9-]+))?$")
 
@@ -39,6 +39,10 @@ class Manifest:
     # Where the binding and the adapter live (globs relative to the folder): the binding is
     # what a service would adopt, so it must carry no mutant and no test knob (a test greps).
     layout: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # What `doctor` checks: each entry names a tool or library, the command that shows its
+    # version (or proves it is there), the least version, and how to get it two ways.
+    toolchain: tuple[dict[str, Any], ...] = ()
+    image: str | None = None  # set for a peer given as NAME=IMAGE: it runs from that image
 
     def missing_tools(self) -> list[str]:
         """Commands the manifest requires that are not on PATH."""
@@ -93,18 +97,34 @@ def load_manifest(path: Path) -> Manifest:
         env={str(k): str(v) for k, v in (data.get("env") or {}).items()},
         requires=tuple(str(r) for r in data.get("requires") or []),
         docker=dict(data.get("docker") or {}),
+        toolchain=tuple(dict(t) for t in data.get("toolchain") or [] if isinstance(t, dict)),
         layout={str(k): tuple(str(g) for g in (v if isinstance(v, list) else [v])) for k, v in (data.get("layout") or {}).items()},
     )
 
 
-def discover(peers_dir: Path = PEERS_DIR) -> dict[str, Manifest]:
-    """Every `peers/<folder>/peer.yaml`, by peer name."""
+def _manifest_paths(folder: Path) -> list[Path]:
+    """A peer folder (it has a peer.yaml) or a folder of peer folders."""
+    if (folder / "peer.yaml").is_file():
+        return [folder / "peer.yaml"]
+    return sorted(folder.glob("*/peer.yaml"))
+
+
+def discover(peers_dir: Path = PEERS_DIR, extra: list[Path] | None = None) -> dict[str, Manifest]:
+    """Every `peers/<folder>/peer.yaml`, then those of ACEMQ_INTEROP_PEER_PATH and `extra`, by name.
+
+    A name used twice is a usage error naming both folders: a peer kept in its own
+    repository must not silently replace an in-tree one.
+    """
     found: dict[str, Manifest] = {}
-    for path in sorted(peers_dir.glob("*/peer.yaml")):
-        manifest = load_manifest(path)
-        if manifest.name in found:
-            raise UsageError(f"{path}: peer name '{manifest.name}' is also used by {found[manifest.name].folder}/peer.yaml")
-        found[manifest.name] = manifest
+    folders = [peers_dir, *peer_path_from_env(), *(extra or [])]
+    for folder in folders:
+        if folder != peers_dir and not folder.is_dir():
+            raise UsageError(f"{folder}: no such peer folder (from --peer-dir or {PEER_PATH_ENV})")
+        for path in _manifest_paths(folder):
+            manifest = load_manifest(path)
+            if manifest.name in found:
+                raise UsageError(f"{path}: peer name '{manifest.name}' is also used by {found[manifest.name].folder}/peer.yaml")
+            found[manifest.name] = manifest
     return found
 
 
@@ -133,9 +153,39 @@ class PeerSpec:
         return cls(match["name"], match["profile"] or "current", match["mutant"])
 
 
+_IMAGE_RE = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)=(?P<image>[A-Za-z0-9][A-Za-z0-9._/:@-]*)$")
+
+
+def image_manifest(name: str, image: str) -> Manifest:
+    """A peer that is an image: `--peers go-rc=registry/peer-go:1.0.0-rc1`.
+
+    It gets its own row and column; the harness runs `docker run -i --rm IMAGE` and sees a
+    process with pipes, as for any peer.
+    """
+    return Manifest(name=name, language="(image)", description=f"the peer in image {image}", folder=Path("."),
+                    cwd=Path(".").resolve(), run=("docker", "run", "-i", "--rm", "--network", "host", image),
+                    build=(), test=(), env={}, requires=("docker",), docker={"image": image}, image=image)
+
+
 def parse_peer_list(text: str, manifests: dict[str, Manifest]) -> list[PeerSpec]:
-    """Parse `a,b@0.3.0,...`, rejecting names with no manifest."""
-    specs = [PeerSpec.parse(part) for part in text.split(",") if part.strip()]
+    """Parse `a,b@0.3.0,c=IMAGE,...`, rejecting names with no manifest.
+
+    `NAME=IMAGE` adds an image peer to `manifests` under NAME (a clash with a peer folder's
+    name is a usage error).
+    """
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    specs = []
+    for part in parts:
+        image = _IMAGE_RE.match(part)
+        if image:
+            name = image["name"]
+            if name in manifests and manifests[name].image != image["image"]:
+                raise UsageError(f"'{part}': the name {name} is already the peer in {manifests[name].folder}; "
+                                 f"give the image its own name, e.g. {name}-rc={image['image']}")
+            manifests[name] = image_manifest(name, image["image"])
+            specs.append(PeerSpec(name))
+            continue
+        specs.append(PeerSpec.parse(part))
     for spec in specs:
         if spec.name not in manifests:
             known = ", ".join(sorted(manifests)) or "none"

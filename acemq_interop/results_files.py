@@ -1,28 +1,36 @@
-"""Machine-readable results: results.json (everything) and JUnit XML (for CI dashboards)."""
+"""Machine-readable results: results.json (everything; schema in schemas/results.schema.json)
+and JUnit XML (for CI dashboards, written with the junit-xml library)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape
 
-from .cells import ERROR, FAIL, SKIP, XFAIL, XPASS, CellResult
-from .runner import RunReport
+from junit_xml import TestCase, TestSuite, to_xml_report_string
+
+from .model import COUNT_ORDER, CellResult, RunResult, Status, mutant_coverage
+
+RESULTS_SCHEMA_VERSION = 1
+# XML 1.0 cannot carry these at all, escaped or not: a peer's stderr or message with a
+# control character must not make the whole file unreadable.
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml_safe(text: str) -> str:
+    return _XML_ILLEGAL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def cell_record(result: CellResult) -> dict[str, Any]:
-    cell = result.cell
-    roles = {}
-    for role, who in cell.assignment:
-        roles[role] = "probe" if who is None else ([s.label for s in who] if isinstance(who, tuple) else who.label)
     return {
-        "id": cell.id,
-        "scenario": cell.scenario.id,
-        "title": cell.scenario.title,
-        "matrix": cell.scenario.matrix,
-        "rules": list(cell.scenario.rules),
-        "roles": roles,
-        "status": result.status,
+        "id": result.id,
+        "scenario": result.scenario,
+        "title": result.title,
+        "matrix": result.matrix,
+        "rules": list(result.rules),
+        "roles": dict(result.roles),
+        "broker": result.broker,
+        "status": result.status.value,
         "duration_s": round(result.duration_s, 3),
         "failed_rule": result.rule,
         "message": result.message,
@@ -35,53 +43,84 @@ def cell_record(result: CellResult) -> dict[str, Any]:
     }
 
 
-def write_json(report: RunReport, path: Path) -> None:
-    data = {
+def results_data(report: RunResult) -> dict[str, Any]:
+    from .catalogue import mutants
+
+    catalogue_mutants = list(mutants())
+    meta = report.meta
+    return {
+        "schema_version": RESULTS_SCHEMA_VERSION,
         "tool": "acemq-interop",
-        "started_at": report.started_at,
+        "suite": meta.get("suite", {}),
+        "command": meta.get("command", []),
+        "started_at": meta.get("started_at", report.started_at),
+        "finished_at": meta.get("finished_at"),
         "duration_s": round(report.duration_s, 1),
+        "cells_s": meta.get("cells_s"),
+        "selection": meta.get("selection", {}),
+        "shard": meta.get("shard"),
         "broker": report.broker,
+        "brokers": [{"label": b.label, "product": b.product, "version": b.version, "erlang": b.erlang} for b in report.brokers],
         "peers": {
             name: {
                 "language": s.language,
                 "binding": s.hello.get("binding"),
                 "client": s.hello.get("client"),
+                "protocol": s.hello.get("protocol"),
+                "image": (meta.get("images") or {}).get(name),
                 "profiles": s.hello.get("profiles"),
+                "mutants": s.hello.get("mutants_offered") or (mutant_coverage(s.hello, catalogue_mutants) if s.hello else None),
                 "build_s": None if s.build_s is None else round(s.build_s, 2),
                 "startup_s": None if s.startup_s is None else round(s.startup_s, 2),
                 "unavailable": s.unavailable,
             }
             for name, s in report.peers.items()
         },
-        "summary": {status: report.count(status) for status in ("PASS", FAIL, ERROR, SKIP, XFAIL, XPASS)},
+        "summary": {status.value: report.count(status) for status in COUNT_ORDER},
         "cells": [cell_record(r) for r in report.results],
     }
-    path.write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
 
 
-def write_junit(report: RunReport, path: Path) -> None:
-    """One testsuite per scenario, one testcase per cell; XFAIL is a skip with its reason."""
-    by_scenario: dict[str, list[CellResult]] = {}
-    for result in report.results:
-        by_scenario.setdefault(result.cell.scenario.id, []).append(result)
-    lines = ['<?xml version="1.0" encoding="UTF-8"?>', f'<testsuites name="acemq-interop" time="{report.duration_s:.1f}">']
-    for scenario_id, results in by_scenario.items():
-        failures = sum(1 for r in results if r.status in (FAIL, XPASS))
-        errors = sum(1 for r in results if r.status == ERROR)
-        skipped = sum(1 for r in results if r.status in (SKIP, XFAIL))
-        lines.append(f'  <testsuite name="{escape(scenario_id)}" tests="{len(results)}" failures="{failures}" errors="{errors}" skipped="{skipped}">')
-        for r in results:
-            lines.append(f'    <testcase classname="{escape(scenario_id)}" name="{escape(r.cell.id, {chr(34): "&quot;"})}" time="{r.duration_s:.3f}">')
-            if r.status == FAIL:
-                text = f"{r.rule}: {r.message}\nexpected: {r.expected!r}\nobserved: {r.observed!r}\nrerun: {r.rerun}"
-                lines.append(f'      <failure message="{escape(r.rule or "", {chr(34): "&quot;"})}">{escape(text)}</failure>')
-            elif r.status == XPASS:
-                lines.append(f'      <failure message="XPASS">{escape(r.reason)}</failure>')
-            elif r.status == ERROR:
-                lines.append(f'      <error message="ERROR">{escape(r.message + chr(10) + "rerun: " + r.rerun)}</error>')
-            elif r.status in (SKIP, XFAIL):
-                lines.append(f'      <skipped message="{r.status}: {escape(r.reason, {chr(34): "&quot;"})}"/>')
-            lines.append("    </testcase>")
-        lines.append("  </testsuite>")
-    lines.append("</testsuites>")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+def write_json(report: RunResult, path: Path) -> None:
+    # default=repr never reaches here for the model's own values; anything else a peer sent
+    # is JSON already. A value that is not (a bug) is shown as text rather than lost.
+    path.write_text(json.dumps(results_data(report), indent=1, default=str, ensure_ascii=False), encoding="utf-8")
+
+
+def _case(report: RunResult, r: CellResult, scenario_file: str | None) -> TestCase:
+    case = TestCase(name=r.id, classname=r.scenario, elapsed_sec=round(r.duration_s, 3), file=scenario_file,
+                    status=r.status.value)
+    stderr = "\n".join(f"--- {peer} stderr (tail) ---\n{text}" for peer, text in r.stderr.items() if text.strip())
+    if stderr:
+        case.stderr = _xml_safe(stderr)
+    if r.status == Status.FAIL:
+        from .catalogue import catalogue
+
+        title = catalogue().title(r.rule or "")
+        check = (r.message or "").splitlines()[0] if r.message else ""
+        text = (f"{r.rule} {title}: {r.message}\nexpected: {json.dumps(r.expected, default=str)}\n"
+                f"observed: {json.dumps(r.observed, default=str)}\nrerun: {r.rerun}")
+        case.add_failure_info(message=_xml_safe(f"{r.rule} {title}: {check}"), output=_xml_safe(text),
+                              failure_type=r.rule or "FAIL")
+    elif r.status == Status.XPASS:
+        case.add_failure_info(message=_xml_safe(f"XPASS: {r.reason}"), output=_xml_safe(f"{r.reason}\nrerun: {r.rerun}"),
+                              failure_type="XPASS")
+    elif r.status == Status.ERROR:
+        first = (r.message or "").splitlines()[0] if r.message else "ERROR"
+        case.add_error_info(message=_xml_safe(first), output=_xml_safe(f"{r.message}\nrerun: {r.rerun}"), error_type="ERROR")
+    elif r.status in (Status.SKIP, Status.XFAIL):
+        case.add_skipped_info(message=_xml_safe(f"{r.status.value}: {r.reason}"))
+    return case
+
+
+def write_junit(report: RunResult, path: Path, scenario_files: dict[str, str] | None = None) -> None:
+    """One testsuite per scenario, one testcase per cell; XFAIL and SKIP are skips with their reason."""
+    files = scenario_files or report.meta.get("scenario_files") or {}
+    suites = []
+    for scenario_id, ids in report.summary.scenarios.items():
+        results = report.cells(ids)
+        cases = [_case(report, r, files.get(scenario_id)) for r in results]
+        suite = TestSuite(scenario_id, cases, timestamp=report.meta.get("started_at"), file=files.get(scenario_id))
+        suites.append(suite)
+    xml = to_xml_report_string(suites, prettyprint=True, encoding="utf-8")
+    path.write_text(xml, encoding="utf-8")

@@ -11,51 +11,80 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
+from . import catalogue
 from . import cells as cellmod
 from .broker import BrokerEndpoint, run_vhost
-from .cells import ERROR, FAIL, PASS, SKIP, XFAIL, XPASS, Cell, CellResult
+from .cells import Cell
 from .engine import RunContext, run_cell
-from .errors import PeerError
-from .known_failures import KnownFailure, match_known
+from .errors import BrokerError, PeerError
+from .known_failures import KnownFailure
+from .management import Management
 from .manifests import Manifest, PeerSpec
-from .peer_process import PeerProcess
+from .model import BrokerInfo, CellResult, PeerStatus, RunResult, Status
+from .peer_client import PeerClient
 from .scenarios import Scenario
+from .sharding import Shard, select as shard_select
+from . import suite_info
+from .verdict import rerun_line, verdict
 
 BUILD_BOUND_S = 900
+# Kept for callers of the old names: the result model lives in acemq_interop.model.
+RunReport = RunResult
+__all__ = ["RunOptions", "Runner", "RunReport", "RunResult", "PeerStatus", "build_peer", "broker_info"]
 
 
 @dataclass
-class PeerStatus:
-    name: str
-    language: str
-    build_s: float | None = None
-    startup_s: float | None = None
-    hello: dict = field(default_factory=dict)
-    unavailable: str | None = None  # why its cells SKIP (toolchain) or ERROR (build/start failed)
-    broken: bool = False
+class RunOptions:
+    """Everything a run is asked to do: built by the CLI (from its flags) and by the tests."""
 
-
-@dataclass
-class RunReport:
-    results: list[CellResult]
-    peers: dict[str, PeerStatus]
+    manifests: dict[str, Manifest]
     specs: list[PeerSpec]
-    broker: str
-    duration_s: float
-    started_at: str
-    log_dir: Path
-    vhost: str = ""
+    scenarios: list[Scenario]
+    known: list[KnownFailure] = field(default_factory=list)
+    broker_url: str | None = None  # as given with --broker (for rerun lines); None: a private node
+    endpoint: BrokerEndpoint | None = None
+    concurrency: int = 4
+    build: bool = True
+    log: Callable[[str], None] = print
+    only_cells: list[str] | None = None
+    diagonal: bool = False
+    op_bound_s: float = 20.0
+    in_docker: bool = False
+    out_dir: Path | None = None  # peer logs go to out_dir/logs (a temporary folder without one)
+    shard: Shard | None = None
+    durations: dict[str, float] = field(default_factory=dict)  # cell id -> seconds, from an earlier run
+    command: list[str] = field(default_factory=list)  # the command line, credentials redacted
+    rerun_flags: list[str] = field(default_factory=list)  # flags that shaped the run, repeated in rerun lines
 
-    def count(self, status: str) -> int:
-        return sum(1 for r in self.results if r.status == status)
 
-    @property
-    def ok(self) -> bool:
-        return not any(r.status in cellmod.BAD_STATUSES for r in self.results)
+def broker_info(endpoint: BrokerEndpoint, private: bool, management: Management) -> BrokerInfo:
+    """The broker's label and, when its management API tells, its product and versions."""
+    label = "private node (rabbitmq-server)" if private else f"{endpoint.host}:{endpoint.port}"
+    try:
+        overview = management.overview()
+    except BrokerError:
+        overview = {}
+    return BrokerInfo(label, overview.get("product_name") or ("RabbitMQ" if overview else None),
+                      overview.get("product_version") or overview.get("rabbitmq_version"), overview.get("erlang_version"))
+
+
+def image_with_digest(image: str | None) -> str | None:
+    """`IMAGE@sha256:...`: the report names exactly which image ran (its local id when it has no registry digest)."""
+    if not image or shutil.which("docker") is None:
+        return image
+    try:
+        done = subprocess.run(["docker", "image", "inspect", "--format", "{{if .RepoDigests}}{{index .RepoDigests 0}}{{else}}{{.Id}}{{end}}", image],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return image
+    digest = done.stdout.strip()
+    if done.returncode != 0 or not digest:
+        return image
+    return digest if "@" in digest else f"{image}@{digest}"
 
 
 def build_peer(manifest: Manifest, log: Callable[[str], None]) -> tuple[float, str | None]:
@@ -78,61 +107,79 @@ def build_peer(manifest: Manifest, log: Callable[[str], None]) -> tuple[float, s
 
 
 class Runner:
-    def __init__(
-        self,
-        manifests: dict[str, Manifest],
-        specs: list[PeerSpec],
-        scenarios: list[Scenario],
-        known: list[KnownFailure],
-        broker_url: str | None,
-        endpoint: BrokerEndpoint | None,
-        concurrency: int,
-        build: bool,
-        log: Callable[[str], None],
-        only_cells: list[str] | None = None,
-        diagonal: bool = False,
-        op_bound_s: float = 20.0,
-        in_docker: bool = False,
-    ):
-        self.manifests = manifests
-        self.specs = specs
-        self.scenarios = scenarios
-        self.known = known
-        self.endpoint = endpoint
-        self.broker_url = broker_url
-        self.concurrency = concurrency
-        self.build = build
-        self.log = log
-        self.only_cells = only_cells
-        self.diagonal = diagonal
-        self.op_bound_s = op_bound_s
-        self.in_docker = in_docker
+    def __init__(self, options: RunOptions):
+        self.options = options
+        self.log = options.log
 
-    def run(self) -> RunReport:
+    def run(self) -> RunResult:
+        o = self.options
         started = time.monotonic()
         started_at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-        log_dir = Path(tempfile.mkdtemp(prefix="acemq-interop-logs-"))
-        with run_vhost(self.endpoint, self.log) as (endpoint, management, vhost):
-            processes: dict[str, PeerProcess] = {}
+        started_iso = suite_info.now_iso()
+        if o.out_dir is not None:
+            log_dir = o.out_dir / "logs"
+            shutil.rmtree(log_dir, ignore_errors=True)  # logs of this run only, never an old one's
+            log_dir.mkdir(parents=True, exist_ok=True)
+        else:
+            log_dir = Path(tempfile.mkdtemp(prefix="acemq-interop-logs-"))
+        self.cells_s = 0.0
+        with run_vhost(o.endpoint, self.log) as (endpoint, management, vhost):
+            clients: dict[str, PeerClient] = {}
             try:
+                broker = broker_info(endpoint, o.endpoint is None, management)
                 amqp_url = endpoint.amqp_url(vhost)
-                statuses = self._start_peers(amqp_url, processes, log_dir)
-                ctx = RunContext(amqp_url=amqp_url, vhost=vhost, management=management, peers=processes, op_bound_s=self.op_bound_s)
+                statuses = self._start_peers(amqp_url, clients, log_dir)
+                ctx = RunContext(amqp_url=amqp_url, vhost=vhost, management=management, peers=dict(clients),
+                                 op_bound_s=o.op_bound_s, broker=broker.label)
                 results = self._run_cells(ctx, statuses)
             finally:
-                for process in processes.values():
-                    process.shutdown()
-        broker = "private node (rabbitmq-server)" if self.endpoint is None else f"{endpoint.host}:{endpoint.port}"
-        return RunReport(results, statuses, self.specs, broker, time.monotonic() - started, started_at, log_dir, vhost)
+                for client in clients.values():
+                    client.shutdown()
+        meta = {
+            "suite": suite_info.suite(),
+            "command": o.command,
+            "started_at": started_iso,
+            "finished_at": suite_info.now_iso(),
+            "cells_s": round(self.cells_s, 1),
+            "selection": self.selection(),
+            "shard": o.shard.label if o.shard else None,
+            "scenario_files": {sc.id: suite_info.relative(sc.path) for sc in o.scenarios},
+            "images": {name: image_with_digest(m.image or m.docker.get("image")) for name, m in o.manifests.items()
+                       if (o.in_docker or m.image) and name in {s.name for s in o.specs}},
+        }
+        return RunResult(results, statuses, [s.label for s in o.specs], [broker], time.monotonic() - started,
+                         started_at, str(log_dir), vhost, meta)
 
-    def _start_peers(self, amqp_url: str, processes: dict[str, PeerProcess], log_dir: Path) -> dict[str, PeerStatus]:
+    def selection(self) -> dict[str, object]:
+        """What was asked for, less the shard: shards of one selection can be merged."""
+        o = self.options
+        return {"peers": [s.label for s in o.specs], "scenarios": [sc.id for sc in o.scenarios],
+                "diagonal": o.diagonal, "cells": sorted(o.only_cells) if o.only_cells else None,
+                "shards": o.shard.total if o.shard else 1}
+
+    def planned(self) -> list[Cell]:
+        """This run's cells (its shard's, with --shard), in plan order."""
+        o = self.options
+        planned = cellmod.plan(o.scenarios, o.specs, o.diagonal)
+        if o.only_cells:
+            planned = [c for c in planned if c.id in o.only_cells]
+        if o.shard:
+            planned = shard_select(planned, o.shard, key=lambda c: c.id, cost=self.cost)
+        return planned
+
+    def cost(self, cell: Cell) -> float:
+        """Seconds a cell is expected to take: an earlier run's figure, else the scenario's estimate."""
+        return self.options.durations.get(cell.id, cell.scenario.estimate_s)
+
+    def _start_peers(self, amqp_url: str, clients: dict[str, PeerClient], log_dir: Path) -> dict[str, PeerStatus]:
+        o = self.options
         statuses: dict[str, PeerStatus] = {}
-        names = sorted({spec.name for spec in self.specs})
+        names = sorted({spec.name for spec in o.specs})
         for name in names:
-            manifest = self.manifests[name]
+            manifest = o.manifests[name]
             status = PeerStatus(name, manifest.language)
             statuses[name] = status
-            if self.in_docker:
+            if o.in_docker:
                 missing = [] if shutil.which("docker") else ["docker"]
             else:
                 missing = manifest.missing_tools()
@@ -140,7 +187,7 @@ class Runner:
                 status.unavailable = f"toolchain missing: {', '.join(missing)} not on PATH (see peers/{manifest.folder.name}/README.md)"
                 self.log(f"peer {name}: SKIP, {status.unavailable}")
                 continue
-            if self.build and manifest.build and not self.in_docker:
+            if o.build and manifest.build and not o.in_docker:
                 status.build_s, failure = build_peer(manifest, self.log)
                 if failure:
                     status.unavailable, status.broken = failure, True
@@ -150,14 +197,21 @@ class Runner:
         def start(name: str) -> None:
             status = statuses[name]
             try:
-                process = PeerProcess(self.manifests[name], log_dir, self.in_docker)
-                processes[name] = process
-                status.hello = process.handshake(amqp_url, max(60.0, self.op_bound_s))
-                status.startup_s = process.startup_s
+                client = PeerClient.launch(o.manifests[name], log_dir, o.in_docker, o.op_bound_s)
+                clients[name] = client
+                status.hello = client.handshake(amqp_url, max(60.0, o.op_bound_s))
+                status.startup_s = client.startup_s
                 self.log(f"peer {name}: {status.hello.get('binding')} on {status.hello.get('client')}, ready in {status.startup_s:.2f}s")
             except PeerError as exc:
                 status.unavailable, status.broken = str(exc), True
                 self.log(f"peer {name}: {exc}")
+                return
+            # The offer is checked against the catalogue: an unknown mutant or profile is a
+            # peer out of step with the suite, and every cell of it is an ERROR saying why.
+            problems = catalogue.check_offer(name, status.hello)
+            if problems:
+                status.unavailable, status.broken = f"its hello does not match the catalogue: {'; '.join(problems)}", True
+                self.log(f"peer {name}: {status.unavailable}")
 
         threads = [threading.Thread(target=start, args=(n,)) for n in names if statuses[n].unavailable is None]
         for thread in threads:
@@ -167,21 +221,21 @@ class Runner:
         return statuses
 
     def _run_cells(self, ctx: RunContext, statuses: dict[str, PeerStatus]) -> list[CellResult]:
-        planned = cellmod.plan(self.scenarios, self.specs, self.diagonal)
-        if self.only_cells:
-            planned = [c for c in planned if c.id in self.only_cells]
+        o = self.options
+        planned = self.planned()
         hellos = {name: s.hello for name, s in statuses.items()}
         results: list[CellResult] = []
         runnable: list[tuple[int, Cell]] = []
         for index, cell in enumerate(planned):
             broken = next((statuses[s.name] for s in cell.specs() if statuses[s.name].broken), None)
             if broken is not None:
-                results.append(self._finish(CellResult(cell, ERROR, message=f"peer {broken.name}: {broken.unavailable}")))
+                results.append(self._finish(cellmod.result_of(cell, Status.ERROR, ctx.broker,
+                                                              message=f"peer {broken.name}: {broken.unavailable}")))
                 continue
             unavailable = {n: s.unavailable for n, s in statuses.items() if s.unavailable}
             reason = cellmod.skip_reason(cell, hellos, unavailable)
             if reason:
-                results.append(self._finish(CellResult(cell, SKIP, reason=reason)))
+                results.append(self._finish(cellmod.result_of(cell, Status.SKIP, ctx.broker, reason=reason)))
                 continue
             runnable.append((index, cell))
         total = len(planned)
@@ -192,11 +246,15 @@ class Runner:
             result = self._finish(run_cell(cell, f"c{index:04d}", ctx))
             with lock:
                 done[0] += 1
-                detail = f" {result.rule}: {result.message}" if result.status == FAIL else (f" {result.message.splitlines()[0]}" if result.status == ERROR else "")
-                self.log(f"[{done[0]}/{total}] {result.status:<5} {cell.id} ({result.duration_s:.1f}s){detail}")
+                detail = f" {result.rule}: {result.message}" if result.status == Status.FAIL else (f" {result.message.splitlines()[0]}" if result.status == Status.ERROR else "")
+                self.log(f"[{done[0]}/{total}] {result.status:<5} {result.id} ({result.duration_s:.1f}s){detail}")
             return result
 
-        pool = ThreadPoolExecutor(max_workers=self.concurrency)
+        # Longest first: the cells that mostly wait on timers start while the short ones fill
+        # the gaps, so the run is not left waiting on a long cell started last.
+        runnable.sort(key=lambda item: (-self.cost(item[1]), item[0]))
+        cells_started = time.monotonic()
+        pool = ThreadPoolExecutor(max_workers=o.concurrency)
         try:
             futures = [pool.submit(one, index, cell) for index, cell in runnable]
             for future in as_completed(futures):
@@ -209,23 +267,12 @@ class Runner:
             raise
         finally:
             pool.shutdown(wait=True)
+            self.cells_s = time.monotonic() - cells_started
         order = {cell.id: i for i, cell in enumerate(planned)}
-        return sorted(results, key=lambda r: order[r.cell.id])
+        return sorted(results, key=lambda r: order[r.id])
 
     def _finish(self, result: CellResult) -> CellResult:
-        """Apply the known-failures list and attach the one-line rerun command."""
-        known = match_known(result.cell.id, self.known)
-        if known is not None:
-            if result.status == FAIL and known.rule and result.rule != known.rule:
-                result.reason = f"listed as a known failure of {known.rule} in {known.source}, but it broke {result.rule}"
-            elif result.status in (FAIL, ERROR) and not (known.rule and result.status == ERROR):
-                result.reason = f"{known.reason} ({known.link})" if known.link else known.reason
-                result.status = XFAIL
-            elif result.status == PASS:
-                result.status = XPASS
-                result.reason = f"listed as a known failure in {known.source} but passed: remove the entry ({known.reason})"
-        peers = ",".join(sorted({s.label for s in result.cell.specs()}))
-        broker = f" --broker {self.broker_url}" if self.broker_url else ""
-        result.rerun = f"acemq-interop run --peers {peers} --cell '{result.cell.id}'{broker}"
-        return result
-
+        """The raw result with its final status (the known-failure verdict) and its rerun line."""
+        final = verdict(result.id, result.status, result.rule, self.options.known)
+        return replace(result, status=final.status, reason=result.reason if final.reason is None else final.reason,
+                       rerun=rerun_line(result.peers, result.id, self.options.broker_url, self.options.rerun_flags))

@@ -17,12 +17,11 @@ import yaml
 from . import catalogue as spec
 from .errors import UsageError
 from .paths import SCENARIOS_DIR
+from .steps import STEP_KINDS, scenario_schema, _uses_of
 
 SCENARIO_DIR = SCENARIOS_DIR
+# Generated from the step registry (acemq_interop/steps.py) for editors; the loader uses the registry's.
 SCHEMA_PATH = SCENARIO_DIR / "scenario.schema.json"
-
-# What each step asks of the peer filling a role: a role without the capability is SKIPped.
-_CAPABILITY_OF_STEP = {"responder": "respond", "requester": "request"}
 
 
 @dataclass(frozen=True)
@@ -37,6 +36,23 @@ class Scenario:
     catches: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     needs: dict[str, frozenset[str]] = field(default_factory=dict)  # role -> capabilities
+
+    @property
+    def estimate_s(self) -> float:
+        """How long a cell of this scenario takes, roughly, from the waits its steps name.
+
+        Used to start long cells first and to balance shards when no earlier run's
+        durations are given; it never decides a result.
+        """
+        def waits(value: Any) -> float:
+            if isinstance(value, dict):
+                return sum(float(v) / 1000 if k.endswith("_ms") and isinstance(v, (int, float)) and not isinstance(v, bool)
+                           else waits(v) for k, v in value.items())
+            if isinstance(value, list):
+                return sum(waits(v) for v in value)
+            return 0.0
+
+        return 0.1 + waits(list(self.steps))
 
     @property
     def peer_roles(self) -> list[str]:
@@ -59,7 +75,7 @@ class Scenario:
 
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema.protocols.Validator:
-    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    schema = scenario_schema()
     return jsonschema.validators.validator_for(schema)(schema)
 
 
@@ -79,16 +95,19 @@ def _line_of(node: yaml.Node, path: list[Any]) -> int:
 
 
 def _needs(roles: dict[str, str], steps: list[dict[str, Any]]) -> dict[str, frozenset[str]]:
+    """What each role's peer must offer, from the capability of each step kind (a role without it SKIPs)."""
     needs: dict[str, set[str]] = {role: set() for role in roles}
-    requester_role: dict[str, str] = {}
+    role_of: dict[str, str] = {}  # a name bound by a step with a role -> that role
     for step in steps:
-        (kind, args), = step.items()
-        if kind in _CAPABILITY_OF_STEP:
-            needs[args["role"]].add(_CAPABILITY_OF_STEP[kind])
-            if kind == "requester":
-                requester_role[args["as"]] = args["role"]
-        elif kind == "gather" and args["requester"] in requester_role:
-            needs[requester_role[args["requester"]]].add("gather")
+        (name, args), = step.items()
+        kind = STEP_KINDS[name]
+        role = args.get("role") if kind.role else None
+        if kind.capability_via:
+            role = role_of.get(args.get(kind.capability_via))
+        if kind.capability and role is not None:
+            needs[role].add(kind.capability)
+        if kind.role and kind.binds:
+            role_of[args["as"]] = args["role"]
     return {role: frozenset(caps) for role, caps in needs.items()}
 
 
@@ -110,32 +129,31 @@ def _check_semantics(data: dict[str, Any], root: yaml.Node, where: Path) -> None
             fail(["catches", i], f"mutant '{mutant}' breaks {known_mutants[mutant].rule}, which this scenario does not list in rules")
     bound: set[str] = set()
     for i, step in enumerate(data["steps"]):
-        (kind, args), = step.items()
-        if isinstance(args, dict):
-            role = args.get("role")
-            if role is not None and role not in data["roles"]:
-                fail(["steps", i, kind, "role"], f"role '{role}' is not declared in roles ({', '.join(data['roles'])})")
-            if role is not None and data["roles"][role] == "probe":
-                fail(["steps", i, kind, "role"], f"role '{role}' is played by the probe; use probe_* steps for it")
-            for ref in ("requester", "of"):
-                if kind in ("request", "gather", "counters", "wait_event") and ref in args and args[ref] not in bound:
-                    fail(["steps", i, kind, ref], f"'{args[ref]}' is used before a step names it with as:")
-            rule = args.get("rule")
-            if rule is not None and rule not in data["rules"]:
-                fail(["steps", i, kind, "rule"], f"step checks {rule}, which is not in this scenario's rules")
-            if "as" in args:
-                bound.add(args["as"])
-        if kind == "expect":
+        (name, args), = step.items()
+        kind = STEP_KINDS[name]
+        at = ["steps", i, name]
+        if kind.role:
+            role = args["role"]
+            if role not in data["roles"]:
+                fail([*at, "role"], f"role '{role}' is not declared in roles ({', '.join(data['roles'])})")
+            if data["roles"][role] == "probe":
+                fail([*at, "role"], f"role '{role}' is played by the probe; use probe_* steps for it")
+        for path, used in _uses_of(kind, args):
+            if used not in bound:
+                if path:
+                    fail([*at, *path], f"'{used}' is used before a step names it with as:")
+                fail(at, f"'{used}' is not named by an earlier step (as:)")
+        if kind.asserts == "rule" and args.get("rule") is not None and args["rule"] not in data["rules"]:
+            fail([*at, "rule"], f"step checks {args['rule']}, which is not in this scenario's rules")
+        if kind.asserts == "expectations":
             for j, expectation in enumerate(args):
                 if expectation["rule"] not in data["rules"]:
-                    fail(["steps", i, kind, j, "rule"], f"expectation checks {expectation['rule']}, which is not in this scenario's rules")
+                    fail([*at, j, "rule"], f"expectation checks {expectation['rule']}, which is not in this scenario's rules")
                 head = expectation["that"].split(".")[0]
                 if head not in bound:
-                    fail(["steps", i, kind, j, "that"], f"'{head}' is not named by an earlier step (as:)")
-        if kind in ("await", "stop_responder", "close_requester"):
-            for name in args if isinstance(args, list) else [args]:
-                if name not in bound:
-                    fail(["steps", i, kind], f"'{name}' is not named by an earlier step (as:)")
+                    fail([*at, j, "that"], f"'{head}' is not named by an earlier step (as:)")
+        if kind.binds and isinstance(args, dict) and "as" in args:
+            bound.add(args["as"])
 
 
 def load_file(path: Path) -> Scenario:
@@ -191,7 +209,12 @@ def select(scenarios: list[Scenario], patterns: list[str] | None) -> list[Scenar
         return scenarios
     import fnmatch
 
-    chosen = [s for s in scenarios if any(fnmatch.fnmatchcase(s.id, p) for p in patterns)]
-    if not chosen:
-        raise UsageError(f"no scenario id matches {', '.join(patterns)} (see `acemq-interop list`)")
-    return chosen
+    patterns = [p.strip() for p in patterns if p.strip()]
+    if not patterns:
+        raise UsageError("--scenarios is empty: give scenario id globs, e.g. --scenarios 'rr-pair-*'")
+    # Every pattern must match: a typo in one of several would otherwise narrow a run silently.
+    unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(s.id, p) for s in scenarios)]
+    if unmatched:
+        raise UsageError(f"no scenario id matches {', '.join(repr(p) for p in unmatched)}; "
+                         f"scenario ids: {', '.join(s.id for s in scenarios)}")
+    return [s for s in scenarios if any(fnmatch.fnmatchcase(s.id, p) for p in patterns)]

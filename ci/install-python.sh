@@ -6,7 +6,7 @@ set -eu
 
 ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 . "$ROOT/ci/apt.sh"
-apt_install python3-pika python3-yaml python3-jsonschema python3-pytest python3-rich python3-jinja2 python3-venv python3-setuptools
+apt_install python3-pika python3-yaml python3-jsonschema python3-pytest python3-rich python3-jinja2 python3-venv python3-setuptools python3-junit.xml python3-junitparser
 
 if [ ! -x "$ROOT/.venv/bin/python" ]; then
     /usr/bin/python3 -m venv --system-site-packages "$ROOT/.venv"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from acemq_interop import known_failures, scenarios
 from acemq_interop.broker import BrokerEndpoint
-from acemq_interop.cells import CellResult
+from acemq_interop.model import CellResult, RunResult
 from acemq_interop.manifests import Manifest, PeerSpec, discover, load_manifest
-from acemq_interop.runner import RunReport, Runner
+from acemq_interop.runner import RunOptions, Runner
 
 FIXTURE_PEERS = Path(__file__).parent / "fixtures" / "peers"
 
@@ -26,14 +26,14 @@ def run(
     manifests: dict[str, Manifest] | None = None,
     op_bound_s: float = 20.0,
     concurrency: int = 4,
-) -> RunReport:
+) -> RunResult:
     manifests = manifests or discover()
     specs = [PeerSpec.parse(p) for p in peers]
     chosen = scenarios.select(scenarios.load_all(), scenario_globs)
     known = known_failures.load([known_failures.DEFAULT_DIR]) if with_known_failures else []
-    runner = Runner(manifests, specs, chosen, known, None, broker, concurrency, build=True, log=log,
-                    diagonal=diagonal, op_bound_s=op_bound_s)
-    return runner.run()
+    options = RunOptions(manifests=manifests, specs=specs, scenarios=chosen, known=known, endpoint=broker,
+                         concurrency=concurrency, build=True, log=log, diagonal=diagonal, op_bound_s=op_bound_s)
+    return Runner(options).run()
 
 
 def fixture_manifest(name: str) -> dict[str, Manifest]:
@@ -43,4 +43,4 @@ def fixture_manifest(name: str) -> dict[str, Manifest]:
 
 
 def describe(results: list[CellResult]) -> str:
-    return "\n".join(f"{r.status} {r.cell.id} {r.rule or ''} {r.message[:300]}" for r in results)
+    return "\n".join(f"{r.status} {r.id} {r.rule or ''} {r.message[:300]}" for r in results)

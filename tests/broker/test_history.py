@@ -32,8 +32,7 @@ def history(broker):
 
 
 def pair(result) -> tuple[str, str]:
-    roles = result.cell.roles
-    return roles["requester"].label, roles["responder"].label
+    return result.roles["requester"], result.roles["responder"]
 
 
 def answer(result, name: str) -> dict:
@@ -42,7 +41,7 @@ def answer(result, name: str) -> dict:
 
 
 def cells(history, scenario: str) -> dict[tuple[str, str], object]:
-    return {pair(r): r for r in history.results if r.cell.scenario.id == scenario}
+    return {pair(r): r for r in history.results if r.scenario == scenario}
 
 
 def test_only_the_histories_incompatibilities_fail(history) -> None:

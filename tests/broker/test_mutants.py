@@ -13,7 +13,7 @@ import pytest
 
 from acemq_interop import catalogue as spec
 from acemq_interop.cells import FAIL, PASS
-from acemq_interop.manifests import discover
+from acemq_interop.manifests import PeerSpec, discover
 from acemq_interop.scenarios import load_all
 from support import describe, run
 
@@ -36,12 +36,12 @@ def test_every_mutant_is_caught_by_its_scenarios_and_only_where_its_rule_is_chec
     assert offered == set(mutants), f"{peer} must offer every catalogue mutant; missing {set(mutants) - offered}"
     by_mutant = defaultdict(list)
     for result in report.results:
-        by_mutant[result.cell.specs()[0].mutant].append(result)
+        by_mutant[PeerSpec.parse(result.peers[0]).mutant].append(result)
     problems = []
     for mutant in mutants:
         results = by_mutant[mutant]
         rule = spec.mutants()[mutant].rule
-        failed = {r.cell.scenario.id for r in results if r.status == FAIL}
+        failed = {r.scenario for r in results if r.status == FAIL}
         others = [r for r in results if r.status not in (PASS, FAIL)]
         missed = CAUGHT_BY[mutant] - failed
         stray = failed - CHECKING[rule]

@@ -33,6 +33,15 @@ def test_a_broken_peer_gives_error_cells_with_the_reason(broker, mode: str, word
     assert mode != "crash" or crashed, "the peer's stderr tail is kept for the report"
 
 
+def test_a_peer_offering_what_the_catalogue_lacks_gives_error_cells_with_the_reason(broker) -> None:
+    report = run(broker, ["broken-offer"], ["rr-responder-native-only", "rr-pair-round-trip"],
+                 manifests=fixture_manifest("offer"), op_bound_s=3.0)
+    assert [r.status for r in report.results] == [ERROR, ERROR], describe(report.results)
+    for r in report.results:
+        assert "offers mutant 'made-up', which the catalogue does not have" in r.message, r.message
+        assert "offers profile '9.9.9', which the catalogue does not have" in r.message, r.message
+
+
 def test_nothing_is_left_on_the_broker_after_a_run(broker) -> None:
     report = run(broker, ["python"], ["rr-pair-round-trip", "rr-responder-failure-reply", "sg-pair-publish-shortfall"])
     assert report.ok, describe(report.results)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from acemq_interop.assertions import check, lookup, render, is_missing
+from acemq_interop.errors import TemplateError
 
 VARS = {
     "call": {"outcome": "reply", "reply": {"seen": {"headers": ["a", "x-custom"]}}},
@@ -22,7 +23,7 @@ def test_lookup_walks_dicts_lists_and_stars() -> None:
 def test_render_keeps_the_raw_value_of_a_whole_template() -> None:
     assert render("${g.replies}", VARS) == VARS["g"]["replies"]
     assert render("to ${q.reply_queue}!", VARS) == "to amq.gen-1!"
-    with pytest.raises(KeyError):
+    with pytest.raises(TemplateError):
         render("${nothing.here}", VARS)
 
 

@@ -1,0 +1,288 @@
+"""The result of a run as plain data: statuses, cells, peers, brokers, and the summaries.
+
+The bottom floor of the harness: this module imports nothing of it but the catalogue
+(for rule titles). The runner builds a `RunResult`; every report (console, JSON, JUnit,
+HTML, Markdown) renders it, and none regroups the cells: the pair matrix, the per-peer
+table, the per-rule table, the status counts and the non-PASS list are computed once, here,
+when the result is made.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Iterable
+
+
+class Status(str, Enum):
+    """A cell's final status. A `str`, so `Status.PASS == "PASS"` and JSON shows the name."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"
+    ERROR = "ERROR"
+    SKIP = "SKIP"
+    XFAIL = "XFAIL"
+    XPASS = "XPASS"
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+    @property
+    def bad(self) -> bool:
+        """Fails the run: a FAIL, an ERROR, or a known failure that passed."""
+        return self in BAD_STATUSES
+
+
+BAD_STATUSES = frozenset({Status.FAIL, Status.ERROR, Status.XPASS})
+# The order statuses are counted in (console, JSON) and the order a group's worst is taken in.
+COUNT_ORDER = (Status.PASS, Status.FAIL, Status.ERROR, Status.SKIP, Status.XFAIL, Status.XPASS)
+WORST_FIRST = (Status.XPASS, Status.ERROR, Status.FAIL, Status.XFAIL, Status.SKIP, Status.PASS)
+# The matrices a scenario's cells land in (Scenario.matrix), with the per-peer table's titles.
+MATRIX_COLUMNS = (
+    ("requesters", "as requester vs probe"),
+    ("responders", "as responder vs probe"),
+    ("pairs", "in pairs (either role)"),
+    ("mixed", "mixed gathers"),
+    ("other", "other"),
+)
+PROBE = "probe"
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """The broker a cell ran on: `label` is what reports and cells call it."""
+
+    label: str
+    product: str | None = None
+    version: str | None = None
+    erlang: str | None = None
+
+    @property
+    def description(self) -> str:
+        what = " ".join(p for p in (self.product, self.version) if p)
+        extra = ", ".join(p for p in (what, f"Erlang {self.erlang}" if self.erlang else "") if p)
+        return f"{self.label} ({extra})" if extra else self.label
+
+
+@dataclass
+class PeerStatus:
+    """One peer process of a run: its build, its start-up, its `hello`, or why it is unavailable."""
+
+    name: str
+    language: str
+    build_s: float | None = None
+    startup_s: float | None = None
+    hello: dict[str, Any] = field(default_factory=dict)
+    unavailable: str | None = None  # why its cells SKIP (toolchain) or ERROR (build/start/offer failed)
+    broken: bool = False
+
+
+@dataclass
+class CellResult:
+    """One cell's result, with what describes the cell as plain data.
+
+    `roles` maps each role to the label of the peer spec playing it, the list of labels of
+    an `all-peers` role, or "probe". `peers` is every spec label of the cell, in role order.
+    """
+
+    id: str
+    scenario: str
+    title: str
+    matrix: str
+    rules: tuple[str, ...]
+    roles: dict[str, Any]
+    peers: tuple[str, ...]
+    status: Status
+    broker: str = ""
+    duration_s: float = 0.0
+    rule: str | None = None  # the rule a FAIL broke
+    message: str = ""
+    expected: Any = None
+    observed: Any = None
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    stderr: dict[str, str] = field(default_factory=dict)
+    reason: str = ""  # why SKIP / XFAIL / XPASS
+    rerun: str = ""
+
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)
+
+    @property
+    def peer_labels(self) -> list[str]:
+        """Distinct spec labels, in order (a peer playing two roles counts once)."""
+        return list(dict.fromkeys(self.peers))
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Statuses of a group of cells, and the ids of the cells, in run order."""
+
+    cells: tuple[str, ...]
+    by_status: dict[Status, int]
+
+    @property
+    def total(self) -> int:
+        return len(self.cells)
+
+    @property
+    def passed(self) -> int:
+        return self.by_status.get(Status.PASS, 0)
+
+    @property
+    def worst(self) -> Status | None:
+        return next((s for s in WORST_FIRST if self.by_status.get(s)), None)
+
+    @property
+    def text(self) -> str:
+        """`7/7` when all pass; otherwise the pass count and the non-pass statuses."""
+        extra = [f"{self.by_status[s]} {s}" for s in (Status.FAIL, Status.ERROR, Status.XPASS, Status.XFAIL, Status.SKIP)
+                 if self.by_status.get(s)]
+        return f"{self.passed}/{self.total}" + (" " + " ".join(extra) if extra else "")
+
+
+def counts_of(results: Iterable[CellResult]) -> Counts:
+    chosen = list(results)
+    by_status: dict[Status, int] = defaultdict(int)
+    for r in chosen:
+        by_status[r.status] += 1
+    return Counts(tuple(r.id for r in chosen), dict(by_status))
+
+
+@dataclass(frozen=True)
+class PairMatrix:
+    """Requester (rows) x responder (columns) over the `pairs` scenarios of one broker."""
+
+    broker: str
+    labels: tuple[str, ...]
+    cells: dict[tuple[str, str], Counts]  # (requester, responder) -> counts; absent: no cell
+
+
+@dataclass(frozen=True)
+class PeerRow:
+    """One peer spec's line of the per-peer conformance table: matrix -> counts."""
+
+    label: str
+    columns: dict[str, Counts]
+
+
+@dataclass(frozen=True)
+class RuleRow:
+    rule: str
+    title: str
+    checked_by: tuple[str, ...]  # scenario ids, in run order
+    failing: tuple[str, ...]  # ids of the cells whose FAIL broke this rule
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Everything a report shows besides the cells themselves, computed once."""
+
+    status_counts: dict[Status, int]
+    pair_matrices: tuple[PairMatrix, ...]  # one per broker with pair cells
+    peer_columns: tuple[tuple[str, str], ...]  # (matrix, title) of the columns in use
+    peer_rows: tuple[PeerRow, ...]
+    rules: tuple[RuleRow, ...]
+    scenarios: dict[str, tuple[str, ...]]  # scenario id -> its cell ids, in run order
+    non_pass: tuple[str, ...]  # every cell not PASS, in run order
+    problems: tuple[str, ...]  # FAIL, ERROR and XPASS cells: they fail the run
+    xfails: tuple[str, ...]
+
+
+def summarise(results: list[CellResult], labels: list[str], brokers: list[str],
+              rule_titles: dict[str, str]) -> Summary:
+    status_counts = {s: n for s, n in counts_of(results).by_status.items()}
+    matrices = []
+    for broker in brokers:
+        by_pair: dict[tuple[str, str], list[CellResult]] = defaultdict(list)
+        for r in results:
+            if r.matrix == "pairs" and r.broker == broker:
+                by_pair[(r.roles["requester"], r.roles["responder"])].append(r)
+        if by_pair:
+            matrices.append(PairMatrix(broker, tuple(labels), {k: counts_of(v) for k, v in by_pair.items()}))
+    by_peer: dict[str, dict[str, list[CellResult]]] = defaultdict(lambda: defaultdict(list))
+    for r in results:
+        for label in r.peer_labels:
+            by_peer[label][r.matrix].append(r)
+    used = tuple(c for c in MATRIX_COLUMNS if any(by_peer[label].get(c[0]) for label in labels))
+    rows = tuple(PeerRow(label, {key: counts_of(by_peer[label][key]) for key, _ in used if by_peer[label].get(key)})
+                 for label in labels)
+    scenarios: dict[str, list[str]] = defaultdict(list)
+    checked_by: dict[str, list[str]] = defaultdict(list)
+    failing: dict[str, list[str]] = defaultdict(list)
+    for r in results:
+        if r.scenario not in scenarios:
+            for rule in r.rules:
+                checked_by[rule].append(r.scenario)
+        scenarios[r.scenario].append(r.id)
+        if r.status == Status.FAIL and r.rule:
+            failing[_rule_of(r.rule)].append(r.id)
+    rules = tuple(RuleRow(rid, title, tuple(checked_by.get(rid, ())), tuple(failing.get(rid, ())))
+                  for rid, title in rule_titles.items())
+    return Summary(
+        status_counts=status_counts,
+        pair_matrices=tuple(matrices),
+        peer_columns=used,
+        peer_rows=rows,
+        rules=rules,
+        scenarios={k: tuple(v) for k, v in scenarios.items()},
+        non_pass=tuple(r.id for r in results if r.status != Status.PASS),
+        problems=tuple(r.id for r in results if r.status in BAD_STATUSES),
+        xfails=tuple(r.id for r in results if r.status == Status.XFAIL),
+    )
+
+
+def _rule_of(rule_or_clause: str) -> str:
+    return rule_or_clause.partition(".")[0]
+
+
+@dataclass
+class RunResult:
+    """A whole run: its cells, peers and brokers, and the summaries every report renders."""
+
+    results: list[CellResult]
+    peers: dict[str, PeerStatus]
+    labels: list[str]  # the selected peer specs' labels, in the order given
+    brokers: list[BrokerInfo]
+    duration_s: float
+    started_at: str
+    log_dir: str = ""
+    vhost: str = ""
+    # Facts about the run itself for results.json: suite version and commit, the command
+    # line (credentials redacted), ISO 8601 start and end, the selection and the shard.
+    meta: dict[str, Any] = field(default_factory=dict)
+    summary: Summary = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.summary = summarise(self.results, self.labels, [b.label for b in self.brokers], _rule_titles())
+        self._by_id = {r.id: r for r in self.results}
+
+    def cell(self, cell_id: str) -> CellResult:
+        return self._by_id[cell_id]
+
+    def cells(self, ids: Iterable[str]) -> list[CellResult]:
+        return [self._by_id[i] for i in ids]
+
+    def count(self, status: str) -> int:
+        return self.summary.status_counts.get(Status(status), 0)
+
+    @property
+    def broker(self) -> str:
+        """What the console's last line says the run was on."""
+        return ", ".join(b.label for b in self.brokers)
+
+    @property
+    def ok(self) -> bool:
+        return not self.summary.problems
+
+
+def mutant_coverage(hello: dict[str, Any], catalogue_mutants: Iterable[str]) -> dict[str, Any]:
+    """Which catalogue mutants a peer offers: a peer outside this suite may offer none."""
+    known = list(catalogue_mutants)
+    offered = [m for m in known if m in set(hello.get("mutants") or [])]
+    return {"offered": len(offered), "of": len(known), "missing": [m for m in known if m not in offered]}
+
+
+def _rule_titles() -> dict[str, str]:
+    from .catalogue import rules  # the one harness module the model may use
+
+    return rules()

@@ -1,0 +1,106 @@
+"""A binding's CI on the real broker: an out-of-tree peer certified with --peer-dir, a peer
+from an image beside the same peer run locally, shards that merge into the unsplit run, and
+`compare` telling a defective release from a clean one."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acemq_interop.paths import DATA_ROOT
+
+pytestmark = pytest.mark.broker
+
+PYTHON_PEER = DATA_ROOT / "peers" / "python"
+
+
+def cli(broker, *args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "acemq_interop", *args, "--broker", broker.amqp_url(""),
+            "--management-url", broker.mgmt_url]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def outside_copy(tmp: Path, name: str, *, defect: bool = False) -> Path:
+    """A copy of the Python peer kept outside this repository, renamed, offering no mutants.
+
+    With `defect`, its binding writes the reply address only natively: a realistic release
+    regression (RR-1), written into the copy's code, not a catalogue mutant.
+    """
+    folder = tmp / name
+    shutil.copytree(PYTHON_PEER, folder, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    adapter = folder / "acemq_peer.py"
+    text = adapter.read_text()
+    assert 'PEER = "python"' in text and '"mutants": table.mutants' in text
+    adapter.write_text(text.replace('PEER = "python"', f'PEER = "{name}"').replace('"mutants": table.mutants', '"mutants": []'))
+    if defect:
+        policy = folder / "acemq" / "_policy.py"
+        code = policy.read_text()
+        assert "write_header_address: bool = True" in code
+        policy.write_text(code.replace("write_header_address: bool = True", "write_header_address: bool = False"))
+    manifest = (folder / "peer.yaml").read_text().replace("name: python", f"name: {name}", 1)
+    manifest += f"\nenv: {{ACEMQ_CATALOGUE: {DATA_ROOT / 'catalogue' / 'catalogue.yaml'}}}\n"
+    (folder / "peer.yaml").write_text(manifest)
+    return folder
+
+
+def test_an_out_of_tree_peer_offering_no_mutants_is_certified_in_pairs(broker, tmp_path) -> None:
+    folder = outside_copy(tmp_path, "pyout")
+    out = tmp_path / "out"
+    done = cli(broker, "run", "--peer-dir", str(folder), "--peers", "pyout,python,go", "--scenarios", "rr-pair-*,rr-requester-*",
+               "--out", str(out))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert {c["status"] for c in results["cells"]} == {"PASS"}
+    assert any(c["roles"].get("requester") == "pyout" and c["roles"].get("responder") == "go" for c in results["cells"])
+    assert results["peers"]["pyout"]["mutants"]["offered"] == 0
+    assert results["peers"]["python"]["mutants"]["offered"] == results["peers"]["python"]["mutants"]["of"]
+    assert "pyout" in done.stdout and "mutants: none" in done.stdout
+    assert "mutants: none" in (out / "summary.md").read_text()
+    assert (out / "logs").is_dir() and any((out / "logs").iterdir())
+
+
+def test_shards_merge_into_the_same_cells_and_statuses_as_one_run(broker, tmp_path) -> None:
+    selection = ["--peers", "python,go", "--scenarios", "rr-pair-*,sg-gatherer-*"]
+    whole = cli(broker, "run", *selection, "--out", str(tmp_path / "whole"))
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    for k in (1, 2, 3):
+        shard = cli(broker, "run", *selection, "--shard", f"{k}/3", "--durations", str(tmp_path / "whole" / "results.json"),
+                    "--out", str(tmp_path / f"shard{k}"))
+        assert shard.returncode == 0, shard.stderr[-3000:]
+    merged = subprocess.run([sys.executable, "-m", "acemq_interop", "merge", *(str(tmp_path / f"shard{k}" / "results.json") for k in (1, 2, 3)),
+                             "--out", str(tmp_path / "merged")], capture_output=True, text=True, timeout=120)
+    assert merged.returncode == 0, merged.stderr
+    one = {c["id"]: c["status"] for c in json.loads((tmp_path / "whole" / "results.json").read_text())["cells"]}
+    joined = {c["id"]: c["status"] for c in json.loads((tmp_path / "merged" / "results.json").read_text())["cells"]}
+    assert joined == one
+    sizes = [len(json.loads((tmp_path / f"shard{k}" / "results.json").read_text())["cells"]) for k in (1, 2, 3)]
+    assert sum(sizes) == len(one) and min(sizes) > 0
+    # A shard given twice, or one missing, is refused.
+    again = subprocess.run([sys.executable, "-m", "acemq_interop", "merge", str(tmp_path / "shard1" / "results.json"),
+                            str(tmp_path / "shard1" / "results.json"), "--out", str(tmp_path / "bad")], capture_output=True, text=True, timeout=60)
+    assert again.returncode == 2 and "given twice" in again.stderr
+
+
+def test_compare_flags_a_defective_release_as_a_regression_and_two_clean_runs_as_none(broker, tmp_path) -> None:
+    selection = ["--peers", "rel,go", "--scenarios", "rr-pair-round-trip,rr-requester-writes-both-addresses,rr-pair-queue-types"]
+    clean, broken = tmp_path / "clean", tmp_path / "broken"
+    (clean / "peer").mkdir(parents=True)
+    (broken / "peer").mkdir(parents=True)
+    first = cli(broker, "run", "--peer-dir", str(outside_copy(clean / "peer", "rel")), *selection, "--out", str(clean / "out"))
+    second = cli(broker, "run", "--peer-dir", str(clean / "peer" / "rel"), *selection, "--out", str(clean / "out2"))
+    defect = cli(broker, "run", "--peer-dir", str(outside_copy(broken / "peer", "rel", defect=True)), *selection,
+                 "--out", str(broken / "out"))
+    assert first.returncode == 0 and second.returncode == 0, first.stderr[-2000:] + second.stderr[-2000:]
+    assert defect.returncode == 1, defect.stdout[-2000:]
+    same = subprocess.run([sys.executable, "-m", "acemq_interop", "compare", str(clean / "out" / "results.json"),
+                           str(clean / "out2" / "results.json")], capture_output=True, text=True, timeout=60)
+    assert same.returncode == 0 and "no regression" in same.stdout, same.stdout
+    worse = subprocess.run([sys.executable, "-m", "acemq_interop", "compare", str(clean / "out" / "results.json"),
+                            str(broken / "out" / "results.json")], capture_output=True, text=True, timeout=60)
+    assert worse.returncode == 1 and "REGRESSION" in worse.stdout, worse.stdout
+    assert "rr-requester-writes-both-addresses[requester=rel]: PASS -> FAIL RR-1" in worse.stdout

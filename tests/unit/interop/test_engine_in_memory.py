@@ -1,0 +1,161 @@
+"""The engine and the verdict over in-memory peers: steps, names, FAIL/ERROR, cleanup, known failures.
+
+Pure logic only; what a real binding does on the wire is tested on the broker (tests/broker).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from acemq_interop import cells
+from acemq_interop.engine import RunContext, run_cell
+from acemq_interop.known_failures import KnownFailure
+from acemq_interop.manifests import PeerSpec
+from acemq_interop.model import Status
+from acemq_interop.runner import RunOptions, Runner
+from acemq_interop.scenarios import load_all, load_file
+from fake_peers import FakeBroker, FakeManagement, FakePeer, Hellos, no_probe
+
+ROUND_TRIP = next(s for s in load_all() if s.id == "rr-pair-round-trip")
+
+
+def context(*peers: FakePeer) -> RunContext:
+    return RunContext(amqp_url="amqp://in-memory/", vhost="v", management=FakeManagement(),  # type: ignore[arg-type]
+                      peers={p.name: p for p in peers}, op_bound_s=1.0, broker="memory", probe_factory=no_probe)
+
+
+def pair_cell(scenario, requester: str, responder: str) -> cells.Cell:
+    return next(c for c in cells.plan([scenario], [PeerSpec(requester), PeerSpec(responder)])
+                if c.roles["requester"].name == requester and c.roles["responder"].name == responder)
+
+
+def scenario_file(tmp_path: Path, steps: str, rules: str = "[RR-8, RR-4]") -> object:
+    path = tmp_path / "demo.yaml"
+    path.write_text(f"id: demo\ntitle: An in-memory demo\nrules: {rules}\nroles: {{requester: peer, responder: peer}}\n"
+                    f"procedure: Demo steps for the engine.\nsteps:\n{steps}", encoding="utf-8")
+    return load_file(path)
+
+
+def test_a_round_trip_between_two_in_memory_peers_passes_with_its_evidence() -> None:
+    broker = FakeBroker()
+    a, b = FakePeer("a", broker), FakePeer("b", broker)
+    result = run_cell(pair_cell(ROUND_TRIP, "a", "b"), "c0001", context(a, b))
+    assert result.status == Status.PASS, result.message
+    assert (result.id, result.broker, result.peers) == ("rr-pair-round-trip[requester=a,responder=b]", "memory", ("a", "b"))
+    assert [step["step"] for step in result.trace] == ["responder.start", "requester.open", "request", "answer",
+                                                       "expect", "expect", "expect", "expect"]
+    assert b.log[0]["queue"] == "c0001.requests", "queue names are the cell's"
+    assert [c["op"] for c in a.log][-1] == "requester.close" and [c["op"] for c in b.log][-1] == "responder.stop", (
+        "what the cell opened is closed at its end")
+
+
+def test_a_broken_expectation_is_a_fail_naming_its_rule_with_expected_and_observed() -> None:
+    broker = FakeBroker()
+    a, b = FakePeer("a", broker, defects={"wrong-reply-to"}), FakePeer("b", broker)
+    result = run_cell(pair_cell(ROUND_TRIP, "a", "b"), "c0002", context(a, b))
+    assert (result.status, result.rule) == (Status.FAIL, "RR-6")
+    assert result.observed == "amq.gen-elsewhere" and str(result.expected).startswith("amq.gen-")
+    assert "call.reply.seen.reply_to equals" in result.message
+
+
+def test_a_refused_command_is_an_error_with_the_peers_stderr() -> None:
+    broker = FakeBroker()
+    a, b = FakePeer("a", broker, refuse={"requester.open"}), FakePeer("b", broker)
+    result = run_cell(pair_cell(ROUND_TRIP, "a", "b"), "c0003", context(a, b))
+    assert result.status == Status.ERROR
+    assert result.message == "peer 'a' refused requester.open: requester.open refused on purpose"
+    assert result.stderr == {"a": "a: in-memory peer", "b": "b: in-memory peer"}
+
+
+def test_a_template_naming_nothing_is_an_error_of_that_step(tmp_path: Path) -> None:
+    scenario = scenario_file(tmp_path, """\
+  - responder: {as: r, role: responder, queue: requests}
+  - requester: {as: q, role: requester}
+  - request: {as: call, requester: q, queue: requests, body: "${nothing.here}", timeout_ms: 1000}
+""")
+    broker = FakeBroker()
+    a, b = FakePeer("a", broker), FakePeer("b", broker)
+    result = run_cell(pair_cell(scenario, "a", "b"), "c0004", context(a, b))
+    assert result.status == Status.ERROR
+    assert result.message == "step 3 (request): ${nothing.here} names nothing"
+
+
+def test_an_async_call_never_awaited_is_an_error_and_is_cancelled(tmp_path: Path) -> None:
+    scenario = scenario_file(tmp_path, """\
+  - responder: {as: r, role: responder, queue: requests}
+  - requester: {as: q, role: requester}
+  - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000, async: true}
+""")
+    broker = FakeBroker()
+    a, b = FakePeer("a", broker), FakePeer("b", broker)
+    result = run_cell(pair_cell(scenario, "a", "b"), "c0005", context(a, b))
+    assert (result.status, result.message) == (Status.ERROR, "the scenario never awaited call")
+
+
+def test_an_expected_refusal_is_an_outcome_not_an_error(tmp_path: Path) -> None:
+    scenario = scenario_file(tmp_path, """\
+  - requester: {as: q, role: requester}
+  - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000, refusal_expected: true}
+  - expect:
+      - {that: call.outcome, equals: refused, rule: RR-8}
+""", rules="[RR-8]")
+    broker = FakeBroker()
+    a = FakePeer("a", broker, refuse={"request"})
+    cell = next(iter(cells.plan([scenario], [PeerSpec("a")])))
+    assert run_cell(cell, "c0006", context(a)).status == Status.PASS
+
+
+def test_too_few_events_is_a_fail_of_the_steps_rule(tmp_path: Path) -> None:
+    scenario = scenario_file(tmp_path, """\
+  - responder: {as: r, role: responder, queue: requests}
+  - requester: {as: q, role: requester}
+  - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000}
+  - wait_event: {of: r, event: handled, count: 2, timeout_ms: 10, rule: RR-4}
+""")
+    broker = FakeBroker()
+    a, b = FakePeer("a", broker), FakePeer("b", broker)
+    result = run_cell(pair_cell(scenario, "a", "b"), "c0007", context(a, b))
+    assert (result.status, result.rule, result.expected, result.observed) == (Status.FAIL, "RR-4", 2, 1)
+
+
+def test_counters_and_a_responder_stopped_early(tmp_path: Path) -> None:
+    scenario = scenario_file(tmp_path, """\
+  - responder: {as: r, role: responder, queue: requests}
+  - requester: {as: q, role: requester}
+  - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000}
+  - counters: {as: c, of: r}
+  - stop_responder: r
+  - request: {as: late, requester: q, queue: requests, body: {n: 2}, timeout_ms: 1000}
+  - expect:
+      - {that: c.answered, equals: 1, rule: RR-4}
+      - {that: late.outcome, equals: timeout, rule: RR-8}
+""")
+    broker = FakeBroker()
+    a, b = FakePeer("a", broker), FakePeer("b", broker)
+    result = run_cell(pair_cell(scenario, "a", "b"), "c0008", context(a, b))
+    assert result.status == Status.PASS, result.message
+    assert [c["op"] for c in b.log].count("responder.stop") == 1, "a responder stopped by a step is not stopped again"
+
+
+def test_the_runner_applies_the_verdict_and_the_rerun_line_to_raw_results() -> None:
+    known = [KnownFailure("rr-pair-round-trip[requester=a,*]", "a is old", "", "known-failures/x.yaml")]
+    runner = Runner(RunOptions(manifests={}, specs=[PeerSpec("a"), PeerSpec("b")], scenarios=[ROUND_TRIP], known=known))
+    broker = FakeBroker()
+    a, b = FakePeer("a", broker, defects={"wrong-reply-to"}), FakePeer("b", broker)
+    raw = run_cell(pair_cell(ROUND_TRIP, "a", "b"), "c0009", context(a, b))
+    final = runner._finish(raw)
+    assert (raw.status, final.status, final.reason) == (Status.FAIL, Status.XFAIL, "a is old")
+    assert final.rerun == "acemq-interop run --peers a,b --cell 'rr-pair-round-trip[requester=a,responder=b]'"
+    clean = runner._finish(run_cell(pair_cell(ROUND_TRIP, "a", "b"), "c0010", context(FakePeer("a", broker), b)))
+    assert clean.status == Status.XPASS
+
+
+@pytest.mark.parametrize("caps, reason", [
+    (["request", "respond", "gather"], None),
+    (["request"], "peer b lacks capability respond for role responder"),
+])
+def test_a_role_without_the_capability_its_steps_need_is_skipped(caps: list[str], reason: str | None) -> None:
+    cell = pair_cell(ROUND_TRIP, "a", "b")
+    hellos = {**Hellos().of("a"), **Hellos(caps).of("b")}
+    assert cells.skip_reason(cell, hellos, {}) == reason
