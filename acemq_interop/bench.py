@@ -5,10 +5,13 @@ protocol's `load` op, which a peer runs with its own binding (`client: binding`)
 bare AMQP client library (`client: raw`, no acemq code), so a binding is measured against
 the best its own client does on the same broker. Per peer:
 
-- binding:   the binding's requester against the same peer's binding responder;
+- binding:   the binding's requester against the same peer's raw echo responder, so the
+             figure is the requester binding's and nothing else's;
 - raw:       the bare client against the same peer's raw echo responder (the physical limit);
+- binding responder: the bare client against the binding's responder (which also writes
+             its `handled`/`replied` events for the harness to read: part of the figure);
 - per-request queue: the binding with the `queue-per-request` mutant (a reply queue declared
-  and deleted per call), against the binding responder: the seed's claim, per language;
+  per call), against the raw responder: the seed's claim, per language;
 
 and per pair, requester peer x responder peer, both bindings. Start-up time and resident
 memory before and after come from the harness's view of each peer process.
@@ -81,12 +84,19 @@ class PeerFigures:
     binding_load: Load | None = None
     raw_load: Load | None = None
     per_request_load: Load | None = None
+    responder_load: Load | None = None
     note: str = ""
 
     @property
     def binding_over_raw(self) -> float | None:
         if self.binding_load and self.raw_load and self.raw_load.rate_per_s > 0:
             return self.binding_load.rate_per_s / self.raw_load.rate_per_s
+        return None
+
+    @property
+    def responder_over_raw(self) -> float | None:
+        if self.responder_load and self.raw_load and self.raw_load.rate_per_s > 0:
+            return self.responder_load.rate_per_s / self.raw_load.rate_per_s
         return None
 
     @property
@@ -238,13 +248,15 @@ def _bench(manifests: dict[str, Manifest], specs: list[PeerSpec], amqp_url: str,
                 figures.note = f"no load op (protocol {p.protocol})"
             else:
                 log(f"bench {name}: binding, {settings.requests} requests, {settings.in_flight} in flight")
-                figures.binding_load = session.load(p, p, "binding", settings.requests)
+                figures.binding_load = session.load(p, p, "binding", settings.requests, responder_client="raw")
                 log(f"bench {name}: raw client")
                 figures.raw_load = session.load(p, p, "raw", settings.requests)
+                log(f"bench {name}: the binding's responder, driven by the raw client")
+                figures.responder_load = session.load(p, p, "raw", settings.requests, responder_client="binding")
                 if SEED_MUTANT in (p.hello.get("mutants") or []):
                     log(f"bench {name}: a reply queue per request ({settings.seed_requests} requests)")
                     figures.per_request_load = session.load(p, p, "binding", settings.seed_requests, mutant=SEED_MUTANT,
-                                                            responder_client="binding")
+                                                            responder_client="raw")
             figures.rss_after_mib = rss_mib(p.pid)
             peers.append(figures)
         pairs: list[PairFigures] = []
@@ -283,6 +295,8 @@ def _peer_json(f: PeerFigures) -> dict[str, Any]:
         "binding": asdict(f.binding_load) if f.binding_load else None,
         "raw": asdict(f.raw_load) if f.raw_load else None,
         "per_request_queue": asdict(f.per_request_load) if f.per_request_load else None,
+        "binding_responder": asdict(f.responder_load) if f.responder_load else None,
+        "responder_over_raw": None if f.responder_over_raw is None else round(f.responder_over_raw, 3),
         "binding_over_raw": None if f.binding_over_raw is None else round(f.binding_over_raw, 3),
         "shared_over_per_request": None if f.shared_over_per_request is None else round(f.shared_over_per_request, 2),
         "note": f.note,
@@ -306,15 +320,18 @@ def print_bench(result: dict[str, Any]) -> None:
     b = result.get("broker", {})
     table = Table(title=f"Request/reply rate inside each peer: {s['requests']} requests, {s['in_flight']} in flight, "
                         f"{s['body_bytes']} B bodies ({b.get('product', '?')} {b.get('version', '?')})")
-    for col in ("peer", "binding req/s", "raw client req/s", "binding/raw", "p50 ms", "p99 ms", "queue per request req/s",
-                "shared/per-request", "start-up s", "RSS MiB idle -> after"):
+    for col in ("peer", "binding requester req/s", "raw client req/s", "binding/raw", "p50 ms", "p99 ms",
+                "binding responder req/s", "responder/raw", "queue per request req/s", "shared/per-request", "start-up s",
+                "RSS MiB idle -> after"):
         table.add_column(col, justify="left" if col == "peer" else "right")
     for p in result["peers"]:
         ratio = f"{p['binding_over_raw']:.2f}" if p["binding_over_raw"] is not None else "-"
         seed = f"{p['shared_over_per_request']:.1f}x" if p["shared_over_per_request"] is not None else "-"
         rss = f"{p['rss_idle_mib'] or 0:.0f} -> {p['rss_after_mib'] or 0:.0f}"
+        resp = f"{p['responder_over_raw']:.2f}" if p.get("responder_over_raw") is not None else "-"
         table.add_row(p["peer"], _rate(p["binding"]), _rate(p["raw"]), ratio, _ms(p["binding"], "p50"),
-                      _ms(p["binding"], "p99"), _rate(p["per_request_queue"]), seed, f"{p['startup_s']:.2f}", rss)
+                      _ms(p["binding"], "p99"), _rate(p.get("binding_responder")), resp, _rate(p["per_request_queue"]), seed,
+                      f"{p['startup_s']:.2f}", rss)
     console.print(table)
     for p in result["peers"]:
         if p["note"]:
@@ -342,7 +359,8 @@ def print_comparison(old: dict[str, Any], new: dict[str, Any]) -> None:
         if o is None:
             print(f"  {p['peer']}: new in this bench")
             continue
-        for label, key in (("binding req/s", "binding"), ("raw req/s", "raw"), ("per-request req/s", "per_request_queue")):
+        for label, key in (("binding req/s", "binding"), ("raw req/s", "raw"), ("responder req/s", "binding_responder"),
+                           ("per-request req/s", "per_request_queue")):
             if o.get(key) and p.get(key):
                 a, b = o[key]["rate_per_s"], p[key]["rate_per_s"]
                 print(f"  {p['peer']:<8} {label:<18} {a:>10,.0f} -> {b:>10,.0f}  ({(b - a) / a * 100 if a else 0:+.0f}%)")

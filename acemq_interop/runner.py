@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from functools import lru_cache
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,7 +28,8 @@ from .manifests import Manifest, PeerSpec
 from .model import BrokerInfo, CellResult, PeerStatus, RunResult, Status
 from .peer_client import PeerClient
 from .scenarios import Scenario
-from .sharding import Shard, select as shard_select
+from .paths import SCENARIOS_DIR
+from .sharding import TYPICAL_FILE_NAME, Shard, read_typical, select as shard_select
 from . import suite_info
 from .verdict import rerun_line, verdict
 
@@ -70,6 +72,11 @@ def broker_info(endpoint: BrokerEndpoint, private: bool, management: Management)
         overview = {}
     return BrokerInfo(label, overview.get("product_name") or ("RabbitMQ" if overview else None),
                       overview.get("product_version") or overview.get("rabbitmq_version"), overview.get("erlang_version"))
+
+
+@lru_cache(maxsize=1)
+def _typical() -> dict[str, float]:
+    return read_typical(SCENARIOS_DIR / TYPICAL_FILE_NAME)
 
 
 def image_with_digest(image: str | None) -> str | None:
@@ -168,8 +175,11 @@ class Runner:
         return planned
 
     def cost(self, cell: Cell) -> float:
-        """Seconds a cell is expected to take: an earlier run's figure, else the scenario's estimate."""
-        return self.options.durations.get(cell.id, cell.scenario.estimate_s)
+        """Seconds a cell is expected to take: an earlier run's figure (--durations), else the
+        scenario's typical figure (scenarios/durations.json), else an estimate from its waits."""
+        if cell.id in self.options.durations:
+            return self.options.durations[cell.id]
+        return _typical().get(cell.scenario.id, cell.scenario.estimate_s)
 
     def _start_peers(self, amqp_url: str, clients: dict[str, PeerClient], log_dir: Path) -> dict[str, PeerStatus]:
         o = self.options

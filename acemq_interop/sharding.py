@@ -65,3 +65,31 @@ def select(items: list[T], shard: Shard, key: Callable[[T], str], cost: Callable
     """This shard's items, in the order they were given."""
     mine = {key(item) for item in partition(items, shard.total, key, cost)[shard.index - 1]}
     return [item for item in items if key(item) in mine]
+
+
+TYPICAL_FILE_NAME = "durations.json"
+
+
+def typical_durations(results: dict) -> dict[str, float]:
+    """Scenario id -> its cells' median seconds, from a results.json: the shipped default cost."""
+    by: dict[str, list[float]] = {}
+    for cell in results.get("cells", []):
+        by.setdefault(str(cell["scenario"]), []).append(float(cell.get("duration_s") or 0.0))
+    return {sid: round(sorted(v)[len(v) // 2], 2) for sid, v in sorted(by.items())}
+
+
+def read_typical(path: Path) -> dict[str, float]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {str(k): float(v) for k, v in data.get("scenarios", {}).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+if __name__ == "__main__":  # python -m acemq_interop.sharding RESULTS.json > scenarios/durations.json
+    import sys
+
+    source = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
+    print(json.dumps({"about": "median seconds per cell of each scenario, from a full run on the project's 2-core "
+                               "machine; orders cells longest first and balances --shard without --durations",
+                      "scenarios": typical_durations(source)}, indent=1))

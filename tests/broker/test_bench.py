@@ -55,6 +55,8 @@ def test_every_peer_has_binding_raw_and_per_request_figures(bench_result) -> Non
         _sane(peer["raw"], 300)
         assert peer["raw"]["client"] == "raw" and peer["binding"]["client"] == "binding"
         _sane(peer["per_request_queue"], 40)
+        _sane(peer["binding_responder"], 300)
+        assert peer["responder_over_raw"] > 0
         assert peer["binding_over_raw"] > 0 and peer["shared_over_per_request"] > 0
         assert peer["startup_s"] >= 0 and peer["rss_idle_mib"] > 0 and peer["rss_after_mib"] > 0
 

@@ -121,6 +121,7 @@ func (r *rawRequester) request(exchange, key string, body []byte, timeout time.D
 	r.mu.Unlock()
 	err := r.ch.PublishWithContext(context.Background(), exchange, key, false, false, amqp.Publishing{
 		ContentType:   "application/json",
+		MessageId:     id, // a spec responder answers with correlation_id = message_id (RR-4)
 		CorrelationId: id,
 		ReplyTo:       r.replyQueue,
 		Body:          body,

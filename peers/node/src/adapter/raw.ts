@@ -100,6 +100,8 @@ export class RawRequester {
       });
       this.channel.publish(exchange, routingKey, body, {
         replyTo: this.replyQueue,
+        // message_id too: a spec responder answers with correlation_id = message_id (RR-4).
+        messageId: correlationId,
         correlationId,
         contentType: 'application/json',
       });

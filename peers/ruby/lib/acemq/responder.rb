@@ -20,11 +20,14 @@ module Acemq
     include Observable
 
     DEFAULT_MAX_ATTEMPTS = Headers::DEFAULT_MAX_ATTEMPTS
+    # Handler threads and prefetch: each waits for its reply's confirm before acking (RR-14,
+    # RR-15), so this bounds the replies in flight; 32, as the Go and .NET bindings.
+    DEFAULT_CONCURRENCY = 32
     STOP_GRACE = 5
 
     attr_reader :queue
 
-    def initialize(connection, queue:, bind: nil, max_attempts: DEFAULT_MAX_ATTEMPTS, concurrency: 8, &handler)
+    def initialize(connection, queue:, bind: nil, max_attempts: DEFAULT_MAX_ATTEMPTS, concurrency: DEFAULT_CONCURRENCY, &handler)
       raise ArgumentError, "a handler block is required" unless handler
 
       @connection = connection

@@ -32,7 +32,7 @@ import org.slf4j.LoggerFactory;
 public final class Responder implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Responder.class);
     /** Requests handled at once by one responder, unless the builder says otherwise. */
-    public static final int DEFAULT_CONCURRENCY = 16;
+    public static final int DEFAULT_CONCURRENCY = 32;
 
     private final String queue;
     private final Handler handler;
