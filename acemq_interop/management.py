@@ -42,6 +42,10 @@ class Management:
         except BrokerError:
             return False
 
+    def overview(self) -> dict[str, Any] | None:
+        """/api/overview: product_name, product_version (rabbitmq_version before 3.8), erlang_version."""
+        return self._call("GET", "/api/overview")
+
     @staticmethod
     def _q(name: str) -> str:
         return urllib.parse.quote(name, safe="")

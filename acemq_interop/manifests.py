@@ -16,7 +16,7 @@ import yaml
 
 from .errors import UsageError
 
-from .paths import DATA_ROOT as REPO_ROOT, PEERS_DIR
+from .paths import DATA_ROOT as REPO_ROOT, PEER_PATH_ENV, PEERS_DIR, peer_path_from_env
 
 _SPEC_RE = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(@(?P<profile>[A-Za-z0-9._-]+))?(\+(?P<mutant>[a-z0-9-]+))?$")
 
@@ -47,15 +47,25 @@ class Manifest:
     def argv(self, argv: tuple[str, ...]) -> list[str]:
         return [sys.executable if part == "{python}" else part for part in argv]
 
-    def docker_run(self) -> list[str]:
+    def docker_run(self, run_id: str | None = None) -> list[str]:
         """The same peer from its image: the harness only sees a process with pipes.
 
-        Host networking keeps the broker URL the harness hands over in `hello` valid.
+        Host networking keeps the broker URL the harness hands over in `hello` valid; the
+        run label lets the run (and `doctor --clean`) remove a container whose CLI was
+        killed; nothing is pulled (a missing image is a SKIP before this is run).
         """
         image = self.docker.get("image")
         if not image:
             raise UsageError(f"{self.folder}/peer.yaml: no docker.image, so --in-docker cannot run this peer")
-        return ["docker", "run", "-i", "--rm", "--network", "host", str(image)]
+        argv = ["docker", "run", "-i", "--rm", "--network", "host", "--pull", "never"]
+        if run_id:
+            from .docker_engine import run_labels
+
+            from secrets import token_hex
+
+            # One run may start a peer once per broker: each container gets its own name.
+            argv += ["--name", f"acemq-interop-{run_id}-peer-{self.name}-{token_hex(2)}", *run_labels(run_id, "peer")]
+        return [*argv, str(image)]
 
     def environment(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -97,14 +107,29 @@ def load_manifest(path: Path) -> Manifest:
     )
 
 
-def discover(peers_dir: Path = PEERS_DIR) -> dict[str, Manifest]:
-    """Every `peers/<folder>/peer.yaml`, by peer name."""
+def _manifest_paths(folder: Path) -> list[Path]:
+    """A peer folder (it has a peer.yaml) or a folder of peer folders."""
+    if (folder / "peer.yaml").is_file():
+        return [folder / "peer.yaml"]
+    return sorted(folder.glob("*/peer.yaml"))
+
+
+def discover(peers_dir: Path = PEERS_DIR, extra: list[Path] | None = None) -> dict[str, Manifest]:
+    """Every `peers/<folder>/peer.yaml`, then those of ACEMQ_INTEROP_PEER_PATH and `extra`, by name.
+
+    A name used twice is a usage error naming both folders: a peer kept in its own
+    repository must not silently replace an in-tree one.
+    """
     found: dict[str, Manifest] = {}
-    for path in sorted(peers_dir.glob("*/peer.yaml")):
-        manifest = load_manifest(path)
-        if manifest.name in found:
-            raise UsageError(f"{path}: peer name '{manifest.name}' is also used by {found[manifest.name].folder}/peer.yaml")
-        found[manifest.name] = manifest
+    folders = [peers_dir, *peer_path_from_env(), *(extra or [])]
+    for folder in folders:
+        if folder != peers_dir and not folder.is_dir():
+            raise UsageError(f"{folder}: no such peer folder (from --peer-dir or {PEER_PATH_ENV})")
+        for path in _manifest_paths(folder):
+            manifest = load_manifest(path)
+            if manifest.name in found:
+                raise UsageError(f"{path}: peer name '{manifest.name}' is also used by {found[manifest.name].folder}/peer.yaml")
+            found[manifest.name] = manifest
     return found
 
 

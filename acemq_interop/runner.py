@@ -93,6 +93,7 @@ class Runner:
         diagonal: bool = False,
         op_bound_s: float = 20.0,
         in_docker: bool = False,
+        run_id: str | None = None,  # containers: the run label (acemq_interop.docker_engine)
     ):
         self.manifests = manifests
         self.specs = specs
@@ -107,6 +108,7 @@ class Runner:
         self.diagonal = diagonal
         self.op_bound_s = op_bound_s
         self.in_docker = in_docker
+        self.run_id = run_id
 
     def run(self) -> RunReport:
         started = time.monotonic()
@@ -133,7 +135,14 @@ class Runner:
             status = PeerStatus(name, manifest.language)
             statuses[name] = status
             if self.in_docker:
-                missing = [] if shutil.which("docker") else ["docker"]
+                # --in-docker: an engine that answers and the peer's image, else SKIP (never a pull, never a hang).
+                from .docker_engine import peer_image_problem
+
+                status.unavailable = peer_image_problem(manifest)
+                if status.unavailable:
+                    self.log(f"peer {name}: SKIP, {status.unavailable}")
+                    continue
+                missing = []
             else:
                 missing = manifest.missing_tools()
             if missing:
@@ -150,7 +159,7 @@ class Runner:
         def start(name: str) -> None:
             status = statuses[name]
             try:
-                process = PeerProcess(self.manifests[name], log_dir, self.in_docker)
+                process = PeerProcess(self.manifests[name], log_dir, self.in_docker, self.run_id)
                 processes[name] = process
                 status.hello = process.handshake(amqp_url, max(60.0, self.op_bound_s))
                 status.startup_s = process.startup_s
