@@ -1,24 +1,34 @@
-"""Where the broker comes from: an existing one (`--broker`), or a private node we start.
+"""Where the broker comes from, and its lifecycle: one context for every kind.
 
-The private node is RabbitMQ from the installed `rabbitmq-server`: its own node name, free
-ports on 127.0.0.1 (the Erlang distribution port too), a temporary data dir owned by the
-`rabbitmq` user, the management plugin; it is shut down and removed at the end.
+- `--broker URL`: an existing RabbitMQ, used as it is.
+- default: a private node from the installed `rabbitmq-server`: its own node name, free
+  ports on 127.0.0.1 (the Erlang distribution port too), a temporary data dir owned by the
+  `rabbitmq` user, the management plugin; shut down and removed at the end.
+- `--broker-image IMAGE`: a container (broker_container.ContainerBroker), removed at the end.
+
+`Broker` is the one context: it owns the broker from before it is spawned (so a signal
+during start-up still removes it) to after it is gone, defers Ctrl-C and SIGTERM while it
+cleans up (a second signal cannot cut the cleanup short), and reads every broker's facts
+(product, version, Erlang version, a short label such as `rabbitmq-4.0.5`) from the
+management API, whichever way it came.
 """
 from __future__ import annotations
 
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.parse
 import uuid
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from .errors import BrokerError
 from .management import Management
@@ -153,6 +163,157 @@ class EmbeddedBroker:
         shutil.rmtree(self._base, ignore_errors=True)
 
 
+@dataclass
+class BrokerFacts:
+    """What a run records about its broker (from the management API's /api/overview)."""
+
+    source: str
+    product: str | None = None
+    version: str | None = None
+    erlang_version: str | None = None
+    management_version: str | None = None
+    amqp: str = ""
+
+    @property
+    def label(self) -> str:
+        """A short name for the broker axis: `rabbitmq-4.0.5`."""
+        product = (self.product or "rabbitmq").lower().replace(" ", "-")
+        return f"{product}-{self.version}" if self.version else f"{product}-unknown"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "product": self.product, "version": self.version,
+                "erlang_version": self.erlang_version, "management_version": self.management_version,
+                "source": self.source, "amqp": self.amqp}
+
+
+def read_facts(endpoint: BrokerEndpoint, source: str) -> BrokerFacts:
+    overview = endpoint.management().overview() or {}
+    return BrokerFacts(
+        source=source,
+        product=overview.get("product_name") or ("RabbitMQ" if overview.get("rabbitmq_version") else None),
+        version=overview.get("product_version") or overview.get("rabbitmq_version"),
+        erlang_version=overview.get("erlang_version"),
+        management_version=overview.get("management_version"),
+        amqp=f"{endpoint.host}:{endpoint.port}",
+    )
+
+
+@dataclass(frozen=True)
+class BrokerSource:
+    """Where one broker of a run comes from: kind is "node", "url" or "image"."""
+
+    kind: str
+    endpoint: BrokerEndpoint | None = None
+    image: str | None = None
+    url: str | None = None
+
+    def describe(self) -> str:
+        if self.kind == "image":
+            return f"image {self.image}"
+        if self.kind == "url":
+            assert self.endpoint is not None
+            return f"--broker {self.endpoint.host}:{self.endpoint.port}"
+        return "private node (rabbitmq-server)"
+
+    def rerun_args(self) -> str:
+        """How a rerun line names this broker."""
+        if self.kind == "image":
+            return f" --broker-image {self.image}"
+        if self.kind == "url":
+            return f" --broker {self.url}"
+        return ""
+
+
+def broker_sources(url: str | None, mgmt_url: str | None, images: list[str] | None) -> list[BrokerSource]:
+    """The run's broker axis: every --broker-image, else the --broker URL, else a private node."""
+    if url and images:
+        from .errors import UsageError
+
+        raise UsageError("give either --broker or --broker-image, not both")
+    if images:
+        if len(set(images)) != len(images):
+            from .errors import UsageError
+
+            raise UsageError("a --broker-image is named twice")
+        return [BrokerSource("image", image=image) for image in images]
+    if url:
+        return [BrokerSource("url", endpoint=parse_broker_url(url, mgmt_url), url=url)]
+    return [BrokerSource("node")]
+
+
+@contextmanager
+def _deferred_signals() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block is done (cleanup is not cut short); then the
+    first of them is raised as KeyboardInterrupt. Only the main thread can do this."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[signum] = signal.signal(signum, lambda num, frame: caught.append(num))
+        except (ValueError, OSError):
+            pass
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if caught:
+            raise KeyboardInterrupt
+
+
+class Broker:
+    """One broker's whole lifecycle, whichever way it comes: `with Broker(...) as b:`.
+
+    The managed broker (a private node or a container) is created before it is spawned
+    and registered, so that whatever interrupts the start (a failure, Ctrl-C, SIGTERM)
+    still stops and removes it; stopping runs with the signals deferred. `facts` is read
+    once the broker answers.
+    """
+
+    def __init__(self, source: BrokerSource, log: Callable[[str], None], run_id: str | None = None, index: int = 0):
+        self.source = source
+        self._log = log
+        self.run_id = run_id or uuid.uuid4().hex[:8]
+        self.index = index
+        self.managed: Any = None  # EmbeddedBroker or ContainerBroker: what we must stop
+        self.endpoint: BrokerEndpoint | None = source.endpoint
+        self.facts = BrokerFacts(source=source.describe())
+
+    def __enter__(self) -> "Broker":
+        try:
+            if self.source.kind == "node":
+                self.managed = EmbeddedBroker(self._log)
+            elif self.source.kind == "image":
+                from .broker_container import ContainerBroker
+
+                assert self.source.image
+                self.managed = ContainerBroker(self.source.image, self._log, self.run_id, self.index)
+            if self.managed is not None:
+                self.endpoint = self.managed.start()
+            assert self.endpoint is not None
+            self.facts = read_facts(self.endpoint, self.source.describe())
+            self._log(f"broker: {self.facts.label} (Erlang {self.facts.erlang_version}) from {self.facts.source}")
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.managed is None:
+            return
+        managed, self.managed = self.managed, None
+        with _deferred_signals():
+            if isinstance(managed, EmbeddedBroker):
+                self._log("stopping the private RabbitMQ node")
+            managed.stop()
+
+
 @contextmanager
 def run_vhost(endpoint: BrokerEndpoint | None, log: Callable[[str], None]) -> Iterator[tuple[BrokerEndpoint, Management, str]]:
     """A broker for one run (the given one, or a private node) and a fresh vhost on it.
@@ -160,22 +321,18 @@ def run_vhost(endpoint: BrokerEndpoint | None, log: Callable[[str], None]) -> It
     The vhost, and with it every queue and exchange a run left, is deleted afterwards, and a
     private node is stopped, whatever happened in between.
     """
-    embedded = None
-    if endpoint is None:
-        embedded = EmbeddedBroker(log)
-        endpoint = embedded.start()
-    try:
+    with ExitStack() as stack:
+        if endpoint is None:
+            endpoint = stack.enter_context(Broker(BrokerSource("node"), log)).endpoint
+        assert endpoint is not None
         management = endpoint.management()
         vhost = f"acemq-interop-{uuid.uuid4().hex[:8]}"
         management.create_vhost(vhost)
         try:
             yield endpoint, management, vhost
         finally:
-            management.delete_vhost(vhost)
-    finally:
-        if embedded is not None:
-            log("stopping the private RabbitMQ node")
-            embedded.stop()
+            with _deferred_signals():
+                management.delete_vhost(vhost)
 
 
 def no_broker_message() -> str:
@@ -183,5 +340,6 @@ def no_broker_message() -> str:
         "no RabbitMQ broker is available. Either:\n"
         "  1. install RabbitMQ (Debian: apt-get install rabbitmq-server) and the harness starts a private node itself;\n"
         "  2. point at an existing broker: --broker amqp://USER:PASS@HOST:5672/ (management API on :15672, or --management-url);\n"
-        "  3. with a Docker engine: docker compose up broker, then --broker amqp://guest:guest@127.0.0.1:5672/"
+        "  3. with a Docker engine: --broker-image acemq-interop/rabbitmq:4.0 (docker compose build broker, or sh ci/images.sh\n"
+        "     rabbitmq:4.0 where no registry is reached), or docker compose up -d broker, then --broker amqp://guest:guest@127.0.0.1:5672/"
     )

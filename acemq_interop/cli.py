@@ -59,8 +59,6 @@ def _rerun_flags(args: argparse.Namespace) -> list[str]:
         flags += ["--management-url", args.management_url]
     if args.in_docker:
         flags.append("--in-docker")
-    for image in getattr(args, "broker_image", None) or []:
-        flags += ["--broker-image", image]
     for extra in args.known_failures or []:
         flags += ["--known-failures", extra]
     if args.no_known_failures:
@@ -120,25 +118,50 @@ def write_outputs(report, out: Path) -> list[Path]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from . import cells as cellmod
+    from .broker import Broker, broker_sources
     from .console_report import print_report
+    from .docker_engine import new_run_id, remove_run
+    from .model import BrokerInfo, combine_runs
     from .runner import Runner
     from .selection import check_cells
 
     options = run_options(args, getattr(args, "argv", None))
-    runner = Runner(options)
     check_cells(cellmod.plan(options.scenarios, options.specs, options.diagonal), options.only_cells)
     baseline = None
     if args.baseline:
         from .compare import read_results
 
         baseline = read_results(Path(args.baseline))
-    if options.endpoint is None and shutil.which("rabbitmq-server") is None and not Path("/usr/sbin/rabbitmq-server").exists():
+    sources = broker_sources(options.broker_url, args.management_url, args.broker_image)
+    if any(s.kind == "node" for s in sources) and shutil.which("rabbitmq-server") is None and not Path("/usr/sbin/rabbitmq-server").exists():
         raise BrokerError(no_broker_message())
-    report = runner.run()
-    paths = write_outputs(report, Path(args.out))
+    out = Path(args.out)
+    shutil.rmtree(out / "logs", ignore_errors=True)  # this run's logs only, never an old run's
+    run_id = new_run_id()
+    uses_docker = options.in_docker or args.broker_image or any(m.image for m in options.manifests.values())
+    reports = []
+    try:
+        # The broker axis: every cell on each broker, one broker after the other.
+        for index, source in enumerate(sources):
+            with Broker(source, _log, run_id, index) as broker:
+                facts = broker.facts
+                info = BrokerInfo(facts.label, facts.product, facts.version, facts.erlang_version)
+                flags = options.rerun_flags + (["--broker-image", source.image] if source.image else [])
+                logs = out / "logs" / (facts.label if len(sources) > 1 else "")
+                reports.append(Runner(replace(options, endpoint=broker.endpoint, run_id=run_id, broker=info,
+                                              rerun_flags=flags, log_dir=logs)).run())
+    finally:
+        if uses_docker:
+            left = remove_run(run_id)
+            if left:
+                _log(f"containers of run {run_id} could not be removed: {', '.join(left)} (acemq-interop doctor --clean)")
+    report = combine_runs(reports)
+    paths = write_outputs(report, out)
     print_report(report)
-    print(f"Wrote {', '.join(str(p) for p in paths)}; peer logs in {report.log_dir}")
+    print(f"Wrote {', '.join(str(p) for p in paths)}; peer logs in {out / 'logs'}")
     code = EXIT_OK if report.ok else EXIT_FAILED
     if baseline is not None:
         from .compare import as_text, compare
@@ -178,7 +201,37 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         ok = ok and ready
         for line in lines:
             print(line)
+    _doctor_containers(manifests, args.clean)
     return EXIT_OK if ok else EXIT_FAILED
+
+
+def _doctor_containers(manifests: dict, clean: bool) -> None:
+    """The Docker side: the engine, each peer's image, and containers left by killed runs
+    (by the run label only); --clean removes those."""
+    from . import docker_engine
+
+    problem = docker_engine.engine_problem()
+    if problem:
+        print(f"docker: {problem} (only --in-docker and --broker-image need it)")
+        return
+    print("docker: an engine answers; peer images for --in-docker:")
+    for name, m in sorted(manifests.items()):
+        image = m.docker.get("image")
+        if image:
+            built = docker_engine.image_exists(str(image))
+            print(f"  {name:<10} {image}: {'built' if built else 'not built (docker compose build peer-' + name + ', or sh ci/images.sh ' + name + ')'}")
+    left = docker_engine.containers()
+    if not left:
+        print(f"containers labelled {docker_engine.RUN_LABEL}: none")
+        return
+    print(f"containers labelled {docker_engine.RUN_LABEL} (left by runs that were killed, or by a run still going):")
+    for c in left:
+        print(f"  {c.name} ({c.role}, run {c.run}, {c.image}): {c.status}")
+    if clean:
+        remaining = docker_engine.remove([c.id for c in left])
+        print(f"removed {len(left) - len(remaining)} container(s)" + (f"; could not remove {', '.join(remaining)}" if remaining else ""))
+    else:
+        print("  remove them with: acemq-interop doctor --clean")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -228,13 +281,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cell", action="append", help="run only this cell id (repeatable; as printed in a rerun line)")
     run.add_argument("--broker", help=f"amqp://USER:PASS@HOST:PORT/ of an existing RabbitMQ (default: ${BROKER_ENV}, else a private node)")
     run.add_argument("--management-url", help="management API of --broker (default http://HOST:15672)")
+    run.add_argument("--broker-image", action="append", metavar="IMAGE",
+                     help="run on a RabbitMQ container from IMAGE (built from ci/rabbitmq/Dockerfile), removed at the end; "
+                          "repeat for a broker axis: every cell on each broker")
     run.add_argument("--concurrency", type=int, default=4, help="cells run at once (default 4)")
     run.add_argument("--out", default="out", help="folder for results.json, junit.xml, report.html and summary.md (default ./out)")
     run.add_argument("--known-failures", action="append", help="an extra known-failures file (known-failures/ is always read)")
     run.add_argument("--no-known-failures", action="store_true", help="ignore the known-failures lists (every failure is a FAIL)")
     run.add_argument("--diagonal", action="store_true", help="only cells where one peer spec plays every role (itself and the probe): for certifying a binding and for mutant runs")
     run.add_argument("--op-timeout", type=float, default=20.0, help="seconds a peer has to answer a command that does not wait on the broker (default 20)")
-    run.add_argument("--in-docker", action="store_true", help="run each peer from its image (docker run -i --rm --network host IMAGE; build them with docker compose build)")
+    run.add_argument("--in-docker", action="store_true", help="run each peer from its image (docker run -i --rm --network host IMAGE; build them with docker compose build); a peer whose image is missing is SKIP")
     run.add_argument("--no-build", action="store_true", help="do not run the peers' build commands")
     run.add_argument("--peer-dir", action="append", help="a peer folder (with peer.yaml) or a folder of them, kept outside this suite (repeatable; also $ACEMQ_INTEROP_PEER_PATH)")
     run.add_argument("--shard", help="K/N: run only the K-th of N deterministic slices of the cells (join them with `merge`)")
@@ -264,6 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(func=cmd_bench)
     doctor = sub.add_parser("doctor", help="which peers can run here, and why not (commands, versions, client libraries)")
     doctor.add_argument("--peer-dir", action="append", help="a peer folder kept outside this suite (repeatable)")
+    doctor.add_argument("--clean", action="store_true", help="remove the containers left by killed runs (those with the label org.acemq-interop.run)")
     doctor.set_defaults(func=cmd_doctor)
     cmp = sub.add_parser("compare", help="what changed between two results.json: new failures, fixes, changed rules", epilog=EXIT_CODES_HELP)
     cmp.add_argument("old", help="the earlier results.json (e.g. the last release's)")

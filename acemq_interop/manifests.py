@@ -51,15 +51,25 @@ class Manifest:
     def argv(self, argv: tuple[str, ...]) -> list[str]:
         return [sys.executable if part == "{python}" else part for part in argv]
 
-    def docker_run(self) -> list[str]:
+    def docker_run(self, run_id: str | None = None) -> list[str]:
         """The same peer from its image: the harness only sees a process with pipes.
 
-        Host networking keeps the broker URL the harness hands over in `hello` valid.
+        Host networking keeps the broker URL the harness hands over in `hello` valid; the
+        run label lets the run (and `doctor --clean`) remove a container whose CLI was
+        killed; nothing is pulled (a missing image is a SKIP before this is run).
         """
         image = self.docker.get("image")
         if not image:
             raise UsageError(f"{self.folder}/peer.yaml: no docker.image, so --in-docker cannot run this peer")
-        return ["docker", "run", "-i", "--rm", "--network", "host", str(image)]
+        argv = ["docker", "run", "-i", "--rm", "--network", "host", "--pull", "never"]
+        if run_id:
+            from .docker_engine import run_labels
+
+            from secrets import token_hex
+
+            # One run may start a peer once per broker: each container gets its own name.
+            argv += ["--name", f"acemq-interop-{run_id}-peer-{self.name}-{token_hex(2)}", *run_labels(run_id, "peer")]
+        return [*argv, str(image)]
 
     def environment(self) -> dict[str, str]:
         env = dict(os.environ)

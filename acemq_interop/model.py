@@ -275,6 +275,27 @@ class RunResult:
         return not self.summary.problems
 
 
+def combine_runs(runs: list["RunResult"]) -> "RunResult":
+    """One result for a run on several brokers (the broker axis): every broker's cells, each
+    id suffixed with `@broker` so ids stay unique; one broker's run is returned as it is."""
+    from dataclasses import replace
+
+    if len(runs) == 1:
+        return runs[0]
+    first = runs[0]
+    cells = [replace(c, id=f"{c.id}@{c.broker}") for r in runs for c in r.results]
+    peers = dict(first.peers)
+    for r in runs[1:]:
+        for name, status in r.peers.items():
+            if name not in peers or (peers[name].unavailable and not status.unavailable):
+                peers[name] = status
+    meta = dict(first.meta)
+    meta["finished_at"] = runs[-1].meta.get("finished_at")
+    meta["cells_s"] = round(sum(float(r.meta.get("cells_s") or 0) for r in runs), 1)
+    return RunResult(cells, peers, list(first.labels), [b for r in runs for b in r.brokers],
+                     sum(r.duration_s for r in runs), first.started_at, first.log_dir, first.vhost, meta)
+
+
 def mutant_coverage(hello: dict[str, Any], catalogue_mutants: Iterable[str]) -> dict[str, Any]:
     """Which catalogue mutants a peer offers: a peer outside this suite may offer none."""
     known = list(catalogue_mutants)

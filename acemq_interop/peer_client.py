@@ -90,9 +90,9 @@ class PeerClient:
 
     @classmethod
     def launch(cls, manifest: Manifest, log_dir: Path, in_docker: bool = False,
-               op_bound_s: float = DEFAULT_OP_BOUND_S) -> "PeerClient":
-        """Start the peer's process (its `hello` is `handshake`)."""
-        return cls(PeerProcess(manifest, log_dir, in_docker), op_bound_s)
+               op_bound_s: float = DEFAULT_OP_BOUND_S, run_id: str | None = None) -> "PeerClient":
+        """Start the peer's process (its `hello` is `handshake`); `run_id` labels its container."""
+        return cls(PeerProcess(manifest, log_dir, in_docker, run_id), op_bound_s)
 
     # -- the process ---------------------------------------------------------------
 

@@ -27,7 +27,7 @@ DEFAULT_OP_BOUND_S = 20.0
 class PeerProcess:
     """Owns the pipes of one peer process."""
 
-    def __init__(self, manifest: Manifest, log_dir: Path, in_docker: bool = False):
+    def __init__(self, manifest: Manifest, log_dir: Path, in_docker: bool = False, run_id: str | None = None):
         self.manifest = manifest
         self.hello: dict[str, Any] = {}
         self.protocol: int = 0
@@ -42,7 +42,7 @@ class PeerProcess:
         self.started_at = time.monotonic()
         try:
             self._proc = subprocess.Popen(
-                manifest.docker_run() if in_docker else manifest.argv(manifest.run),
+                manifest.docker_run(run_id) if (in_docker or manifest.image) else manifest.argv(manifest.run),
                 cwd=manifest.cwd,
                 env=manifest.environment(),
                 stdin=subprocess.PIPE,

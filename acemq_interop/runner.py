@@ -61,6 +61,9 @@ class RunOptions:
     durations: dict[str, float] = field(default_factory=dict)  # cell id -> seconds, from an earlier run
     command: list[str] = field(default_factory=list)  # the command line, credentials redacted
     rerun_flags: list[str] = field(default_factory=list)  # flags that shaped the run, repeated in rerun lines
+    run_id: str | None = None  # the run label of every container it starts (acemq_interop.docker_engine)
+    broker: BrokerInfo | None = None  # the broker's facts, when the caller's broker lifecycle read them
+    log_dir: Path | None = None  # where peer logs go (default out_dir/logs)
 
 
 def broker_info(endpoint: BrokerEndpoint, private: bool, management: Management) -> BrokerInfo:
@@ -123,9 +126,8 @@ class Runner:
         started = time.monotonic()
         started_at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
         started_iso = suite_info.now_iso()
-        if o.out_dir is not None:
-            log_dir = o.out_dir / "logs"
-            shutil.rmtree(log_dir, ignore_errors=True)  # logs of this run only, never an old one's
+        if o.log_dir is not None or o.out_dir is not None:
+            log_dir = o.log_dir if o.log_dir is not None else o.out_dir / "logs"
             log_dir.mkdir(parents=True, exist_ok=True)
         else:
             log_dir = Path(tempfile.mkdtemp(prefix="acemq-interop-logs-"))
@@ -133,7 +135,7 @@ class Runner:
         with run_vhost(o.endpoint, self.log) as (endpoint, management, vhost):
             clients: dict[str, PeerClient] = {}
             try:
-                broker = broker_info(endpoint, o.endpoint is None, management)
+                broker = o.broker or broker_info(endpoint, o.endpoint is None, management)
                 amqp_url = endpoint.amqp_url(vhost)
                 statuses = self._start_peers(amqp_url, clients, log_dir)
                 ctx = RunContext(amqp_url=amqp_url, vhost=vhost, management=management, peers=dict(clients),
@@ -189,8 +191,15 @@ class Runner:
             manifest = o.manifests[name]
             status = PeerStatus(name, manifest.language)
             statuses[name] = status
-            if o.in_docker:
-                missing = [] if shutil.which("docker") else ["docker"]
+            if o.in_docker or manifest.image:
+                # From an image: an engine that answers and the image, else SKIP (never a pull, never a hang).
+                from .docker_engine import peer_image_problem
+
+                status.unavailable = peer_image_problem(manifest)
+                if status.unavailable:
+                    self.log(f"peer {name}: SKIP, {status.unavailable}")
+                    continue
+                missing = []
             else:
                 missing = manifest.missing_tools()
             if missing:
@@ -207,7 +216,7 @@ class Runner:
         def start(name: str) -> None:
             status = statuses[name]
             try:
-                client = PeerClient.launch(o.manifests[name], log_dir, o.in_docker, o.op_bound_s)
+                client = PeerClient.launch(o.manifests[name], log_dir, o.in_docker, o.op_bound_s, o.run_id)
                 clients[name] = client
                 status.hello = client.handshake(amqp_url, max(60.0, o.op_bound_s))
                 status.startup_s = client.startup_s

@@ -1,0 +1,159 @@
+"""Containers end to end (issue 10), on a real Docker engine:
+
+1. ci/docker-engine.sh starts an engine (unless one answers), ci/images.sh builds every
+   image (local bases by debootstrap, the .NET bases from the installed SDK, every peer
+   image with its unit tests, the runner, both brokers), and the full matrix runs with
+   every peer from its image on RabbitMQ 3.10 and 4.0: every cell PASS on both, both
+   brokers' versions in results.json, and afterwards no container of the run, no broker
+   and no engine the test started.
+2. docker-compose (Debian's v1) builds every image and runs the full matrix in the runner
+   container against the broker service.
+
+They take minutes (the images are cached in the engine's stable data root between runs
+on one machine); ACEMQ_SKIP_CONTAINERS=1 skips them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from acemq_interop.docker_engine import RUN_LABEL
+from acemq_interop.manifests import REPO_ROOT, discover
+
+pytestmark = [
+    pytest.mark.broker,
+    pytest.mark.skipif(os.environ.get("ACEMQ_SKIP_CONTAINERS") == "1", reason="ACEMQ_SKIP_CONTAINERS=1"),
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+ALL_PEERS = sorted(discover())
+BROKER_IMAGES = ["acemq-interop/rabbitmq:3.10", "acemq-interop/rabbitmq:4.0"]
+LOCAL_BASES = {
+    "ACEMQ_BASE_IMAGE": "acemq-interop/base:bookworm",
+    "ACEMQ_TRIXIE_IMAGE": "acemq-interop/base:trixie",
+    "ACEMQ_DOTNET_SDK_IMAGE": "acemq-interop/dotnet-sdk:10.0",
+    "ACEMQ_DOTNET_RUNTIME_IMAGE": "acemq-interop/dotnet-runtime:10.0",
+}
+
+
+def _log(message: str) -> None:
+    print(f"[containers] {message}", file=sys.stderr, flush=True)
+
+
+def _sh(argv: list[str], env: dict[str, str], bound_s: float, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    started = time.monotonic()
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=bound_s, stdin=subprocess.DEVNULL)
+    _log(f"{' '.join(argv[:4])}... exited {done.returncode} in {time.monotonic() - started:.0f}s")
+    return done
+
+
+def _tail(done: subprocess.CompletedProcess, lines: int = 60) -> str:
+    return "\n".join((done.stdout + "\n" + done.stderr).strip().splitlines()[-lines:])
+
+
+def _labelled(env: dict[str, str], label: str = RUN_LABEL) -> list[str]:
+    done = subprocess.run(["docker", "ps", "-a", "--filter", f"label={label}", "--format", "{{.Names}}"],
+                          env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    """The engine: started by ci/docker-engine.sh unless one answers; stopped after only if
+    this fixture started it, and then checked gone."""
+    env = dict(os.environ)
+    done = _sh(["sh", "ci/docker-engine.sh", "start"], env, 300)
+    assert done.returncode == 0, _tail(done)
+    assignments = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    env["DOCKER_HOST"] = assignments["DOCKER_HOST"]
+    started = assignments.get("ACEMQ_DOCKER_STARTED") == "1"
+    _log(f"engine at {env['DOCKER_HOST']} ({'started here' if started else 'already running'})")
+    images = _sh(["sh", "ci/images.sh"], env, 3600)
+    assert images.returncode == 0, _tail(images, 120)
+    _log("\n" + "\n".join(line for line in images.stdout.splitlines() if line.startswith("images:") or "\t" in line))
+    yield env
+    if started:
+        stop = _sh(["sh", "ci/docker-engine.sh", "stop"], env, 120)
+        assert stop.returncode == 0, _tail(stop)
+        status = _sh(["sh", "ci/docker-engine.sh", "status"], {**env, "DOCKER_HOST": env["DOCKER_HOST"]}, 60)
+        assert "ours:" not in status.stdout, status.stdout
+
+
+def test_full_matrix_in_docker_on_two_brokers(engine, tmp_path) -> None:
+    env = engine
+    for image in [*(f"acemq-interop/peer-{name}" for name in ALL_PEERS), *BROKER_IMAGES, "acemq-interop/runner"]:
+        assert subprocess.run(["docker", "image", "inspect", image], env=env, capture_output=True, timeout=30).returncode == 0, image
+    before = set(_labelled(env))
+    argv = [sys.executable, "-m", "acemq_interop", "run", "--in-docker", "--out", str(tmp_path)]
+    for image in BROKER_IMAGES:
+        argv += ["--broker-image", image]
+    started = time.monotonic()
+    done = _sh(argv, env, 3000)
+    took = time.monotonic() - started
+    _log(f"full matrix --in-docker on {len(BROKER_IMAGES)} brokers: {took:.0f}s")
+    print("\n".join(done.stdout.splitlines()[-60:]))
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert done.returncode == 0, _tail(done, 80)
+
+    versions = {b["label"]: b for b in results["brokers"]}
+    assert len(versions) == 2, versions
+    assert any(label.startswith("rabbitmq-3.10.") for label in versions), versions
+    assert any(label.startswith("rabbitmq-4.0.") for label in versions), versions
+    for facts in versions.values():
+        assert facts["erlang_version"] and facts["product"] == "RabbitMQ", facts
+    by_broker: dict[str, list[dict]] = {}
+    for cell in results["cells"]:
+        by_broker.setdefault(cell["broker"], []).append(cell)
+    assert set(by_broker) == set(versions)
+    counts = {label: len(cells) for label, cells in by_broker.items()}
+    assert len(set(counts.values())) == 1, counts  # the same cells on each broker
+    bad = [f"{c['broker']} {c['status']} {c['id']} {c['message'][:200]}" for c in results["cells"] if c["status"] != "PASS"]
+    assert not bad, "\n".join(bad)
+    for name in ALL_PEERS:
+        assert results["peers"][name]["unavailable"] is None, results["peers"][name]
+
+    assert set(_labelled(env)) <= before, "the run left containers"
+    assert not set(_labelled(env, "org.acemq-interop.role=broker")) - before, "the run left a broker"
+
+
+def test_compose_builds_everything_and_runs_the_matrix(engine) -> None:
+    env = {**engine, **LOCAL_BASES, "COMPOSE_PROJECT_NAME": "acemq-interop-test",
+           "ACEMQ_AMQP_PORT": str(_free_port()), "ACEMQ_MGMT_PORT": str(_free_port()),
+           "ACEMQ_DOCKER_SOCKET": engine["DOCKER_HOST"].removeprefix("unix://")}
+    build = _sh(["docker-compose", "build", "--force-rm"], env, 3600)
+    assert build.returncode == 0, _tail(build, 80)
+    out = ROOT / "out"
+    results_file = out / "results.json"
+    if results_file.exists():
+        results_file.unlink()
+    try:
+        started = time.monotonic()
+        done = _sh(["docker-compose", "run", "--rm", "runner"], env, 2400)
+        _log(f"docker-compose run --rm runner: {time.monotonic() - started:.0f}s")
+        print("\n".join(done.stdout.splitlines()[-40:]))
+        assert done.returncode == 0, _tail(done, 80)
+    finally:
+        down = _sh(["docker-compose", "down", "--remove-orphans"], env, 300)
+        assert down.returncode == 0, _tail(down)
+    results = json.loads(results_file.read_text())
+    assert results["summary"]["PASS"] == len(results["cells"]) > 0, results["summary"]
+    assert {name for name, p in results["peers"].items() if p["unavailable"] is None} == set(ALL_PEERS)
+    assert results["brokers"][0]["label"].startswith("rabbitmq-3.10."), results["brokers"]
+    assert not _labelled(env), "containers of the compose run were left"
+    left = subprocess.run(["docker", "ps", "-a", "--filter", "label=com.docker.compose.project=acemq-interop-test", "-q"],
+                          env=env, capture_output=True, text=True, timeout=30).stdout.split()
+    assert not left, left
