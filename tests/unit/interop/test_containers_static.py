@@ -107,32 +107,35 @@ def test_ci_scripts_start_and_stop_only_their_engine() -> None:
 
 
 def test_the_broker_axis_tags_every_cell_and_lists_every_broker(tmp_path) -> None:
-    import xml.etree.ElementTree as ET
+    from junitparser import JUnitXml
 
     from acemq_interop import cells as cellmod, scenarios
-    from acemq_interop.broker_axis import BrokerRun, write_outputs
+    from acemq_interop.cli import write_outputs
     from acemq_interop.manifests import PeerSpec
-    from acemq_interop.runner import PeerStatus, RunReport
+    from acemq_interop.model import BrokerInfo, PeerStatus, RunResult, combine_runs
 
     specs = [PeerSpec.parse("python")]
     planned = cellmod.plan(scenarios.select(scenarios.load_all(), ["rr-pair-*"]), specs)
     assert planned
 
-    def report() -> RunReport:
-        return RunReport([cellmod.CellResult(c, cellmod.PASS) for c in planned], {"python": PeerStatus("python", "Python")},
-                         specs, "b", 1.5, "now", tmp_path)
+    def report(label: str, version: str) -> RunResult:
+        results = [cellmod.result_of(c, cellmod.PASS, label, rerun="acemq-interop run --peers python --cell 'x'", duration_s=0.1)
+                   for c in planned]
+        return RunResult(results, {"python": PeerStatus("python", "Python")}, ["python"],
+                         [BrokerInfo(label, "RabbitMQ", version, "27")], 1.5, "now")
 
-    runs = [BrokerRun(BrokerFacts("image a", "RabbitMQ", "3.10.8", "25.2"), report()),
-            BrokerRun(BrokerFacts("image b", "RabbitMQ", "4.0.5", "27.2"), report())]
-    write_outputs(runs, tmp_path / "out")
+    combined = combine_runs([report("rabbitmq-3.10.8", "3.10.8"), report("rabbitmq-4.0.5", "4.0.5")])
+    write_outputs(combined, tmp_path / "out")
     data = json.loads((tmp_path / "out/results.json").read_text())
     assert [b["label"] for b in data["brokers"]] == ["rabbitmq-3.10.8", "rabbitmq-4.0.5"]
+    assert [b["version"] for b in data["brokers"]] == ["3.10.8", "4.0.5"]
     assert len(data["cells"]) == 2 * len(planned)
+    assert len({c["id"] for c in data["cells"]}) == 2 * len(planned)  # ids stay unique across brokers
     assert {c["broker"] for c in data["cells"]} == {"rabbitmq-3.10.8", "rabbitmq-4.0.5"}
     assert data["summary"]["PASS"] == 2 * len(planned) and data["duration_s"] == 3.0
-    suites = ET.parse(tmp_path / "out/junit.xml").getroot().findall("testsuite")
-    assert sum(len(s.findall("testcase")) for s in suites) == 2 * len(planned)
-    assert (tmp_path / "out/report-rabbitmq-4.0.5.html").is_file()
+    assert len(combined.summary.pair_matrices) == 2  # one matrix per broker
+    xml = JUnitXml.fromfile(str(tmp_path / "out/junit.xml"))
+    assert sum(s.tests for s in xml) == 2 * len(planned)
 
 
 def test_compose_gives_every_base_arg_of_each_dockerfile() -> None:
