@@ -96,6 +96,7 @@ def run_options(args: argparse.Namespace, argv: list[str] | None = None) -> "Run
         durations=read_durations(Path(args.durations)) if args.durations else {},
         command=["acemq-interop", *redacted(argv if argv is not None else sys.argv[1:])],
         rerun_flags=_rerun_flags(args),
+        transcripts=getattr(args, "transcripts", "failed"),
     )
 
 
@@ -240,6 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--shard", help="K/N: run only the K-th of N deterministic slices of the cells (join them with `merge`)")
     run.add_argument("--durations", help="an earlier results.json: balance --shard and order cells by its durations")
     run.add_argument("--baseline", help="an earlier results.json: print what changed; a regression exits 1")
+    run.add_argument("--transcripts", choices=("failed", "all", "none"), default="failed",
+                     help="keep the broker's transcript (firehose) of: non-PASS cells (default), every cell, or none")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the result")
     run.add_argument("-v", "--verbose", action="store_true", help="more detail in progress lines")
     run.set_defaults(func=cmd_run)

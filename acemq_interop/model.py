@@ -103,6 +103,9 @@ class CellResult:
     stderr: dict[str, str] = field(default_factory=dict)
     reason: str = ""  # why SKIP / XFAIL / XPASS
     rerun: str = ""
+    # The broker's firehose record of the cell's namespace (acemq_interop/transcript.py):
+    # kept for non-PASS cells (every cell with --transcripts all); None when not kept.
+    transcript: list[dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         self.status = Status(self.status)
