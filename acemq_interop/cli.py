@@ -216,6 +216,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_publish(args: argparse.Namespace) -> int:
+    """A static site from several runs' results.json (issue 13)."""
+    from .publish import publish
+
+    missing = [p for p in args.results if not Path(p).is_file()]
+    if missing:
+        raise UsageError(f"publish: no such results.json: {', '.join(missing)}")
+    index = publish([Path(p) for p in args.results], Path(args.site), args.docs_url, _log)
+    print(f"Wrote {index} ({len(args.results)} run(s))")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .suite_info import version
 
@@ -277,6 +289,11 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("shards", nargs="+", help="the shards' results.json files")
     merge.add_argument("--out", default="out", help="folder for the merged files (default ./out)")
     merge.set_defaults(func=cmd_merge)
+    pub = sub.add_parser("publish", help="a static site from several runs: an index, each run's report, badge JSON")
+    pub.add_argument("results", nargs="+", help="the runs' results.json files")
+    pub.add_argument("--site", required=True, help="the folder to write the site to")
+    pub.add_argument("--docs-url", help="base URL of docs/ for rule links (default: $ACEMQ_INTEROP_DOCS_URL, else relative)")
+    pub.set_defaults(func=cmd_publish)
     return parser
 
 

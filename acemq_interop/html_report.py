@@ -383,7 +383,7 @@ details>summary{cursor:pointer}
 {% if errors %}<h3>Errors, by cause</h3><ol id="errors" class="problems">
 {% for g in errors %}<li class="problem ERROR">
 <div><span class="badge ERROR">ERROR</span> {{ g.cells|length }} cell(s): <span class="wrap">{{ g.cause }}</span></div>
-{% set first = g.cells[0] %}<div>first: <a href="#{{ first.anchor }}" class="mono wrap">{{ first.id }}</a></div>
+{% set first = g.cells[0] %}{% if first.message.strip() != g.cause.strip() %}<pre>{{ first.message }}</pre>{% endif %}<div>first: <a href="#{{ first.anchor }}" class="mono wrap">{{ first.id }}</a></div>
 <div>rerun: <code class="rerun">{{ first.rerun }}</code></div>
 {% if g.cells|length > 1 %}<details><summary>all {{ g.cells|length }} cells with this cause</summary><ul>{% for c in g.cells %}<li><a class="mono wrap" href="#{{ c.anchor }}">{{ c.id }}</a></li>{% endfor %}</ul></details>{% endif %}
 </li>{% endfor %}</ol>{% endif %}
