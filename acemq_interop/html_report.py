@@ -73,18 +73,20 @@ def docs_base(out_path: Path | None, docs_url: str | None = None) -> str:
 
 
 class Links:
-    def __init__(self, base: str):
-        self.base = base
+    def __init__(self, base: str, spec: str = "wire-spec.md"):
+        self.base, self.spec = base, spec
 
     def rule(self, rule_or_clause: str | None) -> str:
         if not rule_or_clause:
             return ""
         rule = rule_or_clause.partition(".")[0]
         anchor = rule_anchors().get(rule, rule.lower())
-        return f"{self.base}wire-spec.md#{anchor}"
+        return f"{self.base}{self.spec}#{anchor}"
 
     def doc(self, link: str) -> str:
         """A link as the known-failures files write it (`docs/wire-spec.md#...`) made to work from the page."""
+        if link.startswith("docs/wire-spec.md"):
+            return self.base + self.spec + link[len("docs/wire-spec.md"):]
         return self.base + link[len("docs/"):] if link.startswith("docs/") else link
 
 
@@ -258,8 +260,8 @@ def _lazy_blob(results: list[CellResult]) -> str:
 
 
 def render_html(report: RunResult, out_path: Path | None = None, docs_url: str | None = None,
-                title: str | None = None) -> str:
-    links = Links(docs_base(out_path, docs_url))
+                title: str | None = None, spec: str = "wire-spec.md") -> str:
+    links = Links(docs_base(out_path, docs_url), spec)
     s = report.summary
     views = {r.id: _cell_view(r, links) for r in report.results}
     problems = report.cells(s.problems)
@@ -311,6 +313,35 @@ def render_html(report: RunResult, out_path: Path | None = None, docs_url: str |
 
 def write_html(report: RunResult, path: Path, docs_url: str | None = None) -> None:
     path.write_text(render_html(report, path, docs_url), encoding="utf-8")
+
+
+def spec_page() -> str:
+    """docs/wire-spec.md as a plain HTML page whose headings carry GitHub's anchors (for a published site)."""
+    from .paths import DOCS_DIR
+
+    text = (DOCS_DIR / "wire-spec.md").read_text(encoding="utf-8")
+    out, block = [], []
+
+    def flush() -> None:
+        if block:
+            out.append(f"<pre>{escape(chr(10).join(block))}</pre>")
+            block.clear()
+
+    for line in text.splitlines():
+        match = re.match(r"^(#{1,4})\s+(.*)$", line)
+        if match:
+            flush()
+            level = len(match.group(1))
+            out.append(f'<h{level} id="{github_anchor(match.group(2))}">{escape(match.group(2))}</h{level}>')
+        elif line.strip():
+            block.append(line)
+        else:
+            flush()
+    flush()
+    return ('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>acemq wire specification</title><style>'
+            'body{font:14px/1.45 system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em}'
+            'pre{white-space:pre-wrap;font:13px/1.45 system-ui,sans-serif;margin:.4em 0}h3{margin-top:1.6em}</style></head><body>'
+            + "\n".join(out) + "</body></html>\n")
 
 
 TEMPLATE = r"""<!doctype html>

@@ -84,7 +84,7 @@ def _row(data: dict[str, Any], page: str) -> dict[str, Any]:
 
 def publish(paths: list[Path], site: Path, docs_url: str | None = None, log: Any = print) -> Path:
     """Build the site: DIR/index.html, DIR/badge.json (newest run), DIR/runs/<run>/{report.html,results.json,badge.json}."""
-    from .html_report import render_html
+    from .html_report import render_html, spec_page
 
     runs = []
     for path in paths:
@@ -93,6 +93,11 @@ def publish(paths: list[Path], site: Path, docs_url: str | None = None, log: Any
     runs.sort(key=lambda item: item[1].get("started_at") or "", reverse=True)
     site.mkdir(parents=True, exist_ok=True)
     (site / "runs").mkdir(exist_ok=True)
+    spec = "wire-spec.md"
+    if not docs_url:  # the site carries its own copy of the spec, its headings with GitHub's anchors
+        (site / "docs").mkdir(exist_ok=True)
+        (site / "docs" / "wire-spec.html").write_text(spec_page(), encoding="utf-8")
+        docs_url, spec = "../../docs/", "wire-spec.html"
     rows, used = [], set()
     for path, data in runs:
         suite = data.get("suite") or {}
@@ -107,7 +112,7 @@ def publish(paths: list[Path], site: Path, docs_url: str | None = None, log: Any
         folder.mkdir(parents=True, exist_ok=True)
         report = run_of(data)
         out = folder / "report.html"
-        out.write_text(render_html(report, out, docs_url), encoding="utf-8")
+        out.write_text(render_html(report, out, docs_url, spec=spec), encoding="utf-8")
         shutil.copyfile(path, folder / "results.json")
         (folder / "badge.json").write_text(json.dumps(badge(data)) + "\n", encoding="utf-8")
         rows.append(_row(data, f"runs/{name}/report.html"))
