@@ -468,7 +468,7 @@ details>summary{cursor:pointer}
 {% for row in x.sequence.rows %}<tr class="msg {{ row.event }}" data-n="{{ row.n }}"><td class="mono">{{ row.t }}</td>{% for a in row.span %}<td class="ar {{ a }}"></td>{% endfor %}
 <td class="what"><b>{{ row.label }}</b>{% if row.event == 'publish' %} &middot; by {{ row.who }}{% endif %}<br>
 {% for p in row.props %}<span class="h mono">{{ p.name }}=<b>{{ p.value }}</b></span>{% endfor %}
-{% for h in row.headers %}<span class="h mono">{{ h.name }}: <span class="ty {{ h.type }}" title="AMQP field type">{{ h.type }}</span> {{ h.value }}</span>{% endfor %}
+<br>{% for h in row.headers %}<span class="h mono">{{ h.name }}: <span class="ty {{ h.type }}" title="AMQP field type">{{ h.type }}</span> {{ h.value }}</span>{% else %}<span class="h muted absent">no headers</span>{% endfor %}
 {% if row.body %}<details><summary class="muted">body ({{ row.body_length }} bytes)</summary><pre>{{ row.body }}</pre></details>{% endif %}</td></tr>
 {% for q in row.routed %}<tr class="routed"><td></td>{% for a in q.span %}<td class="ar {{ a }}"></td>{% endfor %}<td class="what muted">routed to {{ q.queue }}</td></tr>{% endfor %}
 {% if row.unroutable %}<tr class="unroutable"><td></td>{% for l in x.sequence.lanes %}<td></td>{% endfor %}<td class="what">routed to no queue</td></tr>{% endif %}

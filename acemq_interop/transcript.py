@@ -317,10 +317,14 @@ def participants(trace: list[dict[str, Any]], roles: dict[str, Any]) -> tuple[di
     (`responder.start` names the queue, `requester.open` answers with the reply queue) and
     every probe publish and get.
     """
-    peer_roles: dict[str, list[str]] = {}
-    for role, who in roles.items():
-        for label in who if isinstance(who, list) else [who]:
-            peer_roles.setdefault(str(label).split("@")[0].split("+")[0], []).append(role)
+    def label(peer: str, sides: tuple[str, ...]) -> str:
+        """The spec label (`python+native-only`) of the peer process playing one of these roles."""
+        for role, who in roles.items():
+            if role in sides:
+                for spec in who if isinstance(who, list) else [who]:
+                    if str(spec).split("@")[0].split("+")[0] == peer:
+                        return str(spec)
+        return peer
     who: dict[str, str] = {}
     probe_ids: set[str] = set()
     replies: set[str] = set()
@@ -330,11 +334,11 @@ def participants(trace: list[dict[str, Any]], roles: dict[str, Any]) -> tuple[di
         answer = step.get("answer") or {}
         peer = step.get("peer")
         if op == "responder.start" and sent.get("queue"):
-            who[sent["queue"]] = f"{peer} (responder)"
+            who[sent["queue"]] = f"{label(peer, ('responder', 'subscribers'))} (responder)"
         elif op == "requester.open":
             queue = answer.get("reply_queue")
             if queue:
-                who[queue] = f"{peer} (requester)"
+                who[queue] = f"{label(peer, ('requester', 'gatherer'))} (requester)"
                 replies.add(queue)
         elif op == "probe_publish":
             probe_ids.update(p.get("message_id") for p in step.get("published") or [] if p.get("message_id"))
