@@ -234,7 +234,7 @@ def _cell_view(r: CellResult, links: Links) -> dict[str, Any]:
         "rules": [{"id": x, "href": links.rule(x)} for x in r.rules], "broker": r.broker,
         "duration": f"{r.duration_s:.2f}", "rule": r.rule, "rule_href": links.rule(r.rule),
         "rule_title": cat.title(r.rule) if r.rule else "", "clause_text": clause.text if clause else "",
-        "message": r.message, "first_line": (r.message or "").splitlines()[0] if r.message else "",
+        "message": r.message, "first_line": _first_line(r.message),
         "expected": _json(r.expected), "observed": _json(r.observed),
         "observed_absent": r.observed == _ABSENT, "reason": r.reason, "rerun": r.rerun,
         "steps": steps, "failing": _failing_step(steps),
@@ -243,6 +243,14 @@ def _cell_view(r: CellResult, links: Links) -> dict[str, Any]:
         "transcript_len": len(r.transcript or []),
         "inline": r.status != Status.PASS,
     }
+
+
+def _first_line(message: str) -> str:
+    """A message's first line; with the next one when the first only announces it (`...lines:`)."""
+    lines = [line for line in (message or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    return f"{lines[0]} {lines[1].strip()}" if lines[0].rstrip().endswith(":") and len(lines) > 1 else lines[0]
 
 
 def _counts_view(counts: Any) -> dict[str, Any] | None:

@@ -45,15 +45,15 @@ def badge(data: dict[str, Any]) -> dict[str, Any]:
     """A shields.io endpoint badge for one run: `540/540 pass`, green only when the run passed."""
     summary = data.get("summary") or {}
     total = sum(int(v) for v in summary.values())
-    passed = int(summary.get("PASS", 0)) + int(summary.get("XFAIL", 0))
+    passed = int(summary.get("PASS", 0))
     bad = sum(int(summary.get(s, 0)) for s in ("FAIL", "ERROR", "XPASS"))
     if bad == 0:
         color = "brightgreen"
     else:
         color = "red" if summary.get("FAIL") or summary.get("XPASS") else "orange"
     message = f"{passed}/{total} pass"
-    if bad:
-        parts = [f"{summary[s]} {s.lower()}" for s in ("FAIL", "ERROR", "XPASS") if summary.get(s)]
+    parts = [f"{summary[s]} {s.lower()}" for s in ("FAIL", "ERROR", "XPASS", "XFAIL", "SKIP") if summary.get(s)]
+    if parts:
         message += ", " + ", ".join(parts)
     return {"schemaVersion": 1, "label": "acemq-interop", "message": message, "color": color}
 
