@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -40,7 +39,8 @@ import pika.exceptions
 MODES = ("failed", "all", "none")
 TRACE_EXCHANGE = "amq.rabbitmq.trace"
 BODY_LIMIT = 4000  # characters of a body kept in a transcript
-STALE_S = 600.0  # entries no cell claimed are dropped after this long
+STALE_S = 300.0  # entries no cell claimed (late copies of passed cells) are dropped after this long
+SWEEP_S = 30.0  # how often that is looked at
 SETTLE_S = 0.3  # a kept cell waits this long for the firehose's last messages
 PROBE = "probe"
 
@@ -109,14 +109,23 @@ class Raw:
     routing_key: str  # publish.EXCHANGE or deliver.QUEUE
     headers: dict[str, Any]
     body: bytes
+    _names: frozenset[str] | None = None
+    seq: int = 0  # arrival order
+    taken: bool = False
 
-    def names(self) -> set[str]:
+    def names(self) -> frozenset[str]:
+        """Exchange, routing keys, queues: what ties the message to a cell (computed once)."""
+        if self._names is None:
+            self._names = self._find_names()
+        return self._names
+
+    def _find_names(self) -> frozenset[str]:
         h = self.headers
         found = {plain(h.get("exchange_name") or ""), *[plain(k) for k in plain_list(h.get("routing_keys"))],
                  *[plain(q) for q in plain_list(h.get("routed_queues"))]}
         if self.routing_key.startswith("deliver."):
             found.add(self.routing_key[len("deliver."):])
-        return {n for n in found if n}
+        return frozenset(n for n in found if n)
 
     def reply_addresses(self) -> set[str]:
         props = self.headers.get("properties")
@@ -142,7 +151,9 @@ class Tracer:
 
     def __init__(self, amqp_url: str, management: Any, vhost: str, log: Any = print):
         self._url, self._management, self._vhost, self._log = amqp_url, management, vhost, log
-        self._buffer: deque[Raw] = deque()
+        self._keys: dict[str, list[Raw]] = {}  # key (cell ns or server-named queue) -> entries naming it
+        self._swept = time.monotonic()
+        self.take_s = 0.0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -165,6 +176,8 @@ class Tracer:
         return self
 
     def stop(self) -> None:
+        if self._thread.is_alive():
+            self._log(f"tracer: {self.received} firehose messages, {self.take_s:.2f}s spent sorting them into cells")
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(10.0)
@@ -188,8 +201,8 @@ class Tracer:
             def arrived(_ch: Any, method: Any, properties: Any, body: bytes) -> None:
                 raw = Raw(time.monotonic(), method.routing_key, dict(properties.headers or {}), body)
                 with self._lock:
-                    self._buffer.append(raw)
                     self.received += 1
+                    self._file(raw)
 
             channel.basic_consume(queue, arrived, auto_ack=True)
             _typed.on = True  # from here on, this thread's tables keep their field types
@@ -208,36 +221,58 @@ class Tracer:
                     pass
 
     def take(self, ns: str, reply_queues: Iterable[str], keep: bool) -> list[Raw]:
-        """Remove the cell's entries from the buffer; returned (after a short settle) when kept."""
+        """Remove the cell's entries from the buffer; returned (after a short settle) when kept.
+
+        Entries are filed on arrival under the keys they name (`c0007` for `c0007.requests`,
+        the whole name of a server-named queue), so a cell's take costs its own messages,
+        not the run's. Reply addresses a message of the cell carries belong to the cell too
+        (a request names amq.gen-X; the reply to amq.gen-X is the cell's).
+        """
         if keep:
             time.sleep(SETTLE_S)
-        prefix = ns + "."
-        replies = {q for q in reply_queues if q}
-        now = time.monotonic()
+        started = time.monotonic()
+        todo = [ns, *[q for q in reply_queues if q]]
+        seen_keys: set[str] = set()
+        mine: dict[int, Raw] = {}
         with self._lock:
-            entries = list(self._buffer)
-        mine: list[Raw] = []
-        claimed: set[int] = set()
-        # Reply addresses a message of the cell carries belong to the cell too: iterate until
-        # nothing new is learnt (a request names amq.gen-X; the reply to amq.gen-X is ours).
-        changed = True
-        while changed:
-            changed = False
-            for index, raw in enumerate(entries):
-                if index in claimed:
+            while todo:
+                key = todo.pop()
+                if key in seen_keys:
                     continue
-                names = raw.names()
-                if any(n.startswith(prefix) for n in names) or names & replies:
-                    claimed.add(index)
-                    for address in raw.reply_addresses():
-                        if address not in replies and not address.startswith(prefix):
-                            replies.add(address)
-                            changed = True
-        mine = [entries[i] for i in sorted(claimed)]
-        gone = {id(r) for r in mine}
-        with self._lock:
-            self._buffer = deque(r for r in self._buffer if id(r) not in gone and now - r.at < STALE_S)
-        return mine if keep else []
+                seen_keys.add(key)
+                for raw in self._keys.pop(key, ()):
+                    if raw.taken:
+                        continue
+                    raw.taken = True
+                    mine[raw.seq] = raw
+                    todo.extend(a for a in raw.reply_addresses() if a not in seen_keys)
+            if started - self._swept > SWEEP_S:
+                self._sweep(started)
+        self.take_s += time.monotonic() - started
+        return [mine[k] for k in sorted(mine)] if keep else []
+
+    def _file(self, raw: Raw) -> None:
+        """File an arriving entry under every key it names (with the lock held)."""
+        raw.seq = self.received
+        for key in {_key(n) for n in raw.names()}:
+            self._keys.setdefault(key, []).append(raw)
+
+    def _sweep(self, now: float) -> None:
+        """Drop what no cell claimed for a long time (late copies of passed cells' messages)."""
+        self._swept = now
+        for key in list(self._keys):
+            kept = [r for r in self._keys[key] if not r.taken and now - r.at < STALE_S]
+            if kept:
+                self._keys[key] = kept
+            else:
+                del self._keys[key]
+
+
+def _key(name: str) -> str:
+    """`c0007.requests` -> `c0007`; a server-named queue (`amq.gen-...`) or a name without a dot is its own key."""
+    if name.startswith("amq.") or "." not in name:
+        return name
+    return name.partition(".")[0]
 
 
 # -- a transcript, as plain data ----------------------------------------------------

@@ -66,6 +66,14 @@ try {
     await transcript.screenshot({ path: join(shots, "transcript.png") });
   }
 
+  // Every other transcript on the page, as a person would scroll to it.
+  const all = page.locator("div.transcript");
+  found.transcripts = await all.count();
+  for (let i = 0; i < Math.min(found.transcripts, 4); i++) {
+    await all.nth(i).scrollIntoViewIfNeeded();
+    await all.nth(i).screenshot({ path: join(shots, `transcript-${i + 1}.png`) });
+  }
+
   // A PASS cell's packed steps unpack when opened.
   const lazy = page.locator("details.lazy").first();
   if (await lazy.count()) {

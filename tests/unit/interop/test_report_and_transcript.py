@@ -148,29 +148,27 @@ def _raw(at: float, key: str, exchange: str, routing_key: str, **props) -> tr.Ra
 
 
 def test_a_cell_takes_its_namespace_and_the_reply_queues_it_named() -> None:
-    tracer = tr.Tracer.__new__(tr.Tracer)
-    tracer._buffer, tracer._lock = tr.deque(), tr.threading.Lock()
-    tracer._buffer.extend([
+    tracer = tr.Tracer("amqp://unused/", None, "v", log=lambda m: None)
+    raws = [
         _raw(1.0, "publish.", "", "c0001.requests", reply_to="amq.gen-A", message_id="m1", conn="req"),
         _raw(1.1, "publish.", "", "c0002.requests", reply_to="amq.gen-B", conn="other"),
         _raw(1.2, "deliver.c0001.requests", "", "c0001.requests", reply_to="amq.gen-A", conn="resp"),
         _raw(1.3, "publish.", "", "amq.gen-A", correlation_id="m1", conn="resp"),
         _raw(1.4, "publish.", "", "amq.gen-B", conn="other"),
         _raw(1.5, "deliver.amq.gen-A", "", "amq.gen-A", conn="req"),
-    ])
+    ]
+    for raw in raws:
+        tracer.received += 1
+        tracer._file(raw)
+    t0 = raws[0].at - 1.0
     trace = [{"step": "responder.start", "peer": "go", "sent": {"queue": "c0001.requests"}},
              {"step": "requester.open", "peer": "python", "answer": {"reply_queue": "amq.gen-A"}}]
     who, probe_ids, replies = tr.participants(trace, {"requester": "python+native-only", "responder": "go"})
-    raws_t0 = tracer._buffer[0].at - 1.0
-    mine = tr.Tracer.take(tracer, "c0001", replies, keep=True)
-
-    def at(raws):
-        return [round(r.at - raws_t0, 1) for r in raws]
-
-    assert at(mine) == [1.0, 1.2, 1.3, 1.5]
-    assert at(tracer._buffer) == [1.1, 1.4]
-    records = tr.transcript(mine, raws_t0, who, probe_ids)
+    mine = tracer.take("c0001", replies, keep=True)
+    assert [round(r.at - t0, 1) for r in mine] == [1.0, 1.2, 1.3, 1.5]
+    records = tr.transcript(mine, t0, who, probe_ids)
     assert [r["who"] for r in records] == ["python+native-only (requester)", "go (responder)", "go (responder)",
                                            "python+native-only (requester)"]
-    assert records[0]["properties"]["reply_to"] == "amq.gen-A" and "user" not in json.dumps(records)
-    assert tr.Tracer.take(tracer, "c0002", set(), keep=False) == [] and not tracer._buffer
+    assert records[0]["properties"]["reply_to"] == "amq.gen-A" and "guest" not in json.dumps(records)
+    assert tracer.take("c0002", set(), keep=False) == []
+    assert not [r for entries in tracer._keys.values() for r in entries if not r.taken]
