@@ -10,11 +10,19 @@ import { pathToFileURL } from "node:url";
 const [report, shots, transcriptCell, siteIndex] = process.argv.slice(2);
 const profile = mkdtempSync(join(tmpdir(), "acemq-interop-chromium-"));
 const found = {};
-// A new, empty profile (--user-data-dir) for every check.
+// A screenshot of one element (what fits in a 1280x1400 viewport), taken after scrolling it to
+// the top: element and full-page screenshots of a long page time out waiting on its layout.
+async function shot(page, locator, path) {
+  await locator.evaluate((el) => el.scrollIntoView({ block: "start" }));
+  const box = await locator.boundingBox();
+  const height = page.viewportSize().height;
+  await page.screenshot({ path, clip: { x: box.x, y: Math.max(0, box.y),
+    width: box.width, height: Math.min(box.height, height - Math.max(0, box.y)) } });
+}
 const browser = await chromium.launchPersistentContext(profile, {
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
   headless: true,
-  viewport: { width: 1280, height: 900 },
+  viewport: { width: 1280, height: 1400 },
   args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"],
 });
@@ -23,7 +31,7 @@ try {
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
   await page.goto(pathToFileURL(report).href);
-  await page.screenshot({ path: join(shots, "report-top.png") });
+  await page.screenshot({ path: join(shots, "report-top.png"), clip: { x: 0, y: 0, width: 1280, height: 1000 } });
 
   // What comes first: the verdict, then the list of failures.
   found.verdict = (await page.locator("#verdict").innerText()).trim();
@@ -36,7 +44,7 @@ try {
     top: li.getBoundingClientRect().top,
   })));
   found.errorGroups = await page.$$eval("#errors > li", (items) => items.map((li) => li.innerText));
-  found.firstFailureVisibleWithoutScrolling = found.failures.length > 0 && found.failures[0].top < 900;
+  found.firstFailureVisibleWithoutScrolling = found.failures.length > 0 && found.failures[0].top < 800;
 
   // The pair drill-down: click the first pair cell that is not all-pass.
   const pair = page.locator("table.matrix td.FAIL a, table.matrix td.ERROR a").first();
@@ -48,7 +56,7 @@ try {
     await pair.click();
     const drill = page.locator(`[id="${target}"]`);
     found.drill = { id: target, hiddenBefore: !before, visibleAfter: await drill.isVisible(), text: await drill.innerText() };
-    await drill.screenshot({ path: join(shots, "pair-drilldown.png") });
+    await shot(page, drill, join(shots, "pair-drilldown.png"));
   }
   // No PPPPPP letter strings anywhere in the matrices.
   found.matrixTexts = await page.$$eval("table.matrix td", (tds) => tds.map((t) => t.innerText.trim()));
@@ -63,15 +71,14 @@ try {
     found.transcriptText = await transcript.innerText();
     found.transcriptRows = await transcript.locator("tr.msg").count();
     found.lanes = await transcript.locator("th.lane").allInnerTexts();
-    await transcript.screenshot({ path: join(shots, "transcript.png") });
+    await shot(page, transcript, join(shots, "transcript.png"));
   }
 
   // Every other transcript on the page, as a person would scroll to it.
   const all = page.locator("div.transcript");
   found.transcripts = await all.count();
   for (let i = 0; i < Math.min(found.transcripts, 4); i++) {
-    await all.nth(i).scrollIntoViewIfNeeded();
-    await all.nth(i).screenshot({ path: join(shots, `transcript-${i + 1}.png`) });
+    await shot(page, all.nth(i), join(shots, `transcript-${i + 1}.png`));
   }
 
   // A PASS cell's packed steps unpack when opened.
