@@ -362,7 +362,7 @@ h1{margin:.2em 0}h2{margin-top:1.8em;border-bottom:1px solid #ddd;padding-bottom
 a{color:#0b5cad}code,pre,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
 pre{background:#f6f7f9;border:1px solid #e3e5e8;border-radius:4px;padding:6px 8px;margin:.3em 0;white-space:pre-wrap;overflow-wrap:anywhere;max-height:28em;overflow-y:auto}
 table{border-collapse:collapse;margin:.6em 0}td,th{border:1px solid #d5d8dc;padding:4px 8px;vertical-align:top}th{background:#f1f3f5;text-align:left}
-.wrap{overflow-wrap:anywhere;word-break:break-word}
+.wrap{overflow-wrap:anywhere;word-break:break-word}.nw{white-space:nowrap}
 .PASS{background:#dcf3dc}.FAIL,.XPASS{background:#f9d0d0}.ERROR{background:#f3d3f3}.SKIP{background:#eceff1;color:#666}.XFAIL{background:#fcefc4}
 .badge{display:inline-block;padding:0 .45em;border-radius:3px;font-weight:600;font-size:12px;border:1px solid rgba(0,0,0,.12)}
 .verdict{padding:.8em 1em;border-radius:6px;margin:.8em 0;font-size:16px}
@@ -439,20 +439,20 @@ details>summary{cursor:pointer}
 {% endfor %}
 {% for g in grids %}<h3>{{ 'Requesters' if g.matrix == 'requesters' else 'Responders' }} against the probe: peer &times; scenario{% if brokers|length > 1 %} on {{ g.broker }}{% endif %}</h3>
 <div style="overflow-x:auto"><table class="grid" id="grid-{{ g.matrix }}"><tr><th>peer</th>{% for sc in g.scenarios %}<th class="sc" title="{{ sc }}">{{ sc }}</th>{% endfor %}</tr>
-{% for row in g.rows %}<tr><th class="wrap">{{ row.label }}</th>{% for c in row.cells %}<td class="{{ c.status if c else '' }}">{% if c %}<a href="#{{ c.anchor }}" title="{{ c.id }}">{{ c.status }}</a>{% endif %}</td>{% endfor %}</tr>{% endfor %}
+{% for row in g.rows %}<tr><th class="nw">{{ row.label }}</th>{% for c in row.cells %}<td class="{{ c.status if c else '' }}">{% if c %}<a href="#{{ c.anchor }}" title="{{ c.id }}">{{ c.status }}</a>{% endif %}</td>{% endfor %}</tr>{% endfor %}
 </table></div>{% endfor %}
 </section>
 
 <section id="peers"><h2>Per-peer conformance</h2>
 <table><tr><th>peer</th>{% for _, t in peer_columns %}<th>{{ t }}</th>{% endfor %}<th>mutant coverage</th><th>binding on client</th></tr>
-{% for row in peer_rows %}<tr><th class="wrap">{{ row.label }}</th>{% for c in row.columns %}<td class="{{ c.worst if c else '' }}" style="text-align:center">{{ c.text if c else '' }}</td>{% endfor %}
+{% for row in peer_rows %}<tr><th class="nw">{{ row.label }}</th>{% for c in row.columns %}<td class="{{ c.worst if c else '' }}" style="text-align:center">{{ c.text if c else '' }}</td>{% endfor %}
 <td>{{ row.mutants }}</td><td class="wrap">{% if row.unavailable %}<span class="muted">unavailable: {{ row.unavailable }}</span>{% else %}{{ row.binding }} on {{ row.client }}{% endif %}</td></tr>{% endfor %}
 </table>
 </section>
 
 <section id="rules"><h2>Rules</h2>
 <table><tr><th>rule</th><th>title</th><th>asserted by</th><th>cells breaking it</th></tr>
-{% for r in rules %}<tr><td class="mono"><a href="{{ r.href }}">{{ r.id }}</a></td><td>{{ r.title }}</td><td class="mono wrap" style="font-size:12px">{{ r.checked_by|join(', ') or '(no scenario in this run)' }}</td>
+{% for r in rules %}<tr><td class="mono nw"><a href="{{ r.href }}">{{ r.id }}</a></td><td>{{ r.title }}</td><td class="mono wrap" style="font-size:12px">{{ r.checked_by|join(', ') or '(no scenario in this run)' }}</td>
 <td class="{{ 'FAIL' if r.failing else '' }} wrap">{% for c in r.failing %}<a class="mono" style="font-size:12px" href="#{{ c.anchor }}">{{ c.id }}</a>{% if not loop.last %}<br>{% endif %}{% endfor %}</td></tr>{% endfor %}
 </table></section>
 
