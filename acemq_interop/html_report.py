@@ -459,6 +459,17 @@ details>summary{cursor:pointer}
 {% if xfails %}<section id="xfails"><h2>Known failures (XFAIL)</h2><ul>
 {% for x in xfails %}<li><a class="mono wrap" href="#{{ x.anchor }}">{{ x.id }}</a>: {{ x.reason|linkify }}</li>{% endfor %}</ul></section>{% endif %}
 
+{% macro transcript(x) %}<div id="{{ x.anchor }}-transcript" class="transcript"><b>the broker's transcript</b> (firehose: every publish and delivery of this cell, in the order the broker saw them)
+<table class="seq"><colgroup><col style="width:3.5em">{% for l in x.sequence.lanes %}<col style="width:{{ (42 / x.sequence.lanes|length)|round(1) }}%">{% endfor %}<col></colgroup>
+<tr><th>t (s)</th>{% for l in x.sequence.lanes %}<th class="lane {{ l.kind }}" title="{{ l.kind }}">{{ l.name }}</th>{% endfor %}<th>message</th></tr>
+{% for row in x.sequence.rows %}<tr class="msg {{ row.event }}" data-n="{{ row.n }}"><td class="mono">{{ row.t }}</td>{% for a in row.span %}<td class="ar {{ a }}"></td>{% endfor %}
+<td class="what"><b>{{ row.label }}</b>{% if row.event == 'publish' %} &middot; by {{ row.who }}{% endif %}<br>
+{% for p in row.props %}<span class="h mono">{{ p.name }}=<b>{{ p.value }}</b></span>{% endfor %}
+<br>{% for h in row.headers %}<span class="h mono">{{ h.name }}: <span class="ty {{ h.type }}" title="AMQP field type">{{ h.type }}</span> {{ h.value }}</span>{% else %}<span class="h muted absent">no headers</span>{% endfor %}
+{% if row.body %}<details><summary class="muted">body ({{ row.body_length }} bytes)</summary><pre>{{ row.body }}</pre></details>{% endif %}</td></tr>
+{% for q in row.routed %}<tr class="routed"><td></td>{% for a in q.span %}<td class="ar {{ a }}"></td>{% endfor %}<td class="what muted">routed to {{ q.queue }}</td></tr>{% endfor %}
+{% if row.unroutable %}<tr class="unroutable"><td></td>{% for l in x.sequence.lanes %}<td></td>{% endfor %}<td class="what">routed to no queue</td></tr>{% endif %}
+{% endfor %}</table></div>{% endmacro %}
 <section id="cells"><h2>Every cell</h2>
 {% for sc in scenarios %}<h3 class="mono">{{ sc.id }}</h3><p class="muted">{{ sc.title }} &middot; {% for r in sc.rules %}<a href="{{ r.href }}">{{ r.id }}</a>{% if not loop.last %}, {% endif %}{% endfor %}</p>
 {% for x in sc.cells %}<div class="cell{{ ' inline' if x.inline else '' }}" id="{{ x.anchor }}" data-status="{{ x.status }}">
@@ -470,21 +481,12 @@ details>summary{cursor:pointer}
 {% if x.reason %}<p class="wrap">{{ x.reason|linkify }}</p>{% endif %}
 {% if x.status != 'SKIP' %}<div>rerun: <code class="rerun">{{ x.rerun }}</code></div>{% endif %}
 {% if x.failing %}<div class="failing"><b>the failing check</b> (step {{ x.failing.n }} of {{ x.steps|length }}): {{ x.failing.summary }}<pre>{{ x.failing.details }}</pre></div>{% endif %}
-{% if x.sequence %}<div id="{{ x.anchor }}-transcript" class="transcript"><b>the broker's transcript</b> (firehose: every publish and delivery of this cell, in the order the broker saw them)
-<table class="seq"><colgroup><col style="width:3.5em">{% for l in x.sequence.lanes %}<col style="width:{{ (42 / x.sequence.lanes|length)|round(1) }}%">{% endfor %}<col></colgroup>
-<tr><th>t (s)</th>{% for l in x.sequence.lanes %}<th class="lane {{ l.kind }}" title="{{ l.kind }}">{{ l.name }}</th>{% endfor %}<th>message</th></tr>
-{% for row in x.sequence.rows %}<tr class="msg {{ row.event }}" data-n="{{ row.n }}"><td class="mono">{{ row.t }}</td>{% for a in row.span %}<td class="ar {{ a }}"></td>{% endfor %}
-<td class="what"><b>{{ row.label }}</b>{% if row.event == 'publish' %} &middot; by {{ row.who }}{% endif %}<br>
-{% for p in row.props %}<span class="h mono">{{ p.name }}=<b>{{ p.value }}</b></span>{% endfor %}
-<br>{% for h in row.headers %}<span class="h mono">{{ h.name }}: <span class="ty {{ h.type }}" title="AMQP field type">{{ h.type }}</span> {{ h.value }}</span>{% else %}<span class="h muted absent">no headers</span>{% endfor %}
-{% if row.body %}<details><summary class="muted">body ({{ row.body_length }} bytes)</summary><pre>{{ row.body }}</pre></details>{% endif %}</td></tr>
-{% for q in row.routed %}<tr class="routed"><td></td>{% for a in q.span %}<td class="ar {{ a }}"></td>{% endfor %}<td class="what muted">routed to {{ q.queue }}</td></tr>{% endfor %}
-{% if row.unroutable %}<tr class="unroutable"><td></td>{% for l in x.sequence.lanes %}<td></td>{% endfor %}<td class="what">routed to no queue</td></tr>{% endif %}
-{% endfor %}</table></div>{% elif x.status in ('FAIL', 'XPASS') %}<p class="muted">No broker transcript for this cell (run with the default --transcripts failed).</p>{% endif %}
+{% if x.sequence %}{{ transcript(x) }}{% elif x.status in ('FAIL', 'XPASS') %}<p class="muted">No broker transcript for this cell (run with the default --transcripts failed).</p>{% endif %}
 <details class="steps"><summary>every step ({{ x.steps|length }})</summary><table class="steps" style="width:100%;table-layout:fixed"><colgroup><col style="width:3em"><col style="width:4em"><col style="width:28%"><col></colgroup>
 {% for st in x.steps %}<tr class="{{ 'failed' if st.failed else '' }}"><td>{{ st.n }}</td><td class="mono">{{ st.t }}</td><td class="wrap">{{ st.summary }}</td><td class="d"><pre>{{ st.details }}</pre></td></tr>{% endfor %}</table></details>
 {% for peer, tail in x.stderr.items() %}<details><summary>{{ peer }} stderr (tail)</summary><pre>{{ tail }}</pre></details>{% endfor %}
-{% else %}<details class="lazy" data-id="{{ x.anchor }}"><summary class="muted">steps</summary><div class="body muted">unpacking&hellip;</div></details>{% endif %}
+{% else %}{% if x.sequence %}<details><summary class="muted">the broker's transcript ({{ x.transcript_len }} messages)</summary>{{ transcript(x) }}</details>{% endif %}
+<details class="lazy" data-id="{{ x.anchor }}"><summary class="muted">steps</summary><div class="body muted">unpacking&hellip;</div></details>{% endif %}
 </div>{% endfor %}{% endfor %}
 </section>
 <script id="lazy-steps" type="application/octet-stream">{{ lazy }}</script>
