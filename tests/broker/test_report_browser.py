@@ -28,6 +28,7 @@ SHOTS = ROOT / "out" / "screenshots"
 CLI = [sys.executable, "-m", "acemq_interop"]
 NATIVE_ONLY_CELL = "rr-requester-writes-both-addresses[requester=python+native-only]"
 NO_STRIP_CELL = "rr-responder-strips-engine-headers[responder=go+no-strip]"
+HEADER_BYTES_CELL = "rr-requester-writes-both-addresses[requester=python+header-bytes]"
 
 
 def _need_tools() -> None:
@@ -54,7 +55,7 @@ def site() -> dict[str, Path]:
     shutil.rmtree(OUT, ignore_errors=True)
     SHOTS.mkdir(parents=True, exist_ok=True)
     failing, passing = OUT / "failing", OUT / "passing"
-    done = _run(["--peers", "python+native-only,go+no-strip,broken-crash", "--peer-dir", "tests/fixtures/peers/crash",
+    done = _run(["--peers", "python+native-only,go+no-strip,python+header-bytes,broken-crash", "--peer-dir", "tests/fixtures/peers/crash",
                  "--scenarios", "rr-requester-writes-both-addresses,rr-responder-strips-engine-headers,rr-pair-round-trip",
                  "--op-timeout", "5"], failing)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
@@ -107,6 +108,14 @@ def test_the_responder_mutants_transcript_has_typed_headers(site: dict[str, Path
     assert any(m["who"] == "go+no-strip (responder)" for m in cell["transcript"]), cell["transcript"]
 
 
+def test_the_transcript_shows_a_header_typed_x_instead_of_s(site: dict[str, Path]) -> None:
+    cell = _cells(site["failing"])[HEADER_BYTES_CELL]
+    assert cell["status"] == "FAIL" and cell["failed_rule"].startswith("RR-2"), cell
+    request = next(m for m in cell["transcript"] if m["event"] == "publish" and m["who"].endswith("(requester)"))
+    assert request["headers"]["acemq-reply-to"]["type"] == "x", request
+    assert request["headers"]["acemq-reply-to"]["value"] == request["properties"]["reply_to"], request
+
+
 def test_passing_cells_keep_no_transcript_by_default(site: dict[str, Path]) -> None:
     cells = _cells(site["passing"]).values()
     assert cells and all("transcript" not in c for c in cells)
@@ -117,7 +126,7 @@ def test_the_failures_come_first_with_their_rule(seen: dict) -> None:
     assert seen["sectionOrder"][0] == "problems", seen["sectionOrder"]
     assert seen["firstFailureVisibleWithoutScrolling"]
     by_cell = {f["cell"]: f for f in seen["failures"]}
-    assert set(by_cell) == {NATIVE_ONLY_CELL, NO_STRIP_CELL}, list(by_cell)
+    assert set(by_cell) == {NATIVE_ONLY_CELL, NO_STRIP_CELL, HEADER_BYTES_CELL}, list(by_cell)
     assert "broke RR-1" in by_cell[NATIVE_ONLY_CELL]["text"] and "The reply address is written twice" in by_cell[NATIVE_ONLY_CELL]["text"]
     assert "broke RR-5" in by_cell[NO_STRIP_CELL]["text"]
     assert by_cell[NATIVE_ONLY_CELL]["ruleLink"].endswith("wire-spec.md#rr-1-the-reply-address-is-written-twice")
