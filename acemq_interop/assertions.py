@@ -12,7 +12,22 @@ from typing import Any
 from .errors import CheckFailed, TemplateError
 
 _TEMPLATE = re.compile(r"\$\{([^}]+)\}")
-_MISSING = object()
+ABSENT = "(absent)"  # how a missing value is shown in evidence: JSON, never a Python object's repr
+
+
+class _Missing:
+    """The marker `lookup` returns for a path that names nothing; shown as ABSENT wherever it
+    is printed, so no `<object ...>` can reach results.json, JUnit or the HTML."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return ABSENT
+
+    __str__ = __repr__
+
+
+_MISSING = _Missing()
 
 
 def lookup(variables: dict[str, Any], path: str) -> Any:
@@ -64,8 +79,12 @@ def render(value: Any, variables: dict[str, Any]) -> Any:
     return value
 
 
-def _shown(value: Any) -> Any:
-    return "(absent)" if value is _MISSING else value
+def shown(value: Any) -> Any:
+    """A looked-up value as evidence: the value, or ABSENT for a path that names nothing."""
+    return ABSENT if value is _MISSING else value
+
+
+_shown = shown
 
 
 def check(expectation: dict[str, Any], variables: dict[str, Any]) -> CheckFailed | None:

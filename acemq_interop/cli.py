@@ -94,6 +94,7 @@ def run_options(args: argparse.Namespace, argv: list[str] | None = None) -> "Run
         durations=read_durations(Path(args.durations)) if args.durations else {},
         command=["acemq-interop", *redacted(argv if argv is not None else sys.argv[1:])],
         rerun_flags=_rerun_flags(args),
+        transcripts=getattr(args, "transcripts", "failed"),
     )
 
 
@@ -268,6 +269,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_publish(args: argparse.Namespace) -> int:
+    """A static site from several runs' results.json (issue 13)."""
+    from .publish import publish
+
+    missing = [p for p in args.results if not Path(p).is_file()]
+    if missing:
+        raise UsageError(f"publish: no such results.json: {', '.join(missing)}")
+    index = publish([Path(p) for p in args.results], Path(args.site), args.docs_url, _log)
+    print(f"Wrote {index} ({len(args.results)} run(s))")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .suite_info import version
 
@@ -296,6 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--shard", help="K/N: run only the K-th of N deterministic slices of the cells (join them with `merge`)")
     run.add_argument("--durations", help="an earlier results.json: balance --shard and order cells by its durations")
     run.add_argument("--baseline", help="an earlier results.json: print what changed; a regression exits 1")
+    run.add_argument("--transcripts", choices=("failed", "all", "none"), default="failed",
+                     help="keep the broker's transcript (firehose) of: non-PASS cells (default), every cell, or none")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the result")
     run.add_argument("-v", "--verbose", action="store_true", help="more detail in progress lines")
     run.set_defaults(func=cmd_run)
@@ -331,6 +346,11 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("shards", nargs="+", help="the shards' results.json files")
     merge.add_argument("--out", default="out", help="folder for the merged files (default ./out)")
     merge.set_defaults(func=cmd_merge)
+    pub = sub.add_parser("publish", help="a static site from several runs: an index, each run's report, badge JSON")
+    pub.add_argument("results", nargs="+", help="the runs' results.json files")
+    pub.add_argument("--site", required=True, help="the folder to write the site to")
+    pub.add_argument("--docs-url", help="base URL of docs/ for rule links (default: $ACEMQ_INTEROP_DOCS_URL, else relative)")
+    pub.set_defaults(func=cmd_publish)
     return parser
 
 

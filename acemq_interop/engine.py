@@ -33,6 +33,9 @@ class RunContext:
     op_bound_s: float = 20.0  # for commands that do not wait on the broker's behaviour
     broker: str = ""  # the label of the broker the cells run on
     probe_factory: Callable[[str], Probe] = Probe  # the seam for unit tests of the engine
+    # -- transcripts (issue 13): the run's firehose tracer, and which cells keep theirs --
+    tracer: Any = None  # transcript.Tracer | None
+    keep_transcript: Callable[[CellResult], bool] | None = None
 
 
 @dataclass
@@ -112,6 +115,10 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
     result.trace = state.trace
     if result.status == Status.ERROR:
         result.stderr = {s.name: ctx.peers[s.name].stderr_tail() for s in cell.specs() if s.name in ctx.peers}
+    if ctx.tracer is not None:  # -- transcript hook (issue 13) --
+        from .transcript import attach
+
+        attach(ctx.tracer, ctx.keep_transcript, ns, state.variables["_t0"], result)
     return result
 
 

@@ -1,80 +1,519 @@
-"""One self-contained HTML page: the matrices, every cell with a stable anchor, evidence one click away."""
+"""One self-contained HTML page, failures first.
+
+The page opens with the verdict and every FAIL, XPASS and ERROR (ERRORs folded by cause),
+each with its rule and title, expected against observed, its rerun line and a link to its
+evidence; then the matrices (pairs with a drill-down per pair, the probe grids, the
+per-peer table with mutant coverage, the rules), then every cell. A non-PASS cell's
+evidence is inline (the failing check first, the steps, the broker's transcript as a
+message sequence, the peers' stderr when there is any); a PASS cell's steps travel
+gzip-compressed in one blob and are unpacked in the browser when opened, so a 540-cell
+all-pass page stays small.
+
+It renders the model (`RunResult` and its `Summary`) only: no cell is regrouped here.
+"""
 from __future__ import annotations
 
+import base64
+import gzip
 import json
+import os
+import re
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
-from .model import WORST_FIRST, RunResult
-from .results_files import cell_record
+from .console_report import fold_errors, mutants_text
+from .model import COUNT_ORDER, BAD_STATUSES, CellResult, RunResult, Status
 
-TEMPLATE = jinja2.Template(
-    """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>acemq-interop report {{ started_at }}</title>
-<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:center}
-th{background:#f4f4f4}.PASS{background:#d9f2d9}.FAIL,.XPASS{background:#f8c9c9}.ERROR{background:#f0c9f0}
-.SKIP{background:#eee;color:#777}.XFAIL{background:#fbeec1}td.l{text-align:left}
-pre{background:#f7f7f7;padding:8px;overflow:auto;max-height:30em}a{color:#036}
-</style></head><body>
-<h1>acemq-interop</h1>
-<p>P pass &middot; F fail &middot; E error &middot; s skip &middot; x known failure &middot; X! known failure that passed. Each letter links to its cell's evidence.</p>
-<p>{{ started_at }} &middot; {{ cells|length }} cells &middot; {{ summary }} &middot; {{ duration }}s on {{ broker }}</p>
-{% if brokers|length > 1 or brokers[0].product %}<p>{% for b in brokers %}{{ b.description }}{% if not loop.last %} &middot; {% endif %}{% endfor %}</p>{% endif %}
-<h2>Peers</h2>
-<table><tr><th>peer</th><th>language</th><th>binding</th><th>client</th><th>build</th><th>start-up</th><th>note</th></tr>
-{% for name, p in peers.items() %}<tr><td>{{ name }}</td><td>{{ p.language }}</td><td>{{ p.hello.get('binding','') }}</td>
-<td>{{ p.hello.get('client','') }}</td><td>{{ '%.1fs'|format(p.build_s) if p.build_s is not none else '' }}</td>
-<td>{{ '%.2fs'|format(p.startup_s) if p.startup_s is not none else '' }}</td><td class="l">{{ p.unavailable or '' }}</td></tr>{% endfor %}
-</table>
-{% for m in matrices %}<h2>Compatibility matrix (requester row &times; responder column){% if brokers|length > 1 %} on {{ m.broker }}{% endif %}</h2>
-<table><tr><th>requester \\ responder</th>{% for c in m.labels %}<th>{{ c }}</th>{% endfor %}</tr>
-{% for r in m.labels %}<tr><th>{{ r }}</th>{% for c in m.labels %}{% set counts = m.cells.get((r, c)) %}
-<td class="{{ counts.worst if counts else '' }}">{% if counts %}{% for i in counts.cells %}{% set x = by_id[i] %}<a href="#{{ x.id }}" title="{{ x.scenario }}: {{ x.status }}">{{ short[x.status] }}</a>{% endfor %}{% endif %}</td>
-{% endfor %}</tr>{% endfor %}</table>{% endfor %}
-<h2>Scenarios</h2>
-<table><tr><th>scenario</th><th>rules</th><th>title</th><th>cells</th></tr>
-{% for sid, cs in by_scenario.items() %}<tr><td class="l">{{ sid }}</td><td>{{ cs[0].rules|join(', ') }}</td><td class="l">{{ cs[0].title }}</td>
-<td class="l">{% for x in cs %}<a class="{{ x.status }}" href="#{{ x.id }}" title="{{ x.id }}">&nbsp;{{ short[x.status] }}&nbsp;</a> {% endfor %}</td></tr>{% endfor %}
-</table>
-<h2>Rules</h2>
-<table><tr><th>rule</th><th>title</th><th>checked by</th><th>cells failing it</th></tr>
-{% for row in rules %}<tr><td>{{ row.rule }}</td><td class="l">{{ row.title }}</td>
-<td class="l">{{ row.checked_by|join(', ') or '(no scenario)' }}</td>
-<td class="{{ 'FAIL' if row.failing else '' }}">{% for i in row.failing %}<a href="#{{ i }}">{{ i }}</a><br>{% endfor %}</td></tr>{% endfor %}
-</table>
-<h2>Cells</h2>
-{% for x in cells %}<div id="{{ x.id }}"><h3><span class="{{ x.status }}">&nbsp;{{ x.status }}&nbsp;</span> {{ x.id }}</h3>
-<p>{{ x.title }} ({{ x.rules|join(', ') }}) &middot; {{ x.duration_s }}s</p>
-{% if x.status in ('FAIL',) %}<p><b>broke {{ x.failed_rule }}</b>: {{ x.message }}<br>expected: <code>{{ x.expected }}</code><br>observed: <code>{{ x.observed }}</code></p>{% endif %}
-{% if x.status in ('ERROR',) %}<pre>{{ x.message }}</pre>{% endif %}
-{% if x.reason %}<p>{{ x.reason }}</p>{% endif %}
-{% if x.status not in ('PASS','SKIP') %}<p>rerun: <code>{{ x.rerun }}</code></p>{% endif %}
-<details><summary>evidence ({{ x.trace|length }} steps)</summary><pre>{{ x.trace_text }}</pre>
-{% for peer, tail in x.stderr.items() %}<p>{{ peer }} stderr (tail)</p><pre>{{ tail }}</pre>{% endfor %}</details></div>
-{% endfor %}
-</body></html>
-""",
-    autoescape=True,
-)
-
-_SHORT = {"PASS": "P", "FAIL": "F", "ERROR": "E", "SKIP": "s", "XFAIL": "x", "XPASS": "X!"}
+DOCS_URL_ENV = "ACEMQ_INTEROP_DOCS_URL"  # base URL of docs/ (e.g. a repository's blob/main/docs/)
+_ABSENT = "(absent)"
+_URL = re.compile(r"(https?://[^\s<>\"')]+|docs/[\w./-]+\.md(?:#[\w-]+)?)")
 
 
-def write_html(report: RunResult, path: Path) -> None:
-    cells = [cell_record(r) for r in report.results]
-    for c in cells:
-        c["trace_text"] = "\n".join(json.dumps(step, default=str) for step in c["trace"])
-    summary = report.summary
-    by_id = {c["id"]: c for c in cells}
-    counts = ", ".join(f"{report.count(s)} {s}" for s in reversed(WORST_FIRST) if report.count(s))
-    path.write_text(
-        TEMPLATE.render(
-            started_at=report.started_at, cells=cells, summary=counts, duration=round(report.duration_s, 1),
-            broker=report.broker, brokers=report.brokers, peers=report.peers, matrices=summary.pair_matrices,
-            by_id=by_id, by_scenario={sid: [by_id[i] for i in ids] for sid, ids in summary.scenarios.items()}, short=_SHORT, rules=summary.rules,
-        ),
-        encoding="utf-8",
+# -- the spec's anchors -------------------------------------------------------------
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading: lower case, punctuation dropped, spaces to '-'."""
+    text = heading.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+@lru_cache(maxsize=1)
+def rule_anchors() -> dict[str, str]:
+    """Rule id -> the anchor of its heading in docs/wire-spec.md (`### RR-1 The reply ...`)."""
+    from .paths import DOCS_DIR
+
+    anchors: dict[str, str] = {}
+    try:
+        text = (DOCS_DIR / "wire-spec.md").read_text(encoding="utf-8")
+    except OSError:
+        return anchors
+    for line in text.splitlines():
+        match = re.match(r"^#{2,4}\s+((?:RR|SG|WF)-\d+)\b(.*)$", line)
+        if match:
+            anchors[match.group(1)] = github_anchor(match.group(1) + match.group(2))
+    return anchors
+
+
+def docs_base(out_path: Path | None, docs_url: str | None = None) -> str:
+    """Where docs/ is, seen from the page: --docs-url / $ACEMQ_INTEROP_DOCS_URL, else a relative path."""
+    base = docs_url or os.environ.get(DOCS_URL_ENV)
+    if base:
+        return base if base.endswith("/") else base + "/"
+    from .paths import DOCS_DIR
+
+    if out_path is None:
+        return "docs/"
+    return Path(os.path.relpath(DOCS_DIR, out_path.resolve().parent)).as_posix() + "/"
+
+
+class Links:
+    def __init__(self, base: str, spec: str = "wire-spec.md"):
+        self.base, self.spec = base, spec
+
+    def rule(self, rule_or_clause: str | None) -> str:
+        if not rule_or_clause:
+            return ""
+        rule = rule_or_clause.partition(".")[0]
+        anchor = rule_anchors().get(rule, rule.lower())
+        return f"{self.base}{self.spec}#{anchor}"
+
+    def doc(self, link: str) -> str:
+        """A link as the known-failures files write it (`docs/wire-spec.md#...`) made to work from the page."""
+        if link.startswith("docs/wire-spec.md"):
+            return self.base + self.spec + link[len("docs/wire-spec.md"):]
+        return self.base + link[len("docs/"):] if link.startswith("docs/") else link
+
+
+# -- filters ------------------------------------------------------------------------
+
+
+def _json(value: Any, indent: int | None = 1) -> str:
+    if value == _ABSENT:
+        return _ABSENT
+    return json.dumps(value, indent=indent, ensure_ascii=False, default=str, sort_keys=False)
+
+
+def _linkify(text: str, links: Links) -> Markup:
+    out, last = [], 0
+    for match in _URL.finditer(text or ""):
+        out.append(escape(text[last:match.start()]))
+        url = match.group(0)
+        out.append(Markup('<a href="{}">{}</a>').format(links.doc(url), url))
+        last = match.end()
+    out.append(escape((text or "")[last:]))
+    return Markup("").join(out)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
+
+
+# -- evidence -----------------------------------------------------------------------
+
+
+def _step_summary(step: dict[str, Any]) -> str:
+    kind = step.get("step", "?")
+    if kind == "expect":
+        return f"expect {step.get('that')} ({step.get('rule')}): {'holds' if step.get('ok') else 'DOES NOT HOLD'}"
+    if "sent" in step:
+        sent = step.get("sent") or {}
+        answer = step.get("answer")
+        target = sent.get("name") or sent.get("requester") or sent.get("responder") or ""
+        outcome = "" if answer is None else (" -> ok" if answer.get("ok", True) else f" -> refused: {answer.get('error')}")
+        return f"{step.get('peer')}: {kind} {target}{outcome}".strip()
+    if kind == "answer":
+        answer = step.get("answer") or {}
+        return f"{step.get('peer')}: answer to {step.get('of')}: {answer.get('outcome') or ('ok' if answer.get('ok') else answer.get('error'))}"
+    if kind == "probe_publish":
+        return f"probe publishes to {step.get('exchange') or '(default exchange)'} {step.get('routing_key')}"
+    if kind == "probe_get":
+        got = step.get("got")
+        n = len(got) if isinstance(got, list) else (0 if got is None else 1)
+        return f"probe takes from {step.get('queue')}: {n} message(s)"
+    if kind == "wait_event":
+        return f"{step.get('peer')}: waited for {step.get('event')}: {step.get('seen')} seen"
+    if kind == "queue_facts":
+        return f"management API: facts of {step.get('queue')}"
+    return kind
+
+
+def _steps(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    shown = []
+    for index, step in enumerate(trace):
+        details = {k: v for k, v in step.items() if k not in ("t", "step")}
+        shown.append({"n": index + 1, "t": step.get("t"), "summary": _step_summary(step), "failed": step.get("ok") is False,
+                      "details": _json(details)})
+    return shown
+
+
+def _failing_step(steps: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next((s for s in reversed(steps) if s["failed"]), None)
+
+
+_LABELS = {"properties": ("message_id", "correlation_id", "reply_to", "content_type", "type", "delivery_mode")}
+
+
+def _sequence(transcript: list[dict[str, Any]]) -> dict[str, Any]:
+    """A transcript as lanes and arrows: actor -> exchange -> queue -> actor, and back."""
+    actors: list[str] = []
+    exchanges: list[str] = []
+    queues: list[str] = []
+    for record in transcript:
+        who = record["who"]
+        if record["event"] == "publish":
+            if who not in actors:
+                actors.append(who)
+            exchange = record["exchange"] or "(default exchange)"
+            if exchange not in exchanges:
+                exchanges.append(exchange)
+            for q in record.get("routed_queues") or []:
+                if q not in queues:
+                    queues.append(q)
+        else:
+            if record["queue"] not in queues:
+                queues.append(record["queue"])
+    consumers = [r["who"] for r in transcript if r["event"] == "deliver" and r["who"] not in actors]
+    # Senders on the left, the broker in the middle, whoever only consumed on the right.
+    lanes = [("actor", a) for a in actors[:1]] + [("exchange", e) for e in exchanges] + [("queue", q) for q in queues] \
+        + [("actor", a) for a in dict.fromkeys(actors[1:] + consumers)]
+    index = {lane: i for i, lane in enumerate(lanes)}
+    rows = []
+    for record in transcript:
+        who = ("actor", record["who"])
+        headers = [{"name": k, "type": v.get("type"), "value": _json(v.get("value"), None)} for k, v in record["headers"].items()]
+        props = [{"name": k, "value": v} for k, v in record["properties"].items() if v not in (None, "")]
+        base = {"n": record["n"], "t": record["t"], "who": record["who"], "props": props, "headers": headers,
+                "body": record.get("body", ""), "body_length": record.get("body_length"), "event": record["event"],
+                "routing_keys": record.get("routing_keys") or []}
+        if record["event"] == "publish":
+            exchange = ("exchange", record["exchange"] or "(default exchange)")
+            routed = record.get("routed_queues") or []
+            base["label"] = f"publish to {exchange[1]}, routing key {', '.join(base['routing_keys']) or '(none)'}"
+            base["span"] = _span(index.get(who, 0), index[exchange], len(lanes))
+            base["routed"] = [{"queue": q, "span": _span(index[exchange], index[("queue", q)], len(lanes))} for q in routed
+                              if ("queue", q) in index]
+            base["unroutable"] = not routed
+        else:
+            queue = ("queue", record["queue"])
+            base["label"] = f"delivered from {record['queue']} to {record['who']}" + (" (redelivered)" if record.get("redelivered") else "")
+            base["span"] = _span(index[queue], index.get(who, len(lanes) - 1), len(lanes))
+            base["routed"] = []
+            base["unroutable"] = False
+        rows.append(base)
+    return {"lanes": [{"kind": k, "name": n} for k, n in lanes], "rows": rows}
+
+
+def _span(source: int, target: int, width: int) -> list[str]:
+    """Per lane: '' (nothing), 'from', 'mid', 'to-r'/'to-l' (arrow head), for one arrow."""
+    cells = [""] * width
+    if source == target:
+        cells[source] = "self"
+        return cells
+    lo, hi = sorted((source, target))
+    for i in range(lo, hi + 1):
+        cells[i] = "mid"
+    cells[source] = "from-r" if target > source else "from-l"
+    cells[target] = "to-r" if target > source else "to-l"
+    return cells
+
+
+def _cell_view(r: CellResult, links: Links) -> dict[str, Any]:
+    from .catalogue import catalogue
+
+    cat = catalogue()
+    steps = _steps(r.trace)
+    clause = cat.clauses.get(r.rule or "") if r.rule and "." in r.rule else None
+    return {
+        "id": r.id, "anchor": "cell-" + _slug(r.id), "scenario": r.scenario, "title": r.title, "status": r.status.value,
+        "rules": [{"id": x, "href": links.rule(x)} for x in r.rules], "broker": r.broker,
+        "duration": f"{r.duration_s:.2f}", "rule": r.rule, "rule_href": links.rule(r.rule),
+        "rule_title": cat.title(r.rule) if r.rule else "", "clause_text": clause.text if clause else "",
+        "message": r.message, "first_line": _first_line(r.message),
+        "expected": _json(r.expected), "observed": _json(r.observed),
+        "observed_absent": r.observed == _ABSENT, "reason": r.reason, "rerun": r.rerun,
+        "steps": steps, "failing": _failing_step(steps),
+        "stderr": {peer: tail for peer, tail in r.stderr.items() if tail and tail.strip()},
+        "sequence": _sequence(r.transcript) if r.transcript else None,
+        "transcript_len": len(r.transcript or []),
+        "inline": r.status != Status.PASS,
+    }
+
+
+def _first_line(message: str) -> str:
+    """A message's first line; with the next one when the first only announces it (`...lines:`)."""
+    lines = [line for line in (message or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    return f"{lines[0]} {lines[1].strip()}" if lines[0].rstrip().endswith(":") and len(lines) > 1 else lines[0]
+
+
+def _counts_view(counts: Any) -> dict[str, Any] | None:
+    if counts is None:
+        return None
+    return {"text": counts.text, "worst": counts.worst.value if counts.worst else "", "total": counts.total,
+            "passed": counts.passed}
+
+
+def _lazy_blob(results: list[CellResult]) -> str:
+    """The PASS cells' steps, as one gzip-compressed JSON object (base64): unpacked on demand."""
+    data = {"cell-" + _slug(r.id): r.trace for r in results if r.status == Status.PASS and r.trace}
+    raw = json.dumps(data, separators=(",", ":"), default=str, ensure_ascii=False).encode("utf-8")
+    return base64.b64encode(gzip.compress(raw, 9, mtime=0)).decode("ascii")
+
+
+def render_html(report: RunResult, out_path: Path | None = None, docs_url: str | None = None,
+                title: str | None = None, spec: str = "wire-spec.md") -> str:
+    links = Links(docs_base(out_path, docs_url), spec)
+    s = report.summary
+    views = {r.id: _cell_view(r, links) for r in report.results}
+    problems = report.cells(s.problems)
+    failures = [views[r.id] for r in problems if r.status == Status.FAIL] + \
+               [views[r.id] for r in problems if r.status == Status.XPASS]
+    errors = [{"cause": cause, "cells": [views[c.id] for c in cells]}
+              for cause, cells in fold_errors([r for r in problems if r.status == Status.ERROR])]
+    matrices = []
+    for m in s.pair_matrices:
+        rows = []
+        for req in m.labels:
+            row = []
+            for resp in m.labels:
+                counts = m.cells.get((req, resp))
+                pid = "pair-" + _slug(f"{m.broker}-{req}-{resp}")
+                row.append({"id": pid, "req": req, "resp": resp, "counts": _counts_view(counts),
+                            "cells": [views[i] for i in counts.cells] if counts else []})
+            rows.append({"label": req, "cells": row})
+        matrices.append({"broker": m.broker, "labels": m.labels, "rows": rows})
+    grids = [{"matrix": g.matrix, "broker": g.broker, "scenarios": g.scenarios,
+              "rows": [{"label": label, "cells": [views.get(g.cells.get((label, sc), ""), None) for sc in g.scenarios]}
+                       for label in g.labels]} for g in s.probe_grids]
+    peer_rows = []
+    for row in s.peer_rows:
+        name = row.label.split("@")[0].split("+")[0]
+        peer = report.peers.get(name)
+        hello = peer.hello if peer else {}
+        peer_rows.append({"label": row.label, "columns": [_counts_view(row.columns.get(key)) for key, _ in s.peer_columns],
+                          "binding": hello.get("binding") or "", "client": hello.get("client") or "",
+                          "mutants": mutants_text(hello) if hello else "",
+                          "unavailable": (peer.unavailable or "").splitlines()[0] if peer and peer.unavailable else ""})
+    rules = [{"id": row.rule, "href": links.rule(row.rule), "title": row.title, "checked_by": row.checked_by,
+              "failing": [views[i] for i in row.failing]} for row in s.rules]
+    scenarios = [{"id": sid, "cells": [views[i] for i in ids], "title": views[ids[0]]["title"] if ids else "",
+                  "rules": views[ids[0]]["rules"] if ids else []} for sid, ids in s.scenarios.items()]
+    counts = [(st.value, report.count(st)) for st in COUNT_ORDER if report.count(st)]
+    suite = report.meta.get("suite") or {}
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    env.filters["linkify"] = lambda text: _linkify(text, links)
+    return env.from_string(TEMPLATE).render(
+        title=title or "acemq-interop report", report=report, ok=report.ok, counts=counts, total=len(report.results),
+        failures=failures, errors=errors, xfails=[views[i] for i in s.xfails], matrices=matrices, grids=grids,
+        peer_columns=s.peer_columns, peer_rows=peer_rows, rules=rules, scenarios=scenarios,
+        brokers=report.brokers, peers=report.peers, suite=suite, meta=report.meta,
+        started=report.meta.get("started_at") or report.started_at, duration=f"{report.duration_s:.1f}",
+        lazy=_lazy_blob(report.results), bad=[b.value for b in BAD_STATUSES], links=links,
     )
+
+
+def write_html(report: RunResult, path: Path, docs_url: str | None = None) -> None:
+    path.write_text(render_html(report, path, docs_url), encoding="utf-8")
+
+
+def spec_page() -> str:
+    """docs/wire-spec.md as a plain HTML page whose headings carry GitHub's anchors (for a published site)."""
+    from .paths import DOCS_DIR
+
+    text = (DOCS_DIR / "wire-spec.md").read_text(encoding="utf-8")
+    out, block = [], []
+
+    def flush() -> None:
+        if block:
+            out.append(f"<pre>{escape(chr(10).join(block))}</pre>")
+            block.clear()
+
+    for line in text.splitlines():
+        match = re.match(r"^(#{1,4})\s+(.*)$", line)
+        if match:
+            flush()
+            level = len(match.group(1))
+            out.append(f'<h{level} id="{github_anchor(match.group(2))}">{escape(match.group(2))}</h{level}>')
+        elif line.strip():
+            block.append(line)
+        else:
+            flush()
+    flush()
+    return ('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>acemq wire specification</title><style>'
+            'body{font:14px/1.45 system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em}'
+            'pre{white-space:pre-wrap;font:13px/1.45 system-ui,sans-serif;margin:.4em 0}h3{margin-top:1.6em}</style></head><body>'
+            + "\n".join(out) + "</body></html>\n")
+
+
+TEMPLATE = r"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{ title }} {{ started }}</title>
+<style>
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:0 auto;padding:1em 1.5em 4em;color:#1d1d1f;max-width:1400px}
+h1{margin:.2em 0}h2{margin-top:1.8em;border-bottom:1px solid #ddd;padding-bottom:.2em}h3{margin:.3em 0}
+a{color:#0b5cad}code,pre,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
+pre{background:#f6f7f9;border:1px solid #e3e5e8;border-radius:4px;padding:6px 8px;margin:.3em 0;white-space:pre-wrap;overflow-wrap:anywhere;max-height:28em;overflow-y:auto}
+table{border-collapse:collapse;margin:.6em 0}td,th{border:1px solid #d5d8dc;padding:4px 8px;vertical-align:top}th{background:#f1f3f5;text-align:left}
+.wrap{overflow-wrap:anywhere;word-break:break-word}.nw{white-space:nowrap}
+.PASS{background:#dcf3dc}.FAIL,.XPASS{background:#f9d0d0}.ERROR{background:#f3d3f3}.SKIP{background:#eceff1;color:#666}.XFAIL{background:#fcefc4}
+.badge{display:inline-block;padding:0 .45em;border-radius:3px;font-weight:600;font-size:12px;border:1px solid rgba(0,0,0,.12)}
+.verdict{padding:.8em 1em;border-radius:6px;margin:.8em 0;font-size:16px}
+.verdict.bad{background:#fbe3e3;border:1px solid #e8a6a6}.verdict.good{background:#e3f6e3;border:1px solid #9fd89f}
+.problem{border:1px solid #e2c4c4;border-left:6px solid #d64545;border-radius:4px;padding:.5em .8em;margin:.7em 0;background:#fffafa}
+.problem.ERROR{border-left-color:#a444a4;background:#fff9ff}.problem.XPASS{border-left-color:#c0392b}
+.eo{display:grid;grid-template-columns:1fr 1fr;gap:.6em}.eo>div{min-width:0}
+.rerun{display:block;background:#f3f4f6;padding:3px 6px;border-radius:3px;overflow-wrap:anywhere;white-space:pre-wrap}
+.matrix td{text-align:center;min-width:5.5em}.matrix td a{display:block;text-decoration:none;color:inherit;font-weight:600}
+.drill{display:none;border:1px solid #ccd;border-radius:4px;padding:.5em .8em;margin:.5em 0;background:#fbfcff}
+.drill:target{display:block}
+.grid td{text-align:center;font-size:12px}.grid th.sc{writing-mode:vertical-rl;transform:rotate(180deg);font-weight:500;font-size:12px;white-space:nowrap;max-height:22em}
+.grid td a{text-decoration:none;color:inherit;display:block}
+.cell{border-top:1px solid #e5e5e5;padding:.4em 0}.cell.inline{padding:.6em 0}
+.cell h3{font-size:15px}.muted{color:#666}
+.seq{table-layout:fixed;width:100%}.seq td,.seq th{border:none;border-bottom:1px solid #eef0f2;padding:2px 4px}
+.seq th.lane{text-align:center;font-size:12px;overflow-wrap:anywhere;background:#f4f6f8;border-radius:3px}
+.seq th.lane.exchange{background:#fff1d6}.seq th.lane.queue{background:#e3efff}
+.seq td.ar{position:relative;height:1.6em;padding:0}
+.seq td.ar.mid::before,.seq td.ar[class*="from"]::before,.seq td.ar[class*="to"]::before{content:"";position:absolute;top:50%;height:2px;background:#44607d;left:0;right:0}
+.seq td.ar.from-r::before{left:50%}.seq td.ar.from-l::before{right:50%}.seq td.ar.to-r::before{right:50%}.seq td.ar.to-l::before{left:50%}
+.seq td.ar.to-r::after{content:"\25B6";position:absolute;left:calc(50% - 12px);top:calc(50% - .68em);color:#44607d}
+.seq td.ar.to-l::after{content:"\25C0";position:absolute;left:50%;top:calc(50% - .68em);color:#44607d}
+.seq td.ar.self::after{content:"\25CF";position:absolute;left:calc(50% - 5px);top:calc(50% - .7em);color:#44607d}
+.seq tr.routed td.ar::before{background:#9fb3c8}.seq tr.unroutable td{background:#fdeaea}
+.seq td.what{overflow-wrap:anywhere;font-size:12.5px}
+.h{display:inline-block;margin:1px 6px 1px 0}.ty{font-family:ui-monospace,monospace;font-weight:700;padding:0 3px;border-radius:2px;background:#e9e3ff;color:#3c2a8a}
+.ty.x{background:#ffe0b3;color:#7a3b00}
+.absent{font-style:italic;color:#a33}
+details>summary{cursor:pointer}
+.steps td{font-size:12.5px}.steps td.d{width:70%}.steps tr.failed td{background:#fde7e7}
+.toc a{margin-right:1em}
+</style></head><body>
+<header>
+<h1>{{ title }}</h1>
+<div class="muted">{{ started }} &middot; suite {{ suite.get('version', '') }}{% if suite.get('git_commit') %} ({{ suite.git_commit[:12] }}){% endif %}
+ &middot; {{ total }} cells in {{ duration }}s &middot; {% for b in brokers %}{{ b.description }}{% if not loop.last %}; {% endif %}{% endfor %}</div>
+<div id="verdict" class="verdict {{ 'good' if ok else 'bad' }}"><b>{{ 'PASSED' if ok else 'FAILED' }}</b>:
+{% for st, n in counts %}<span class="badge {{ st }}">{{ n }} {{ st }}</span> {% endfor %} of {{ total }} cells.
+{% if not ok %}{{ failures|length }} conformance failure(s){% if errors %}, {{ errors|map(attribute='cells')|map('length')|sum }} error(s) in {{ errors|length }} cause(s){% endif %}: listed first below.{% endif %}</div>
+<nav class="toc"><a href="#problems">needs attention</a><a href="#matrices">matrices</a><a href="#peers">per peer</a><a href="#rules">rules</a>{% if xfails %}<a href="#xfails">known failures</a>{% endif %}<a href="#cells">every cell</a></nav>
+</header>
+
+<section id="problems"><h2>Needs attention ({{ failures|length + errors|map(attribute='cells')|map('length')|sum }})</h2>
+{% if not failures and not errors %}<p>Nothing: every cell passed or is a known failure.</p>{% endif %}
+<ol id="failures" class="problems">
+{% for x in failures %}<li class="problem {{ x.status }}" data-cell="{{ x.id }}">
+<div><span class="badge {{ x.status }}">{{ x.status }}</span> <a href="#{{ x.anchor }}" class="mono wrap">{{ x.id }}</a></div>
+{% if x.status == 'FAIL' %}<div class="rule">broke <a href="{{ x.rule_href }}"><b>{{ x.rule }}</b></a> {{ x.rule_title }}{% if x.clause_text %}: <i>{{ x.clause_text }}</i>{% endif %}</div>
+<div class="wrap">{{ x.message }}</div>
+<div class="eo"><div>expected<pre>{{ x.expected }}</pre></div><div>observed<pre{% if x.observed_absent %} class="absent"{% endif %}>{{ x.observed }}</pre></div></div>
+{% else %}<div class="wrap">{{ x.reason|linkify }}</div>{% endif %}
+<div>rerun: <code class="rerun">{{ x.rerun }}</code></div>
+<div><a href="#{{ x.anchor }}">evidence</a>{% if x.transcript_len %} &middot; <a href="#{{ x.anchor }}-transcript">broker transcript ({{ x.transcript_len }} messages)</a>{% endif %}</div>
+</li>{% endfor %}
+</ol>
+{% if errors %}<h3>Errors, by cause</h3><ol id="errors" class="problems">
+{% for g in errors %}<li class="problem ERROR">
+<div><span class="badge ERROR">ERROR</span> {{ g.cells|length }} cell(s): <span class="wrap">{{ g.cause }}</span></div>
+{% set first = g.cells[0] %}{% if first.message.strip() != g.cause.strip() %}<pre>{{ first.message }}</pre>{% endif %}<div>first: <a href="#{{ first.anchor }}" class="mono wrap">{{ first.id }}</a></div>
+<div>rerun: <code class="rerun">{{ first.rerun }}</code></div>
+{% if g.cells|length > 1 %}<details><summary>all {{ g.cells|length }} cells with this cause</summary><ul>{% for c in g.cells %}<li><a class="mono wrap" href="#{{ c.anchor }}">{{ c.id }}</a></li>{% endfor %}</ul></details>{% endif %}
+</li>{% endfor %}</ol>{% endif %}
+</section>
+
+<section id="matrices"><h2>Compatibility</h2>
+{% for m in matrices %}<h3>Pairs: requester (row) &times; responder (column){% if brokers|length > 1 %} on {{ m.broker }}{% endif %}</h3>
+<p class="muted">Scenarios passed per pair; click a pair for its scenarios.</p>
+<table class="matrix"><tr><th>requester \ responder</th>{% for c in m.labels %}<th class="wrap">{{ c }}</th>{% endfor %}</tr>
+{% for row in m.rows %}<tr><th class="wrap">{{ row.label }}</th>{% for p in row.cells %}<td class="{{ p.counts.worst if p.counts else '' }}">{% if p.counts %}<a href="#{{ p.id }}" title="{{ p.req }} requests, {{ p.resp }} responds">{{ p.counts.text }}</a>{% endif %}</td>{% endfor %}</tr>{% endfor %}
+</table>
+{% for row in m.rows %}{% for p in row.cells %}{% if p.counts %}<div class="drill" id="{{ p.id }}"><b>{{ p.req }}</b> requests, <b>{{ p.resp }}</b> responds{% if brokers|length > 1 %}, on {{ m.broker }}{% endif %}: {{ p.counts.text }}
+<table><tr><th>scenario</th><th>status</th><th>rule broken / reason</th></tr>{% for c in p.cells %}<tr><td class="mono"><a href="#{{ c.anchor }}">{{ c.scenario }}</a></td><td class="{{ c.status }}">{{ c.status }}</td><td class="wrap">{% if c.rule %}<a href="{{ c.rule_href }}">{{ c.rule }}</a> {{ c.first_line }}{% elif c.status == 'ERROR' %}{{ c.first_line }}{% else %}{{ c.reason|linkify }}{% endif %}</td></tr>{% endfor %}</table></div>{% endif %}{% endfor %}{% endfor %}
+{% endfor %}
+{% for g in grids %}<h3>{{ 'Requesters' if g.matrix == 'requesters' else 'Responders' }} against the probe: peer &times; scenario{% if brokers|length > 1 %} on {{ g.broker }}{% endif %}</h3>
+<div style="overflow-x:auto"><table class="grid" id="grid-{{ g.matrix }}"><tr><th>peer</th>{% for sc in g.scenarios %}<th class="sc" title="{{ sc }}">{{ sc }}</th>{% endfor %}</tr>
+{% for row in g.rows %}<tr><th class="nw">{{ row.label }}</th>{% for c in row.cells %}<td class="{{ c.status if c else '' }}">{% if c %}<a href="#{{ c.anchor }}" title="{{ c.id }}">{{ c.status }}</a>{% endif %}</td>{% endfor %}</tr>{% endfor %}
+</table></div>{% endfor %}
+</section>
+
+<section id="peers"><h2>Per-peer conformance</h2>
+<table><tr><th>peer</th>{% for _, t in peer_columns %}<th>{{ t }}</th>{% endfor %}<th>mutant coverage</th><th>binding on client</th></tr>
+{% for row in peer_rows %}<tr><th class="nw">{{ row.label }}</th>{% for c in row.columns %}<td class="{{ c.worst if c else '' }}" style="text-align:center">{{ c.text if c else '' }}</td>{% endfor %}
+<td>{{ row.mutants }}</td><td class="wrap">{% if row.unavailable %}<span class="muted">unavailable: {{ row.unavailable }}</span>{% else %}{{ row.binding }} on {{ row.client }}{% endif %}</td></tr>{% endfor %}
+</table>
+</section>
+
+<section id="rules"><h2>Rules</h2>
+<table><tr><th>rule</th><th>title</th><th>asserted by</th><th>cells breaking it</th></tr>
+{% for r in rules %}<tr><td class="mono nw"><a href="{{ r.href }}">{{ r.id }}</a></td><td>{{ r.title }}</td><td class="mono wrap" style="font-size:12px">{{ r.checked_by|join(', ') or '(no scenario in this run)' }}</td>
+<td class="{{ 'FAIL' if r.failing else '' }} wrap">{% for c in r.failing %}<a class="mono" style="font-size:12px" href="#{{ c.anchor }}">{{ c.id }}</a>{% if not loop.last %}<br>{% endif %}{% endfor %}</td></tr>{% endfor %}
+</table></section>
+
+{% if xfails %}<section id="xfails"><h2>Known failures (XFAIL)</h2><ul>
+{% for x in xfails %}<li><a class="mono wrap" href="#{{ x.anchor }}">{{ x.id }}</a>: {{ x.reason|linkify }}</li>{% endfor %}</ul></section>{% endif %}
+
+{% macro transcript(x) %}<div id="{{ x.anchor }}-transcript" class="transcript"><b>the broker's transcript</b> (firehose: every publish and delivery of this cell, in the order the broker saw them)
+<table class="seq"><colgroup><col style="width:3.5em">{% for l in x.sequence.lanes %}<col style="width:{{ (42 / x.sequence.lanes|length)|round(1) }}%">{% endfor %}<col></colgroup>
+<tr><th>t (s)</th>{% for l in x.sequence.lanes %}<th class="lane {{ l.kind }}" title="{{ l.kind }}">{{ l.name }}</th>{% endfor %}<th>message</th></tr>
+{% for row in x.sequence.rows %}<tr class="msg {{ row.event }}" data-n="{{ row.n }}"><td class="mono">{{ row.t }}</td>{% for a in row.span %}<td class="ar {{ a }}"></td>{% endfor %}
+<td class="what"><b>{{ row.label }}</b>{% if row.event == 'publish' %} &middot; by {{ row.who }}{% endif %}<br>
+{% for p in row.props %}<span class="h mono">{{ p.name }}=<b>{{ p.value }}</b></span>{% endfor %}
+<br>{% for h in row.headers %}<span class="h mono">{{ h.name }}: <span class="ty {{ h.type }}" title="AMQP field type">{{ h.type }}</span> {{ h.value }}</span>{% else %}<span class="h muted absent">no headers</span>{% endfor %}
+{% if row.body %}<details><summary class="muted">body ({{ row.body_length }} bytes)</summary><pre>{{ row.body }}</pre></details>{% endif %}</td></tr>
+{% for q in row.routed %}<tr class="routed"><td></td>{% for a in q.span %}<td class="ar {{ a }}"></td>{% endfor %}<td class="what muted">routed to {{ q.queue }}</td></tr>{% endfor %}
+{% if row.unroutable %}<tr class="unroutable"><td></td>{% for l in x.sequence.lanes %}<td></td>{% endfor %}<td class="what">routed to no queue</td></tr>{% endif %}
+{% endfor %}</table></div>{% endmacro %}
+<section id="cells"><h2>Every cell</h2>
+{% for sc in scenarios %}<h3 class="mono">{{ sc.id }}</h3><p class="muted">{{ sc.title }} &middot; {% for r in sc.rules %}<a href="{{ r.href }}">{{ r.id }}</a>{% if not loop.last %}, {% endif %}{% endfor %}</p>
+{% for x in sc.cells %}<div class="cell{{ ' inline' if x.inline else '' }}" id="{{ x.anchor }}" data-status="{{ x.status }}">
+<div><span class="badge {{ x.status }}">{{ x.status }}</span> <span class="mono wrap">{{ x.id }}</span> <span class="muted">{{ x.duration }}s{% if brokers|length > 1 %} &middot; {{ x.broker }}{% endif %}</span></div>
+{% if x.inline %}
+{% if x.status == 'FAIL' %}<p class="wrap">broke <a href="{{ x.rule_href }}"><b>{{ x.rule }}</b></a> {{ x.rule_title }}{% if x.clause_text %}: <i>{{ x.clause_text }}</i>{% endif %} &mdash; {{ x.message }}</p>
+<div class="eo"><div>expected<pre>{{ x.expected }}</pre></div><div>observed<pre{% if x.observed_absent %} class="absent"{% endif %}>{{ x.observed }}</pre></div></div>{% endif %}
+{% if x.status == 'ERROR' %}<pre>{{ x.message }}</pre>{% endif %}
+{% if x.reason %}<p class="wrap">{{ x.reason|linkify }}</p>{% endif %}
+{% if x.status != 'SKIP' %}<div>rerun: <code class="rerun">{{ x.rerun }}</code></div>{% endif %}
+{% if x.failing %}<div class="failing"><b>the failing check</b> (step {{ x.failing.n }} of {{ x.steps|length }}): {{ x.failing.summary }}<pre>{{ x.failing.details }}</pre></div>{% endif %}
+{% if x.sequence %}{{ transcript(x) }}{% elif x.status in ('FAIL', 'XPASS') %}<p class="muted">No broker transcript for this cell (run with the default --transcripts failed).</p>{% endif %}
+<details class="steps"><summary>every step ({{ x.steps|length }})</summary><table class="steps" style="width:100%;table-layout:fixed"><colgroup><col style="width:3em"><col style="width:4em"><col style="width:28%"><col></colgroup>
+{% for st in x.steps %}<tr class="{{ 'failed' if st.failed else '' }}"><td>{{ st.n }}</td><td class="mono">{{ st.t }}</td><td class="wrap">{{ st.summary }}</td><td class="d"><pre>{{ st.details }}</pre></td></tr>{% endfor %}</table></details>
+{% for peer, tail in x.stderr.items() %}<details><summary>{{ peer }} stderr (tail)</summary><pre>{{ tail }}</pre></details>{% endfor %}
+{% else %}{% if x.sequence %}<details><summary class="muted">the broker's transcript ({{ x.transcript_len }} messages)</summary>{{ transcript(x) }}</details>{% endif %}
+<details class="lazy" data-id="{{ x.anchor }}"><summary class="muted">steps</summary><div class="body muted">unpacking&hellip;</div></details>{% endif %}
+</div>{% endfor %}{% endfor %}
+</section>
+<script id="lazy-steps" type="application/octet-stream">{{ lazy }}</script>
+<script>
+(function(){
+  var cache=null;
+  function load(){
+    if(cache) return cache;
+    var b=atob(document.getElementById('lazy-steps').textContent.trim());
+    var bytes=new Uint8Array(b.length);for(var i=0;i<b.length;i++)bytes[i]=b.charCodeAt(i);
+    if(!window.DecompressionStream){cache=Promise.resolve(null);return cache;}
+    var s=new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+    cache=new Response(s).text().then(JSON.parse);return cache;
+  }
+  document.querySelectorAll('details.lazy').forEach(function(d){
+    d.addEventListener('toggle',function(){
+      if(!d.open||d.dataset.done)return;d.dataset.done='1';
+      load().then(function(all){
+        var body=d.querySelector('.body');
+        if(!all){body.textContent='this browser cannot unpack the steps: they are in results.json';return;}
+        var steps=all[d.dataset.id]||[];body.textContent='';
+        steps.forEach(function(st,i){var p=document.createElement('pre');p.textContent=(i+1)+'. '+JSON.stringify(st,null,1);body.appendChild(p);});
+        if(!steps.length)body.textContent='no steps';
+      });
+    });
+  });
+})();
+</script>
+</body></html>
+"""

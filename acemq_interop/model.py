@@ -103,6 +103,9 @@ class CellResult:
     stderr: dict[str, str] = field(default_factory=dict)
     reason: str = ""  # why SKIP / XFAIL / XPASS
     rerun: str = ""
+    # The broker's firehose record of the cell's namespace (acemq_interop/transcript.py):
+    # kept for non-PASS cells (every cell with --transcripts all); None when not kept.
+    transcript: list[dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         self.status = Status(self.status)
@@ -158,6 +161,17 @@ class PairMatrix:
 
 
 @dataclass(frozen=True)
+class ProbeGrid:
+    """Peer (rows) x scenario (columns) over one probe matrix (`requesters`, `responders`) of one broker."""
+
+    matrix: str
+    broker: str
+    labels: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    cells: dict[tuple[str, str], str]  # (peer label, scenario id) -> cell id; absent: no cell
+
+
+@dataclass(frozen=True)
 class PeerRow:
     """One peer spec's line of the per-peer conformance table: matrix -> counts."""
 
@@ -186,6 +200,7 @@ class Summary:
     non_pass: tuple[str, ...]  # every cell not PASS, in run order
     problems: tuple[str, ...]  # FAIL, ERROR and XPASS cells: they fail the run
     xfails: tuple[str, ...]
+    probe_grids: tuple[ProbeGrid, ...] = ()  # issue 13: the peer x scenario grids of the probe cells
 
 
 def summarise(results: list[CellResult], labels: list[str], brokers: list[str],
@@ -228,7 +243,20 @@ def summarise(results: list[CellResult], labels: list[str], brokers: list[str],
         non_pass=tuple(r.id for r in results if r.status != Status.PASS),
         problems=tuple(r.id for r in results if r.status in BAD_STATUSES),
         xfails=tuple(r.id for r in results if r.status == Status.XFAIL),
+        probe_grids=_probe_grids(results, labels, brokers),
     )
+
+
+def _probe_grids(results: list[CellResult], labels: list[str], brokers: list[str]) -> tuple[ProbeGrid, ...]:
+    grids = []
+    for broker in brokers:
+        for matrix in ("requesters", "responders"):
+            chosen = [r for r in results if r.matrix == matrix and r.broker == broker and len(r.peer_labels) == 1]
+            if chosen:
+                grids.append(ProbeGrid(matrix, broker, tuple(label for label in labels if any(r.peer_labels[0] == label for r in chosen)),
+                                       tuple(dict.fromkeys(r.scenario for r in chosen)),
+                                       {(r.peer_labels[0], r.scenario): r.id for r in chosen}))
+    return tuple(grids)
 
 
 def _rule_of(rule_or_clause: str) -> str:

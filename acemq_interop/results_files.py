@@ -40,6 +40,7 @@ def cell_record(result: CellResult) -> dict[str, Any]:
         "rerun": result.rerun,
         "trace": result.trace,
         "stderr": result.stderr,
+        **({"transcript": result.transcript} if result.transcript is not None else {}),
     }
 
 

@@ -64,6 +64,7 @@ class RunOptions:
     run_id: str | None = None  # the run label of every container it starts (acemq_interop.docker_engine)
     broker: BrokerInfo | None = None  # the broker's facts, when the caller's broker lifecycle read them
     log_dir: Path | None = None  # where peer logs go (default out_dir/logs)
+    transcripts: str = "failed"  # failed | all | none: which cells keep the broker's transcript (issue 13)
 
 
 def broker_info(endpoint: BrokerEndpoint, private: bool, management: Management) -> BrokerInfo:
@@ -140,7 +141,16 @@ class Runner:
                 statuses = self._start_peers(amqp_url, clients, log_dir)
                 ctx = RunContext(amqp_url=amqp_url, vhost=vhost, management=management, peers=dict(clients),
                                  op_bound_s=o.op_bound_s, broker=broker.label)
-                results = self._run_cells(ctx, statuses)
+                # -- transcripts (issue 13): one firehose consumer for the run --
+                from .transcript import start_tracer
+
+                ctx.tracer = start_tracer(o.transcripts, amqp_url, management, vhost, self.log)
+                ctx.keep_transcript = lambda r: o.transcripts == "all" or verdict(r.id, r.status, r.rule, o.known).status != Status.PASS
+                try:
+                    results = self._run_cells(ctx, statuses)
+                finally:
+                    if ctx.tracer is not None:
+                        ctx.tracer.stop()
             finally:
                 for client in clients.values():
                     client.shutdown()

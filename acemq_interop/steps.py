@@ -263,7 +263,7 @@ def _step_expect(state: CellState, args: list[dict[str, Any]]) -> None:
     for expectation in args:
         failure = assertions.check(expectation, state.variables)
         state.note("expect", that=expectation["that"], rule=expectation["rule"], ok=failure is None,
-                   observed=assertions.lookup(state.variables, expectation["that"]) if failure else None)
+                   observed=assertions.shown(assertions.lookup(state.variables, expectation["that"])) if failure else None)
         if failure is not None:
             raise failure
 

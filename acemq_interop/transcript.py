@@ -1,0 +1,401 @@
+"""The broker's own transcript of a cell: every publish and delivery of its namespace.
+
+Which firehose, and why: RabbitMQ's built-in firehose (the `amq.rabbitmq.trace` topic
+exchange of each vhost), switched on with the management API (`PUT /api/vhosts/VHOST`
+with `{"tracing": true}`, what `rabbitmqctl trace_on -p VHOST` does), and read over AMQP by
+one consumer per run. We chose it over
+  - `rabbitmqctl trace_on`: it needs rabbitmqctl on this machine and the node's name and
+    Erlang cookie, which we know only for the private node, not for an existing broker;
+  - the rabbitmq_tracing plugin: it has to be enabled on the node (a restart of plugins on
+    an existing broker), writes its log to the node's disk, lags behind, and its JSON log
+    renders header values without their AMQP field types.
+The management API is already what the harness needs of every broker (it makes the run's
+vhost there), so the firehose works wherever a run does, private node or not. The firehose
+message keeps the original properties as a typed table; the tracer's own pika connection
+decodes that table with the field type of every value kept (see `_typed_decode_value`), so
+a transcript tells a header sent as `x` (bytes) from one sent as `S` (long string).
+
+Cheap when cells pass: the tracer thread only appends what arrives to a buffer; a cell takes
+its own entries at its end, and they are decoded into the transcript only when the cell is
+kept (a non-PASS cell, or every cell with `--transcripts all`).
+
+Only the cell's own namespace is kept: a queue, exchange or routing key starting with the
+cell's `ns.` prefix, or a server-named reply queue (`amq.gen-...`) the cell's requesters
+named (their `requester.open` answers, and any reply address a message of the cell carried).
+No user name, password or URL is recorded: a participant is named by what the cell knows of
+it (the probe, a peer's requester or responder) or by its connection's client-given name.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import pika
+import pika.data
+import pika.exceptions
+
+MODES = ("failed", "all", "none")
+TRACE_EXCHANGE = "amq.rabbitmq.trace"
+BODY_LIMIT = 4000  # characters of a body kept in a transcript
+STALE_S = 300.0  # entries no cell claimed (late copies of passed cells) are dropped after this long
+SWEEP_S = 30.0  # how often that is looked at
+SETTLE_S = 0.3  # a kept cell waits this long for the firehose's last messages
+PROBE = "probe"
+
+# -- typed decoding of AMQP field tables, on the tracer's thread only -----------------
+
+_typed = threading.local()
+_original_decode_value = pika.data.decode_value
+
+
+@dataclass(frozen=True)
+class Field:
+    """A decoded AMQP field value with its wire type letter (`S`, `x`, `l`, `I`, `F`, ...)."""
+
+    kind: str
+    value: Any
+
+
+def _typed_decode_value(encoded: bytes, offset: int) -> tuple[Any, int]:
+    if not getattr(_typed, "on", False):
+        return _original_decode_value(encoded, offset)
+    kind = encoded[offset:offset + 1].decode("latin-1")
+    value, end = _original_decode_value(encoded, offset)  # nested tables and arrays come back here
+    return Field(kind, value), end
+
+
+pika.data.decode_value = _typed_decode_value
+
+
+def plain(value: Any) -> Any:
+    """A firehose header value without its type (for exchange names, routing keys...)."""
+    if isinstance(value, Field):
+        return plain(value.value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def typed(value: Any) -> Any:
+    """A header value as JSON that keeps its AMQP type: `{"type": "S", "value": "..."}`."""
+    if isinstance(value, Field):
+        inner = value.value
+        if isinstance(inner, dict):
+            return {"type": value.kind, "value": {k: typed(v) for k, v in inner.items()}}
+        if isinstance(inner, list):
+            return {"type": value.kind, "value": [typed(v) for v in inner]}
+        if isinstance(inner, bytes):
+            return {"type": value.kind, "value": inner.decode("utf-8", errors="replace")}
+        if isinstance(inner, (str, int, float, bool)) or inner is None:
+            return {"type": value.kind, "value": inner}
+        return {"type": value.kind, "value": str(inner)}
+    return {"type": "?", "value": plain(value)}
+
+
+# -- the tracer ---------------------------------------------------------------------
+
+
+@dataclass
+class Raw:
+    """One firehose message as it arrived: decoded lazily, only for kept cells."""
+
+    at: float  # time.monotonic() when the tracer got it
+    routing_key: str  # publish.EXCHANGE or deliver.QUEUE
+    headers: dict[str, Any]
+    body: bytes
+    _names: frozenset[str] | None = None
+    seq: int = 0  # arrival order
+    taken: bool = False
+
+    def names(self) -> frozenset[str]:
+        """Exchange, routing keys, queues: what ties the message to a cell (computed once)."""
+        if self._names is None:
+            self._names = self._find_names()
+        return self._names
+
+    def _find_names(self) -> frozenset[str]:
+        h = self.headers
+        found = {plain(h.get("exchange_name") or ""), *[plain(k) for k in plain_list(h.get("routing_keys"))],
+                 *[plain(q) for q in plain_list(h.get("routed_queues"))]}
+        if self.routing_key.startswith("deliver."):
+            found.add(self.routing_key[len("deliver."):])
+        return frozenset(n for n in found if n)
+
+    def reply_addresses(self) -> set[str]:
+        props = self.headers.get("properties")
+        props = props.value if isinstance(props, Field) else (props or {})
+        found = set()
+        reply_to = plain(props.get("reply_to")) if isinstance(props, dict) else None
+        if reply_to:
+            found.add(reply_to)
+        headers = plain(props.get("headers")) if isinstance(props, dict) else None
+        for key, value in (headers or {}).items():
+            if "reply-to" in key and isinstance(value, str) and value:
+                found.add(value)
+        return found
+
+
+def plain_list(value: Any) -> list[Any]:
+    value = value.value if isinstance(value, Field) else value
+    return list(value) if isinstance(value, list) else []
+
+
+class Tracer:
+    """One consumer of the vhost's firehose for a whole run, on a thread of its own."""
+
+    def __init__(self, amqp_url: str, management: Any, vhost: str, log: Any = print):
+        self._url, self._management, self._vhost, self._log = amqp_url, management, vhost, log
+        self._keys: dict[str, list[Raw]] = {}  # key (cell ns or server-named queue) -> entries naming it
+        self._swept = time.monotonic()
+        self.take_s = 0.0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._failed: str | None = None
+        self._thread = threading.Thread(target=self._consume, name="acemq-interop-tracer", daemon=True)
+        self.received = 0
+
+    # The management API's vhost `tracing` flag is the firehose switch (trace_on).
+    def start(self) -> "Tracer | None":
+        try:
+            self._management._call("PUT", f"/api/vhosts/{self._management._q(self._vhost)}", {"tracing": True})
+        except Exception as exc:  # a user without the administrator tag: run on, without transcripts
+            self._log(f"transcripts off: the management API would not turn tracing on for {self._vhost}: {exc}")
+            return None
+        self._thread.start()
+        if not self._ready.wait(15.0) or self._failed:
+            self._log(f"transcripts off: the firehose consumer did not start: {self._failed or 'no answer in 15s'}")
+            self.stop()
+            return None
+        return self
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._log(f"tracer: {self.received} firehose messages, {self.take_s:.2f}s spent sorting them into cells")
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10.0)
+        try:
+            self._management._call("PUT", f"/api/vhosts/{self._management._q(self._vhost)}", {"tracing": False})
+        except Exception:
+            pass  # the vhost is deleted right after
+
+    def _consume(self) -> None:
+        connection = None
+        try:
+            params = pika.URLParameters(self._url)
+            params.client_properties = {"connection_name": "acemq-interop tracer"}
+            connection = pika.BlockingConnection(params)
+            channel = connection.channel()
+            queue = channel.queue_declare("", exclusive=True, auto_delete=True,
+                                          arguments={"x-queue-type": "classic"}).method.queue
+            channel.queue_bind(queue, TRACE_EXCHANGE, "publish.#")
+            channel.queue_bind(queue, TRACE_EXCHANGE, "deliver.#")
+
+            def arrived(_ch: Any, method: Any, properties: Any, body: bytes) -> None:
+                raw = Raw(time.monotonic(), method.routing_key, dict(properties.headers or {}), body)
+                with self._lock:
+                    self.received += 1
+                    self._file(raw)
+
+            channel.basic_consume(queue, arrived, auto_ack=True)
+            _typed.on = True  # from here on, this thread's tables keep their field types
+            self._ready.set()
+            while not self._stop.is_set():
+                connection.process_data_events(time_limit=0.1)
+        except Exception as exc:  # the run goes on without transcripts
+            self._failed = f"{type(exc).__name__}: {exc}"
+            self._ready.set()
+        finally:
+            _typed.on = False
+            if connection is not None:
+                try:
+                    connection.close()
+                except Exception:
+                    pass
+
+    def take(self, ns: str, reply_queues: Iterable[str], keep: bool) -> list[Raw]:
+        """Remove the cell's entries from the buffer; returned (after a short settle) when kept.
+
+        Entries are filed on arrival under the keys they name (`c0007` for `c0007.requests`,
+        the whole name of a server-named queue), so a cell's take costs its own messages,
+        not the run's. Reply addresses a message of the cell carries belong to the cell too
+        (a request names amq.gen-X; the reply to amq.gen-X is the cell's).
+        """
+        if keep:
+            time.sleep(SETTLE_S)
+        started = time.monotonic()
+        todo = [ns, *[q for q in reply_queues if q]]
+        seen_keys: set[str] = set()
+        mine: dict[int, Raw] = {}
+        with self._lock:
+            while todo:
+                key = todo.pop()
+                if key in seen_keys:
+                    continue
+                seen_keys.add(key)
+                for raw in self._keys.pop(key, ()):
+                    if raw.taken:
+                        continue
+                    raw.taken = True
+                    mine[raw.seq] = raw
+                    todo.extend(a for a in raw.reply_addresses() if a not in seen_keys)
+            if started - self._swept > SWEEP_S:
+                self._sweep(started)
+        self.take_s += time.monotonic() - started
+        return [mine[k] for k in sorted(mine)] if keep else []
+
+    def _file(self, raw: Raw) -> None:
+        """File an arriving entry under every key it names (with the lock held)."""
+        raw.seq = self.received
+        for key in {_key(n) for n in raw.names()}:
+            self._keys.setdefault(key, []).append(raw)
+
+    def _sweep(self, now: float) -> None:
+        """Drop what no cell claimed for a long time (late copies of passed cells' messages)."""
+        self._swept = now
+        for key in list(self._keys):
+            kept = [r for r in self._keys[key] if not r.taken and now - r.at < STALE_S]
+            if kept:
+                self._keys[key] = kept
+            else:
+                del self._keys[key]
+
+
+def _key(name: str) -> str:
+    """`c0007.requests` -> `c0007`; a server-named queue (`amq.gen-...`) or a name without a dot is its own key."""
+    if name.startswith("amq.") or "." not in name:
+        return name
+    return name.partition(".")[0]
+
+
+# -- a transcript, as plain data ----------------------------------------------------
+
+
+def transcript(raws: list[Raw], t0: float, who: dict[str, str], probe_ids: set[str]) -> list[dict[str, Any]]:
+    """The kept entries of a cell as its `transcript`: one record per publish or delivery.
+
+    `who` names consumers by queue (a responder's request queue, a requester's reply
+    queue); connections are named from what they consumed or published (the probe's
+    message ids), so a publish is shown as coming from the peer that made it.
+    """
+    connections: dict[str, str] = {}
+    for raw in raws:
+        conn = plain(raw.headers.get("connection")) or ""
+        props = plain(raw.headers.get("properties")) or {}
+        if raw.routing_key.startswith("publish.") and props.get("message_id") in probe_ids:
+            connections.setdefault(conn, PROBE)
+    for raw in raws:
+        conn = plain(raw.headers.get("connection")) or ""
+        if raw.routing_key.startswith("deliver.") and conn not in connections:
+            queue = raw.routing_key[len("deliver."):]
+            if queue in who:
+                connections[conn] = who[queue]
+    for raw in raws:  # a request naming a requester's reply queue was published by that requester
+        conn = plain(raw.headers.get("connection")) or ""
+        if raw.routing_key.startswith("publish.") and conn not in connections:
+            named = [who[a] for a in raw.reply_addresses() if who.get(a, "").endswith("(requester)")]
+            if named:
+                connections[conn] = named[0]
+    records = []
+    for number, raw in enumerate(raws):
+        h = raw.headers
+        conn = plain(h.get("connection")) or ""
+        props_field = h.get("properties")
+        props = props_field.value if isinstance(props_field, Field) else (props_field or {})
+        properties = {k: plain(v) for k, v in props.items() if k != "headers"} if isinstance(props, dict) else {}
+        headers = props.get("headers") if isinstance(props, dict) else None
+        headers = headers.value if isinstance(headers, Field) else (headers or {})
+        publish = raw.routing_key.startswith("publish.")
+        body = raw.body.decode("utf-8", errors="replace")
+        record: dict[str, Any] = {
+            "n": number + 1,
+            "t": round(raw.at - t0, 3),
+            "event": "publish" if publish else "deliver",
+            "who": connections.get(conn) or _anonymous(conn, connections),
+            "exchange": plain(h.get("exchange_name")) or "",
+            "routing_keys": [plain(k) for k in plain_list(h.get("routing_keys"))],
+            "properties": properties,
+            "headers": {k: typed(v) for k, v in headers.items()},
+            "body": body[:BODY_LIMIT] + ("..." if len(body) > BODY_LIMIT else ""),
+            "body_length": len(raw.body),
+        }
+        if publish:
+            record["routed_queues"] = [plain(q) for q in plain_list(h.get("routed_queues"))]
+        else:
+            record["queue"] = raw.routing_key[len("deliver."):]
+            record["redelivered"] = bool(plain(h.get("redelivered")))
+        records.append(record)
+    return records
+
+
+def _anonymous(connection: str, known: dict[str, str]) -> str:
+    """A connection the cell cannot name: `connection 2` (its address is no one's business)."""
+    if not connection:
+        return "unknown"
+    key = f"~{connection}"
+    if key not in known:
+        known[key] = f"connection {sum(1 for k in known if k.startswith('~')) + 1}"
+    return known[key]
+
+
+def participants(trace: list[dict[str, Any]], roles: dict[str, Any]) -> tuple[dict[str, str], set[str], set[str]]:
+    """From a cell's evidence: consumers by queue, the probe's message ids, the reply queues.
+
+    The engine's trace notes every command a peer was sent with its answer
+    (`responder.start` names the queue, `requester.open` answers with the reply queue) and
+    every probe publish and get.
+    """
+    def label(peer: str, sides: tuple[str, ...]) -> str:
+        """The spec label (`python+native-only`) of the peer process playing one of these roles."""
+        for role, who in roles.items():
+            if role in sides:
+                for spec in who if isinstance(who, list) else [who]:
+                    if str(spec).split("@")[0].split("+")[0] == peer:
+                        return str(spec)
+        return peer
+    who: dict[str, str] = {}
+    probe_ids: set[str] = set()
+    replies: set[str] = set()
+    for step in trace:
+        op = step.get("step")
+        sent = step.get("sent") or {}
+        answer = step.get("answer") or {}
+        peer = step.get("peer")
+        if op == "responder.start" and sent.get("queue"):
+            who[sent["queue"]] = f"{label(peer, ('responder', 'subscribers'))} (responder)"
+        elif op == "requester.open":
+            queue = answer.get("reply_queue")
+            if queue:
+                who[queue] = f"{label(peer, ('requester', 'gatherer'))} (requester)"
+                replies.add(queue)
+        elif op == "probe_publish":
+            probe_ids.update(p.get("message_id") for p in step.get("published") or [] if p.get("message_id"))
+        elif op == "probe_get" and step.get("queue"):
+            who.setdefault(step["queue"], PROBE)
+    return who, probe_ids, replies
+
+
+# -- the hooks the runner and the engine call -----------------------------------------
+
+
+def start_tracer(mode: str, amqp_url: str, management: Any, vhost: str, log: Any) -> Tracer | None:
+    """The run's tracer, or None (`--transcripts none`, or the broker would not trace)."""
+    if mode == "none":
+        return None
+    return Tracer(amqp_url, management, vhost, log).start()
+
+
+def attach(tracer: Tracer, keep: Any, ns: str, t0: float, result: Any) -> None:
+    """At a cell's end: take its entries from the tracer; decode them when the cell keeps them."""
+    kept = bool(keep(result)) if keep is not None else result.status != "PASS"
+    who, probe_ids, replies = participants(result.trace, result.roles)
+    raws = tracer.take(ns, replies, kept)
+    if kept:
+        result.transcript = transcript(raws, t0, who, probe_ids)

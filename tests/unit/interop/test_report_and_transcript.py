@@ -1,0 +1,174 @@
+"""Issue 13 without a broker: the HTML report's order and links, the probe grids, page size,
+publish's site and badge, and the transcript's attribution and typed headers."""
+from __future__ import annotations
+
+import json
+import re
+import struct
+from pathlib import Path
+
+import pika.data
+
+from acemq_interop import transcript as tr
+from acemq_interop.catalogue import rules
+from acemq_interop.html_report import github_anchor, render_html, rule_anchors
+from acemq_interop.model import BrokerInfo, CellResult, PeerStatus, RunResult, Status
+from acemq_interop.paths import DOCS_DIR
+from acemq_interop.publish import badge, publish, run_of
+from acemq_interop.results_files import results_data, write_json, write_junit
+
+
+def cell(scenario: str, matrix: str, roles: dict, status: Status, **extra) -> CellResult:
+    peers = tuple(v for v in roles.values() if v != "probe")
+    parts = ",".join(f"{k}={v}" for k, v in roles.items() if v != "probe")
+    return CellResult(id=f"{scenario}[{parts}]", scenario=scenario, title=f"title of {scenario}", matrix=matrix,
+                      rules=("RR-1", "RR-4"), roles=roles, peers=peers, status=status, broker="b",
+                      rerun=f"acemq-interop run --cell '{scenario}[{parts}]'", **extra)
+
+
+STEPS = [{"t": 0.01, "step": "requester.open", "peer": "go", "sent": {"op": "requester.open", "name": "c1.q"},
+          "answer": {"ok": True, "reply_queue": "amq.gen-1"}},
+         {"t": 0.2, "step": "expect", "that": "m.headers.acemq-reply-to", "rule": "RR-1", "ok": False, "observed": "(absent)"}]
+
+
+def run_result(passing: int = 0) -> RunResult:
+    results = [
+        cell("rr-pair-a", "pairs", {"requester": "go", "responder": "go"}, Status.PASS, trace=STEPS[:1]),
+        cell("rr-pair-a", "pairs", {"requester": "go", "responder": "python"}, Status.FAIL, rule="RR-4.2",
+             message="reply.seen.reply_to_source equals 'header'", expected="header", observed="(absent)", trace=list(STEPS)),
+        cell("rr-pair-a", "pairs", {"requester": "python", "responder": "go"}, Status.ERROR,
+             message="peer 'python' exited (status 3); last stderr lines:\nboom", stderr={"python": "boom", "go": "  "}),
+        cell("rr-pair-a", "pairs", {"requester": "python", "responder": "python"}, Status.XFAIL,
+             reason="known: see https://example.invalid/issue/1 and docs/wire-spec.md#rr-1-the-reply-address-is-written-twice"),
+        cell("rr-requester-b", "requesters", {"requester": "go", "responder": "probe"}, Status.PASS),
+        cell("rr-requester-b", "requesters", {"requester": "python", "responder": "probe"}, Status.XPASS, reason="listed"),
+    ]
+    for i in range(passing):
+        results.append(cell(f"rr-pair-p{i // 36}", "pairs", {"requester": f"p{i % 6}", "responder": f"q{(i // 6) % 6}"},
+                            Status.PASS, trace=STEPS[:1] * 12, duration_s=0.4))
+    peers = {"go": PeerStatus("go", "Go", hello={"binding": "acemq-go", "client": "amqp091", "mutants": []}),
+             "python": PeerStatus("python", "Python")}
+    return RunResult(results, peers, ["go", "python"], [BrokerInfo("b", "RabbitMQ", "3.13.7", "26.2")], 1.5, "now",
+                     meta={"suite": {"name": "acemq-interop", "version": "9.9", "git_commit": "abc"},
+                           "started_at": "2026-12-01T10:00:00Z", "selection": {"peers": ["go", "python"]}})
+
+
+def test_every_rule_has_its_spec_anchor_as_github_makes_it() -> None:
+    assert github_anchor("RR-5 The `x-acemq-` namespace is stripped; other headers pass") == \
+        "rr-5-the-x-acemq--namespace-is-stripped-other-headers-pass"
+    anchors = rule_anchors()
+    assert set(rules()) <= set(anchors)
+    assert anchors["RR-1"] == "rr-1-the-reply-address-is-written-twice"
+    assert anchors["RR-2"] == "rr-2-spec-headers-are-utf-8-strings-readers-accept-byte-arrays-client-fact"
+
+
+def test_the_page_opens_with_the_verdict_and_the_failures(tmp_path: Path) -> None:
+    page = render_html(run_result(), tmp_path / "report.html", docs_url="https://x.invalid/docs")
+    verdict, problems, matrices = page.index('id="verdict"'), page.index('id="problems"'), page.index('id="matrices"')
+    assert verdict < problems < matrices
+    failures = page[problems:matrices]
+    assert failures.index("rr-pair-a[requester=go,responder=python]") < failures.index("rr-requester-b[requester=python]")
+    assert "https://x.invalid/docs/wire-spec.md#rr-4-" in failures and "RR-4.2" in failures
+    assert "Errors, by cause" in failures and "boom" in failures
+    assert "PPPP" not in page and "<object" not in page
+    assert 'href="https://example.invalid/issue/1"' in page  # XFAIL reasons' links are links
+    assert 'href="https://x.invalid/docs/wire-spec.md#rr-1-the-reply-address-is-written-twice"' in page
+    assert "go stderr" not in page and "python stderr" in page  # empty stderr is not shown
+    assert re.search(r'<div class="drill" id="pair-b-go-python">', page)
+    assert 'id="grid-requesters"' in page
+
+
+def test_the_model_has_the_probe_grids() -> None:
+    (grid,) = run_result().summary.probe_grids
+    assert grid.matrix == "requesters" and grid.labels == ("go", "python") and grid.scenarios == ("rr-requester-b",)
+    assert grid.cells[("python", "rr-requester-b")] == "rr-requester-b[requester=python]"
+
+
+def test_a_large_all_pass_page_stays_small(tmp_path: Path) -> None:
+    report = run_result(passing=540)
+    page = render_html(report, tmp_path / "report.html")
+    assert len(page.encode()) < 1_000_000, len(page.encode())
+
+
+def test_no_absent_marker_leaks_as_a_python_object(tmp_path: Path) -> None:
+    from acemq_interop import assertions
+
+    report = run_result()
+    report.results[1].trace.append({"step": "expect", "observed": assertions.lookup({}, "a.b")})
+    write_json(report, tmp_path / "results.json")
+    write_junit(report, tmp_path / "junit.xml")
+    for name in ("results.json", "junit.xml"):
+        assert "<object" not in (tmp_path / name).read_text()
+    assert '"(absent)"' in (tmp_path / "results.json").read_text()
+
+
+def test_publish_builds_an_index_pages_and_badges(tmp_path: Path) -> None:
+    paths = []
+    for n in range(2):
+        data = results_data(run_result())
+        data["started_at"] = f"2026-12-0{n + 1}T10:00:00Z"
+        path = tmp_path / f"r{n}.json"
+        path.write_text(json.dumps(data))
+        paths.append(path)
+    index = publish(paths, tmp_path / "site", log=lambda m: None)
+    text = index.read_text()
+    runs = sorted((tmp_path / "site" / "runs").iterdir())
+    assert len(runs) == 2 and all(f"runs/{r.name}/report.html" in text for r in runs)
+    assert (tmp_path / "site" / "docs" / "wire-spec.html").read_text().count('id="rr-1-the-reply-address-is-written-twice"') == 1
+    assert json.loads((tmp_path / "site" / "badge.json").read_text())["message"] == "2/6 pass, 1 fail, 1 error, 1 xpass, 1 xfail"
+    all_pass = {"summary": {"PASS": 540, "FAIL": 0}}
+    assert badge(all_pass) == {"schemaVersion": 1, "label": "acemq-interop", "message": "540/540 pass", "color": "brightgreen"}
+    assert run_of(json.loads(paths[0].read_text())).summary.problems == run_result().summary.problems
+
+
+def _table(**values: tuple[str, bytes]) -> bytes:
+    body = b"".join(struct.pack(">B", len(k)) + k.encode() + v[0].encode() + v[1] for k, v in values.items())
+    return struct.pack(">I", len(body)) + body
+
+
+def test_the_tracer_keeps_each_header_value_type() -> None:
+    encoded = _table(a=("S", struct.pack(">I", 3) + b"abc"), b=("x", struct.pack(">I", 2) + b"hi"), n=("l", struct.pack(">q", 5)))
+    tr._typed.on = True
+    try:
+        decoded, _ = pika.data.decode_table(encoded, 0)
+    finally:
+        tr._typed.on = False
+    assert {k: tr.typed(v) for k, v in decoded.items()} == {
+        "a": {"type": "S", "value": "abc"}, "b": {"type": "x", "value": "hi"}, "n": {"type": "l", "value": 5}}
+    plain, _ = pika.data.decode_table(encoded, 0)  # other threads (the probe) decode as pika does
+    assert plain == {"a": "abc", "b": b"hi", "n": 5}
+
+
+def _raw(at: float, key: str, exchange: str, routing_key: str, **props) -> tr.Raw:
+    headers = {"exchange_name": exchange, "routing_keys": [routing_key], "connection": props.pop("conn", "c1"),
+               "properties": props, "user": "guest"}
+    if key.startswith("publish"):
+        headers["routed_queues"] = [routing_key]
+    return tr.Raw(tr.time.monotonic() - 10 + at, key, headers, b"{}")
+
+
+def test_a_cell_takes_its_namespace_and_the_reply_queues_it_named() -> None:
+    tracer = tr.Tracer("amqp://unused/", None, "v", log=lambda m: None)
+    raws = [
+        _raw(1.0, "publish.", "", "c0001.requests", reply_to="amq.gen-A", message_id="m1", conn="req"),
+        _raw(1.1, "publish.", "", "c0002.requests", reply_to="amq.gen-B", conn="other"),
+        _raw(1.2, "deliver.c0001.requests", "", "c0001.requests", reply_to="amq.gen-A", conn="resp"),
+        _raw(1.3, "publish.", "", "amq.gen-A", correlation_id="m1", conn="resp"),
+        _raw(1.4, "publish.", "", "amq.gen-B", conn="other"),
+        _raw(1.5, "deliver.amq.gen-A", "", "amq.gen-A", conn="req"),
+    ]
+    for raw in raws:
+        tracer.received += 1
+        tracer._file(raw)
+    t0 = raws[0].at - 1.0
+    trace = [{"step": "responder.start", "peer": "go", "sent": {"queue": "c0001.requests"}},
+             {"step": "requester.open", "peer": "python", "answer": {"reply_queue": "amq.gen-A"}}]
+    who, probe_ids, replies = tr.participants(trace, {"requester": "python+native-only", "responder": "go"})
+    mine = tracer.take("c0001", replies, keep=True)
+    assert [round(r.at - t0, 1) for r in mine] == [1.0, 1.2, 1.3, 1.5]
+    records = tr.transcript(mine, t0, who, probe_ids)
+    assert [r["who"] for r in records] == ["python+native-only (requester)", "go (responder)", "go (responder)",
+                                           "python+native-only (requester)"]
+    assert records[0]["properties"]["reply_to"] == "amq.gen-A" and "guest" not in json.dumps(records)
+    assert tracer.take("c0002", set(), keep=False) == []
+    assert not [r for entries in tracer._keys.values() for r in entries if not r.taken]
