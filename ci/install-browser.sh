@@ -13,5 +13,5 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 command -v chromium
 if [ ! -d "$here/tests/browser/node_modules/playwright-core" ]; then
-    (cd "$here/tests/browser" && npm install --no-audit --no-fund --ignore-scripts --silent)
+    (cd "$here/tests/browser" && npm ci --no-audit --no-fund --ignore-scripts --silent)
 fi

@@ -32,15 +32,13 @@ HEADER_BYTES_CELL = "rr-requester-writes-both-addresses[requester=python+header-
 
 
 def _need_tools() -> None:
-    if shutil.which("rabbitmq-server") is None and not Path("/usr/sbin/rabbitmq-server").exists():
-        pytest.skip("rabbitmq-server is not installed")
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed (ci/install-node.sh)")
+    # A missing tool fails the test: a skipped browser check would count as a pass that checked nothing.
+    assert shutil.which("rabbitmq-server") or Path("/usr/sbin/rabbitmq-server").exists(), "rabbitmq-server is not installed (ci/setup.sh)"
+    assert shutil.which("node"), "node is not installed (ci/install-node.sh)"
     if shutil.which("chromium") is None or not (BROWSER_DIR / "node_modules" / "playwright-core").is_dir():
-        # Debian's chromium and playwright-core from npm, idempotently (as root, as CI is).
+        # Debian's chromium and playwright-core from npm, idempotently (as root, as CI is; ci/setup.sh runs it too).
         done = subprocess.run(["sh", str(ROOT / "ci" / "install-browser.sh")], capture_output=True, text=True, timeout=900)
-        if shutil.which("chromium") is None or done.returncode != 0:
-            pytest.skip(f"no browser: sh ci/install-browser.sh failed: {(done.stdout + done.stderr)[-500:]}")
+        assert shutil.which("chromium") and done.returncode == 0, f"no browser: sh ci/install-browser.sh failed: {(done.stdout + done.stderr)[-500:]}"
 
 
 def _run(args: list[str], out: Path) -> subprocess.CompletedProcess:
