@@ -38,13 +38,13 @@ def check_broker() -> tuple[str, bool]:
 
 def check_tool(manifest: Manifest, entry: dict) -> tuple[bool, str]:
     """(ok, what was found or what is wrong)."""
-    argv = [str(a) for a in entry.get("command") or entry.get("check") or []]
+    argv = manifest.argv(tuple(str(a) for a in entry.get("command") or entry.get("check") or []))
     if not argv:
         return False, "manifest entry has no command"
     if shutil.which(argv[0]) is None and not (manifest.cwd / argv[0]).exists():
         return False, f"{argv[0]} not on PATH"
     try:
-        done = subprocess.run(manifest.argv(tuple(argv)), cwd=manifest.cwd, env=manifest.environment(),
+        done = subprocess.run(argv, cwd=manifest.cwd, env=manifest.environment(),
                               capture_output=True, text=True, timeout=CHECK_BOUND_S, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"{' '.join(argv)} failed: {exc}"

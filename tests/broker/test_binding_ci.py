@@ -37,6 +37,10 @@ def outside_copy(tmp: Path, name: str, *, defect: bool = False) -> Path:
     text = adapter.read_text()
     assert 'PEER = "python"' in text and '"mutants": table.mutants' in text
     adapter.write_text(text.replace('PEER = "python"', f'PEER = "{name}"').replace('"mutants": table.mutants', '"mutants": []'))
+    # Its profiles: the catalogue's history is the suite's peers', so an outside peer has "current" only.
+    table = folder / "acemq_peer_policies.py"
+    assert 'PEER = "python"' in table.read_text()
+    table.write_text(table.read_text().replace('PEER = "python"', f'PEER = "{name}"'))
     if defect:
         policy = folder / "acemq" / "_policy.py"
         code = policy.read_text()
