@@ -81,7 +81,7 @@ def run_options(args: argparse.Namespace, argv: list[str] | None = None) -> "Run
         raise UsageError(f"--op-timeout {args.op_timeout:g}: must be more than 0 seconds")
     manifests = discover(extra=_peer_dirs(args))
     specs = _specs(args, manifests)
-    check_specs(specs)
+    check_specs(specs, frozenset(name for name, m in manifests.items() if m.image))
     scenarios = scenario_mod.select(scenario_mod.load_all(), args.scenarios.split(",") if args.scenarios is not None else None)
     known = known_failures.load([known_failures.DEFAULT_DIR, *[Path(p) for p in args.known_failures or []]]) if not args.no_known_failures else []
     broker = args.broker or os.environ.get(BROKER_ENV) or None

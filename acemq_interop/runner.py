@@ -237,7 +237,10 @@ class Runner:
                 return
             # The offer is checked against the catalogue: an unknown mutant or profile is a
             # peer out of step with the suite, and every cell of it is an ERROR saying why.
-            problems = catalogue.check_offer(name, status.hello)
+            # The catalogue's history is per binding: an image peer (`go-rc=IMAGE`) is checked
+            # as the binding its hello names.
+            binding = str(status.hello.get("peer") or name) if o.manifests[name].image else name
+            problems = catalogue.check_offer(binding, status.hello)
             if problems:
                 status.unavailable, status.broken = f"its hello does not match the catalogue: {'; '.join(problems)}", True
                 self.log(f"peer {name}: {status.unavailable}")
@@ -304,4 +307,10 @@ class Runner:
         """The raw result with its final status (the known-failure verdict) and its rerun line."""
         final = verdict(result.id, result.status, result.rule, self.options.known)
         return replace(result, status=final.status, reason=result.reason if final.reason is None else final.reason,
-                       rerun=rerun_line(result.peers, result.id, self.options.broker_url, self.options.rerun_flags))
+                       rerun=rerun_line([self._rerun_label(p) for p in result.peers], result.id, self.options.broker_url,
+                                        self.options.rerun_flags))
+
+    def _rerun_label(self, label: str) -> str:
+        """An image peer reruns as `NAME=IMAGE`, so the rerun line starts the same peer."""
+        manifest = self.options.manifests.get(label.split("@")[0].split("+")[0])
+        return f"{manifest.name}={manifest.image}" if manifest is not None and manifest.image and label == manifest.name else label

@@ -13,7 +13,7 @@ from .errors import UsageError
 from .manifests import PeerSpec
 
 
-def check_specs(specs: list[PeerSpec]) -> None:
+def check_specs(specs: list[PeerSpec], image_peers: frozenset[str] = frozenset()) -> None:
     """Every profile and mutant named exists in the catalogue (and the profile for that peer)."""
     if not specs:
         raise UsageError("the peer list is empty: name at least one peer with --peers (see `acemq-interop list`)")
@@ -21,7 +21,8 @@ def check_specs(specs: list[PeerSpec]) -> None:
     for spec in specs:
         if spec.profile not in cat.profiles:
             raise UsageError(f"{spec.label}: unknown profile '{spec.profile}'; profiles: {', '.join(cat.profiles)}")
-        if not cat.profiles[spec.profile].offered_by(spec.name):
+        # An image peer's binding is known only from its hello: the runner checks its offer then.
+        if spec.name not in image_peers and not cat.profiles[spec.profile].offered_by(spec.name):
             offered = [name for name, p in cat.profiles.items() if p.offered_by(spec.name)]
             raise UsageError(f"{spec.label}: the catalogue has no profile '{spec.profile}' for {spec.name}; "
                              f"profiles for {spec.name}: {', '.join(offered)}")

@@ -114,7 +114,7 @@ def test_full_matrix_in_docker_on_two_brokers(engine, tmp_path) -> None:
     assert any(label.startswith("rabbitmq-3.10.") for label in versions), versions
     assert any(label.startswith("rabbitmq-4.0.") for label in versions), versions
     for facts in versions.values():
-        assert facts["erlang_version"] and facts["product"] == "RabbitMQ", facts
+        assert facts["erlang"] and facts["product"] == "RabbitMQ" and facts["version"], facts
     by_broker: dict[str, list[dict]] = {}
     for cell in results["cells"]:
         by_broker.setdefault(cell["broker"], []).append(cell)
@@ -128,6 +128,25 @@ def test_full_matrix_in_docker_on_two_brokers(engine, tmp_path) -> None:
 
     assert set(_labelled(env)) <= before, "the run left containers"
     assert not set(_labelled(env, "org.acemq-interop.role=broker")) - before, "the run left a broker"
+
+
+def test_a_peer_from_an_image_beside_the_same_peer_run_locally(engine, tmp_path) -> None:
+    """`--peers go,go-img=IMAGE`: a released or candidate image gets its own row and column."""
+    env = engine
+    before = set(_labelled(env))
+    argv = [sys.executable, "-m", "acemq_interop", "run", "--peers", "go,go-img=acemq-interop/peer-go",
+            "--scenarios", "rr-pair-*,rr-requester-*", "--out", str(tmp_path)]
+    done = _sh(argv, env, 900)
+    assert done.returncode == 0, _tail(done, 80)
+    results = json.loads((tmp_path / "results.json").read_text())
+    image = results["peers"]["go-img"]["image"]
+    assert image.startswith("acemq-interop/peer-go@sha256:"), image  # the report names the image and its digest
+    assert results["peers"]["go"]["image"] is None
+    pairs = {(c["roles"].get("requester"), c["roles"].get("responder")): c["status"]
+             for c in results["cells"] if c["matrix"] == "pairs"}
+    assert {("go", "go-img"), ("go-img", "go"), ("go-img", "go-img")} <= set(pairs)
+    assert set(pairs.values()) == {"PASS"} and {c["status"] for c in results["cells"]} == {"PASS"}
+    assert set(_labelled(env)) <= before, "the run left containers"
 
 
 def test_compose_builds_everything_and_runs_the_matrix(engine) -> None:
