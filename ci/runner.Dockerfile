@@ -25,7 +25,7 @@ RUN if command -v python3 >/dev/null 2>&1 && python3 -m pip --version >/dev/null
       apt-get update \
       && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
            python3 python3-venv python3-setuptools python3-pika python3-yaml python3-jsonschema \
-           python3-rich python3-jinja2 python3-wheel \
+           python3-rich python3-jinja2 python3-junit.xml python3-wheel \
       && rm -rf /var/lib/apt/lists/* \
       && python3 -m venv --system-site-packages /opt/acemq-interop; \
     fi
@@ -39,7 +39,7 @@ COPY docs /tmp/acemq-interop-src/docs
 COPY peers/python /tmp/acemq-interop-src/peers/python
 # Offline where Debian gave the dependencies (the venv sees them), from PyPI otherwise.
 RUN cd /tmp/acemq-interop-src \
- && if python3 -c 'import pika, yaml, jsonschema, rich, jinja2' 2>/dev/null; then \
+ && if python3 -c 'import pika, yaml, jsonschema, rich, jinja2, junit_xml' 2>/dev/null; then \
       /opt/acemq-interop/bin/pip install --no-cache-dir --no-deps --no-build-isolation --no-index . ; \
     else \
       /opt/acemq-interop/bin/pip install --no-cache-dir . ; \
@@ -48,5 +48,7 @@ RUN cd /tmp/acemq-interop-src \
 COPY peers /opt/acemq-interop/peers
 ENV PATH=/opt/acemq-interop/bin:$PATH ACEMQ_INTEROP_PEER_PATH=/opt/acemq-interop/peers
 WORKDIR /work
-RUN acemq-interop list >/dev/null
+# Every module imports (a dependency missing from the image fails the build, not a run).
+RUN acemq-interop list >/dev/null \
+ && /opt/acemq-interop/bin/python -c 'import importlib, pkgutil, acemq_interop; [importlib.import_module("acemq_interop." + m.name) for m in pkgutil.iter_modules(acemq_interop.__path__) if m.name != "__main__"]' 
 ENTRYPOINT ["acemq-interop"]
