@@ -154,6 +154,10 @@ class Runner:
             finally:
                 for client in clients.values():
                     client.shutdown()
+                if o.out_dir is None and o.log_dir is None:
+                    # A run with no output folder (a library caller, a test) leaves no temporary
+                    # folder behind: each cell already carries its peers' stderr tails.
+                    shutil.rmtree(log_dir, ignore_errors=True)
         meta = {
             "suite": suite_info.suite(),
             "command": o.command,
