@@ -18,7 +18,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -31,28 +30,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .errors import BrokerError
+from .endpoint import BrokerEndpoint, free_port as _free_port
 from .management import Management
 
 READY_BOUND_S = 90.0
-
-
-@dataclass
-class BrokerEndpoint:
-    """How to reach a broker: AMQP on host:port, management API at mgmt_url."""
-
-    host: str
-    port: int
-    username: str
-    password: str
-    mgmt_url: str
-
-    def amqp_url(self, vhost: str) -> str:
-        user = urllib.parse.quote(self.username, safe="")
-        password = urllib.parse.quote(self.password, safe="")
-        return f"amqp://{user}:{password}@{self.host}:{self.port}/{urllib.parse.quote(vhost, safe='')}"
-
-    def management(self) -> Management:
-        return Management(self.mgmt_url, self.username, self.password)
 
 
 def parse_broker_url(url: str, mgmt_url: str | None) -> BrokerEndpoint:
@@ -68,12 +49,6 @@ def parse_broker_url(url: str, mgmt_url: str | None) -> BrokerEndpoint:
         password=urllib.parse.unquote(parts.password or "guest"),
         mgmt_url=mgmt_url or f"http://{host}:15672",
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class EmbeddedBroker:

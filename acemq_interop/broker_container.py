@@ -15,6 +15,7 @@ import time
 from typing import Callable
 
 from . import docker_engine
+from .endpoint import BrokerEndpoint
 from .errors import BrokerError
 
 READY_BOUND_S = 120.0
@@ -22,7 +23,7 @@ START_BOUND_S = 60.0
 
 
 def _free_port() -> int:
-    from .broker import _free_port as free
+    from .endpoint import free_port as free
 
     return free()
 
@@ -41,7 +42,6 @@ class ContainerBroker:
         self.amqp_port, self.mgmt_port, self.dist_port, self.epmd_port = (_free_port() for _ in range(4))
         self.container_id: str | None = None
         self._started = False
-        from .broker import BrokerEndpoint
 
         self.endpoint = BrokerEndpoint("127.0.0.1", self.amqp_port, "guest", "guest", f"http://127.0.0.1:{self.mgmt_port}")
 

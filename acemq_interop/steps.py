@@ -19,8 +19,9 @@ from .errors import CheckFailed, PeerError, TemplateError
 from .manifests import PeerSpec
 
 if TYPE_CHECKING:
-    from .engine import CellState
     from .peer_client import PeerLink, PendingCall
+# A step's run function takes the engine's `CellState` (named as a string, not imported:
+# the engine sits above this registry and runs it; the registry never calls the engine).
 
 @dataclass
 class Opened:

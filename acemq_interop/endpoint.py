@@ -1,0 +1,37 @@
+"""How to reach a broker (AMQP and its management API), and a free loopback port for one.
+
+The bottom of the broker floor: the lifecycle (broker.py) and the container
+(broker_container.py) both build endpoints, so neither imports the other for it.
+"""
+from __future__ import annotations
+
+import socket
+import urllib.parse
+from dataclasses import dataclass
+
+from .management import Management
+
+
+@dataclass
+class BrokerEndpoint:
+    """How to reach a broker: AMQP on host:port, management API at mgmt_url."""
+
+    host: str
+    port: int
+    username: str
+    password: str
+    mgmt_url: str
+
+    def amqp_url(self, vhost: str) -> str:
+        user = urllib.parse.quote(self.username, safe="")
+        password = urllib.parse.quote(self.password, safe="")
+        return f"amqp://{user}:{password}@{self.host}:{self.port}/{urllib.parse.quote(vhost, safe='')}"
+
+    def management(self) -> Management:
+        return Management(self.mgmt_url, self.username, self.password)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
