@@ -36,8 +36,12 @@ class ConfirmingPublisherTest {
 
     @Test
     void publishesAreOutstandingTogetherAndSettledByTag() throws Exception {
+        // One after the other, so the delivery tags are 1, 2, 3 in this order; all three stay
+        // outstanding together.
         Future<?> first = publish("requests", "m-1");
+        fake.awaitPublishes(1);
         Future<?> second = publish("requests", "m-2");
+        fake.awaitPublishes(2);
         Future<?> third = publish("requests", "m-3");
         fake.awaitPublishes(3);
         fake.ack(2, false);
