@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from . import known_failures, scenarios as scenario_mod
 from .broker import no_broker_message, parse_broker_url
 from .redact import BROKER_ENV
+from .runner import DEFAULT_CONCURRENCY
 from .errors import BrokerError, UsageError
 from .manifests import discover, parse_peer_list
 
@@ -144,6 +145,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_id = new_run_id()
     uses_docker = options.in_docker or args.broker_image or any(m.image for m in options.manifests.values())
     reports = []
+    builds = None
+    if options.build and not options.in_docker:
+        from .runner import Builds
+
+        # The peers build while the broker starts: the two used to add up.
+        selected = sorted({s.name for s in options.specs})
+        builds = Builds([options.manifests[n] for n in selected if not options.manifests[n].image], _log)
+        options = replace(options, builds=builds)
     try:
         # The broker axis: every cell on each broker, one broker after the other.
         for index, source in enumerate(sources):
@@ -155,6 +164,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 reports.append(Runner(replace(options, endpoint=broker.endpoint, run_id=run_id, broker=info,
                                               rerun_flags=flags, log_dir=logs)).run())
     finally:
+        if builds is not None:
+            builds.cancel()  # after an interrupt, no build outlives the run
         if uses_docker:
             left = remove_run(run_id)
             if left:
@@ -297,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--broker-image", action="append", metavar="IMAGE",
                      help="run on a RabbitMQ container from IMAGE (built from ci/rabbitmq/Dockerfile), removed at the end; "
                           "repeat for a broker axis: every cell on each broker")
-    run.add_argument("--concurrency", type=int, default=4, help="cells run at once (default 4)")
+    run.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help=f"cells run at once, longest first (default {DEFAULT_CONCURRENCY}: most cells wait on timers, so 24 at once keep the 2-core machine this was measured on busy without starving it)")
     run.add_argument("--out", default="out", help="folder for results.json, junit.xml, report.html and summary.md (default ./out)")
     run.add_argument("--known-failures", action="append", help="an extra known-failures file (known-failures/ is always read)")
     run.add_argument("--no-known-failures", action="store_true", help="ignore the known-failures lists (every failure is a FAIL)")

@@ -8,7 +8,7 @@ from acemq_interop import known_failures, scenarios
 from acemq_interop.broker import BrokerEndpoint
 from acemq_interop.model import CellResult, RunResult
 from acemq_interop.manifests import Manifest, PeerSpec, discover, load_manifest
-from acemq_interop.runner import RunOptions, Runner
+from acemq_interop.runner import DEFAULT_CONCURRENCY, RunOptions, Runner
 
 FIXTURE_PEERS = Path(__file__).parent / "fixtures" / "peers"
 
@@ -25,7 +25,7 @@ def run(
     with_known_failures: bool = True,
     manifests: dict[str, Manifest] | None = None,
     op_bound_s: float = 20.0,
-    concurrency: int = 4,
+    concurrency: int = DEFAULT_CONCURRENCY,
 ) -> RunResult:
     manifests = manifests or discover()
     specs = [PeerSpec.parse(p) for p in peers]

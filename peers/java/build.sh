@@ -12,6 +12,14 @@ cd "$(dirname "$0")"
 JAVA_LIBS=${JAVA_LIBS:-/usr/share/java}
 JUNIT=${JUNIT:-$JAVA_LIBS/junit-platform-console-standalone.jar}
 
+# Up to date: nothing under src/ (nor this script) is newer than the last build's jars, so
+# a run's build step costs nothing when nothing changed (test.sh still compiles its tests).
+if [ -f build/peer.jar ] && [ -f build/lib/acemq-java.jar ] && [ -d build/test-classes ] \
+   && [ -z "$(find src build.sh -newer build/peer.jar -print 2>/dev/null | head -1)" ]; then
+    echo "build.sh: build/ is up to date"
+    exit 0
+fi
+
 # Build beside the old output and swap it in at the end, so a peer that is running (or a
 # second build at the same time) never sees a half-written tree. The peer runs from
 # build/peer.jar and build/lib/*.jar, each replaced by one rename: a running JVM keeps
