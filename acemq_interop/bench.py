@@ -315,7 +315,9 @@ def print_bench(result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    import sys
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
     s = result["settings"]
     b = result.get("broker", {})
     table = Table(title=f"Request/reply rate inside each peer: {s['requests']} requests, {s['in_flight']} in flight, "
