@@ -108,3 +108,21 @@ def test_compare_flags_a_defective_release_as_a_regression_and_two_clean_runs_as
                             str(broken / "out" / "results.json")], capture_output=True, text=True, timeout=60)
     assert worse.returncode == 1 and "REGRESSION" in worse.stdout, worse.stdout
     assert "rr-requester-writes-both-addresses[requester=rel]: PASS -> FAIL RR-1" in worse.stdout
+
+
+def test_a_version_1_peer_kept_outside_is_still_driven_and_certified(broker, tmp_path) -> None:
+    """A peer of the previous protocol (version 1 refuses any hello that is not 1, and knows no
+    `protocols` list) is asked again at 1 and certifies: every diagonal cell it can run passes."""
+    folder = outside_copy(tmp_path, "oldpeer")
+    adapter = folder / "acemq_peer.py"
+    text = adapter.read_text()
+    old_hello = 'offered = command.get("protocols") or [command.get("protocol", 1)]'
+    assert "PROTOCOLS = (1, 2)" in text and old_hello in text
+    adapter.write_text(text.replace("PROTOCOLS = (1, 2)", "PROTOCOLS = (1,)")
+                       .replace(old_hello, 'offered = [command.get("protocol", 1)]'))
+    out = tmp_path / "out"
+    done = cli(broker, "run", "--peer-dir", str(folder), "--peers", "oldpeer", "--diagonal", "--out", str(out))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["peers"]["oldpeer"]["protocol"] == 1
+    assert len(results["cells"]) > 20 and {c["status"] for c in results["cells"]} == {"PASS"}
