@@ -1,10 +1,13 @@
 """Where the broker comes from, and its lifecycle: one context for every kind.
 
-- `--broker URL`: an existing RabbitMQ, used as it is.
+- `--broker URL`: an existing RabbitMQ, used as it is (`amqps://` with `--ca-cert FILE`).
 - default: a private node from the installed `rabbitmq-server`: its own node name, free
   ports on 127.0.0.1 (the Erlang distribution port too), a temporary data dir owned by the
   `rabbitmq` user, the management plugin; shut down and removed at the end.
 - `--broker-image IMAGE`: a container (broker_container.ContainerBroker), removed at the end.
+
+With `--tls` the private node and the container get a TLS listener too, on the run's
+certificates (acemq_interop/tls.py), and the endpoint every client is given is that one.
 
 `Broker` is the one context: it owns the broker from before it is spawned (so a signal
 during start-up still removes it) to after it is gone, defers Ctrl-C and SIGTERM while it
@@ -29,32 +32,43 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .errors import BrokerError
+from .errors import BrokerError, UsageError
 from .endpoint import BrokerEndpoint, free_port as _free_port
 from .management import Management
+from .tls import DEFAULT_TLS_PORT, Certificates, rabbitmq_tls_config
 
 READY_BOUND_S = 90.0
 
 
-def parse_broker_url(url: str, mgmt_url: str | None) -> BrokerEndpoint:
-    """An `amqp://user:pass@host:port/` URL; the management API defaults to port 15672."""
+def parse_broker_url(url: str, mgmt_url: str | None, ca_file: str | None = None) -> BrokerEndpoint:
+    """An `amqp://user:pass@host:port/` URL, or `amqps://...` (port 5671) with the CA file that
+    signed the broker's certificate; the management API defaults to port 15672."""
+    from .redact import url as redacted
+
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme != "amqp" or not parts.hostname:
-        raise BrokerError(f"--broker {url!r}: expected amqp://USER:PASS@HOST[:PORT]/ (the harness makes its own vhost per run)")
+    if parts.scheme not in ("amqp", "amqps") or not parts.hostname:
+        raise BrokerError(f"--broker {redacted(url)!r}: expected amqp://USER:PASS@HOST[:PORT]/ or amqps://... "
+                          f"(the harness makes its own vhost per run)")
+    tls = parts.scheme == "amqps"
+    if tls and ca_file is None:
+        raise UsageError(f"--broker {redacted(url)}: an amqps broker needs --ca-cert FILE (the PEM file of the CA that signed its certificate)")
+    if not tls and ca_file is not None:
+        raise UsageError("--ca-cert is for a TLS broker: give --broker amqps://USER:PASS@HOST[:PORT]/ with it")
     host = parts.hostname
     return BrokerEndpoint(
         host=host,
-        port=parts.port or 5672,
+        port=parts.port or (DEFAULT_TLS_PORT if tls else 5672),
         username=urllib.parse.unquote(parts.username or "guest"),
         password=urllib.parse.unquote(parts.password or "guest"),
         mgmt_url=mgmt_url or f"http://{host}:15672",
+        ca_file=ca_file,
     )
 
 
 class EmbeddedBroker:
     """A private RabbitMQ node for one run."""
 
-    def __init__(self, progress: Callable[[str], None]):
+    def __init__(self, progress: Callable[[str], None], tls: Certificates | None = None):
         server = shutil.which("rabbitmq-server") or ("/usr/sbin/rabbitmq-server" if Path("/usr/sbin/rabbitmq-server").exists() else None)
         if server is None:
             raise BrokerError(no_broker_message())
@@ -65,6 +79,14 @@ class EmbeddedBroker:
         self.amqp_port, self.mgmt_port, self.dist_port = _free_port(), _free_port(), _free_port()
         self._base = Path(tempfile.mkdtemp(prefix="acemq-interop-broker-"))
         self.endpoint = BrokerEndpoint("127.0.0.1", self.amqp_port, "guest", "guest", f"http://127.0.0.1:{self.mgmt_port}")
+        # --tls: a TLS listener beside the plain one (kept for the harness's own checks); the
+        # endpoint every client of the run gets is the TLS one.
+        self._tls = tls
+        self.tls_port: int | None = None
+        if tls is not None:
+            self.tls_port = _free_port()
+            self.endpoint = BrokerEndpoint("127.0.0.1", self.tls_port, "guest", "guest", f"http://127.0.0.1:{self.mgmt_port}",
+                                           ca_file=str(tls.ca_file))
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -93,6 +115,7 @@ class EmbeddedBroker:
             "management.tcp.ip = 127.0.0.1\n"
             "loopback_users = none\n"
             "collect_statistics_interval = 1000\n"
+            + self._tls_config()
         )
         (self._base / "enabled_plugins").write_text("[rabbitmq_management].\n")
         if os.geteuid() == 0:
@@ -102,7 +125,8 @@ class EmbeddedBroker:
                     os.chown(path, user.pw_uid, user.pw_gid)
             except KeyError:
                 pass
-        self._progress(f"starting a private RabbitMQ node {self.node} (amqp 127.0.0.1:{self.amqp_port}, management :{self.mgmt_port})")
+        tls = f", amqps :{self.tls_port}" if self.tls_port else ""
+        self._progress(f"starting a private RabbitMQ node {self.node} (amqp 127.0.0.1:{self.amqp_port}{tls}, management :{self.mgmt_port})")
         started = time.monotonic()
         result = subprocess.run([self._server, "-detached"], env=self._env(), capture_output=True, text=True, timeout=60)
         if result.returncode != 0:
@@ -117,6 +141,20 @@ class EmbeddedBroker:
         log_tail = self._log_tail()
         self.stop()
         raise BrokerError(f"the private RabbitMQ node did not answer within {READY_BOUND_S:.0f}s; its log ends:\n{log_tail}")
+
+    def _tls_config(self) -> str:
+        """The TLS listener's lines, its files copied into the base dir (chowned below, so the
+        `rabbitmq` user can read the key when the harness runs as root)."""
+        if self._tls is None or self.tls_port is None:
+            return ""
+        tls_dir = self._base / "tls"
+        tls_dir.mkdir(mode=0o700)
+        copies = {}
+        for name, source in (("ca.pem", self._tls.server_ca), ("server.pem", self._tls.server_cert), ("server.key", self._tls.server_key)):
+            copies[name] = tls_dir / name
+            shutil.copyfile(source, copies[name])
+            copies[name].chmod(0o600)
+        return rabbitmq_tls_config(self.tls_port, str(copies["ca.pem"]), str(copies["server.pem"]), str(copies["server.key"]))
 
     def _log_tail(self) -> str:
         logs = sorted((self._base / "log").glob("*.log"))
@@ -210,7 +248,7 @@ class BrokerSource:
             return f"image {self.image}"
         if self.kind == "url":
             assert self.endpoint is not None
-            return f"--broker {self.endpoint.host}:{self.endpoint.port}"
+            return f"--broker {'amqps ' if self.endpoint.tls else ''}{self.endpoint.host}:{self.endpoint.port}"
         return "private node (rabbitmq-server)"
 
     def rerun_args(self) -> str:
@@ -222,7 +260,8 @@ class BrokerSource:
         return ""
 
 
-def broker_sources(url: str | None, mgmt_url: str | None, images: list[str] | None) -> list[BrokerSource]:
+def broker_sources(url: str | None, mgmt_url: str | None, images: list[str] | None,
+                   ca_file: str | None = None) -> list[BrokerSource]:
     """The run's broker axis: every --broker-image, else the --broker URL, else a private node."""
     if url and images:
         from .errors import UsageError
@@ -235,7 +274,7 @@ def broker_sources(url: str | None, mgmt_url: str | None, images: list[str] | No
             raise UsageError("a --broker-image is named twice")
         return [BrokerSource("image", image=image) for image in images]
     if url:
-        return [BrokerSource("url", endpoint=parse_broker_url(url, mgmt_url), url=url)]
+        return [BrokerSource("url", endpoint=parse_broker_url(url, mgmt_url, ca_file), url=url)]
     return [BrokerSource("node")]
 
 
@@ -271,8 +310,10 @@ class Broker:
     once the broker answers.
     """
 
-    def __init__(self, source: BrokerSource, log: Callable[[str], None], run_id: str | None = None, index: int = 0):
+    def __init__(self, source: BrokerSource, log: Callable[[str], None], run_id: str | None = None, index: int = 0,
+                 tls: Certificates | None = None):
         self.source = source
+        self.tls = tls  # --tls: the run's certificates, for a private node's or a container's TLS listener
         self._log = log
         self.run_id = run_id or uuid.uuid4().hex[:8]
         self.index = index
@@ -283,12 +324,12 @@ class Broker:
     def __enter__(self) -> "Broker":
         try:
             if self.source.kind == "node":
-                self.managed = EmbeddedBroker(self._log)
+                self.managed = EmbeddedBroker(self._log, tls=self.tls)
             elif self.source.kind == "image":
                 from .broker_container import ContainerBroker
 
                 assert self.source.image
-                self.managed = ContainerBroker(self.source.image, self._log, self.run_id, self.index)
+                self.managed = ContainerBroker(self.source.image, self._log, self.run_id, self.index, tls=self.tls)
             if self.managed is not None:
                 self.endpoint = self.managed.start()
             assert self.endpoint is not None

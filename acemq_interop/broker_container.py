@@ -7,6 +7,11 @@ CI engine has no bridge, and the peers, in containers or not, reach it at 127.0.
 free loopback ports of its own: AMQP, management, the Erlang distribution and epmd, so
 several brokers and a private node can run side by side. It carries the run label and is
 force-removed at the end (docker rm -f), whatever happened.
+
+With `--tls` the run's server certificate folder is mounted read-only at TLS_MOUNT and a
+rabbitmq.conf fragment with the TLS listener (on a free loopback port of its own) is
+mounted into /etc/rabbitmq/conf.d beside the one the entry point writes, so any image
+built from ci/rabbitmq/Dockerfile takes TLS without being rebuilt.
 """
 from __future__ import annotations
 
@@ -17,9 +22,12 @@ from typing import Callable
 from . import docker_engine
 from .endpoint import BrokerEndpoint
 from .errors import BrokerError
+from .tls import Certificates, rabbitmq_tls_config
 
 READY_BOUND_S = 120.0
 START_BOUND_S = 60.0
+TLS_MOUNT = "/etc/acemq-interop/tls"
+TLS_CONF = "/etc/rabbitmq/conf.d/91-acemq-interop-tls.conf"
 
 
 def _free_port() -> int:
@@ -33,8 +41,10 @@ class ContainerBroker:
 
     kind = "image"
 
-    def __init__(self, image: str, progress: Callable[[str], None], run_id: str, index: int = 0):
+    def __init__(self, image: str, progress: Callable[[str], None], run_id: str, index: int = 0,
+                 tls: Certificates | None = None):
         self.image = image
+        self.index = index
         self._progress = progress
         self.run_id = run_id
         self.name = f"acemq-interop-{run_id}-broker-{index}"
@@ -44,6 +54,12 @@ class ContainerBroker:
         self._started = False
 
         self.endpoint = BrokerEndpoint("127.0.0.1", self.amqp_port, "guest", "guest", f"http://127.0.0.1:{self.mgmt_port}")
+        self._tls = tls
+        self.tls_port: int | None = None
+        if tls is not None:
+            self.tls_port = _free_port()
+            self.endpoint = BrokerEndpoint("127.0.0.1", self.tls_port, "guest", "guest", f"http://127.0.0.1:{self.mgmt_port}",
+                                           ca_file=str(tls.ca_file))
 
     def describe(self) -> str:
         return f"image {self.image}"
@@ -62,6 +78,16 @@ class ContainerBroker:
                 f"--broker-image {self.image}: not built from ci/rabbitmq/Dockerfile, so its listeners cannot be chosen; "
                 f"wrap it: docker build -t acemq-interop/rabbitmq:custom --build-arg BASE_IMAGE={self.image} ci/rabbitmq")
 
+    def _tls_args(self) -> list[str]:
+        """The mounts of a TLS listener: the server's files and the conf fragment naming them."""
+        if self._tls is None or self.tls_port is None:
+            return []
+        conf = self._tls.server_dir / f"tls-{self.index}.conf"
+        conf.write_text(rabbitmq_tls_config(self.tls_port, f"{TLS_MOUNT}/ca.pem", f"{TLS_MOUNT}/server.pem",
+                                            f"{TLS_MOUNT}/server.key"), encoding="ascii")
+        conf.chmod(0o644)
+        return ["-v", f"{self._tls.server_dir}:{TLS_MOUNT}:ro", "-v", f"{conf}:{TLS_CONF}:ro"]
+
     def start(self):
         self._check_image()
         argv = [
@@ -70,9 +96,11 @@ class ContainerBroker:
             "-e", f"ACEMQ_AMQP_PORT={self.amqp_port}", "-e", f"ACEMQ_MGMT_PORT={self.mgmt_port}",
             "-e", f"RABBITMQ_NODENAME={self.node}", "-e", f"RABBITMQ_DIST_PORT={self.dist_port}",
             "-e", f"ERL_EPMD_PORT={self.epmd_port}", "-e", "ERL_EPMD_ADDRESS=127.0.0.1",
+            *self._tls_args(),
             self.image,
         ]
-        self._progress(f"starting broker container {self.name} from {self.image} (amqp 127.0.0.1:{self.amqp_port}, management :{self.mgmt_port})")
+        tls = f", amqps :{self.tls_port}" if self.tls_port else ""
+        self._progress(f"starting broker container {self.name} from {self.image} (amqp 127.0.0.1:{self.amqp_port}{tls}, management :{self.mgmt_port})")
         started = time.monotonic()
         self._started = True  # from here on, stop() removes it by name even if `run` is interrupted
         try:

@@ -14,18 +14,28 @@ from .management import Management
 
 @dataclass
 class BrokerEndpoint:
-    """How to reach a broker: AMQP on host:port, management API at mgmt_url."""
+    """How to reach a broker: AMQP on host:port, management API at mgmt_url.
+
+    With `ca_file` the AMQP port is a TLS one: URLs are `amqps://`, and every client of
+    the run verifies the broker's certificate against that CA (acemq_interop/tls.py).
+    """
 
     host: str
     port: int
     username: str
     password: str
     mgmt_url: str
+    ca_file: str | None = None
+
+    @property
+    def tls(self) -> bool:
+        return self.ca_file is not None
 
     def amqp_url(self, vhost: str) -> str:
         user = urllib.parse.quote(self.username, safe="")
         password = urllib.parse.quote(self.password, safe="")
-        return f"amqp://{user}:{password}@{self.host}:{self.port}/{urllib.parse.quote(vhost, safe='')}"
+        scheme = "amqps" if self.tls else "amqp"
+        return f"{scheme}://{user}:{password}@{self.host}:{self.port}/{urllib.parse.quote(vhost, safe='')}"
 
     def management(self) -> Management:
         return Management(self.mgmt_url, self.username, self.password)
