@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -66,7 +67,25 @@ def _rerun_flags(args: argparse.Namespace) -> list[str]:
         flags.append("--no-known-failures")
     if args.op_timeout != 20.0:
         flags += ["--op-timeout", f"{args.op_timeout:g}"]
+    if getattr(args, "tls", False):
+        flags.append("--tls")
+    if getattr(args, "ca_cert", None):
+        flags += ["--ca-cert", str(Path(args.ca_cert).expanduser().resolve())]
     return flags
+
+
+def _tls_choice(args: argparse.Namespace, broker: str | None) -> str | None:
+    """--tls and --ca-cert checked against the broker choice; the CA file of an amqps broker."""
+    from .tls import check_ca_file
+
+    tls_url = bool(broker) and broker.lower().startswith("amqps:")
+    if args.ca_cert and not tls_url:
+        raise UsageError("--ca-cert is the CA of an existing TLS broker: give it with --broker amqps://USER:PASS@HOST[:PORT]/ "
+                         "(--tls alone makes the run's own CA)")
+    if args.tls and broker and not tls_url:
+        raise UsageError("--tls gives the harness's own broker (private node or --broker-image) a TLS listener; "
+                         "for an existing broker give --broker amqps://USER:PASS@HOST[:PORT]/ --ca-cert FILE")
+    return str(check_ca_file(args.ca_cert)) if args.ca_cert else None
 
 
 def run_options(args: argparse.Namespace, argv: list[str] | None = None) -> "RunOptions":
@@ -86,7 +105,8 @@ def run_options(args: argparse.Namespace, argv: list[str] | None = None) -> "Run
     scenarios = scenario_mod.select(scenario_mod.load_all(), args.scenarios.split(",") if args.scenarios is not None else None)
     known = known_failures.load([known_failures.DEFAULT_DIR, *[Path(p) for p in args.known_failures or []]]) if not args.no_known_failures else []
     broker = args.broker or os.environ.get(BROKER_ENV) or None
-    endpoint = parse_broker_url(broker, args.management_url) if broker else None
+    ca_file = _tls_choice(args, broker)
+    endpoint = parse_broker_url(broker, args.management_url, ca_file) if broker else None
     return RunOptions(
         manifests=manifests, specs=specs, scenarios=scenarios, known=known, broker_url=broker, endpoint=endpoint,
         concurrency=args.concurrency, build=not args.no_build, log=_log, only_cells=args.cell or None,
@@ -137,7 +157,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         from .compare import read_results
 
         baseline = read_results(Path(args.baseline))
-    sources = broker_sources(options.broker_url, args.management_url, args.broker_image)
+    sources = broker_sources(options.broker_url, args.management_url, args.broker_image,
+                             options.endpoint.ca_file if options.endpoint else None)
     if any(s.kind == "node" for s in sources) and shutil.which("rabbitmq-server") is None and not Path("/usr/sbin/rabbitmq-server").exists():
         raise BrokerError(no_broker_message())
     out = Path(args.out)
@@ -153,23 +174,33 @@ def cmd_run(args: argparse.Namespace) -> int:
         selected = sorted({s.name for s in options.specs})
         builds = Builds([options.manifests[n] for n in selected if not options.manifests[n].image], _log)
         options = replace(options, builds=builds)
-    try:
-        # The broker axis: every cell on each broker, one broker after the other.
-        for index, source in enumerate(sources):
-            with Broker(source, _log, run_id, index) as broker:
-                facts = broker.facts
-                info = BrokerInfo(facts.label, facts.product, facts.version, facts.erlang_version)
-                flags = options.rerun_flags + (["--broker-image", source.image] if source.image else [])
-                logs = out / "logs" / (facts.label if len(sources) > 1 else "")
-                reports.append(Runner(replace(options, endpoint=broker.endpoint, run_id=run_id, broker=info,
-                                              rerun_flags=flags, log_dir=logs)).run())
-    finally:
-        if builds is not None:
-            builds.cancel()  # after an interrupt, no build outlives the run
-        if uses_docker:
-            left = remove_run(run_id)
-            if left:
-                _log(f"containers of run {run_id} could not be removed: {', '.join(left)} (acemq-interop doctor --clean)")
+    # The run's certificates (with --tls) outlive the broker and the containers that use them.
+    with ExitStack() as stack:
+        try:
+            certificates = None
+            if args.tls and any(s.kind != "url" for s in sources):
+                from .tls import run_certificates
+
+                # Made for this run, removed at its end (the ExitStack), whatever happens.
+                certificates = stack.enter_context(run_certificates())
+                _log(f"TLS: a CA and a server certificate for this run in {certificates.dir} (removed at the end)")
+            # The broker axis: every cell on each broker, one broker after the other.
+            for index, source in enumerate(sources):
+                with Broker(source, _log, run_id, index, tls=certificates) as broker:
+                    facts = broker.facts
+                    assert broker.endpoint is not None
+                    info = BrokerInfo(facts.label, facts.product, facts.version, facts.erlang_version, tls=broker.endpoint.tls)
+                    flags = options.rerun_flags + (["--broker-image", source.image] if source.image else [])
+                    logs = out / "logs" / (facts.label if len(sources) > 1 else "")
+                    reports.append(Runner(replace(options, endpoint=broker.endpoint, run_id=run_id, broker=info,
+                                                  rerun_flags=flags, log_dir=logs)).run())
+        finally:
+            if builds is not None:
+                builds.cancel()  # after an interrupt, no build outlives the run
+            if uses_docker:
+                left = remove_run(run_id)
+                if left:
+                    _log(f"containers of run {run_id} could not be removed: {', '.join(left)} (acemq-interop doctor --clean)")
     report = combine_runs(reports)
     paths = write_outputs(report, out)
     print_report(report)
@@ -303,8 +334,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--peers", help="comma list of NAME[@PROFILE][+MUTANT] (default: every peer in peers/)")
     run.add_argument("--scenarios", help="comma list of scenario id globs (default: all)")
     run.add_argument("--cell", action="append", help="run only this cell id (repeatable; as printed in a rerun line)")
-    run.add_argument("--broker", help=f"amqp://USER:PASS@HOST:PORT/ of an existing RabbitMQ (default: ${BROKER_ENV}, else a private node)")
+    run.add_argument("--broker", help=f"amqp://USER:PASS@HOST:PORT/ (or amqps://... with --ca-cert) of an existing RabbitMQ (default: ${BROKER_ENV}, else a private node)")
     run.add_argument("--management-url", help="management API of --broker (default http://HOST:15672)")
+    run.add_argument("--tls", action="store_true",
+                     help="over TLS: the private node (or each --broker-image) gets a TLS listener on certificates made for "
+                          "the run, and every peer, the probe and the transcript tracer connect with amqps, verifying it; "
+                          "a peer without the tls capability is SKIP")
+    run.add_argument("--ca-cert", metavar="FILE",
+                     help="with --broker amqps://USER:PASS@HOST[:PORT]/ (port 5671 by default): the PEM file of the CA "
+                          "that signed the broker's certificate; every client verifies the broker against it")
     run.add_argument("--broker-image", action="append", metavar="IMAGE",
                      help="run on a RabbitMQ container from IMAGE (built from ci/rabbitmq/Dockerfile), removed at the end; "
                           "repeat for a broker axis: every cell on each broker")

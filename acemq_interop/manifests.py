@@ -51,12 +51,14 @@ class Manifest:
     def argv(self, argv: tuple[str, ...]) -> list[str]:
         return [sys.executable if part == "{python}" else part for part in argv]
 
-    def docker_run(self, run_id: str | None = None) -> list[str]:
+    def docker_run(self, run_id: str | None = None, mounts: tuple[Path, ...] | list[Path] = ()) -> list[str]:
         """The same peer from its image: the harness only sees a process with pipes.
 
         Host networking keeps the broker URL the harness hands over in `hello` valid; the
         run label lets the run (and `doctor --clean`) remove a container whose CLI was
-        killed; nothing is pulled (a missing image is a SKIP before this is run).
+        killed; nothing is pulled (a missing image is a SKIP before this is run). Each of
+        `mounts` (a TLS run's CA folder) is seen read-only at the same path inside, so the
+        `tls.ca_file` of `hello` names the same file there.
         """
         image = self.docker.get("image")
         if not image:
@@ -69,6 +71,8 @@ class Manifest:
 
             # One run may start a peer once per broker: each container gets its own name.
             argv += ["--name", f"acemq-interop-{run_id}-peer-{self.name}-{token_hex(2)}", *run_labels(run_id, "peer")]
+        for folder in mounts:
+            argv += ["-v", f"{folder}:{folder}:ro"]
         return [*argv, str(image)]
 
     def environment(self) -> dict[str, str]:

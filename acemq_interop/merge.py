@@ -79,7 +79,8 @@ def merge(shards: list[tuple[str, dict[str, Any]]]) -> RunResult:
                 peers[pname] = PeerStatus(pname, p.get("language", ""), p.get("build_s"), p.get("startup_s"), hello,
                                           p.get("unavailable"))
         for b in data.get("brokers") or []:
-            brokers.setdefault(b["label"], BrokerInfo(b["label"], b.get("product"), b.get("version"), b.get("erlang")))
+            brokers.setdefault(b["label"], BrokerInfo(b["label"], b.get("product"), b.get("version"), b.get("erlang"),
+                                                      tls=bool(b.get("tls"))))
     meta = {
         "suite": first.get("suite"), "command": ["acemq-interop", "merge", *[n for n, _ in shards]],
         "started_at": min(d.get("started_at") or "" for _, d in shards), "finished_at": max(d.get("finished_at") or "" for _, d in shards),

@@ -56,12 +56,18 @@ class BrokerInfo:
     product: str | None = None
     version: str | None = None
     erlang: str | None = None
+    tls: bool = False  # every client of the run reached it over TLS (amqps)
 
     @property
     def description(self) -> str:
         what = " ".join(p for p in (self.product, self.version) if p)
-        extra = ", ".join(p for p in (what, f"Erlang {self.erlang}" if self.erlang else "") if p)
+        extra = ", ".join(p for p in (what, f"Erlang {self.erlang}" if self.erlang else "", "over TLS" if self.tls else "") if p)
         return f"{self.label} ({extra})" if extra else self.label
+
+    @property
+    def shown(self) -> str:
+        """The label, and how it was reached when that was TLS: `rabbitmq-3.10.8 over TLS`."""
+        return f"{self.label} over TLS" if self.tls else self.label
 
 
 @dataclass
@@ -296,7 +302,12 @@ class RunResult:
     @property
     def broker(self) -> str:
         """What the console's last line says the run was on."""
-        return ", ".join(b.label for b in self.brokers)
+        return ", ".join(b.shown for b in self.brokers)
+
+    @property
+    def tls(self) -> bool:
+        """The run was over TLS (on every broker of it)."""
+        return bool(self.brokers) and all(b.tls for b in self.brokers)
 
     @property
     def ok(self) -> bool:

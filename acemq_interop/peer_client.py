@@ -90,9 +90,11 @@ class PeerClient:
 
     @classmethod
     def launch(cls, manifest: Manifest, log_dir: Path, in_docker: bool = False,
-               op_bound_s: float = DEFAULT_OP_BOUND_S, run_id: str | None = None) -> "PeerClient":
-        """Start the peer's process (its `hello` is `handshake`); `run_id` labels its container."""
-        return cls(PeerProcess(manifest, log_dir, in_docker, run_id), op_bound_s)
+               op_bound_s: float = DEFAULT_OP_BOUND_S, run_id: str | None = None,
+               mounts: tuple[Path, ...] = ()) -> "PeerClient":
+        """Start the peer's process (its `hello` is `handshake`); `run_id` labels its container,
+        `mounts` are folders its container sees read-only at the same path (a TLS run's CA)."""
+        return cls(PeerProcess(manifest, log_dir, in_docker, run_id, mounts), op_bound_s)
 
     # -- the process ---------------------------------------------------------------
 
@@ -104,8 +106,8 @@ class PeerClient:
     def manifest(self) -> Manifest:
         return self.process.manifest
 
-    def handshake(self, amqp_url: str, bound_s: float = 60.0) -> dict[str, Any]:
-        return self.process.handshake(amqp_url, bound_s)
+    def handshake(self, amqp_url: str, bound_s: float = 60.0, tls: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self.process.handshake(amqp_url, bound_s, tls)
 
     @property
     def hello(self) -> dict[str, Any]:

@@ -27,7 +27,8 @@ DEFAULT_OP_BOUND_S = 20.0
 class PeerProcess:
     """Owns the pipes of one peer process."""
 
-    def __init__(self, manifest: Manifest, log_dir: Path, in_docker: bool = False, run_id: str | None = None):
+    def __init__(self, manifest: Manifest, log_dir: Path, in_docker: bool = False, run_id: str | None = None,
+                 mounts: tuple[Path, ...] = ()):
         self.manifest = manifest
         self.hello: dict[str, Any] = {}
         self.protocol: int = 0
@@ -42,7 +43,7 @@ class PeerProcess:
         self.started_at = time.monotonic()
         try:
             self._proc = subprocess.Popen(
-                manifest.docker_run(run_id) if (in_docker or manifest.image) else manifest.argv(manifest.run),
+                manifest.docker_run(run_id, mounts) if (in_docker or manifest.image) else manifest.argv(manifest.run),
                 cwd=manifest.cwd,
                 env=manifest.environment(),
                 stdin=subprocess.PIPE,
@@ -60,14 +61,18 @@ class PeerProcess:
 
     # -- lifecycle -----------------------------------------------------------------
 
-    def handshake(self, amqp_url: str, bound_s: float = 60.0) -> dict[str, Any]:
-        """Send `hello`; the bound is generous because a JVM or CLR starts cold."""
+    def handshake(self, amqp_url: str, bound_s: float = 60.0, tls: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send `hello`; the bound is generous because a JVM or CLR starts cold.
+
+        A TLS run's hello carries `tls` (`{"ca_file": ...}`) beside its amqps URL.
+        """
         # Offer the newest version with every one we speak; a version-1 peer refuses a hello
         # that is not 1 (its protocol said so), so it is asked again at 1.
-        hello = {"op": "hello", "protocol": PROTOCOL_VERSION, "protocols": list(SUPPORTED_PROTOCOLS), "amqp_url": amqp_url}
+        extra = {"tls": tls} if tls else {}
+        hello = {"op": "hello", "protocol": PROTOCOL_VERSION, "protocols": list(SUPPORTED_PROTOCOLS), "amqp_url": amqp_url, **extra}
         answer = self.call(hello, bound_s)
         if not answer.get("ok") and 1 in SUPPORTED_PROTOCOLS:
-            answer = self.call({"op": "hello", "protocol": 1, "amqp_url": amqp_url}, bound_s)
+            answer = self.call({"op": "hello", "protocol": 1, "amqp_url": amqp_url, **extra}, bound_s)
         if not answer.get("ok"):
             raise PeerError(f"peer '{self.manifest.name}' refused hello: {answer.get('error')}")
         if answer.get("protocol") not in SUPPORTED_PROTOCOLS:

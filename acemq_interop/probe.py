@@ -17,6 +17,9 @@ import pika
 import pika.data
 import pika.exceptions
 
+from .errors import BrokerError
+from .tls import connect_error, pika_parameters
+
 POLL_S = 0.02
 
 
@@ -122,12 +125,16 @@ def record(method: Any, properties: pika.BasicProperties, body: bytes) -> dict[s
 
 
 class Probe:
-    """One blocking AMQP connection, used by one cell's thread only."""
+    """One blocking AMQP connection, used by one cell's thread only (over TLS with `ca_file`)."""
 
-    def __init__(self, amqp_url: str):
-        params = pika.URLParameters(amqp_url)
-        params.client_properties = {"connection_name": "acemq-interop probe"}
-        self._connection = pika.BlockingConnection(params)
+    def __init__(self, amqp_url: str, ca_file: str | None = None):
+        params = pika_parameters(amqp_url, ca_file, "acemq-interop probe")
+        try:
+            self._connection = pika.BlockingConnection(params)
+        except (pika.exceptions.AMQPConnectionError, OSError) as exc:
+            # pika raises a TLS verification error as it is, and nests other causes in an
+            # AMQPConnectionError whose own text is empty.
+            raise BrokerError(f"probe cannot connect to {params.host}:{params.port}: {connect_error(exc)}") from exc
         self._channel = self._connection.channel()
         self._channel.confirm_delivery()
 

@@ -71,7 +71,8 @@ def _row(data: dict[str, Any], page: str) -> dict[str, Any]:
         "page": page,
         "suite": suite.get("version") or "",
         "commit": (suite.get("git_commit") or "")[:12],
-        "broker": "; ".join(" ".join(x for x in (b.get("label"), b.get("product"), b.get("version")) if x) for b in brokers)
+        "broker": "; ".join(" ".join(x for x in (b.get("label"), b.get("product"), b.get("version"),
+                                                  "over TLS" if b.get("tls") else None) if x) for b in brokers)
                   or data.get("broker") or "",
         "broker_version": ", ".join(b.get("version") or "?" for b in brokers),
         "date": data.get("started_at") or "",

@@ -61,7 +61,9 @@ def results_data(report: RunResult) -> dict[str, Any]:
         "selection": meta.get("selection", {}),
         "shard": meta.get("shard"),
         "broker": report.broker,
-        "brokers": [{"label": b.label, "product": b.product, "version": b.version, "erlang": b.erlang} for b in report.brokers],
+        "tls": report.tls,
+        "brokers": [{"label": b.label, "product": b.product, "version": b.version, "erlang": b.erlang, "tls": b.tls}
+                    for b in report.brokers],
         "peers": {
             name: {
                 "language": s.language,

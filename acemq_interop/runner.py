@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from functools import lru_cache
+from functools import lru_cache, partial
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,6 +27,7 @@ from .management import Management
 from .manifests import Manifest, PeerSpec
 from .model import BrokerInfo, CellResult, PeerStatus, RunResult, Status
 from .peer_client import PeerClient
+from .probe import Probe
 from .scenarios import Scenario
 from .paths import SCENARIOS_DIR
 from .sharding import TYPICAL_FILE_NAME, Shard, read_typical, select as shard_select
@@ -80,7 +81,8 @@ def broker_info(endpoint: BrokerEndpoint, private: bool, management: Management)
     except BrokerError:
         overview = {}
     return BrokerInfo(label, overview.get("product_name") or ("RabbitMQ" if overview else None),
-                      overview.get("product_version") or overview.get("rabbitmq_version"), overview.get("erlang_version"))
+                      overview.get("product_version") or overview.get("rabbitmq_version"), overview.get("erlang_version"),
+                      tls=endpoint.tls)
 
 
 @lru_cache(maxsize=1)
@@ -192,14 +194,16 @@ class Runner:
             clients: dict[str, PeerClient] = {}
             try:
                 broker = o.broker or broker_info(endpoint, o.endpoint is None, management)
-                amqp_url = endpoint.amqp_url(vhost)
-                statuses = self._start_peers(amqp_url, clients, log_dir)
+                amqp_url = endpoint.amqp_url(vhost)  # amqps:// on a TLS endpoint
+                statuses = self._start_peers(amqp_url, clients, log_dir, endpoint.ca_file)
                 ctx = RunContext(amqp_url=amqp_url, vhost=vhost, management=management, peers=dict(clients),
                                  op_bound_s=o.op_bound_s, broker=broker.label)
+                if endpoint.ca_file is not None:  # the probe verifies the broker against the run's CA
+                    ctx.probe_factory = partial(Probe, ca_file=endpoint.ca_file)
                 # -- transcripts (issue 13): one firehose consumer for the run --
                 from .transcript import start_tracer
 
-                ctx.tracer = start_tracer(o.transcripts, amqp_url, management, vhost, self.log)
+                ctx.tracer = start_tracer(o.transcripts, amqp_url, management, vhost, self.log, endpoint.ca_file)
                 ctx.keep_transcript = lambda r: o.transcripts == "all" or verdict(r.id, r.status, r.rule, o.known).status != Status.PASS
                 try:
                     results = self._run_cells(ctx, statuses)
@@ -252,8 +256,13 @@ class Runner:
             return self.options.durations[cell.id]
         return _typical().get(cell.scenario.id, cell.scenario.estimate_s)
 
-    def _start_peers(self, amqp_url: str, clients: dict[str, PeerClient], log_dir: Path) -> dict[str, PeerStatus]:
+    def _start_peers(self, amqp_url: str, clients: dict[str, PeerClient], log_dir: Path,
+                     ca_file: str | None = None) -> dict[str, PeerStatus]:
+        """Build and start every selected peer; on a TLS run (`ca_file`) its hello carries the
+        CA, its container sees the CA's folder, and a peer without the `tls` capability SKIPs."""
         o = self.options
+        tls = {"ca_file": ca_file} if ca_file is not None else None
+        mounts = (Path(ca_file).parent,) if ca_file is not None else ()
         statuses: dict[str, PeerStatus] = {}
         names = sorted({spec.name for spec in o.specs})
         for name in names:
@@ -286,9 +295,9 @@ class Runner:
         def start(name: str) -> None:
             status = statuses[name]
             try:
-                client = PeerClient.launch(o.manifests[name], log_dir, o.in_docker, o.op_bound_s, o.run_id)
+                client = PeerClient.launch(o.manifests[name], log_dir, o.in_docker, o.op_bound_s, o.run_id, mounts)
                 clients[name] = client
-                status.hello = client.handshake(amqp_url, max(60.0, o.op_bound_s))
+                status.hello = client.handshake(amqp_url, max(60.0, o.op_bound_s), tls)
                 status.startup_s = client.startup_s
                 self.log(f"peer {name}: {status.hello.get('binding')} on {status.hello.get('client')}, ready in {status.startup_s:.2f}s")
             except PeerError as exc:
@@ -304,6 +313,10 @@ class Runner:
             if problems:
                 status.unavailable, status.broken = f"its hello does not match the catalogue: {'; '.join(problems)}", True
                 self.log(f"peer {name}: {status.unavailable}")
+            elif tls is not None and "tls" not in status.hello.get("capabilities", []):
+                # Not broken: a peer that does not speak TLS yet is fine on plain runs.
+                status.unavailable = "does not speak TLS"
+                self.log(f"peer {name}: SKIP, {status.unavailable} (no tls capability in its hello)")
 
         threads = [threading.Thread(target=start, args=(n,)) for n in names if statuses[n].unavailable is None]
         for thread in threads:

@@ -149,8 +149,9 @@ def plain_list(value: Any) -> list[Any]:
 class Tracer:
     """One consumer of the vhost's firehose for a whole run, on a thread of its own."""
 
-    def __init__(self, amqp_url: str, management: Any, vhost: str, log: Any = print):
+    def __init__(self, amqp_url: str, management: Any, vhost: str, log: Any = print, ca_file: str | None = None):
         self._url, self._management, self._vhost, self._log = amqp_url, management, vhost, log
+        self._ca_file = ca_file  # a TLS run: the tracer verifies the broker against the run's CA too
         self._keys: dict[str, list[Raw]] = {}  # key (cell ns or server-named queue) -> entries naming it
         self._swept = time.monotonic()
         self.take_s = 0.0
@@ -189,9 +190,9 @@ class Tracer:
     def _consume(self) -> None:
         connection = None
         try:
-            params = pika.URLParameters(self._url)
-            params.client_properties = {"connection_name": "acemq-interop tracer"}
-            connection = pika.BlockingConnection(params)
+            from .tls import pika_parameters
+
+            connection = pika.BlockingConnection(pika_parameters(self._url, self._ca_file, "acemq-interop tracer"))
             channel = connection.channel()
             queue = channel.queue_declare("", exclusive=True, auto_delete=True,
                                           arguments={"x-queue-type": "classic"}).method.queue
@@ -210,7 +211,9 @@ class Tracer:
             while not self._stop.is_set():
                 connection.process_data_events(time_limit=0.1)
         except Exception as exc:  # the run goes on without transcripts
-            self._failed = f"{type(exc).__name__}: {exc}"
+            from .tls import connect_error
+
+            self._failed = connect_error(exc)
             self._ready.set()
         finally:
             _typed.on = False
@@ -385,11 +388,12 @@ def participants(trace: list[dict[str, Any]], roles: dict[str, Any]) -> tuple[di
 # -- the hooks the runner and the engine call -----------------------------------------
 
 
-def start_tracer(mode: str, amqp_url: str, management: Any, vhost: str, log: Any) -> Tracer | None:
+def start_tracer(mode: str, amqp_url: str, management: Any, vhost: str, log: Any,
+                 ca_file: str | None = None) -> Tracer | None:
     """The run's tracer, or None (`--transcripts none`, or the broker would not trace)."""
     if mode == "none":
         return None
-    return Tracer(amqp_url, management, vhost, log).start()
+    return Tracer(amqp_url, management, vhost, log, ca_file).start()
 
 
 def attach(tracer: Tracer, keep: Any, ns: str, t0: float, result: Any) -> None:
