@@ -24,6 +24,7 @@ import pika
 
 from acemq import (
     Binding,
+    Broker,
     ReplyDecodeError,
     Request,
     RequestTimedOut,
@@ -34,6 +35,7 @@ from acemq import (
     ResponderFailed,
     ResponderObserver,
     __version__,
+    tls_parameters,
 )
 from acemq import _conformance as conformance
 from acemq.errors import describe
@@ -173,7 +175,8 @@ class Peer:
 
     def __init__(self, out: Output) -> None:
         self._out = out
-        self._url = os.environ.get("ACEMQ_AMQP_URL", DEFAULT_URL)
+        # An AMQP URL, or pika parameters with TLS when hello carries `tls` (the binding takes either).
+        self._broker: Broker = os.environ.get("ACEMQ_AMQP_URL", DEFAULT_URL)
         self._lock = threading.Lock()
         self._protocol = max(PROTOCOLS)  # until hello says otherwise
         self._table: Optional[PolicyTable] = None
@@ -230,9 +233,19 @@ class Peer:
             raise BadCommand(f"this peer speaks protocols {list(PROTOCOLS)}, not {offered}")
         table = self._policies()
         self._protocol = max(spoken)
-        if command.get("amqp_url"):
-            self._url = command["amqp_url"]
-        capabilities = ["request", "respond", "gather"] + (["load"] if self._protocol >= 2 else [])
+        url = command.get("amqp_url") or (self._broker if isinstance(self._broker, str) else None)
+        tls = command.get("tls")
+        if tls is not None:
+            # Every connection (binding and raw) verifies the broker against the run's CA
+            # and its name against the URL's host.
+            if not isinstance(tls, dict) or not isinstance(tls.get("ca_file"), str):
+                raise BadCommand("tls must be {\"ca_file\": \"/path/ca.pem\"}")
+            if not url:
+                raise BadCommand("tls needs an amqp_url")
+            self._broker = tls_parameters(url, tls["ca_file"])
+        elif url:
+            self._broker = url
+        capabilities = ["request", "respond", "gather"] + (["load"] if self._protocol >= 2 else []) + ["tls"]
         return {
             "protocol": self._protocol,
             "peer": PEER,
@@ -255,7 +268,7 @@ class Peer:
         self._claim(name)
         try:
             requester = conformance.open_requester(
-                self._url,
+                self._broker,
                 policy,
                 observer=EventsOfRequester(self._out, name, self._protocol),
                 name=f"requester-{name}",
@@ -342,10 +355,10 @@ class Peer:
         self._claim(name)
         try:
             if client == "raw":
-                responder: Union[Responder, RawResponder] = RawResponder.start(self._url, queue, name)
+                responder: Union[Responder, RawResponder] = RawResponder.start(self._broker, queue, name)
             else:
                 responder = conformance.start_responder(
-                    self._url,
+                    self._broker,
                     queue,
                     handler,
                     policy,
@@ -391,11 +404,11 @@ class Peer:
         spec = LoadSpec.of(command)
         exchange, routing_key = command.get("exchange") or "", _required(command, "routing_key")
         if client == "raw":
-            return {"load": raw_load(self._url, exchange, routing_key, spec)}
+            return {"load": raw_load(self._broker, exchange, routing_key, spec)}
         if client != "binding":
             raise BadCommand(f"unknown client {client!r}: binding or raw")
         policy = self._policies().requester(command.get("profile"), command.get("mutant"))
-        requester = conformance.open_requester(self._url, policy, name=f"load-{command.get('id')}")
+        requester = conformance.open_requester(self._broker, policy, name=f"load-{command.get('id')}")
         try:
             return {"load": binding_load(requester, exchange, routing_key, spec)}
         finally:

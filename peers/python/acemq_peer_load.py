@@ -22,7 +22,8 @@ from typing import Any, Optional
 
 import pika
 
-from acemq import RequestTimedOut, Requester
+from acemq import Broker, RequestTimedOut, Requester
+from acemq.connection import connection_parameters
 from acemq.errors import describe
 
 log = logging.getLogger("acemq.peer.load")
@@ -138,11 +139,11 @@ def binding_load(requester: Requester, exchange: str, routing_key: str, spec: Lo
 # -- bare pika ------------------------------------------------------------------
 
 
-def raw_load(url: str, exchange: str, routing_key: str, spec: LoadSpec) -> dict[str, Any]:
+def raw_load(url: Broker, exchange: str, routing_key: str, spec: LoadSpec) -> dict[str, Any]:
     """One connection, one channel, one reply queue; the window is refilled from the reply callback."""
     timeout_ns = int((RAW_TIMEOUT_SECONDS if spec.timeout_ms is None else spec.timeout_ms / 1000) * 1e9)
     payload = json.dumps(spec.body(), separators=(",", ":")).encode("utf-8")
-    connection = pika.BlockingConnection(pika.URLParameters(url))
+    connection = pika.BlockingConnection(connection_parameters(url))
     try:
         channel = connection.channel()
         declared = channel.queue_declare("", exclusive=True, auto_delete=True, arguments={"x-queue-type": "classic"})
@@ -207,14 +208,14 @@ def raw_load(url: str, exchange: str, routing_key: str, spec: LoadSpec) -> dict[
 class RawResponder:
     """The raw echo responder: bare pika, manual acks, prefetch 64, the body sent back as it came."""
 
-    def __init__(self, url: str, queue: str, name: str) -> None:
+    def __init__(self, url: Broker, queue: str, name: str) -> None:
         self._url, self._queue = url, queue
         self._stopping = threading.Event()
         self._ready: "Future[None]" = Future()
         self._thread = threading.Thread(target=self._run, name=f"raw-{name}", daemon=True)
 
     @classmethod
-    def start(cls, url: str, queue: str, name: str, timeout: float = 30.0) -> "RawResponder":
+    def start(cls, url: Broker, queue: str, name: str, timeout: float = 30.0) -> "RawResponder":
         responder = cls(url, queue, name)
         responder._thread.start()
         responder._ready.result(timeout)  # answered once the consumer is registered
@@ -226,7 +227,7 @@ class RawResponder:
 
     def _run(self) -> None:
         try:
-            connection = pika.BlockingConnection(pika.URLParameters(self._url))
+            connection = pika.BlockingConnection(connection_parameters(self._url))
             channel = connection.channel()
             channel.queue_declare(self._queue, durable=True, arguments={"x-queue-type": "quorum"})
             channel.basic_qos(prefetch_count=RAW_PREFETCH)

@@ -4,6 +4,9 @@
         quote = requester.request("pricing", "quote.requested", {"sku": "A-1"}, timeout=5)
 
     responder = Responder.start(url, "pricing.requests", lambda request: quote(request.body))
+
+    # TLS, trusting a CA of your own (the broker's name is checked against the URL's host):
+    requester = Requester.open(tls_parameters("amqps://user:pass@broker:5671/", "/etc/ssl/our-ca.pem"))
 """
 
 from .errors import (
@@ -16,6 +19,7 @@ from .errors import (
     ResponderFailed,
     ShortStringTooLong,
 )
+from .connection import Broker, tls_parameters
 from .hooks import RequesterObserver, ResponderObserver
 from .requester import PendingGather, PendingRequest, Requester
 from .responder import Binding, Request, Responder
@@ -26,6 +30,7 @@ __version__ = "0.9.0"
 __all__ = [
     "AcemqError",
     "Binding",
+    "Broker",
     "ERROR_HEADER",
     "PendingGather",
     "PendingRequest",
@@ -44,4 +49,5 @@ __all__ = [
     "RequesterObserver",
     "ShortStringTooLong",
     "__version__",
+    "tls_parameters",
 ]

@@ -12,17 +12,18 @@ from __future__ import annotations
 from typing import Any
 
 from ._policy import RequesterPolicy, ResponderPolicy
+from .connection import Broker
 from .requester import Requester
 from .responder import Handler, Responder
 
 __all__ = ["RequesterPolicy", "ResponderPolicy", "open_requester", "start_responder"]
 
 
-def open_requester(url: str, policy: RequesterPolicy, **options: Any) -> Requester:
+def open_requester(url: Broker, policy: RequesterPolicy, **options: Any) -> Requester:
     """``Requester.open`` with ``policy`` instead of the spec's defaults."""
     return Requester._open(url, policy, **options)
 
 
-def start_responder(url: str, queue: str, handler: Handler, policy: ResponderPolicy, **options: Any) -> Responder:
+def start_responder(url: Broker, queue: str, handler: Handler, policy: ResponderPolicy, **options: Any) -> Responder:
     """``Responder.start`` with ``policy`` instead of the spec's defaults."""
     return Responder._start_with(url, queue, handler, policy, **options)

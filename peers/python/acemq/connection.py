@@ -4,15 +4,21 @@ pika is not thread-safe: everything that touches the connection or its
 channels runs on the I/O thread. Other threads hand work over with
 ``call`` (wait for the result) or ``submit`` (fire and forget), both built on
 ``add_callback_threadsafe``, the one thread-safe method of BlockingConnection.
+
+Where to connect is a ``Broker``: an AMQP URL, or pika connection parameters for what a
+URL cannot say (TLS with a CA of the service's own: ``tls_parameters``).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
+import os
+import ssl
 import threading
 from concurrent.futures import Future
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional, TypeVar, Union
 
 import pika
 from pika import exceptions as px
@@ -22,6 +28,37 @@ from .errors import AcemqError
 
 T = TypeVar("T")
 log = logging.getLogger("acemq.connection")
+
+# Where a Requester or Responder connects: an ``amqp://`` / ``amqps://`` URL, or pika's
+# connection parameters (``pika.ConnectionParameters``, ``pika.URLParameters``), with
+# ``ssl_options`` for TLS.
+Broker = Union[str, pika.connection.Parameters]
+
+
+def tls_parameters(url: str, ca_file: Union[str, "os.PathLike[str]"]) -> pika.URLParameters:
+    """pika parameters for an ``amqps://`` URL that trust only ``ca_file`` (PEM).
+
+    The broker's certificate chain is verified against that CA and its name against the
+    URL's host (pika's plain ``amqps://`` trusts the system's CAs instead). No client
+    certificate: add one with ``context.load_cert_chain`` on ``params.ssl_options.context``.
+    """
+    params = pika.URLParameters(url)
+    context = ssl.create_default_context(cafile=os.fspath(ca_file))
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    params.ssl_options = pika.SSLOptions(context, server_hostname=params.host)
+    return params
+
+
+def connection_parameters(broker: Broker) -> pika.connection.Parameters:
+    """pika's parameters for one connection to ``broker`` (a URL is parsed).
+
+    Given parameters are copied: pika's Connection sets ``ssl_options`` of the object it is
+    given to None for a moment (to deep-copy the rest), so two connections opened at once
+    from one shared object could race, and one of them go out without TLS.
+    """
+    if isinstance(broker, pika.connection.Parameters):
+        return copy.copy(broker)
+    return pika.URLParameters(broker)
 
 # The loop wakes at least this often to notice close(); threadsafe callbacks wake it at once.
 _POLL_SECONDS = 0.5
@@ -44,8 +81,8 @@ def lost_reason(cause: BaseException) -> str:
 class ConnectionThread:
     """A BlockingConnection and its I/O thread."""
 
-    def __init__(self, url: str, name: str) -> None:
-        self._url = url
+    def __init__(self, broker: Broker, name: str) -> None:
+        self._broker = broker
         self._ready: Future[None] = Future()
         self._closing = threading.Event()
         self._pending: set[Future[Any]] = set()
@@ -161,7 +198,7 @@ class ConnectionThread:
 
     def _run(self) -> None:
         try:
-            params = pika.URLParameters(self._url)
+            params = connection_parameters(self._broker)
             where = f"{params.host}:{params.port} (vhost {params.virtual_host!r})"
         except BaseException as exc:
             self._ready.set_exception(ConnectionFailed(f"not a usable AMQP URL: {exc!r}"))

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Optional
 import pika
 
 from . import wire
-from .connection import ConnectionThread
+from .connection import Broker, ConnectionThread
 from .counters import Counter
 from .errors import (
     ReplyDecodeError,
@@ -118,7 +118,7 @@ class Requester:
 
     def __init__(
         self,
-        url: str,
+        url: Broker,
         *,
         observer: Optional[RequesterObserver] = None,
         default_timeout: float = DEFAULT_TIMEOUT_SECONDS,
@@ -139,12 +139,15 @@ class Requester:
         self.unmatched = Counter()
 
     @classmethod
-    def open(cls, url: str, **options: Any) -> "Requester":
-        """Connect, declare the reply queue and start consuming it."""
+    def open(cls, url: Broker, **options: Any) -> "Requester":
+        """Connect, declare the reply queue and start consuming it.
+
+        ``url`` is an AMQP URL or pika connection parameters (TLS: ``acemq.tls_parameters``).
+        """
         return cls._open(url, RequesterPolicy(), **options)
 
     @classmethod
-    def _open(cls, url: str, policy: RequesterPolicy, **options: Any) -> "Requester":
+    def _open(cls, url: Broker, policy: RequesterPolicy, **options: Any) -> "Requester":
         # The policy is fixed before anything is declared and never changes after.
         requester = cls(url, **options)
         requester._policy = policy

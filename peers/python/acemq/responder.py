@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 import pika
 
 from . import wire
-from .connection import ConnectionThread
+from .connection import Broker, ConnectionThread
 from .counters import Counter
 from ._policy import ResponderPolicy
 from .hooks import ResponderObserver
@@ -73,7 +73,7 @@ class Responder:
 
     def __init__(
         self,
-        url: str,
+        url: Broker,
         queue: str,
         handler: Handler,
         *,
@@ -105,12 +105,15 @@ class Responder:
         self.unanswerable = Counter()
 
     @classmethod
-    def start(cls, url: str, queue: str, handler: Handler, **options: Any) -> "Responder":
-        """Declare the queue and its dead-letter queue, bind, and register the consumer."""
+    def start(cls, url: Broker, queue: str, handler: Handler, **options: Any) -> "Responder":
+        """Declare the queue and its dead-letter queue, bind, and register the consumer.
+
+        ``url`` is an AMQP URL or pika connection parameters (TLS: ``acemq.tls_parameters``).
+        """
         return cls._start_with(url, queue, handler, ResponderPolicy(), **options)
 
     @classmethod
-    def _start_with(cls, url: str, queue: str, handler: Handler, policy: ResponderPolicy, **options: Any) -> "Responder":
+    def _start_with(cls, url: Broker, queue: str, handler: Handler, policy: ResponderPolicy, **options: Any) -> "Responder":
         # The policy is fixed before anything is declared and never changes after.
         responder = cls(url, queue, handler, **options)
         responder._policy = policy

@@ -2,6 +2,7 @@
 
 import io
 import json
+from pathlib import Path
 from dataclasses import fields
 
 import pytest
@@ -144,3 +145,36 @@ def test_output_writes_one_json_object_per_line():
     lines = stream.getvalue().splitlines()
     assert [json.loads(line) for line in lines][1]["correlation_id"] == "caf\u00e9"
     assert len(lines) == 2
+
+
+# A CA certificate only (its key was thrown away): what hello's tls.ca_file names.
+TEST_CA = Path(__file__).parent / "fixtures" / "test-ca.pem"
+
+
+def test_hello_with_tls_makes_every_connection_verify_the_run_ca():
+    import ssl
+
+    import pika
+
+    from acemq.connection import connection_parameters
+
+    peer = Peer(Output(io.StringIO()))
+    answer = peer.hello({"op": "hello", "protocol": 2, "protocols": [1, 2],
+                         "amqp_url": "amqps://u:p@127.0.0.1:5671/v", "tls": {"ca_file": str(TEST_CA)}})
+    assert "tls" in answer["capabilities"]
+    params = connection_parameters(peer._broker)
+    assert isinstance(params, pika.connection.Parameters) and params.port == 5671 and params.virtual_host == "v"
+    context = params.ssl_options.context
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert params.ssl_options.server_hostname == "127.0.0.1"
+    assert [c["subject"] for c in context.get_ca_certs()] == [((("commonName", "test CA"),),)]
+    # Each connection gets its own copy: pika mutates the parameters it is handed.
+    assert params is not peer._broker and connection_parameters(peer._broker) is not params
+
+
+def test_hello_refuses_a_tls_field_without_a_ca_file():
+    peer = Peer(Output(io.StringIO()))
+    with pytest.raises(BadCommand):
+        peer.hello({"op": "hello", "protocol": 2, "amqp_url": "amqps://u:p@h/", "tls": {"ca": "x"}})
+    with pytest.raises(FileNotFoundError):
+        peer.hello({"op": "hello", "protocol": 2, "amqp_url": "amqps://u:p@h/", "tls": {"ca_file": "/nonexistent/ca.pem"}})
