@@ -5,6 +5,8 @@
 // exist for the conformance adapter only.
 
 export * from './errors';
+// amqplib's own connection options (TLS among them), as `socketOptions` of both sides take them.
+export type { SocketOptions } from 'amqplib';
 export { PendingGather } from './gather';
 export type { PendingGatherOptions } from './gather';
 export { ConfirmPublisher } from './publisher';

@@ -26,6 +26,7 @@ import {
   newMessageId,
   type Handler,
   type RequestContext,
+  type SocketOptions,
 } from './index';
 // The policy doors: kept out of the package entry, reached by this adapter only.
 import { openRequester } from './requester';
@@ -45,6 +46,8 @@ type Command = Record<string, unknown> & { id: number; op: string };
 type Result = Record<string, unknown>;
 
 let amqpUrl: string | undefined;
+/** A TLS run's (hello's `tls`): every connection, binding or raw, trusts this CA only. */
+let socketOptions: SocketOptions | undefined;
 /** The version `hello` settled on; 2 adds `load`, `client: raw` and `connection_lost`. */
 let protocol = 1;
 const requesters = new Map<string, Requester>();
@@ -140,7 +143,11 @@ function elapsedSince(start: number): number {
 }
 
 function errorText(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  if (!(err instanceof Error)) return String(err);
+  // Node's code says what a bare message does not (SELF_SIGNED_CERT_IN_CHAIN: a TLS
+  // verification failure; ECONNREFUSED...).
+  const code = (err as NodeJS.ErrnoException).code;
+  return code ? `${err.name} ${code}: ${err.message}` : `${err.name}: ${err.message}`;
 }
 
 // -- the echo handler -----------------------------------------------------------
@@ -190,6 +197,7 @@ async function hello(cmd: Command): Promise<Result> {
   }
   protocol = Math.max(...common);
   amqpUrl = optStr(cmd, 'amqp_url') ?? amqpUrl;
+  socketOptions = tlsOptions(cmd.tls);
   return {
     protocol,
     peer: PEER,
@@ -198,8 +206,24 @@ async function hello(cmd: Command): Promise<Result> {
     client: clientVersion(),
     profiles: Object.keys(PROFILES),
     mutants: Object.keys(MUTANTS),
-    capabilities: protocol >= 2 ? ['request', 'respond', 'gather', 'load'] : ['request', 'respond', 'gather'],
+    capabilities: [...(protocol >= 2 ? ['request', 'respond', 'gather', 'load'] : ['request', 'respond', 'gather']), 'tls'],
   };
+}
+
+/**
+ * amqplib's socket options for hello's `tls`: the CA file's certificates as the only trust
+ * anchors. Node verifies the chain and the broker's name (the URL's host, an IP SAN for
+ * 127.0.0.1) by default; nothing here turns either off.
+ */
+function tlsOptions(tls: unknown): SocketOptions | undefined {
+  if (tls === undefined || tls === null) return undefined;
+  const caFile = typeof tls === 'object' ? (tls as Record<string, unknown>).ca_file : undefined;
+  if (typeof caFile !== 'string') throw new CommandError('tls must be {"ca_file": "/path/ca.pem"}');
+  try {
+    return { ca: [readFileSync(caFile)] };
+  } catch (err) {
+    throw new CommandError(`tls.ca_file ${caFile}: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }
 
 async function requesterOpen(cmd: Command): Promise<Result> {
@@ -213,6 +237,7 @@ async function requesterOpen(cmd: Command): Promise<Result> {
         unmatched: (reply) => write({ event: 'unmatched', requester: name, correlation_id: reply.correlationId }),
         connectionLost: lost('requester', name),
       },
+      socketOptions,
     },
     policy,
   );
@@ -290,7 +315,7 @@ async function responderStart(cmd: Command): Promise<Result> {
   const client = cmd.client ?? 'binding';
   if (protocol >= 2 && client === 'raw') {
     takenCheck(name);
-    const raw = await RawResponder.start(url(), queue);
+    const raw = await RawResponder.start(url(), queue, socketOptions);
     if (requesters.has(name) || responders.has(name)) {
       await raw.stop();
       throw new CommandError(`the name '${name}' is taken`);
@@ -322,6 +347,7 @@ async function responderStart(cmd: Command): Promise<Result> {
       unanswerable: (e) => write({ event: 'unanswerable', responder: name, message_id: e.messageId }),
       connectionLost: lost('responder', name),
     },
+    socketOptions,
   }, policy);
   if (requesters.has(name) || responders.has(name)) {
     await started.stop();
@@ -365,7 +391,7 @@ async function load(cmd: Command): Promise<Result> {
   const shape = { client, in_flight: inFlight, body_bytes: bodyBytes };
 
   if (client === 'binding') {
-    const target = await openRequester(url(), {}, policyOf(cmd, requesterPolicyFor));
+    const target = await openRequester(url(), { socketOptions }, policyOf(cmd, requesterPolicyFor));
     try {
       const options = given({ timeoutMs });
       const call: Call = () => target.request(exchange, routingKey, body, options);
@@ -376,7 +402,7 @@ async function load(cmd: Command): Promise<Result> {
     }
   }
   if (client === 'raw') {
-    const target = await RawRequester.open(url());
+    const target = await RawRequester.open(url(), socketOptions);
     try {
       const encoded = Buffer.from(JSON.stringify(body), 'utf8');
       const call: Call = () => target.request(exchange, routingKey, encoded, timeoutMs ?? 30_000);

@@ -3,7 +3,7 @@
 
 import { randomUUID } from 'node:crypto';
 import * as amqp from 'amqplib';
-import type { Channel, ChannelModel, ConsumeMessage, Options } from 'amqplib';
+import type { Channel, ChannelModel, ConsumeMessage, Options, SocketOptions } from 'amqplib';
 import {
   ReplyDecodeError,
   RequestTimedOutError,
@@ -52,6 +52,12 @@ export interface RequesterOptions {
   /** Per-call timeout of requests and gathers that give none (RR-9); 30 s when not given. */
   defaultTimeoutMs?: number;
   observer?: RequesterObserver | undefined;
+  /**
+   * amqplib's socket options for the connection (passed to `amqp.connect`): for an
+   * `amqps://` URL, the TLS settings, e.g. `{ ca: [readFileSync('our-ca.pem')] }` to trust a
+   * CA of your own (Node checks the chain and the broker's name against the URL's host).
+   */
+  socketOptions?: SocketOptions | undefined;
 }
 
 export interface RequestOptions {
@@ -126,7 +132,7 @@ export class Requester {
   }
 
   private static async connect(url: string, options: RequesterOptions, policy: RequesterPolicy): Promise<Requester> {
-    const connection = await amqp.connect(url);
+    const connection = await amqp.connect(url, options.socketOptions);
     try {
       const channel = await connection.createChannel();
       const replyQueue = await declareReplyQueue(channel, policy);

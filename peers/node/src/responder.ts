@@ -2,7 +2,7 @@
 // address the request named (RR-3..RR-5, RR-10..RR-17).
 
 import * as amqp from 'amqplib';
-import type { ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib';
+import type { ChannelModel, ConfirmChannel, ConsumeMessage, SocketOptions } from 'amqplib';
 import { DEFAULT_RESPONDER_POLICY, type ResponderPolicy } from './policy';
 import { ConfirmPublisher } from './publisher';
 import {
@@ -64,6 +64,12 @@ export interface ResponderOptions {
   /** Unacknowledged requests in flight at once. */
   prefetch?: number | undefined;
   observer?: ResponderObserver | undefined;
+  /**
+   * amqplib's socket options for the connection (passed to `amqp.connect`): for an
+   * `amqps://` URL, the TLS settings, e.g. `{ ca: [readFileSync('our-ca.pem')] }` to trust a
+   * CA of your own (Node checks the chain and the broker's name against the URL's host).
+   */
+  socketOptions?: SocketOptions | undefined;
 }
 
 /** The reply publish failed: the request goes to the retry policy (RR-14). */
@@ -144,7 +150,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
     options: ResponderOptions,
     policy: ResponderPolicy,
   ): Promise<Responder<TReq, TRes>> {
-    const connection = await amqp.connect(url);
+    const connection = await amqp.connect(url, options.socketOptions);
     try {
       const channel = await connection.createConfirmChannel();
       const queueType = (type: string) => ({ durable: true, arguments: { 'x-queue-type': type } });

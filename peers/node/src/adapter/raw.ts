@@ -3,7 +3,7 @@
 
 import { randomUUID } from 'node:crypto';
 import * as amqp from 'amqplib';
-import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
+import type { Channel, ChannelModel, ConsumeMessage, SocketOptions } from 'amqplib';
 
 /**
  * The raw echo responder: a durable quorum queue consumed with manual acks and prefetch 64;
@@ -13,8 +13,8 @@ import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
 export class RawResponder {
   private constructor(private readonly connection: ChannelModel) {}
 
-  static async start(url: string, queue: string): Promise<RawResponder> {
-    const connection = await amqp.connect(url);
+  static async start(url: string, queue: string, socketOptions?: SocketOptions): Promise<RawResponder> {
+    const connection = await amqp.connect(url, socketOptions);
     try {
       connection.on('error', (err: Error) => console.error(`raw responder ${queue}: ${err.message}`));
       const channel = await connection.createChannel();
@@ -62,8 +62,8 @@ export class RawRequester {
     private readonly replyQueue: string,
   ) {}
 
-  static async open(url: string): Promise<RawRequester> {
-    const connection = await amqp.connect(url);
+  static async open(url: string, socketOptions?: SocketOptions): Promise<RawRequester> {
+    const connection = await amqp.connect(url, socketOptions);
     try {
       connection.on('error', (err: Error) => console.error(`raw requester: ${err.message}`));
       const channel = await connection.createChannel();
