@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -147,6 +148,24 @@ def test_a_peer_from_an_image_beside_the_same_peer_run_locally(engine, tmp_path)
     assert {("go", "go-img"), ("go-img", "go"), ("go-img", "go-img")} <= set(pairs)
     assert set(pairs.values()) == {"PASS"} and {c["status"] for c in results["cells"]} == {"PASS"}
     assert set(_labelled(env)) <= before, "the run left containers"
+
+
+def test_tls_with_peers_and_broker_in_containers(engine, tmp_path) -> None:
+    """`--tls --in-docker --broker-image`: the broker container takes the run's server
+    certificate (mounted), the peer containers the CA folder (mounted at the same path)."""
+    env = engine
+    before = set(_labelled(env))
+    argv = [sys.executable, "-m", "acemq_interop", "run", "--tls", "--in-docker", "--broker-image", BROKER_IMAGES[-1],
+            "--peers", "python,node", "--scenarios", "rr-pair-*,rr-responder-*,sg-*", "--out", str(tmp_path)]
+    done = _sh(argv, env, 900)
+    assert done.returncode == 0, _tail(done, 80)
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["tls"] is True, results["brokers"]
+    assert {c["status"] for c in results["cells"]} == {"PASS"}, [c["id"] for c in results["cells"] if c["status"] != "PASS"]
+    assert all(results["peers"][name]["unavailable"] is None for name in ("python", "node")), results["peers"]
+    assert set(_labelled(env)) <= before, "the run left containers"
+    left = re.search(r"TLS: .* in (\S+) \(removed at the end\)", done.stderr)
+    assert left and not Path(left.group(1)).exists(), "the run's certificates were left"
 
 
 def test_compose_builds_everything_and_runs_the_matrix(engine) -> None:
