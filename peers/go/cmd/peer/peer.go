@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,11 +28,12 @@ var protocols = []int{1, 2}
 // Optional fields are pointers, so that an absent one stays absent all the
 // way to the binding (protocol 2: the binding's defaults apply, not ours).
 type command struct {
-	ID        *int64 `json:"id"`
-	Op        string `json:"op"`
-	Protocol  *int   `json:"protocol"`
-	Protocols []int  `json:"protocols"`
-	AMQPURL   string `json:"amqp_url"`
+	ID        *int64       `json:"id"`
+	Op        string       `json:"op"`
+	Protocol  *int         `json:"protocol"`
+	Protocols []int        `json:"protocols"`
+	AMQPURL   string       `json:"amqp_url"`
+	TLS       *tlsSettings `json:"tls"`
 
 	Name    string  `json:"name"`
 	Profile string  `json:"profile"`
@@ -63,6 +65,11 @@ type command struct {
 	InFlight  *int `json:"in_flight"`
 	BodyBytes *int `json:"body_bytes"`
 	Warmup    *int `json:"warmup"`
+}
+
+// tlsSettings is hello's "tls": the CA that signed the broker's certificate.
+type tlsSettings struct {
+	CAFile string `json:"ca_file"`
 }
 
 type binding struct {
@@ -114,6 +121,7 @@ type peer struct {
 
 	mu         sync.Mutex
 	url        string
+	tls        *tls.Config // from hello's "tls"; nil: a plain run
 	protocol   int
 	claimed    map[string]bool
 	requesters map[string]*openRequester
@@ -219,13 +227,19 @@ func (p *peer) hello(cmd command) (answer, error) {
 	if err != nil {
 		return nil, err
 	}
+	tlsConfig, err := tlsOf(cmd.TLS)
+	if err != nil {
+		return nil, err
+	}
 	p.mu.Lock()
 	p.protocol = version
 	if cmd.AMQPURL != "" {
 		p.url = cmd.AMQPURL
 	}
+	p.tls = tlsConfig
 	p.mu.Unlock()
-	capabilities := []string{"request", "respond", "gather"}
+	// TLS is additive to both versions: every connection this peer opens goes through dial.
+	capabilities := []string{"request", "respond", "gather", "tls"}
 	if version >= 2 {
 		capabilities = append(capabilities, "load")
 	}
@@ -255,11 +269,25 @@ func clientVersion() string {
 	return "amqp091-go (unknown version)"
 }
 
+// tlsOf is the client TLS configuration hello's "tls" asks for (nil for none).
+func tlsOf(settings *tlsSettings) (*tls.Config, error) {
+	if settings == nil {
+		return nil, nil
+	}
+	if settings.CAFile == "" {
+		return nil, bad("hello's tls needs a ca_file")
+	}
+	return acemq.TLSConfig(settings.CAFile)
+}
+
+// dial opens a connection of its own to hello's broker, with hello's TLS
+// settings: binding requesters and responders, the raw client and the raw
+// responder all connect here.
 func (p *peer) dial() (*amqp.Connection, error) {
 	p.mu.Lock()
-	url := p.url
+	url, tlsConfig := p.url, p.tls
 	p.mu.Unlock()
-	return amqp.Dial(url)
+	return acemq.Dial(url, tlsConfig)
 }
 
 func (p *peer) claim(name string) error {

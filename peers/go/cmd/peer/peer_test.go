@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -114,5 +116,24 @@ func TestNearestRank(t *testing.T) {
 func TestFailNeedsAnErrorMessage(t *testing.T) {
 	if _, err := makeHandler("r", &behavior{Reply: "fail"}); err == nil {
 		t.Error("fail without error_message accepted")
+	}
+}
+
+func TestHelloTakesTLSAndSaysSo(t *testing.T) {
+	p := newPeer(&output{w: io.Discard}, defaultURL)
+	two := 2
+	got, err := p.hello(command{Protocols: []int{1, 2}, Protocol: &two})
+	if err != nil || !reflect.DeepEqual(got["capabilities"], []string{"request", "respond", "gather", "tls", "load"}) {
+		t.Errorf("capabilities = %v, %v", got["capabilities"], err)
+	}
+	if p.tls != nil {
+		t.Error("a hello without tls set a TLS configuration")
+	}
+	if _, err := p.hello(command{Protocol: &two, TLS: &tlsSettings{}}); err == nil || !strings.Contains(err.Error(), "ca_file") {
+		t.Errorf("tls without ca_file: %v", err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	if _, err := p.hello(command{Protocol: &two, TLS: &tlsSettings{CAFile: missing}}); err == nil || !strings.Contains(err.Error(), "CA file") {
+		t.Errorf("a CA file that is not there: %v", err)
 	}
 }

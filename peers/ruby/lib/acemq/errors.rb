@@ -57,4 +57,11 @@ module Acemq
 
   # A header value of a type a strict reader refuses (header_types: :strict; WF-1 forbids this).
   class MalformedHeader < Error; end
+
+  # Connection settings that cannot work: an unreadable CA file, TLS asked for an amqp:// URL.
+  class ConnectionSettingsError < Error; end
+
+  # The broker was not reached over TLS: the handshake failed (an untrusted certificate,
+  # one for another host, no TLS listener there).
+  class ConnectionFailed < Error; end
 end

@@ -44,6 +44,7 @@ module AcemqPeer
       @connections = {}
       @threads = []
       @amqp_url = nil
+      @ca_file = nil
       @protocol = nil
     end
 
@@ -105,14 +106,29 @@ module AcemqPeer
       protocol = (offered & PROTOCOLS).max
       raise ArgumentError, "this peer speaks protocols #{PROTOCOLS.join(', ')}, not #{offered.inspect}" unless protocol
 
+      url = command.fetch("amqp_url")
+      ca_file = tls_ca_file(command, url)
       @protocol = protocol
-      @amqp_url = command.fetch("amqp_url")
+      @amqp_url = url
+      @ca_file = ca_file
       {
         protocol: protocol, peer: NAME, language: "Ruby",
         binding: "acemq-ruby #{Acemq::VERSION}", client: "bunny #{Bunny::VERSION}",
         profiles: Catalogue.profiles, mutants: Catalogue.mutants,
-        capabilities: protocol >= 2 ? %w[request respond gather load] : %w[request respond gather]
+        # TLS is additive to both versions: every connection this session opens goes through connect.
+        capabilities: protocol >= 2 ? %w[request respond gather tls load] : %w[request respond gather tls]
       }
+    end
+
+    # hello's tls.ca_file (nil on a plain run), checked now (with the URL's scheme) so a
+    # bad one fails hello, not every later command.
+    def tls_ca_file(command, url)
+      tls = command["tls"] or return nil
+      ca_file = tls.is_a?(Hash) && tls["ca_file"]
+      raise ArgumentError, "hello's tls needs a ca_file" unless ca_file.is_a?(String) && !ca_file.empty?
+
+      Acemq::Connection.tls_options(url, ca_file)
+      ca_file
     end
 
     def requester_open(command)
@@ -318,14 +334,15 @@ module AcemqPeer
       responder.on(:channel_closed) { |e| lost(:responder, name, e[:reason]) }
     end
 
-    # One connection per requester or responder, so closing one takes its reply queue along.
+    # One connection per requester or responder, so closing one takes its reply queue along;
+    # binding and raw clients alike, with hello's TLS settings.
     def connect(name, role)
       url = @amqp_url or raise ArgumentError, "hello has not given an amqp_url"
       errors = SessionErrors.new(@log) { |reason| lost(role, name, reason) }
       # No recovery of either kind: a lost connection is reported (connection_lost), not hidden.
-      connection = Bunny.new(url, logger: @log, automatically_recover: false, recover_from_connection_close: false,
-                                  connection_name: "acemq-ruby #{name}", session_error_handler: errors)
-      connection.start
+      connection = Acemq::Connection.open(url, ca_file: @ca_file, logger: @log, automatically_recover: false,
+                                               recover_from_connection_close: false,
+                                               connection_name: "acemq-ruby #{name}", session_error_handler: errors)
       @state_lock.synchronize { @connections[name] = connection }
     end
 
