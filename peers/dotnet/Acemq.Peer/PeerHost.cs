@@ -23,6 +23,7 @@ internal sealed class PeerHost(Output output)
     private readonly ConcurrentDictionary<string, Raw.Responder> _rawResponders = new(StringComparer.Ordinal);
     private readonly SemaphoreSlim _connecting = new(1, 1);
     private string? _amqpUrl;
+    private MqTls? _tls;
     private Mq? _mq;
     private Task<IConnection>? _rawConnection;
 
@@ -120,8 +121,12 @@ internal sealed class PeerHost(Output output)
         }
 
         _protocol = common.Max();
-        _amqpUrl = Text(command, "amqp_url") ?? _amqpUrl;
-        string[] capabilities = _protocol >= 2 ? ["request", "respond", "gather", "load"] : ["request", "respond", "gather"];
+        if (Text(command, "amqp_url") is { } url)
+        {
+            (_amqpUrl, _tls) = (url, Tls(command, url));
+        }
+
+        string[] capabilities = _protocol >= 2 ? ["request", "respond", "gather", "load", "tls"] : ["request", "respond", "gather"];
         return new JsonObject
         {
             ["protocol"] = _protocol,
@@ -381,7 +386,7 @@ internal sealed class PeerHost(Output output)
         {
             if (_mq is null)
             {
-                _mq = await Mq.ConnectAsync(AmqpUri(), $"acemq-interop peer {PeerName}").ConfigureAwait(false);
+                _mq = await Mq.ConnectAsync(AmqpUri(), _tls, $"acemq-interop peer {PeerName}").ConfigureAwait(false);
             }
 
             return _mq;
@@ -430,7 +435,7 @@ internal sealed class PeerHost(Output output)
             {
                 var body = Acemq.JsonCodec.Encode(spec.Body);
                 var wait = timeout ?? Requester.DefaultTimeout;
-                await using var raw = await Raw.Requester.OpenAsync(AmqpUri()).ConfigureAwait(false);
+                await using var raw = await Raw.Requester.OpenAsync(AmqpUri(), _tls).ConfigureAwait(false);
                 result = await Load.RunAsync(spec, () => raw.CallAsync(exchange, routingKey, body, wait)).ConfigureAwait(false);
                 break;
             }
@@ -444,7 +449,40 @@ internal sealed class PeerHost(Output output)
 
     /// <summary>The connection raw responders share: the bare client's own, not the binding's.</summary>
     private Task<IConnection> RawConnectionAsync() =>
-        LazyInitializer.EnsureInitialized(ref _rawConnection, () => Raw.ConnectAsync(AmqpUri(), $"acemq-interop peer {PeerName} raw"));
+        LazyInitializer.EnsureInitialized(ref _rawConnection, () => Raw.ConnectAsync(AmqpUri(), _tls, $"acemq-interop peer {PeerName} raw"));
+
+    /// <summary>
+    /// The hello's <c>tls</c> (<c>ca_file</c>: the CA that signed the broker's certificate), or
+    /// null on a plain run. Every connection of this peer, the binding's and the raw client's,
+    /// uses it; <c>amqps://</c> without it verifies against the system's trust store.
+    /// </summary>
+    private static MqTls? Tls(JsonObject command, string url)
+    {
+        if (command["tls"] is null)
+        {
+            return null;
+        }
+
+        var caFile = command["tls"] is JsonObject tls ? Text(tls, "ca_file") : null;
+        if (string.IsNullOrEmpty(caFile))
+        {
+            throw new ArgumentException("'tls' must be an object with 'ca_file'");
+        }
+
+        if (!url.StartsWith("amqps://", StringComparison.OrdinalIgnoreCase))
+        {
+            throw new ArgumentException("hello has tls but amqp_url is not amqps://: give both or neither");
+        }
+
+        try
+        {
+            return new MqTls(caFile);
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException or System.Security.Cryptography.CryptographicException)
+        {
+            throw new ArgumentException($"tls.ca_file {caFile} unusable: {e.Message}", e);
+        }
+    }
 
     private Uri AmqpUri() => new(_amqpUrl ?? throw new InvalidOperationException("no amqp_url yet: send hello first"));
 
@@ -537,6 +575,19 @@ internal sealed class PeerHost(Output output)
     {
         AcemqException or ArgumentException => e.Message,
         ObjectDisposedException disposed => $"{disposed.ObjectName} closed while the command was pending",
+        // "None of the specified endpoints were reachable" alone hides why (refused, TLS...): add the root cause.
+        RabbitMQ.Client.Exceptions.BrokerUnreachableException when RootCause(e) is { } cause && cause != e =>
+            $"{e.GetType().Name}: {e.Message}: {cause.GetType().Name}: {cause.Message}",
         _ => $"{e.GetType().Name}: {e.Message}",
     };
+
+    private static Exception RootCause(Exception e)
+    {
+        while (e.InnerException is { } inner)
+        {
+            e = inner;
+        }
+
+        return e;
+    }
 }

@@ -13,8 +13,13 @@ internal static class Raw
     private static readonly Dictionary<string, object?> Classic = new() { ["x-queue-type"] = "classic" };
     private static readonly Dictionary<string, object?> Quorum = new() { ["x-queue-type"] = "quorum" };
 
-    public static Task<IConnection> ConnectAsync(Uri uri, string name) =>
-        new ConnectionFactory { Uri = uri, ClientProvidedName = name, AutomaticRecoveryEnabled = false }.CreateConnectionAsync();
+    /// <summary>A connection of the bare client; over TLS the same SslOption as the binding's (the chain against the run's CA).</summary>
+    public static Task<IConnection> ConnectAsync(Uri uri, MqTls? tls, string name)
+    {
+        var factory = new ConnectionFactory { Uri = uri, ClientProvidedName = name, AutomaticRecoveryEnabled = false };
+        Mq.UseTls(factory, uri, tls);
+        return factory.CreateConnectionAsync();
+    }
 
     /// <summary>One channel, one server-named classic exclusive auto-delete reply queue, consumed with auto-ack.</summary>
     internal sealed class Requester : IAsyncDisposable
@@ -31,9 +36,9 @@ internal static class Raw
             _replyQueue = replyQueue;
         }
 
-        public static async Task<Requester> OpenAsync(Uri uri)
+        public static async Task<Requester> OpenAsync(Uri uri, MqTls? tls)
         {
-            var connection = await ConnectAsync(uri, "acemq-interop raw load").ConfigureAwait(false);
+            var connection = await ConnectAsync(uri, tls, "acemq-interop raw load").ConfigureAwait(false);
             var channel = await connection.CreateChannelAsync().ConfigureAwait(false);
             var queue = await channel.QueueDeclareAsync("", durable: false, exclusive: true, autoDelete: true, Classic).ConfigureAwait(false);
             var requester = new Requester(connection, channel, queue.QueueName);

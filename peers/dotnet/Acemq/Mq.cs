@@ -22,7 +22,19 @@ public sealed class Mq : IAsyncDisposable, IDisposable
     public static string Version { get; } =
         typeof(Mq).Assembly.GetName().Version?.ToString(3) ?? "0.0.0";
 
-    public static async Task<Mq> ConnectAsync(Uri uri, string clientName = "acemq-dotnet", CancellationToken cancellationToken = default)
+    /// <summary>
+    /// Connects to <paramref name="uri"/>. An <c>amqps://</c> URI uses RabbitMQ.Client's TLS
+    /// defaults: the server verified against the system's trust store and named by the URI's host.
+    /// </summary>
+    public static Task<Mq> ConnectAsync(Uri uri, string clientName = "acemq-dotnet", CancellationToken cancellationToken = default) =>
+        ConnectAsync(uri, tls: null, clientName, cancellationToken);
+
+    /// <summary>
+    /// Connects to <paramref name="uri"/>, over TLS as <paramref name="tls"/> says when it is
+    /// given (the URI must then be <c>amqps://</c>); a server that does not verify fails the
+    /// connection with the reason.
+    /// </summary>
+    public static async Task<Mq> ConnectAsync(Uri uri, MqTls? tls, string clientName = "acemq-dotnet", CancellationToken cancellationToken = default)
     {
         var factory = new ConnectionFactory
         {
@@ -34,7 +46,28 @@ public sealed class Mq : IAsyncDisposable, IDisposable
             AutomaticRecoveryEnabled = false,
             TopologyRecoveryEnabled = false,
         };
+        UseTls(factory, uri, tls);
         return new Mq(await factory.CreateConnectionAsync(cancellationToken).ConfigureAwait(false));
+    }
+
+    /// <summary>
+    /// Puts <paramref name="tls"/> on a factory whose <c>Uri</c> is set (after it: setting the
+    /// URI resets the factory's TLS options); null leaves the factory as its URI made it.
+    /// </summary>
+    /// <exception cref="ArgumentException">TLS settings for a plain <c>amqp://</c> URI.</exception>
+    public static void UseTls(ConnectionFactory factory, Uri uri, MqTls? tls)
+    {
+        if (tls is null)
+        {
+            return;
+        }
+
+        if (!string.Equals(uri.Scheme, "amqps", StringComparison.OrdinalIgnoreCase))
+        {
+            throw new ArgumentException($"TLS settings given for a plain {uri.Scheme}:// URI: use amqps://", nameof(uri));
+        }
+
+        factory.Ssl = tls.ToSslOption(uri.Host);
     }
 
     /// <summary>Opens a requester with its own reply queue (declared and consumed before this returns).</summary>

@@ -24,6 +24,7 @@ import io.acemq.RequesterObserver;
 import io.acemq.Responder;
 import io.acemq.ResponderFailedException;
 import io.acemq.ResponderObserver;
+import io.acemq.Tls;
 import java.io.BufferedReader;
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
@@ -31,6 +32,8 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.security.GeneralSecurityException;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -150,15 +153,7 @@ public final class PeerMain {
         int chosen = negotiate(command);
         String url = text(command, "amqp_url");
         if (url != null) {
-            ConnectionFactory fresh = new ConnectionFactory();
-            try {
-                fresh.setUri(url);
-            } catch (Exception e) {
-                throw new IllegalArgumentException("bad amqp_url: " + e.getMessage(), e);
-            }
-            fresh.setAutomaticRecoveryEnabled(false);
-            fresh.setConnectionTimeout(10_000);
-            factory = fresh;
+            factory = connectionFactory(url, tlsCaFile(command));
         }
         protocol = chosen;
         answer.addProperty("protocol", chosen);
@@ -169,8 +164,48 @@ public final class PeerMain {
         answer.add("profiles", strings(Catalogue.profileNames()));
         answer.add("mutants", strings(Catalogue.mutantNames()));
         answer.add("capabilities", strings(chosen >= 2
-                ? List.of("request", "respond", "gather", "load")
+                ? List.of("request", "respond", "gather", "load", "tls")
                 : List.of("request", "respond", "gather")));
+    }
+
+    /**
+     * The factory every connection of this peer comes from: binding requesters and responders,
+     * the raw client and raw responder alike. An amqps URL verifies the broker's chain against
+     * {@code caFile} (the JVM's trust store without one) and the URL's host name, never "trust
+     * any certificate" as amqp-client's setUri alone would.
+     */
+    private static ConnectionFactory connectionFactory(String url, Path caFile) {
+        ConnectionFactory fresh = new ConnectionFactory();
+        try {
+            fresh.setUri(url);
+        } catch (Exception e) {
+            throw new IllegalArgumentException("bad amqp_url: " + e.getMessage(), e);
+        }
+        if (caFile != null && !fresh.isSSL()) {
+            throw new IllegalArgumentException("hello has tls but amqp_url is not amqps://: give both or neither");
+        }
+        if (fresh.isSSL()) {
+            try {
+                Tls.verify(fresh, caFile);
+            } catch (IOException | GeneralSecurityException e) {
+                throw new IllegalArgumentException("tls.ca_file " + caFile + " unusable: " + describe(e), e);
+            }
+        }
+        fresh.setAutomaticRecoveryEnabled(false);
+        fresh.setConnectionTimeout(10_000);
+        return fresh;
+    }
+
+    /** {@code tls.ca_file} of a hello, or null on a plain run. */
+    private static Path tlsCaFile(JsonObject command) {
+        JsonElement tls = command.get("tls");
+        if (tls == null || tls.isJsonNull()) {
+            return null;
+        }
+        if (!tls.isJsonObject()) {
+            throw new IllegalArgumentException("'tls' must be an object with 'ca_file'");
+        }
+        return Path.of(required(tls.getAsJsonObject(), "ca_file"));
     }
 
     /** The highest version both speak: 2 when offered in {@code protocols} (or asked for), else 1. */
