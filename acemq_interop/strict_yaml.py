@@ -16,7 +16,7 @@ import yaml
 
 from .errors import UsageError
 
-MAX_BYTES = 1 << 20  # the largest scenario today is about 2 KB
+MAX_BYTES = 256 << 10  # the largest scenario today is about 2 KB; PyYAML reads a few hundred KB a second
 MAX_DEPTH = 64  # mappings and lists inside each other; a scenario needs about 8
 MAX_PROBLEM = 300  # characters of a problem's text: the message stays one short line whatever the input
 
