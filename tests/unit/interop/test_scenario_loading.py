@@ -180,3 +180,30 @@ def test_known_failure_files_are_read_as_strictly(tmp_path: Path) -> None:
     (tmp_path / "b.yaml").write_text("known_failures:\n" + entry + '  - {cell: "y", reson: typo}\n')
     with pytest.raises(UsageError, match=r"b\.yaml:3: known_failures\[1\] needs 'cell'"):
         known_failures.load([tmp_path])
+
+
+@pytest.mark.parametrize("content", [
+    b"id: bad\ntitle: x\x80y\n",
+    b"id: bad\nsteps: " + b"[" * 1000 + b"]" * 1000 + b"\n",
+    b"a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+    + b"".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n".encode() for i in range(1, 12)),
+])
+def test_the_cli_says_one_line_and_exits_2_for_a_bad_file(tmp_path: Path, content: bytes) -> None:
+    """The issue's tracebacks (invalid UTF-8, 1000 deep) and the alias bomb's 7 MB of stderr, end to end."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from acemq_interop.paths import DATA_ROOT
+
+    for folder in ("scenarios", "catalogue", "known-failures", "docs"):
+        shutil.copytree(DATA_ROOT / folder, tmp_path / folder)
+    (tmp_path / "peers").mkdir()
+    (tmp_path / "scenarios" / "bad.yml").write_bytes(content)
+    done = subprocess.run([sys.executable, "-m", "acemq_interop", "list"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "ACEMQ_INTEROP_HOME": str(tmp_path)}, cwd=DATA_ROOT)
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"acemq-interop: {tmp_path / 'scenarios' / 'bad.yml'}:"), done.stderr[-2000:]
+    assert len(lines[0]) < 500
