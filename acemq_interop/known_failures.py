@@ -9,9 +9,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from .errors import UsageError
+from . import strict_yaml
+from .strict_yaml import line_at, refuse, shown
 from .paths import DATA_ROOT as REPO_ROOT, KNOWN_FAILURES_DIR
 
 DEFAULT_DIR = KNOWN_FAILURES_DIR
@@ -31,20 +30,27 @@ class KnownFailure:
 
 
 def load(paths: list[Path]) -> list[KnownFailure]:
+    """Every entry of the given files (a folder: its `*.yaml` and `*.yml`), read as strictly as scenarios."""
     found: list[KnownFailure] = []
     for path in paths:
-        files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]
+        files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()) if path.is_dir() else [path]
         for file in files:
-            data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
-            entries = data.get("known_failures", []) if isinstance(data, dict) else None
+            data, root = strict_yaml.read(file)
+            entries = {} if data is None else data.get("known_failures", []) if isinstance(data, dict) else None
             if not isinstance(entries, list):
-                raise UsageError(f"{file}: expected a mapping with a 'known_failures' list")
+                raise refuse(file, line_at(root, ["known_failures"]), "expected a mapping with a 'known_failures' list")
             for i, entry in enumerate(entries):
-                if not isinstance(entry, dict) or not entry.get("cell") or not entry.get("reason"):
-                    raise UsageError(f"{file}: known_failures[{i}] needs 'cell' (a cell id, * for any text) and 'reason'")
+                if not isinstance(entry, dict) or not isinstance(entry.get("cell"), str) or not entry["cell"] \
+                        or not isinstance(entry.get("reason"), str) or not entry["reason"]:
+                    raise refuse(file, line_at(root, ["known_failures", i]),
+                                 f"known_failures[{i}] needs 'cell' (a cell id, * for any text) and 'reason', both text")
+                unknown = sorted(set(entry) - {"cell", "reason", "link", "rule"})
+                if unknown:
+                    raise refuse(file, line_at(root, ["known_failures", i, unknown[0]]),
+                                 f"known_failures[{i}]: unknown key {shown(unknown[0])} (keys: cell, reason, link, rule)")
                 source = str(file.relative_to(REPO_ROOT) if file.is_relative_to(REPO_ROOT) else file)
                 rule = entry.get("rule")
-                found.append(KnownFailure(str(entry["cell"]), str(entry["reason"]), str(entry.get("link", "")), source, None if rule is None else str(rule)))
+                found.append(KnownFailure(entry["cell"], entry["reason"], str(entry.get("link", "")), source, None if rule is None else str(rule)))
     return found
 
 

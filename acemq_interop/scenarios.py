@@ -1,23 +1,25 @@
-"""Loading `scenarios/**/*.yaml`: schema-checked, with file and line for every problem.
+"""Loading `scenarios/**/*.yaml` (and `.yml`): read strictly, schema-checked, file and line for every problem.
 
 Everything is loaded and checked before anything runs: one bad file stops the run with
 its path, line and what is wrong, so a run never goes ahead half-loaded.
 """
 from __future__ import annotations
 
-import json
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator, NoReturn
 
 import jsonschema
 import yaml
 
 from . import catalogue as spec
+from . import strict_yaml
 from .errors import UsageError
 from .paths import SCENARIOS_DIR
-from .steps import STEP_KINDS, scenario_schema, _uses_of
+from .steps import BUILT_INS, CALLS, COMPARISONS, STEP_KINDS, StepKind, scenario_schema, _uses_of
+from .strict_yaml import line_at, refuse, shown
 
 SCENARIO_DIR = SCENARIOS_DIR
 # Generated from the step registry (acemq_interop/steps.py) for editors; the loader uses the registry's.
@@ -79,19 +81,8 @@ def _validator() -> jsonschema.protocols.Validator:
     return jsonschema.validators.validator_for(schema)(schema)
 
 
-def _line_of(node: yaml.Node, path: list[Any]) -> int:
-    """The 1-based line of the YAML node at a JSON-schema error path (deepest that exists)."""
-    for key in path:
-        if isinstance(node, yaml.MappingNode):
-            match = next((v for k, v in node.value if k.value == key), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            match = node.value[key]
-        else:
-            match = None
-        if match is None:
-            break
-        node = match
-    return node.start_mark.line + 1
+SUFFIXES = (".yaml", ".yml")
+_TEMPLATE = re.compile(r"\$\{([^}]*)\}")
 
 
 def _needs(roles: dict[str, str], steps: list[dict[str, Any]]) -> dict[str, frozenset[str]]:
@@ -111,69 +102,176 @@ def _needs(roles: dict[str, str], steps: list[dict[str, Any]]) -> dict[str, froz
     return {role: frozenset(caps) for role, caps in needs.items()}
 
 
-def _check_semantics(data: dict[str, Any], root: yaml.Node, where: Path) -> None:
-    """What the schema cannot say: known rule ids and mutants, roles that exist, names bound before use."""
+def _schema_problem(error: jsonschema.ValidationError) -> tuple[list[Any], str]:
+    """Where a schema error is and what it says: the registry's own words when it has them, the value cut short."""
+    found: jsonschema.ValidationError | None = error
+    while found is not None:  # the nearest schema with an `errorMessage` says it best
+        if isinstance(found.schema, dict) and "errorMessage" in found.schema:
+            path = list(found.absolute_path)
+            return path, f"{'/'.join(map(str, path)) or '(top)'}: {found.schema['errorMessage']}"
+        found = found.parent
+    path = list(error.absolute_path)
+    message = error.message
+    whole = repr(error.instance)
+    if len(whole) > 60:  # jsonschema quotes the whole value, which can be most of the file
+        message = message.replace(whole, shown(error.instance))
+    return path, f"{'/'.join(map(str, path)) or '(top)'}: {message}"
+
+
+def _strings(value: Any, path: list[Any]) -> Iterator[tuple[list[Any], str]]:
+    """Every text below a value (keys included: they are never expanded), with its path."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield [*path, key], key
+            yield from _strings(item, [*path, key])
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, [*path, index])
+
+
+class _Names:
+    """The names a scenario binds, step by step, and the check of every use of one."""
+
+    def __init__(self, fail: Callable[[list[Any], str], NoReturn]):
+        self.fail = fail
+        self.bound: dict[str, str] = {name: "built-in" for name in BUILT_INS}  # name -> the step kind that bound it
+        self.pending: dict[str, tuple[str, list[Any]]] = {}  # an async call not awaited yet -> (its kind, where)
+
+    def bind(self, name: str, kind: StepKind, args: dict[str, Any], at: list[Any]) -> None:
+        if name in BUILT_INS:
+            self.fail([*at, "as"], f"'{name}' is a built-in name (the cell's namespace): name the step otherwise")
+        if name in self.bound or name in self.pending:
+            self.fail([*at, "as"], f"'{name}' is already named by an earlier step: give this one another name")
+        if kind.deferred_by and args.get(kind.deferred_by):
+            self.pending[name] = (kind.name, [*at, "as"])
+        else:
+            self.bound[name] = kind.name
+
+    def use(self, name: str, kinds: tuple[str, ...], at: list[Any], what: str) -> None:
+        """A step argument naming an earlier step (`requester: q`, `of: r`, `await: a`...)."""
+        if what == "await":
+            if name in self.pending:
+                self.bound[name] = self.pending.pop(name)[0]
+                return
+            if self.bound.get(name) in CALLS:
+                self.fail(at, f"'{name}' is not waiting: only a request or gather with async: true is awaited, once")
+        self.path(name, at, extra=(), label=None)
+        if self.bound[name] not in kinds:
+            self.fail(at, f"'{name}' names a {self.bound[name]} step; {what} takes a {' or '.join(kinds)}")
+
+    def path(self, path: str, at: list[Any], extra: tuple[str, ...], label: str | None) -> None:
+        """A dotted path into what steps named (`that:`, or inside `${...}`): its head bound, its field known."""
+        head, *rest = path.split(".")
+        said = f"{shown(label)}: " if label else ""
+        if head in extra:
+            if rest:
+                self.fail(at, f"{said}{head} is a plain value here, it has no fields")
+            return
+        if head in self.pending:
+            self.fail(at, f"{said}'{head}' is an async call not awaited yet: add `await: {head}` before this step")
+        if head not in self.bound:
+            self.fail(at, f"{said}{shown(head)} is not named by an earlier step (as:)")
+        kind = self.bound[head]
+        if kind == "built-in" and rest:
+            self.fail(at, f"{said}{head} is a plain value, it has no fields")
+        fields = STEP_KINDS[kind].fields if kind in STEP_KINDS else ()
+        if fields and rest and rest[0] not in fields:
+            self.fail(at, f"{said}a {kind} step names {{{', '.join(fields)}}}, not {shown(rest[0])}")
+
+    def templates(self, value: Any, at: list[Any], extra: tuple[str, ...] | None, where: str) -> None:
+        """Every `${...}` in a value; `extra` is None where the run does not expand them."""
+        for path, text in _strings(value, at):
+            if "${" not in text:
+                continue
+            if extra is None:
+                self.fail(path, f"{shown(text)}: ${{...}} is not expanded in {where}; write the value itself")
+            if "${" in _TEMPLATE.sub("", text):
+                self.fail(path, f"{shown(text)}: a ${{ without its }}: write ${{name.field}}")
+            for reference in _TEMPLATE.findall(text):
+                if not reference.strip():
+                    self.fail(path, f"{shown(text)}: an empty ${{}}: name what it stands for")
+                self.path(reference, path, extra, label=f"${{{reference}}}")
+
+
+def _check_semantics(data: dict[str, Any], root: yaml.Node | None, where: Path) -> None:
+    """What the schema cannot say: known rule ids and mutants, roles declared and played, names
+    bound before use and used as what they are, templates that name something, regexes that compile."""
     known_rules = spec.rules()
     known_mutants = spec.mutants()
 
-    def fail(path: list[Any], message: str) -> None:
-        raise UsageError(f"{where}:{_line_of(root, path)}: {message}")
+    def fail(path: list[Any], message: str) -> NoReturn:
+        raise refuse(where, line_at(root, path), message)
 
     for i, rule in enumerate(data["rules"]):
         if rule not in known_rules:
             fail(["rules", i], f"rule {rule} is not in docs/wire-spec.md (known: {', '.join(known_rules)})")
     for i, mutant in enumerate(data.get("catches", [])):
         if mutant not in known_mutants:
-            fail(["catches", i], f"mutant '{mutant}' is not in the wire spec's mutant catalogue")
+            fail(["catches", i], f"mutant {shown(mutant)} is not in the wire spec's mutant catalogue")
         elif known_mutants[mutant].rule not in data["rules"]:
             fail(["catches", i], f"mutant '{mutant}' breaks {known_mutants[mutant].rule}, which this scenario does not list in rules")
-    bound: set[str] = set()
+    roles: dict[str, str] = data["roles"]
+    played: set[str] = set()
+    names = _Names(fail)
     for i, step in enumerate(data["steps"]):
         (name, args), = step.items()
         kind = STEP_KINDS[name]
         at = ["steps", i, name]
         if kind.role:
             role = args["role"]
-            if role not in data["roles"]:
-                fail([*at, "role"], f"role '{role}' is not declared in roles ({', '.join(data['roles'])})")
-            if data["roles"][role] == "probe":
+            if role not in roles:
+                fail([*at, "role"], f"role '{role}' is not declared in roles ({', '.join(roles)})")
+            if roles[role] == "probe":
                 fail([*at, "role"], f"role '{role}' is played by the probe; use probe_* steps for it")
-        for path, used in _uses_of(kind, args):
-            if used not in bound:
-                if path:
-                    fail([*at, *path], f"'{used}' is used before a step names it with as:")
-                fail(at, f"'{used}' is not named by an earlier step (as:)")
+            if roles[role] not in kind.plays:
+                fail([*at, "role"], f"role '{role}' is {roles[role]}; a {name} step's role is {' or '.join(kind.plays)}")
+            played.add(role)
+        for path, used, kinds in _uses_of(kind, args):
+            names.use(used, kinds, [*at, *path], path[0] if path and isinstance(path[0], str) else name)
+        if isinstance(args, dict):
+            for key, value in args.items():
+                if key not in kind.uses and key not in ("as", "role"):
+                    names.templates(value, [*at, key], kind.templates.get(key), key)
         if kind.asserts == "rule" and args.get("rule") is not None and args["rule"] not in data["rules"]:
             fail([*at, "rule"], f"step checks {args['rule']}, which is not in this scenario's rules")
         if kind.asserts == "expectations":
             for j, expectation in enumerate(args):
                 if expectation["rule"] not in data["rules"]:
                     fail([*at, j, "rule"], f"expectation checks {expectation['rule']}, which is not in this scenario's rules")
-                head = expectation["that"].split(".")[0]
-                if head not in bound:
-                    fail([*at, j, "that"], f"'{head}' is not named by an earlier step (as:)")
+                names.path(expectation["that"], [*at, j, "that"], extra=(), label=None)
+                for op in COMPARISONS:
+                    if op in expectation:
+                        names.templates(expectation[op], [*at, j, op], (), op)
+                pattern = expectation.get("matches")
+                if isinstance(pattern, str) and "${" not in pattern:
+                    try:
+                        re.compile(pattern)
+                    except (re.error, RecursionError, OverflowError) as exc:
+                        fail([*at, j, "matches"], f"matches: {shown(pattern)} is not a regular expression: {exc}")
         if kind.binds and isinstance(args, dict) and "as" in args:
-            bound.add(args["as"])
+            names.bind(args["as"], kind, args, at)
+    for waiting, (kind_name, at) in names.pending.items():
+        fail(at, f"the {kind_name} '{waiting}' is async and never awaited: add `await: {waiting}` after it")
+    for role, who in roles.items():
+        if who != "probe" and role not in played:
+            fail(["roles", role], f"role '{role}' is played by no step, so it would only multiply the cells: "
+                                  f"remove it or give it to a step's role:")
 
 
 def load_file(path: Path) -> Scenario:
-    text = path.read_text(encoding="utf-8")
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark else ""
-        raise UsageError(f"{path}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from exc
+    """One scenario file, checked whole; UsageError `path:line: problem` for the first thing wrong."""
+    data, root = strict_yaml.read(path)
     if root is None or not isinstance(data, dict):
-        raise UsageError(f"{path}:1: a scenario is a mapping with id, title, rules, roles, procedure and steps")
+        raise refuse(path, 1, "a scenario is a mapping with id, title, rules, roles, procedure and steps")
     error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
     if error is not None:
-        at = "/".join(str(p) for p in error.absolute_path) or "(top)"
-        raise UsageError(
-            f"{path}:{_line_of(root, list(error.absolute_path))}: {at}: {error.message} "
-            f"(see docs/scenarios.md for the scenario format)"
-        )
+        at, problem = _schema_problem(error)
+        raise refuse(path, line_at(root, at), f"{problem} (see docs/scenarios.md for the scenario format)")
+    if data["id"] != path.stem:
+        raise refuse(path, line_at(root, ["id"]), f"id '{data['id']}' is not the file's name: name the file "
+                                                  f"{data['id']}{path.suffix}, or the id {shown(path.stem)}")
     _check_semantics(data, root, path)
     return Scenario(
         id=data["id"],
@@ -189,16 +287,21 @@ def load_file(path: Path) -> Scenario:
     )
 
 
+def scenario_files(directory: Path) -> list[Path]:
+    """Every scenario file under `directory`: `.yaml` and `.yml` alike."""
+    return sorted(p for p in directory.rglob("*") if p.suffix in SUFFIXES and p.is_file())
+
+
 def load_all(directory: Path = SCENARIO_DIR) -> list[Scenario]:
     """Every scenario under `directory`, in id order; ids must be unique."""
-    files = sorted(p for p in directory.rglob("*.yaml") if p.is_file())
+    files = scenario_files(directory)
     if not files:
-        raise UsageError(f"no scenarios found under {directory}")
+        raise UsageError(f"no scenarios found under {directory}: scenario files end in .yaml or .yml")
     loaded: dict[str, Scenario] = {}
     for path in files:
         scenario = load_file(path)
         if scenario.id in loaded:
-            raise UsageError(f"{path}:1: id '{scenario.id}' is also used by {loaded[scenario.id].path}")
+            raise UsageError(f"{path}:1: id '{scenario.id}' is also used by {loaded[scenario.id].path}: ids are unique")
         loaded[scenario.id] = scenario
     return sorted(loaded.values(), key=lambda s: s.id)
 

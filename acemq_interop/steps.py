@@ -17,6 +17,7 @@ from . import assertions
 from .catalogue import mutants
 from .errors import CheckFailed, PeerError, TemplateError
 from .manifests import PeerSpec
+from .probe import TYPE_WORDS
 
 if TYPE_CHECKING:
     from .peer_client import PeerLink, PendingCall
@@ -118,6 +119,10 @@ def _step_gather(state: CellState, args: dict[str, Any]) -> None:
     peer, requester = state.owners[args["requester"]]
     multi = args["mode"] == "multi"
     rendered = {key: assertions.render(args[key], state.variables) for key in ("correlation_id", "expected_reply_count") if key in args}
+    count = rendered.get("expected_reply_count", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        # A template can name any value; a peer handed a string or a list may crash on it.
+        raise TemplateError(f"expected_reply_count {args['expected_reply_count']} is {assertions.shown(count)!r}, not a count of at least 1")
     call = peer.gather(requester, args["mode"], assertions.render(args["body"], state.variables), args["timeout_ms"],
                        endpoint=state.queue_name(args["endpoint"]) if multi else None,
                        exchange=None if multi else state.name(args["exchange"]), note=state.noter(peer), **rendered)
@@ -271,18 +276,52 @@ def _step_expect(state: CellState, args: list[dict[str, Any]]) -> None:
 
 # -- the registry -----------------------------------------------------------------------
 
-NAME = {"$ref": "#/$defs/name"}
+NAME = {"$ref": "#/$defs/name"}  # a queue or exchange name (the cell's namespace is added)
+AS = {"$ref": "#/$defs/as"}  # a name a step binds with `as:`, and a reference to one
 MS = {"$ref": "#/$defs/ms"}
 RULE = {"$ref": "#/$defs/rule"}
+TEMPLATE = {"$ref": "#/$defs/template"}
+HEADERS = {"type": "object", "additionalProperties": {"$ref": "#/$defs/header_value"}}
 BIND = {"type": "object", "required": ["exchange"], "additionalProperties": False,
         "properties": {"exchange": {"type": "string"}, "routing_key": {"type": "string"}}}
 
 
-def _obj(required: list[str], **properties: Any) -> dict[str, Any]:
+def _int_or_template(minimum: int) -> dict[str, Any]:
+    """A count written as a number or as one `${...}` that holds one (a template is rendered before use)."""
+    return {"anyOf": [{"type": "integer", "minimum": minimum}, TEMPLATE],
+            "errorMessage": f"an integer of at least {minimum}, or one ${{...}} naming one"}
+
+
+def _excludes(a: str, b: str) -> dict[str, Any]:
+    return {"not": {"required": [a, b]}, "errorMessage": f"{a} and {b} exclude each other: keep one"}
+
+
+# Where a request or a probe's message goes: a queue (through the default exchange), or an
+# exchange and/or a routing key. Both would silently drop the exchange; neither publishes nowhere.
+TARGET = (
+    {"anyOf": [{"required": ["queue"]}, {"required": ["exchange"]}, {"required": ["routing_key"]}],
+     "errorMessage": "say where it goes: queue, or exchange and/or routing_key"},
+    {"if": {"required": ["queue"]},
+     "then": {"not": {"anyOf": [{"required": ["exchange"]}, {"required": ["routing_key"]}]},
+              "errorMessage": "queue goes through the default exchange: give queue, or exchange+routing_key, not both"}},
+)
+GATHER_TARGET = (
+    {"if": {"required": ["mode"], "properties": {"mode": {"const": "multi"}}},
+     "then": {"required": ["endpoint"], "not": {"required": ["exchange"]},
+              "errorMessage": "mode: multi sends to endpoint (a queue): give endpoint, not exchange"}},
+    {"if": {"required": ["mode"], "properties": {"mode": {"const": "publish"}}},
+     "then": {"required": ["exchange"], "not": {"required": ["endpoint"]},
+              "errorMessage": "mode: publish publishes to exchange: give exchange, not endpoint"}},
+)
+
+
+def _obj(required: list[str], *constraints: dict[str, Any], **properties: Any) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "additionalProperties": False}
     if required:
         schema["required"] = required
     schema["properties"] = properties
+    if constraints:
+        schema["allOf"] = list(constraints)
     return schema
 
 
@@ -297,24 +336,35 @@ class StepKind:
     does: str  # what it does (the docs table)
     names: str = ""  # what its `as:` names (the docs table); "" when it names nothing
     binds: bool = False  # it takes `as:` and binds that name for later steps
-    uses: tuple[str, ...] = ()  # argument keys naming earlier steps' `as:`; "*" the argument itself (a name or a list)
+    # argument keys naming earlier steps' `as:` ("*": the argument itself, a name or a list),
+    # each with the step kinds whose names it takes (the run looks them up as those)
+    uses: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # argument keys whose `${...}` the run expands, each with the names bound only there;
+    # a `${` anywhere else would reach the broker or the peer as it is written
+    templates: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    fields: tuple[str, ...] = ()  # the fields of what `as:` names when they are fixed ((): open, e.g. a peer's answer)
+    deferred_by: str | None = None  # this boolean argument, when true, binds `as:` only at its `await`
     role: bool = False  # it takes `role:`, a role of the scenario that a peer must play
+    plays: tuple[str, ...] = ("peer",)  # the role kinds a `role:` of it may name
     capability: str | None = None  # what the peer playing its role must offer
     capability_via: str | None = None  # the capability lands on the role of the step this key names
     asserts: str | None = None  # "rule": a `rule:` field it FAILs with; "expectations": a list of them
 
 
-def _uses_of(kind: StepKind, args: Any) -> list[tuple[list[Any], str]]:
-    """(path below the step, name) of every earlier name this step uses (the head of a dotted path)."""
+def _uses_of(kind: StepKind, args: Any) -> list[tuple[list[Any], str, tuple[str, ...]]]:
+    """(path below the step, name, kinds it may name) of every earlier name this step uses (the head of a dotted path)."""
     found = []
-    for key in kind.uses:
+    for key, kinds in kind.uses.items():
         if key == "*":
             names = args if isinstance(args, list) else [args]
-            found += [([], n) for n in names]
+            found += [([i] if isinstance(args, list) else [], str(n), kinds) for i, n in enumerate(names)]
         elif isinstance(args, dict) and key in args:
-            found.append(([key], str(args[key]).split(".")[0]))
+            found.append(([key], str(args[key]).split(".")[0], kinds))
     return found
 
+
+CALLS = ("request", "gather")
+OPENED = ("requester", "responder")
 
 STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
     StepKind("queue", _obj(["name"], name=NAME, type={"enum": ["quorum", "classic"]}, bind=BIND), _step_queue,
@@ -322,78 +372,90 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              "the probe declares a queue (quorum by default), optionally bound to an exchange"),
     StepKind("exchange", _obj(["name", "type"], name=NAME, type={"enum": ["fanout", "topic", "direct"]}), _step_exchange,
              "`exchange: {name, type}`", "the probe declares a fanout, topic or direct exchange"),
-    StepKind("probe_inbox", _obj(["as"], **{"as": NAME}), _step_probe_inbox, "`probe_inbox: {as}`",
-             "the probe declares an exclusive classic queue of its own to receive replies", "`{name}`", binds=True),
+    StepKind("probe_inbox", _obj(["as"], **{"as": AS}), _step_probe_inbox, "`probe_inbox: {as}`",
+             "the probe declares an exclusive classic queue of its own to receive replies", "`{name}`", binds=True,
+             fields=("name",)),
     StepKind("responder", _obj(["as", "role", "queue"], **{
-        "as": NAME, "role": NAME, "queue": NAME, "count": {"type": "integer", "minimum": 1, "maximum": 10}, "bind": BIND,
+        "as": AS, "role": AS, "queue": NAME, "count": {"type": "integer", "minimum": 1, "maximum": 10}, "bind": BIND,
         "behavior": {"type": "object", "additionalProperties": False,
                      "properties": {"reply": {"enum": ["echo", "fail"]}, "delay_ms": MS, "error_message": {"type": "string"}}},
         "max_attempts": {"type": "integer", "minimum": 1, "maximum": 10}}), _step_responder,
              "`responder: {as, role, queue, behavior?, bind?, count?, max_attempts?}`",
              "`responder.start` on the role's peer; `count: N` starts N competing responders; an `all-peers` role starts "
              "one per peer; `${index}` and `${peer}` in `queue` make one queue each",
-             "`{name, names, count}`", binds=True, role=True, capability="respond"),
-    StepKind("requester", _obj(["as", "role"], **{"as": NAME, "role": NAME}), _step_requester, "`requester: {as, role}`",
-             "`requester.open` on the role's peer", "`{name, reply_queue}`", binds=True, role=True, capability="request"),
-    StepKind("request", _obj(["as", "requester", "body"], **{
-        "as": NAME, "requester": NAME, "queue": NAME, "exchange": {"type": "string"}, "routing_key": {"type": "string"},
+             "`{name, names, count}`", binds=True, templates={"queue": ("index", "peer")}, fields=("name", "names", "count"),
+             role=True, plays=("peer", "all-peers"), capability="respond"),
+    StepKind("requester", _obj(["as", "role"], **{"as": AS, "role": AS}), _step_requester, "`requester: {as, role}`",
+             "`requester.open` on the role's peer", "`{name, reply_queue}`", binds=True, fields=("name", "reply_queue"),
+             role=True, capability="request"),
+    StepKind("request", _obj(["as", "requester", "body"], *TARGET, **{
+        "as": AS, "requester": AS, "queue": NAME, "exchange": {"type": "string"}, "routing_key": {"type": "string"},
         "body": {}, "timeout_ms": MS, "async": {"type": "boolean"}, "refusal_expected": {"type": "boolean"}}), _step_request,
              "`request: {as, requester, queue \\| exchange+routing_key, body, timeout_ms?, async?, refusal_expected?}`",
              "one request; `async: true` does not wait (use `await`)",
-             "the peer's answer: `outcome`, `reply`, `failure`, `elapsed_ms`, `request_id`", binds=True, uses=("requester",)),
-    StepKind("gather", _obj(["as", "requester", "mode", "body", "timeout_ms"], **{
-        "as": NAME, "requester": NAME, "mode": {"enum": ["multi", "publish"]}, "endpoint": NAME,
+             "the peer's answer: `outcome`, `reply`, `failure`, `elapsed_ms`, `request_id`", binds=True,
+             uses={"requester": ("requester",)}, templates={"queue": (), "routing_key": (), "body": ()}, deferred_by="async"),
+    StepKind("gather", _obj(["as", "requester", "mode", "body", "timeout_ms"], *GATHER_TARGET, **{
+        "as": AS, "requester": AS, "mode": {"enum": ["multi", "publish"]}, "endpoint": NAME,
         "exchange": {"type": "string"}, "body": {}, "correlation_id": {"type": "string"},
-        "expected_reply_count": {"type": ["integer", "string"], "minimum": 1}, "timeout_ms": MS,
+        "expected_reply_count": _int_or_template(1), "timeout_ms": MS,
         "async": {"type": "boolean"}, "refusal_expected": {"type": "boolean"}}), _step_gather,
              "`gather: {as, requester, mode, endpoint \\| exchange, body, correlation_id?, expected_reply_count?, timeout_ms, async?}`",
-             "sendRequestMulti (`multi`) or publishRequest (`publish`)", "`outcome`, `replies`, `request_id`, `elapsed_ms`",
-             binds=True, uses=("requester",), capability="gather", capability_via="requester"),
-    StepKind("await", {"oneOf": [NAME, {"type": "array", "items": NAME}]}, _step_await, "`await: name` or `[names]`",
-             "waits for async calls (bounded by their timeout plus a grace)", uses=("*",)),
-    StepKind("counters", _obj(["as", "of"], **{"as": NAME, "of": NAME}), _step_counters, "`counters: {as, of}`",
-             "reads a requester's or responder's counters, no wait", "the counters", binds=True, uses=("of",)),
+             "sendRequestMulti (`multi`, to `endpoint`) or publishRequest (`publish`, to `exchange`)",
+             "`outcome`, `replies`, `request_id`, `elapsed_ms`", binds=True, uses={"requester": ("requester",)},
+             templates={"endpoint": (), "body": (), "correlation_id": (), "expected_reply_count": ()}, deferred_by="async",
+             capability="gather", capability_via="requester"),
+    StepKind("await", {"oneOf": [AS, {"type": "array", "minItems": 1, "items": AS}]}, _step_await, "`await: name` or `[names]`",
+             "waits for async calls (bounded by their timeout plus a grace)", uses={"*": CALLS}),
+    StepKind("counters", _obj(["as", "of"], **{"as": AS, "of": AS}), _step_counters, "`counters: {as, of}`",
+             "reads a requester's or responder's counters, no wait", "the counters", binds=True, uses={"of": OPENED}),
     StepKind("wait_event", _obj(["of", "event", "rule"], **{
-        "as": NAME, "of": NAME,
+        "as": AS, "of": AS,
         "event": {"enum": ["handled", "replied", "reply_failed", "dead_lettered", "unanswerable", "unmatched"]},
         "count": {"type": "integer", "minimum": 1}, "timeout_ms": MS, "where": {"type": "object"}, "rule": RULE}),
              _step_wait_event, "`wait_event: {of, event, count?, where?, timeout_ms?, rule, as?}`",
              "waits (bounded) for events from a requester or responder; too few is a FAIL of `rule`", "the events",
-             binds=True, uses=("of",), asserts="rule"),
-    StepKind("probe_publish", _obj([], **{
-        "as": NAME, "queue": NAME, "exchange": {"type": "string"}, "routing_key": {"type": "string"},
+             binds=True, uses={"of": OPENED}, templates={"where": ()}, asserts="rule"),
+    StepKind("probe_publish", _obj([], *TARGET, _excludes("body", "body_text"), **{
+        "as": AS, "queue": NAME, "exchange": {"type": "string"}, "routing_key": {"type": "string"},
         "body": {}, "body_text": {"type": "string"},
         "properties": {"type": "object", "additionalProperties": False,
                        "properties": {"message_id": {"type": "string"}, "correlation_id": {"type": "string"},
                                       "reply_to": {"type": "string"}, "content_type": {"type": "string"},
                                       "type": {"type": "string"}}},
-        "headers": {"type": "object"}, "repeat": {"type": "integer", "minimum": 1, "maximum": 50}}), _step_probe_publish,
+        "headers": HEADERS, "repeat": {"type": "integer", "minimum": 1, "maximum": 50}}), _step_probe_publish,
              "`probe_publish: {queue \\| exchange+routing_key, body \\| body_text, properties?, headers?, repeat?, as?}`",
              "publishes exactly this; header values may be typed: `{bytes: ..}`, `{long: ..}`, `{int: ..}`, `{byte: ..}`, "
-             "`{bool: ..}`, `{double: ..}`, `{table: {..}}`, `{array: [..]}`", "`{message_id, routed}`", binds=True),
-    StepKind("probe_reply", _obj(["requester", "request"], **{
-        "as": NAME, "requester": NAME, "request": NAME, "body": {}, "body_text": {"type": "string"},
-        "headers": {"type": "object"}, "correlation_id": {"type": "string"}}), _step_probe_reply,
+             "`{bool: ..}`, `{double: ..}`, `{table: {..}}`, `{array: [..]}`", "`{message_id, routed}`", binds=True,
+             templates={k: () for k in ("queue", "routing_key", "body", "body_text", "properties", "headers")},
+             fields=("message_id", "routed", "messages")),
+    StepKind("probe_reply", _obj(["requester", "request"], _excludes("body", "body_text"), **{
+        "as": AS, "requester": AS, "request": NAME, "body": {}, "body_text": {"type": "string"},
+        "headers": HEADERS, "correlation_id": {"type": "string"}}), _step_probe_reply,
              "`probe_reply: {requester, request, body \\| body_text, headers?, correlation_id?, as?}`",
              "the probe replies to a request it took with `probe_get` (`request`: its record, or a path such as "
              "`copies.0`) as a responder must: to the requester's `reply_queue`, `correlation_id` and "
              "`responseMessageId` set to the request's `message_id`; `headers` (typed as in `probe_publish`) are "
              "added, e.g. `acemq-error`; `correlation_id` forges another (a gather's replies carry the gather's)",
-             "`{message_id, routed}`", binds=True, uses=("requester", "request")),
+             "`{message_id, routed}`", binds=True, uses={"requester": ("requester",), "request": ("probe_get",)},
+             templates={k: () for k in ("body", "body_text", "headers", "correlation_id")},
+             fields=("message_id", "routed", "messages")),
     StepKind("probe_get", _obj(["as", "queue"], **{
-        "as": NAME, "queue": NAME, "timeout_ms": MS, "count": {"type": "integer", "minimum": 1, "maximum": 50},
+        "as": AS, "queue": NAME, "timeout_ms": MS, "count": {"type": "integer", "minimum": 1, "maximum": 50},
         "rule": RULE, "absent": {"type": "boolean"}}), _step_probe_get,
              "`probe_get: {as, queue, count?, timeout_ms?, rule?, absent?}`",
              "takes messages off a queue: `properties`, `headers`, `header_types` (`longstr`, `bytes`, ...), `body`, "
              "`body_text`, `body_length`; too few is a FAIL of `rule`; `absent: true` asserts nothing arrives",
-             "the record (a list with `count`)", binds=True, asserts="rule"),
-    StepKind("queue_facts", _obj(["as", "queue"], **{"as": NAME, "queue": NAME}), _step_queue_facts,
+             "the record (a list with `count`)", binds=True, templates={"queue": ()}, asserts="rule"),
+    StepKind("queue_facts", _obj(["as", "queue"], **{"as": AS, "queue": NAME}), _step_queue_facts,
              "`queue_facts: {as, queue}`",
-             "asks the management API: `type`, `durable`, `exclusive`, `auto_delete`, `arguments`", "the facts", binds=True),
-    StepKind("stop_responder", NAME, _step_stop_responder, "`stop_responder: name`",
-             "stops a responder (every one a `count` or `all-peers` step started) before the cell ends", uses=("*",)),
-    StepKind("close_requester", NAME, _step_close_requester, "`close_requester: name`",
-             "closes a requester before the cell ends", uses=("*",)),
+             "asks the management API: `type`, `durable`, `exclusive`, `auto_delete`, `arguments`", "the facts", binds=True,
+             templates={"queue": ()}),
+    StepKind("stop_responder", AS, _step_stop_responder, "`stop_responder: name`",
+             "stops a responder (every one a `count` or `all-peers` step started) before the cell ends",
+             uses={"*": ("responder",)}),
+    StepKind("close_requester", AS, _step_close_requester, "`close_requester: name`",
+             "closes a requester before the cell ends", uses={"*": ("requester",)}),
     StepKind("expect", {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/expectation"}}, _step_expect,
              "`expect: [{that, rule, <comparison>: value, because?}]`",
              "checks paths into what steps named; the first that does not hold is the cell's FAIL, naming `rule`",
@@ -403,10 +465,39 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
 STEPS: dict[str, Callable[["CellState", Any], None]] = {k.name: k.run for k in STEP_KINDS.values()}
 
 RULE_PATTERN = "^(RR|SG|WF)-[0-9]+$"
+BUILT_INS = ("ns",)  # bound in every cell: its namespace (engine.run_cell)
 COMPARISONS = ("equals", "not_equals", "one_of", "contains", "excludes", "present", "matches", "starts_with",
                "gte", "lte", "gt", "lt", "length", "all_equal", "distinct", "each_equals")
+_NUMBER_OR_TEMPLATE = {"anyOf": [{"type": "number"}, TEMPLATE], "errorMessage": "a number, or one ${...} naming one"}
 _COMPARISON_SCHEMA = {"one_of": {"type": "array"}, "present": {"type": "boolean"}, "matches": {"type": "string"},
-                      "starts_with": {"type": "string"}, "all_equal": {"type": "boolean"}, "distinct": {"type": "boolean"}}
+                      "starts_with": {"type": "string"}, "all_equal": {"type": "boolean"}, "distinct": {"type": "boolean"},
+                      "length": _int_or_template(0), "gte": _NUMBER_OR_TEMPLATE, "lte": _NUMBER_OR_TEMPLATE,
+                      "gt": _NUMBER_OR_TEMPLATE, "lt": _NUMBER_OR_TEMPLATE}
+_INT64 = {"type": "integer", "minimum": -(2 ** 63), "maximum": 2 ** 63 - 1}
+
+
+def _typed_int(bits: int) -> dict[str, Any]:
+    return {"anyOf": [{"type": "integer", "minimum": -(2 ** (bits - 1)), "maximum": 2 ** (bits - 1) - 1}, TEMPLATE]}
+
+
+# What the probe can write as a header (probe.header_value and pika's encoder): plain text,
+# integers, booleans, null, lists and tables, or one of the typed forms. A float, or an
+# integer out of range, would fail inside the probe in the middle of a cell.
+_HEADER_VALUE = {
+    "errorMessage": "a header value is text, an integer, a boolean, null, a list, a table, or typed: {bytes: text}, "
+                    "{long: n}, {int: n}, {byte: n}, {bool: b}, {double: x}, {table: {..}}, {array: [..]}",
+    "anyOf": [
+        {"type": ["string", "boolean", "null"]},
+        _INT64,
+        {"type": "array", "items": {"$ref": "#/$defs/header_value"}},
+        {"type": "object", "minProperties": 1, "maxProperties": 1, "additionalProperties": False, "properties": {
+            "bytes": {"type": "string"}, "long": _typed_int(64), "int": _typed_int(32), "byte": _typed_int(8),
+            "bool": {"anyOf": [{"type": "boolean"}, TEMPLATE]}, "double": {"anyOf": [{"type": "number"}, TEMPLATE]},
+            "table": HEADERS, "array": {"type": "array", "items": {"$ref": "#/$defs/header_value"}}}},
+        {"type": "object", "additionalProperties": {"$ref": "#/$defs/header_value"},
+         "not": {"minProperties": 1, "maxProperties": 1, "propertyNames": {"enum": [*TYPE_WORDS, "table", "array"]}}},
+    ],
+}
 
 
 def scenario_schema() -> dict[str, Any]:
@@ -414,27 +505,34 @@ def scenario_schema() -> dict[str, Any]:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "acemq-interop scenario (docs/scenarios.md)",
-        "$comment": "generated from acemq_interop/steps.py by `python -m acemq_interop.steps`: edit that, not this",
+        "$comment": "generated from acemq_interop/steps.py by `python -m acemq_interop.steps`: edit that, not this; "
+                    "`errorMessage` is the loader's message for what fails under it",
         "type": "object",
         "additionalProperties": False,
         "required": ["id", "title", "rules", "roles", "procedure", "steps"],
         "properties": {
             "id": {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$"},
             "title": {"type": "string", "minLength": 5},
-            "rules": {"type": "array", "minItems": 1, "items": RULE},
-            "roles": {"type": "object", "minProperties": 1, "additionalProperties": {"enum": ["peer", "probe", "all-peers"]}},
-            "catches": {"type": "array", "items": {"type": "string"}, "description": "mutants this scenario must catch"},
-            "tags": {"type": "array", "items": {"type": "string"}},
+            "rules": {"type": "array", "minItems": 1, "uniqueItems": True, "items": RULE},
+            "roles": {"type": "object", "minProperties": 1, "propertyNames": {"pattern": "^[a-z][a-z0-9_-]*$"},
+                      "additionalProperties": {"enum": ["peer", "probe", "all-peers"]}},
+            "catches": {"type": "array", "uniqueItems": True, "items": {"type": "string"},
+                        "description": "mutants this scenario must catch"},
+            "tags": {"type": "array", "uniqueItems": True, "items": {"type": "string"}},
             "procedure": {"type": "string", "minLength": 10},
             "steps": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/step"}},
         },
         "$defs": {
             "name": {"type": "string", "minLength": 1},
+            "as": {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_-]*$",
+                   "errorMessage": "a step's name is a word (letters, digits, _ and -), no dots or spaces"},
+            "template": {"type": "string", "pattern": "^\\$\\{[^}]+\\}$"},
             "ms": {"type": "integer", "minimum": 0, "maximum": 120000},
             "rule": {"type": "string", "pattern": RULE_PATTERN},
+            "header_value": _HEADER_VALUE,
             "expectation": {
                 "type": "object", "required": ["that", "rule"], "additionalProperties": False, "minProperties": 3,
-                "properties": {"that": {"type": "string"}, "rule": RULE, "because": {"type": "string"},
+                "properties": {"that": {"type": "string", "minLength": 1}, "rule": RULE, "because": {"type": "string"},
                                **{c: _COMPARISON_SCHEMA.get(c, {}) for c in COMPARISONS}},
             },
             "step": {

@@ -4,6 +4,7 @@ Pure logic only; what a real binding does on the wire is tested on the broker (t
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from acemq_interop.known_failures import KnownFailure
 from acemq_interop.manifests import PeerSpec
 from acemq_interop.model import Status
 from acemq_interop.runner import RunOptions, Runner
-from acemq_interop.scenarios import load_all, load_file
+from acemq_interop.scenarios import Scenario, load_all, load_file
 from fake_peers import FakeBroker, FakeManagement, FakePeer, Hellos, no_probe
 
 ROUND_TRIP = next(s for s in load_all() if s.id == "rr-pair-round-trip")
@@ -30,9 +31,9 @@ def pair_cell(scenario, requester: str, responder: str) -> cells.Cell:
                 if c.roles["requester"].name == requester and c.roles["responder"].name == responder)
 
 
-def scenario_file(tmp_path: Path, steps: str, rules: str = "[RR-8, RR-4]") -> object:
+def scenario_file(tmp_path: Path, steps: str, rules: str = "[RR-8, RR-4]", roles: str = "{requester: peer, responder: peer}") -> Scenario:
     path = tmp_path / "demo.yaml"
-    path.write_text(f"id: demo\ntitle: An in-memory demo\nrules: {rules}\nroles: {{requester: peer, responder: peer}}\n"
+    path.write_text(f"id: demo\ntitle: An in-memory demo\nrules: {rules}\nroles: {roles}\n"
                     f"procedure: Demo steps for the engine.\nsteps:\n{steps}", encoding="utf-8")
     return load_file(path)
 
@@ -69,24 +70,44 @@ def test_a_refused_command_is_an_error_with_the_peers_stderr() -> None:
 
 
 def test_a_template_naming_nothing_is_an_error_of_that_step(tmp_path: Path) -> None:
+    # The loader refuses a template whose step does not exist (test_scenario_loading); a field
+    # of a peer's answer can only be missed when the cell runs.
     scenario = scenario_file(tmp_path, """\
   - responder: {as: r, role: responder, queue: requests}
   - requester: {as: q, role: requester}
-  - request: {as: call, requester: q, queue: requests, body: "${nothing.here}", timeout_ms: 1000}
+  - request: {as: first, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000}
+  - request: {as: call, requester: q, queue: requests, body: "${first.nothing.here}", timeout_ms: 1000}
 """)
     broker = FakeBroker()
     a, b = FakePeer("a", broker), FakePeer("b", broker)
     result = run_cell(pair_cell(scenario, "a", "b"), "c0004", context(a, b))
     assert result.status == Status.ERROR
-    assert result.message == "step 3 (request): ${nothing.here} names nothing"
+    assert result.message == "step 4 (request): ${first.nothing.here} names nothing"
+
+
+def test_a_reply_count_template_that_names_no_count_is_an_error_before_the_peer_sees_it(tmp_path: Path) -> None:
+    scenario = scenario_file(tmp_path, """\
+  - responder: {as: r, role: responder, queue: requests}
+  - requester: {as: q, role: requester}
+  - gather: {as: g, requester: q, mode: multi, endpoint: requests, body: {}, expected_reply_count: "${r.name}", timeout_ms: 1000}
+""", rules="[SG-1]")
+    broker = FakeBroker()
+    a, b = FakePeer("a", broker), FakePeer("b", broker)
+    result = run_cell(pair_cell(scenario, "a", "b"), "c0009", context(a, b))
+    assert (result.status, result.message) == (
+        Status.ERROR, "step 3 (gather): expected_reply_count ${r.name} is 'c0009.r', not a count of at least 1")
+    assert "gather" not in [c["op"] for c in a.log]
 
 
 def test_an_async_call_never_awaited_is_an_error_and_is_cancelled(tmp_path: Path) -> None:
+    # The loader refuses such a file; the engine still holds the line for a scenario built otherwise.
     scenario = scenario_file(tmp_path, """\
   - responder: {as: r, role: responder, queue: requests}
   - requester: {as: q, role: requester}
   - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000, async: true}
+  - await: call
 """)
+    scenario = dataclasses.replace(scenario, steps=scenario.steps[:-1])
     broker = FakeBroker()
     a, b = FakePeer("a", broker), FakePeer("b", broker)
     result = run_cell(pair_cell(scenario, "a", "b"), "c0005", context(a, b))
@@ -99,7 +120,7 @@ def test_an_expected_refusal_is_an_outcome_not_an_error(tmp_path: Path) -> None:
   - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000, refusal_expected: true}
   - expect:
       - {that: call.outcome, equals: refused, rule: RR-8}
-""", rules="[RR-8]")
+""", rules="[RR-8]", roles="{requester: peer}")
     broker = FakeBroker()
     a = FakePeer("a", broker, refuse={"request"})
     cell = next(iter(cells.plan([scenario], [PeerSpec("a")])))

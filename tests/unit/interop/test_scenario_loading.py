@@ -1,4 +1,4 @@
-"""Scenario files are checked before anything runs: path, line and what is wrong."""
+"""Scenario files are checked before anything runs: path, line and what is wrong, in one bounded line."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,10 +23,21 @@ steps:
 """
 
 
-def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "scenario.yaml"
-    path.write_text(text)
+def write(tmp_path: Path, text: str | bytes, suffix: str = ".yaml") -> Path:
+    path = tmp_path / f"demo-round-trip{suffix}"  # a file is named after its id
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
     return path
+
+
+def refusal(path: Path) -> str:
+    with pytest.raises(UsageError) as raised:
+        load_file(path)
+    message = str(raised.value)
+    assert "\n" not in message and len(message) <= len(str(path)) + 320, message
+    return message
 
 
 def test_every_scenario_in_the_repo_loads() -> None:
@@ -51,13 +62,44 @@ def test_a_good_file_loads_with_the_capabilities_its_roles_need(tmp_path: Path) 
         (("rule: RR-4}", "rule: RR-3}"), 11, "RR-3, which is not in this scenario's rules"),
         (("  - expect:", "  - expectt:"), 10, "expectt"),
         (("roles: {requester: peer", "roles: {requester: robot"), 4, "'robot' is not one of"),
+        # YAML that PyYAML takes silently: the second `steps:` would replace the first
+        (("steps:\n", "steps:\n  - queue: {name: x}\nsteps:\n"), 8, "duplicate key 'steps' (first on line 6)"),
+        (("{as: r, role", "{as: r, as: s, role"), 7, "duplicate key 'as'"),
+        (("body: {n: 1}", "body: {n: 2024-01-01}"), 9, "reads as a date: quote it"),
+        (("body: {n: 1}", "body: {on: 1}"), 9, "a key must be text, this one reads as bool"),
+        (("  - requester:", "\t- requester:"), 8, "not valid YAML: found character '\\t'"),
+        (("body: {n: 1}", "body: " + "[" * 1000 + "]" * 1000), 9, "nested more than 64 levels deep"),
+        (("  - expect:", "  - probe_publish: {queue: requests, body: &a [x]}\n  - probe_publish: {queue: requests, body: *a}\n"
+                         "  - expect:"), 11, "YAML aliases (*name) are not allowed"),
+        # roles: text keys naming roles that steps play
+        (("responder: peer}", "responder: peer, 3: peer}"), 4, "a key must be text, this one reads as int 3"),
+        (("responder: peer}", "responder: peer, observer: peer}"), 4, "role 'observer' is played by no step"),
+        (("requester: peer,", "requester: all-peers,"), 8, "a requester step's role is peer"),
+        # names: bound before use, used as what they are, once
+        (("requester: q, queue", "requester: r, queue"), 9, "'r' names a responder step; requester takes a requester"),
+        (("{as: q, role", "{as: r, role"), 8, "'r' is already named by an earlier step"),
+        (("body: {n: 1}", 'body: {n: "${nobody.name}"}'), 9, "'${nobody.name}': 'nobody' is not named by an earlier step"),
+        (("body: {n: 1}", 'body: {n: "${q.reply_queu}"}'), 9, "a requester step names {name, reply_queue}, not 'reply_queu'"),
+        (("body: {n: 1}", 'body: {n: "${q.name"}'), 9, "a ${ without its }"),
+        (("queue: requests}", 'queue: requests, bind: {exchange: "${ns}"}}'), 7, "${...} is not expanded in bind"),
+        (("timeout_ms: 1000}", "timeout_ms: 1000, async: true}"), 11, "'call' is an async call not awaited yet"),
+        (("  - expect:", "  - await: call\n  - expect:"), 10, "'call' is not waiting"),
+        (("{as: call,", "{as: ns,"), 9, "'ns' is a built-in name"),
+        # values the schema took and the engine or a peer would crash on
+        (("equals: reply", 'matches: "(ab"'), 11, "is not a regular expression"),
+        (("timeout_ms: 1000", 'timeout_ms: "1000"'), 9, "'1000' is not of type 'integer'"),
+        (("equals: reply", 'length: "3"'), 11, "length: an integer of at least 0, or one ${...}"),
+        (("queue: requests, body", "queue: requests, exchange: x, body"), 9, "give queue, or exchange+routing_key, not both"),
+        (("queue: requests, body", "body"), 9, "say where it goes"),
+        (("  - expect:", "  - probe_publish: {queue: requests, headers: {x: 0.5}}\n  - expect:"), 10, "a header value is text"),
+        (("  - expect:", "  - probe_publish: {queue: requests, headers: {x: {long: abc}}}\n  - expect:"), 10, "a header value is text"),
+        (("id: demo-round-trip", "id: demo-other"), 1, "id 'demo-other' is not the file's name"),
     ],
 )
 def test_a_bad_file_names_its_path_line_and_problem(tmp_path: Path, change: tuple[str, str], line: int, words: str) -> None:
+    assert change[0] in GOOD, change
     path = write(tmp_path, GOOD.replace(*change))
-    with pytest.raises(UsageError) as raised:
-        load_file(path)
-    message = str(raised.value)
+    message = refusal(path)
     assert message.startswith(f"{path}:{line}:"), message
     assert words in message
 
@@ -75,7 +117,93 @@ def test_a_mutant_claimed_must_break_a_rule_the_scenario_lists(tmp_path: Path) -
 
 
 def test_duplicate_ids_are_refused(tmp_path: Path) -> None:
-    (tmp_path / "a.yaml").write_text(GOOD)
-    (tmp_path / "b.yaml").write_text(GOOD)
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "demo-round-trip.yaml").write_text(GOOD)
     with pytest.raises(UsageError, match="id 'demo-round-trip' is also used by"):
         load_all(tmp_path)
+
+
+def test_yml_files_are_read_too_and_named_after_their_id(tmp_path: Path) -> None:
+    write(tmp_path, GOOD, suffix=".yml")
+    assert [s.id for s in load_all(tmp_path)] == ["demo-round-trip"]
+    write(tmp_path, GOOD, suffix=".yaml")
+    with pytest.raises(UsageError, match="id 'demo-round-trip' is also used by"):
+        load_all(tmp_path)
+    (tmp_path / "demo-round-trip.yaml").unlink()
+    (tmp_path / "demo-round-trip.yml").rename(tmp_path / "other.yml")
+    assert refusal(tmp_path / "other.yml").startswith(f"{tmp_path / 'other.yml'}:1: id 'demo-round-trip' is not the file's name")
+
+
+def test_invalid_utf8_gives_the_line_and_the_byte_offset(tmp_path: Path) -> None:
+    raw = GOOD.encode().replace(b"queue: requests}", b"queue: requ\xc3\x28ests}")
+    path = write(tmp_path, raw)
+    offset = raw.index(b"\xc3")
+    assert refusal(path) == f"{path}:7: not UTF-8: byte 0xc3 at offset {offset}; save the file as UTF-8"
+
+
+def test_a_control_character_gives_its_line(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD.replace("One request", "One\x07 request"))
+    assert refusal(path).startswith(f"{path}:5: not valid YAML: character U+0007 is not allowed")
+
+
+def test_an_alias_bomb_gives_one_short_message(tmp_path: Path) -> None:
+    bomb = "".join(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]\n" for i in range(1, 10))
+    path = write(tmp_path, GOOD + "x0: &l0 [lol]\n" + bomb)
+    assert "YAML aliases (*name) are not allowed" in refusal(path)
+
+
+def test_a_huge_wrong_value_is_quoted_short(tmp_path: Path) -> None:
+    title = "title: [" + ", ".join(["aaaaaaaa"] * 20000) + "]"
+    path = write(tmp_path, GOOD.replace("title: A demo round trip for the loader", title))
+    assert refusal(path).startswith(f"{path}:2: title: ['aaaaaaaa', ")
+
+
+def test_a_file_that_is_not_a_scenario_mapping(tmp_path: Path) -> None:
+    for text in ("", "- a list\n", "just text\n", "a: 1\n---\nb: 2\n"):
+        assert refusal(write(tmp_path, text)).startswith(f"{path_of(tmp_path)}:")
+
+
+def path_of(tmp_path: Path) -> Path:
+    return tmp_path / "demo-round-trip.yaml"
+
+
+def test_known_failure_files_are_read_as_strictly(tmp_path: Path) -> None:
+    from acemq_interop import known_failures
+
+    entry = '  - {cell: "x[requester=a]", reason: old}\n'
+    (tmp_path / "a.yml").write_text("known_failures:\n" + entry)
+    assert [k.pattern for k in known_failures.load([tmp_path])] == ["x[requester=a]"]
+    (tmp_path / "b.yaml").write_text("known_failures:\n" + entry + "known_failures: []\n")
+    with pytest.raises(UsageError, match=r"b\.yaml:3: duplicate key 'known_failures'"):
+        known_failures.load([tmp_path])
+    (tmp_path / "b.yaml").write_text("known_failures:\n" + entry + '  - {cell: "y", reson: typo}\n')
+    with pytest.raises(UsageError, match=r"b\.yaml:3: known_failures\[1\] needs 'cell'"):
+        known_failures.load([tmp_path])
+
+
+@pytest.mark.parametrize("content", [
+    b"id: bad\ntitle: x\x80y\n",
+    b"id: bad\nsteps: " + b"[" * 1000 + b"]" * 1000 + b"\n",
+    b"a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+    + b"".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n".encode() for i in range(1, 12)),
+])
+def test_the_cli_says_one_line_and_exits_2_for_a_bad_file(tmp_path: Path, content: bytes) -> None:
+    """The issue's tracebacks (invalid UTF-8, 1000 deep) and the alias bomb's 7 MB of stderr, end to end."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from acemq_interop.paths import DATA_ROOT
+
+    for folder in ("scenarios", "catalogue", "known-failures", "docs"):
+        shutil.copytree(DATA_ROOT / folder, tmp_path / folder)
+    (tmp_path / "peers").mkdir()
+    (tmp_path / "scenarios" / "bad.yml").write_bytes(content)
+    done = subprocess.run([sys.executable, "-m", "acemq_interop", "list"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "ACEMQ_INTEROP_HOME": str(tmp_path)}, cwd=DATA_ROOT)
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"acemq-interop: {tmp_path / 'scenarios' / 'bad.yml'}:"), done.stderr[-2000:]
+    assert len(lines[0]) < 500
