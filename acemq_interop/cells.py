@@ -92,6 +92,8 @@ def skip_reason(cell: Cell, hellos: dict[str, dict[str, Any]], unavailable: dict
             if spec.name in unavailable:
                 return f"peer {spec.name} unavailable: {unavailable[spec.name]}"
             hello = hellos[spec.name]
+            if int(hello.get("protocol", 1)) < cell.scenario.min_protocol:
+                return f"peer {spec.name} speaks peer protocol {hello.get('protocol', 1)}; this scenario needs {cell.scenario.min_protocol}"
             missing = cell.scenario.needs.get(role, frozenset()) - set(hello.get("capabilities", []))
             if missing:
                 return f"peer {spec.name} lacks capability {', '.join(sorted(missing))} for role {role}"

@@ -59,11 +59,11 @@ class PeerLink(Protocol):
     def counters(self, of: str, note: Note | None = None) -> dict[str, Any]: ...
 
     def request(self, requester: str, exchange: str, routing_key: str, body: Any, timeout_ms: int | None = None,
-                note: Note | None = None) -> PendingCall: ...
+                note: Note | None = None, message_type: str | None = None) -> PendingCall: ...
 
     def gather(self, requester: str, mode: str, body: Any, timeout_ms: int, endpoint: str | None = None,
                exchange: str | None = None, correlation_id: Any = None, expected_reply_count: Any = None,
-               note: Note | None = None) -> PendingCall: ...
+               note: Note | None = None, message_type: str | None = None) -> PendingCall: ...
 
 
 @dataclass
@@ -195,16 +195,18 @@ class PeerClient:
         return self._call({"op": "counters", "of": of}, note)["counters"]
 
     def request(self, requester: str, exchange: str, routing_key: str, body: Any, timeout_ms: int | None = None,
-                note: Note | None = None) -> PendingCall:
+                note: Note | None = None, message_type: str | None = None) -> PendingCall:
         command: dict[str, Any] = {"op": "request", "requester": requester, "exchange": exchange,
                                    "routing_key": routing_key, "body": body}
         if timeout_ms is not None:
             command["timeout_ms"] = timeout_ms
+        if message_type is not None:  # protocol 3: the AMQP type property (SG-2.3)
+            command["type"] = message_type
         return self._send(command, note)
 
     def gather(self, requester: str, mode: str, body: Any, timeout_ms: int, endpoint: str | None = None,
                exchange: str | None = None, correlation_id: Any = None, expected_reply_count: Any = None,
-               note: Note | None = None) -> PendingCall:
+               note: Note | None = None, message_type: str | None = None) -> PendingCall:
         command: dict[str, Any] = {"op": "gather", "requester": requester, "mode": mode, "body": body,
                                    "timeout_ms": timeout_ms}
         if mode == "multi":
@@ -215,6 +217,8 @@ class PeerClient:
             command["correlation_id"] = correlation_id
         if expected_reply_count is not None:
             command["expected_reply_count"] = expected_reply_count
+        if message_type is not None:  # protocol 3: the AMQP type property of every copy (SG-2.3)
+            command["type"] = message_type
         return self._send(command, note)
 
     def load(self, exchange: str, routing_key: str, requests: int, in_flight: int, body_bytes: int = 256,

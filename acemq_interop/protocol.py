@@ -8,10 +8,11 @@ from typing import Any
 
 import jsonschema
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 # Every version this harness can drive: peers outside this repository lag behind, so a
-# version-1 peer keeps certifying (it simply has no `load`).
-SUPPORTED_PROTOCOLS = (1, 2)
+# version-1 peer keeps certifying (it simply has no `load`), and a version-2 peer runs every
+# scenario that does not need version 3 (`min_protocol` in the scenario: `type`, `closed`).
+SUPPORTED_PROTOCOLS = (1, 2, 3)
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "peer-protocol.schema.json"
 
 

@@ -38,6 +38,7 @@ class Scenario:
     catches: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     needs: dict[str, frozenset[str]] = field(default_factory=dict)  # role -> capabilities
+    min_protocol: int = 1  # the oldest peer protocol its steps can be driven with (a `type` needs 3)
 
     @property
     def estimate_s(self) -> float:
@@ -273,6 +274,7 @@ def load_file(path: Path) -> Scenario:
         raise refuse(path, line_at(root, ["id"]), f"id '{data['id']}' is not the file's name: name the file "
                                                   f"{data['id']}{path.suffix}, or the id {shown(path.stem)}")
     _check_semantics(data, root, path)
+    _check_protocol(data, root, path)
     return Scenario(
         id=data["id"],
         title=data["title"],
@@ -284,7 +286,31 @@ def load_file(path: Path) -> Scenario:
         catches=tuple(data.get("catches", [])),
         tags=tuple(data.get("tags", [])),
         needs=_needs(data["roles"], data["steps"]),
+        min_protocol=int(data.get("min_protocol", 1)),
     )
+
+
+# What only a peer of protocol 3 understands: a `type` on a request or gather, the `closed` outcome.
+PROTOCOL_3_STEP_KEYS = {"request": ("type",), "gather": ("type",)}
+PROTOCOL_3_OUTCOMES = ("closed",)
+
+
+def _check_protocol(data: dict[str, Any], root: Any, path: Path) -> None:
+    """A scenario using a protocol-3 feature says `min_protocol: 3`, so an older peer is
+    skipped with that reason instead of failing on a field it never heard of."""
+    if data.get("min_protocol", 1) >= 3:
+        return
+    for index, step in enumerate(data["steps"]):
+        (kind, args), = step.items()
+        for key in PROTOCOL_3_STEP_KEYS.get(kind, ()):
+            if isinstance(args, dict) and key in args:
+                raise refuse(path, line_at(root, ["steps", index, kind, key]),
+                             f"`{key}` on a {kind} needs peer protocol 3: add `min_protocol: 3` to the scenario")
+        if kind == "expect":
+            for j, expectation in enumerate(args):
+                if expectation.get("equals") in PROTOCOL_3_OUTCOMES:
+                    raise refuse(path, line_at(root, ["steps", index, kind, j]),
+                                 f"the outcome `{expectation['equals']}` needs peer protocol 3: add `min_protocol: 3` to the scenario")
 
 
 def scenario_files(directory: Path) -> list[Path]:

@@ -111,7 +111,7 @@ def _step_request(state: CellState, args: dict[str, Any]) -> None:
     exchange, routing_key = _target(state, args)
     peer, requester = state.owners[args["requester"]]
     call = peer.request(requester, exchange, routing_key, assertions.render(args["body"], state.variables),
-                        args.get("timeout_ms"), note=state.noter(peer))
+                        args.get("timeout_ms"), note=state.noter(peer), message_type=args.get("type"))
     _started(state, args, peer, call, args.get("timeout_ms", 30000))
 
 
@@ -125,7 +125,8 @@ def _step_gather(state: CellState, args: dict[str, Any]) -> None:
         raise TemplateError(f"expected_reply_count {args['expected_reply_count']} is {assertions.shown(count)!r}, not a count of at least 1")
     call = peer.gather(requester, args["mode"], assertions.render(args["body"], state.variables), args["timeout_ms"],
                        endpoint=state.queue_name(args["endpoint"]) if multi else None,
-                       exchange=None if multi else state.name(args["exchange"]), note=state.noter(peer), **rendered)
+                       exchange=None if multi else state.name(args["exchange"]), note=state.noter(peer),
+                       message_type=args.get("type"), **rendered)
     _started(state, args, peer, call, args["timeout_ms"])
 
 
@@ -279,6 +280,8 @@ def _step_expect(state: CellState, args: list[dict[str, Any]]) -> None:
 NAME = {"$ref": "#/$defs/name"}  # a queue or exchange name (the cell's namespace is added)
 AS = {"$ref": "#/$defs/as"}  # a name a step binds with `as:`, and a reference to one
 MS = {"$ref": "#/$defs/ms"}
+# The `type` argument of a request or gather (protocol 3): the AMQP type property, a short string.
+TYPE = {"type": "string", "minLength": 1, "maxLength": 255}
 RULE = {"$ref": "#/$defs/rule"}
 TEMPLATE = {"$ref": "#/$defs/template"}
 HEADERS = {"type": "object", "additionalProperties": {"$ref": "#/$defs/header_value"}}
@@ -390,14 +393,14 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              role=True, capability="request"),
     StepKind("request", _obj(["as", "requester", "body"], *TARGET, **{
         "as": AS, "requester": AS, "queue": NAME, "exchange": {"type": "string"}, "routing_key": {"type": "string"},
-        "body": {}, "timeout_ms": MS, "async": {"type": "boolean"}, "refusal_expected": {"type": "boolean"}}), _step_request,
-             "`request: {as, requester, queue \\| exchange+routing_key, body, timeout_ms?, async?, refusal_expected?}`",
+        "body": {}, "timeout_ms": MS, "type": TYPE, "async": {"type": "boolean"}, "refusal_expected": {"type": "boolean"}}), _step_request,
+             "`request: {as, requester, queue \\| exchange+routing_key, body, type?, timeout_ms?, async?, refusal_expected?}`",
              "one request; `async: true` does not wait (use `await`)",
              "the peer's answer: `outcome`, `reply`, `failure`, `elapsed_ms`, `request_id`", binds=True,
              uses={"requester": ("requester",)}, templates={"queue": (), "routing_key": (), "body": ()}, deferred_by="async"),
     StepKind("gather", _obj(["as", "requester", "mode", "body", "timeout_ms"], *GATHER_TARGET, **{
         "as": AS, "requester": AS, "mode": {"enum": ["multi", "publish"]}, "endpoint": NAME,
-        "exchange": {"type": "string"}, "body": {}, "correlation_id": {"type": "string"},
+        "exchange": {"type": "string"}, "body": {}, "correlation_id": {"type": "string"}, "type": TYPE,
         "expected_reply_count": _int_or_template(1), "timeout_ms": MS,
         "async": {"type": "boolean"}, "refusal_expected": {"type": "boolean"}}), _step_gather,
              "`gather: {as, requester, mode, endpoint \\| exchange, body, correlation_id?, expected_reply_count?, timeout_ms, async?}`",
@@ -518,6 +521,7 @@ def scenario_schema() -> dict[str, Any]:
                       "additionalProperties": {"enum": ["peer", "probe", "all-peers"]}},
             "catches": {"type": "array", "uniqueItems": True, "items": {"type": "string"},
                         "description": "mutants this scenario must catch"},
+            "min_protocol": {"enum": [1, 2, 3], "description": "the oldest peer protocol the steps need"},
             "tags": {"type": "array", "uniqueItems": True, "items": {"type": "string"}},
             "procedure": {"type": "string", "minLength": 10},
             "steps": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/step"}},

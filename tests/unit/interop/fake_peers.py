@@ -106,7 +106,7 @@ class FakePeer:
         return self._answer({"op": "counters", "of": of}, note, counters=dict(self.counts.get(of, {})))["counters"]
 
     def request(self, requester: str, exchange: str, routing_key: str, body: Any, timeout_ms: int | None = None,
-                note: Any = None) -> FakeCall:
+                note: Any = None, message_type: str | None = None) -> FakeCall:
         command = {"op": "request", "requester": requester, "exchange": exchange, "routing_key": routing_key, "body": body,
                    "timeout_ms": timeout_ms}
         self.log.append(command)
@@ -131,7 +131,7 @@ class FakePeer:
 
     def gather(self, requester: str, mode: str, body: Any, timeout_ms: int, endpoint: str | None = None,
                exchange: str | None = None, correlation_id: Any = None, expected_reply_count: Any = None,
-               note: Any = None) -> FakeCall:
+               note: Any = None, message_type: str | None = None) -> FakeCall:
         command = {"op": "gather", "requester": requester, "mode": mode, "body": body, "timeout_ms": timeout_ms}
         self.log.append(command)
         if note is not None:
