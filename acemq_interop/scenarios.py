@@ -115,6 +115,14 @@ def _check_semantics(data: dict[str, Any], root: yaml.Node, where: Path) -> None
     """What the schema cannot say: known rule ids and mutants, roles that exist, names bound before use."""
     known_rules = spec.rules()
     known_mutants = spec.mutants()
+    known_clauses = spec.catalogue().clauses
+
+    def checked(rule: str, at: list[Any], what: str) -> None:
+        """A step's `rule:` names a clause of the catalogue (or a whole rule) of a listed rule."""
+        if "." in rule and rule not in known_clauses:
+            fail(at, f"clause {rule} is not in catalogue/catalogue.yaml")
+        if spec.rule_of(rule) not in data["rules"]:
+            fail(at, f"{what} checks {rule}, which is not in this scenario's rules")
 
     def fail(path: list[Any], message: str) -> None:
         raise UsageError(f"{where}:{_line_of(root, path)}: {message}")
@@ -143,12 +151,11 @@ def _check_semantics(data: dict[str, Any], root: yaml.Node, where: Path) -> None
                 if path:
                     fail([*at, *path], f"'{used}' is used before a step names it with as:")
                 fail(at, f"'{used}' is not named by an earlier step (as:)")
-        if kind.asserts == "rule" and args.get("rule") is not None and args["rule"] not in data["rules"]:
-            fail([*at, "rule"], f"step checks {args['rule']}, which is not in this scenario's rules")
+        if kind.asserts == "rule" and args.get("rule") is not None:
+            checked(args["rule"], [*at, "rule"], "step")
         if kind.asserts == "expectations":
             for j, expectation in enumerate(args):
-                if expectation["rule"] not in data["rules"]:
-                    fail([*at, j, "rule"], f"expectation checks {expectation['rule']}, which is not in this scenario's rules")
+                checked(expectation["rule"], [*at, j, "rule"], "expectation")
                 head = expectation["that"].split(".")[0]
                 if head not in bound:
                     fail([*at, j, "that"], f"'{head}' is not named by an earlier step (as:)")
