@@ -198,6 +198,7 @@ class Runner:
                 statuses = self._start_peers(amqp_url, clients, log_dir, endpoint.ca_file)
                 ctx = RunContext(amqp_url=amqp_url, vhost=vhost, management=management, peers=dict(clients),
                                  op_bound_s=o.op_bound_s, broker=broker.label)
+                ctx.ca_file = endpoint.ca_file
                 if endpoint.ca_file is not None:  # the probe verifies the broker against the run's CA
                     ctx.probe_factory = partial(Probe, ca_file=endpoint.ca_file)
                 # -- transcripts (issue 13): one firehose consumer for the run --
