@@ -26,9 +26,11 @@ from acemq.requester import Requester, _Call
 class Recorder(RequesterObserver):
     def __init__(self):
         self.unmatched_ids = []
+        self.unmatched_pairs = []
 
-    def unmatched(self, correlation_id):
+    def unmatched(self, correlation_id, response_message_id=None):
         self.unmatched_ids.append(correlation_id)
+        self.unmatched_pairs.append((correlation_id, response_message_id))
 
 
 def _requester(**policy):
