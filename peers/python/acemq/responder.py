@@ -62,6 +62,7 @@ class _Delivery:
     body: bytes
     reply_to: wire.ReplyAddress
     attempt: int
+    counted: bool = True  # False only for the first delivery of counters_created: after_first_delivery
 
     @property
     def message_id(self) -> Optional[str]:
@@ -78,17 +79,18 @@ class Responder:
         handler: Handler,
         *,
         bind: Optional[Binding] = None,
-        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        max_attempts: Optional[int] = None,
         observer: Optional[ResponderObserver] = None,
         concurrency: int = DEFAULT_CONCURRENCY,
         name: str = "acemq-responder",
     ) -> None:
-        if max_attempts < 1:
+        if max_attempts is not None and max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         self.queue = queue
         self.dead_letter_queue = f"{queue}.dlq"
         self._policy = ResponderPolicy()  # the spec; only acemq._conformance starts with another
-        self.max_attempts = max_attempts
+        self._attempts_option = max_attempts
+        self.max_attempts = self._resolve_max_attempts()
         self._handler = handler
         self._bind = bind
         self._observer = observer or ResponderObserver()
@@ -98,7 +100,7 @@ class Responder:
         self._publisher = Publisher(self._io)
         self._workers = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"{name}-handler")
         self._consumer_tag: Optional[str] = None
-        self._first_delivery_handled = False  # for counters_created: after_first_delivery
+        self._first_delivery_seen = False  # for counters_created: after_first_delivery
         self._stopped = threading.Event()
         # RR-16: the counters exist, at zero, before anything is consumed.
         self.answered = Counter()
@@ -117,8 +119,15 @@ class Responder:
         # The policy is fixed before anything is declared and never changes after.
         responder = cls(url, queue, handler, **options)
         responder._policy = policy
+        responder.max_attempts = responder._resolve_max_attempts()
         responder._start()
         return responder
+
+    def _resolve_max_attempts(self) -> int:
+        """The attempts at an undeliverable reply: the owner's, else the spec's 3 (RR-14)."""
+        if self._attempts_option is not None:
+            return self._attempts_option
+        return self._policy.default_max_attempts
 
     def stop(self) -> None:
         """Cancel the consumer and close the connection; unacknowledged requests go back to the queue."""
@@ -170,16 +179,24 @@ class Responder:
 
     def _on_request(self, _channel: Any, method: Any, properties: pika.BasicProperties, body: bytes) -> None:
         headers = properties.headers or {}
+        counted = True
+        if self._policy.counters_created == "after_first_delivery" and not self._first_delivery_seen:
+            # RR-16 forbids this: counters that come to exist only once the consumer's first
+            # delivery has been handled never count that delivery (later ones they do).
+            self._first_delivery_seen = True
+            counted = False
         address = wire.choose_reply_address(headers, properties.reply_to, self._policy.read_order)
         if address is None:
-            self._on_unanswerable(method.delivery_tag, properties, body)
+            self._on_unanswerable(method.delivery_tag, properties, body, counted)
             return
-        delivery = _Delivery(method.delivery_tag, properties, body, address, wire.attempt_number(headers))
+        attempt = wire.attempt_number(headers, self._policy.attempt_base)
+        delivery = _Delivery(method.delivery_tag, properties, body, address, attempt, counted)
         self._workers.submit(self._handle, delivery)
 
-    def _on_unanswerable(self, tag: int, properties: pika.BasicProperties, body: bytes) -> None:
+    def _on_unanswerable(self, tag: int, properties: pika.BasicProperties, body: bytes, counted: bool = True) -> None:
         # RR-12: the handler is not run; its result could go nowhere.
-        self.unanswerable.increment()
+        if counted:
+            self.unanswerable.increment()
         if self._policy.unanswerable == "dead_letter":  # RR-12 forbids this
             self._dead_letter(
                 tag, properties, body, UNANSWERABLE_REASON, then=lambda: self._observer.unanswerable(properties.message_id)
@@ -199,8 +216,18 @@ class Responder:
                 self._io.submit(self._fail, delivery, f"MalformedHeader: {malformed}")
                 return
         try:
+            body = wire.decode_body(delivery.body)
+        except ValueError as exc:
+            # The handler is not run for a body it could not read: a failure reply, then
+            # the RR-11 dead-letter with the same reason.
+            if self._policy.malformed_request == "drop":
+                self._io.submit(self._ack_silently, delivery)  # the defect: no reply, no dead-letter
+            else:
+                self._io.submit(self._fail, delivery, wire.malformed_request_text(exc))
+            return
+        try:
             request = Request(
-                body=wire.decode_body(delivery.body),
+                body=body,
                 message_id=delivery.properties.message_id,
                 correlation_id=delivery.properties.correlation_id,
                 reply_to=delivery.reply_to.queue,
@@ -267,21 +294,20 @@ class Responder:
 
         confirm.add_done_callback(lambda done: self._io.later(settled, done))
 
+    def _ack_silently(self, delivery: _Delivery) -> None:
+        if not self._stopped.is_set():
+            self._channel.basic_ack(delivery.tag)
+
     def _answer(self, delivery: _Delivery, payload: bytes) -> None:
         if self._stopped.is_set():
             return  # the connection is going; the broker requeues the request
         policy = self._policy
-        counted = policy.answered_timing == "before_publish"
-        if policy.counters_created == "after_first_delivery" and not self._first_delivery_handled:
-            # RR-16 forbids this: counters that come to exist only once the first delivery
-            # has been handled never count that delivery.
-            self._first_delivery_handled = True
-            counted = False
-        elif counted:
+        counted = policy.answered_timing == "before_publish" and delivery.counted
+        if counted:
             self.answered.increment()  # RR-15: before the caller can hold the reply
 
         def confirmed() -> None:
-            if policy.answered_timing == "after_confirm":  # RR-15 forbids this
+            if policy.answered_timing == "after_confirm" and delivery.counted:  # RR-15 forbids this
                 timer = threading.Timer(policy.answered_delay_seconds, self.answered.increment)
                 timer.daemon = True
                 timer.start()
@@ -303,7 +329,7 @@ class Responder:
             # RR-10 forbids this: no failure reply; the request goes round the retry policy.
             self._retry_or_dead_letter(delivery, failure)
             return
-        if policy.count_failures_answered:  # RR-11 forbids this
+        if policy.count_failures_answered and delivery.counted:  # RR-11 forbids this
             self.answered.increment()
 
         def confirmed() -> None:
@@ -314,13 +340,15 @@ class Responder:
             # RR-11: dead-lettered once with the same text, never retried.
             self._dead_letter(delivery.tag, delivery.properties, delivery.body, failure)
 
-        self._publish_then(
-            delivery.reply_to.queue,
-            self._reply_properties(delivery, failure),
-            b"",
-            confirmed,
-            lambda exc: self._undeliverable(delivery, exc.detail),
-        )
+        def failed(exc: PublishFailed) -> None:
+            if policy.failure_reply_delivery == "unchecked":
+                # RR-14 forbids this: a returned failure reply taken as delivered.
+                confirmed()
+                return
+            # RR-14: the caller has no answer yet; the request goes round the retry policy.
+            self._undeliverable(delivery, exc.detail)
+
+        self._publish_then(delivery.reply_to.queue, self._reply_properties(delivery, failure), b"", confirmed, failed)
 
     def _undeliverable(self, delivery: _Delivery, detail: str) -> None:
         self._observer.reply_failed(delivery.message_id, delivery.attempt, detail)
