@@ -62,7 +62,6 @@ class _Delivery:
     body: bytes
     reply_to: wire.ReplyAddress
     attempt: int
-    counted: bool = True  # False only for the first delivery of counters_created: after_first_delivery
 
     @property
     def message_id(self) -> Optional[str]:
@@ -100,7 +99,7 @@ class Responder:
         self._publisher = Publisher(self._io)
         self._workers = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"{name}-handler")
         self._consumer_tag: Optional[str] = None
-        self._first_delivery_seen = False  # for counters_created: after_first_delivery
+        self._first_delivery_handled = False  # for counters_created: after_first_delivery
         self._stopped = threading.Event()
         # RR-16: the counters exist, at zero, before anything is consumed.
         self.answered = Counter()
@@ -179,24 +178,17 @@ class Responder:
 
     def _on_request(self, _channel: Any, method: Any, properties: pika.BasicProperties, body: bytes) -> None:
         headers = properties.headers or {}
-        counted = True
-        if self._policy.counters_created == "after_first_delivery" and not self._first_delivery_seen:
-            # RR-16 forbids this: counters that come to exist only once the consumer's first
-            # delivery has been handled never count that delivery (later ones they do).
-            self._first_delivery_seen = True
-            counted = False
         address = wire.choose_reply_address(headers, properties.reply_to, self._policy.read_order)
         if address is None:
-            self._on_unanswerable(method.delivery_tag, properties, body, counted)
+            self._on_unanswerable(method.delivery_tag, properties, body)
             return
         attempt = wire.attempt_number(headers, self._policy.attempt_base)
-        delivery = _Delivery(method.delivery_tag, properties, body, address, attempt, counted)
+        delivery = _Delivery(method.delivery_tag, properties, body, address, attempt)
         self._workers.submit(self._handle, delivery)
 
-    def _on_unanswerable(self, tag: int, properties: pika.BasicProperties, body: bytes, counted: bool = True) -> None:
+    def _on_unanswerable(self, tag: int, properties: pika.BasicProperties, body: bytes) -> None:
         # RR-12: the handler is not run; its result could go nowhere.
-        if counted:
-            self.unanswerable.increment()
+        self.unanswerable.increment()
         if self._policy.unanswerable == "dead_letter":  # RR-12 forbids this
             self._dead_letter(
                 tag, properties, body, UNANSWERABLE_REASON, then=lambda: self._observer.unanswerable(properties.message_id)
@@ -302,12 +294,17 @@ class Responder:
         if self._stopped.is_set():
             return  # the connection is going; the broker requeues the request
         policy = self._policy
-        counted = policy.answered_timing == "before_publish" and delivery.counted
-        if counted:
+        counted = policy.answered_timing == "before_publish"
+        if policy.counters_created == "after_first_delivery" and not self._first_delivery_handled:
+            # RR-16 forbids this: counters that come to exist only once the first delivery
+            # has been handled never count that delivery.
+            self._first_delivery_handled = True
+            counted = False
+        elif counted:
             self.answered.increment()  # RR-15: before the caller can hold the reply
 
         def confirmed() -> None:
-            if policy.answered_timing == "after_confirm" and delivery.counted:  # RR-15 forbids this
+            if policy.answered_timing == "after_confirm":  # RR-15 forbids this
                 timer = threading.Timer(policy.answered_delay_seconds, self.answered.increment)
                 timer.daemon = True
                 timer.start()
@@ -329,7 +326,7 @@ class Responder:
             # RR-10 forbids this: no failure reply; the request goes round the retry policy.
             self._retry_or_dead_letter(delivery, failure)
             return
-        if policy.count_failures_answered and delivery.counted:  # RR-11 forbids this
+        if policy.count_failures_answered:  # RR-11 forbids this
             self.answered.increment()
 
         def confirmed() -> None:
