@@ -49,8 +49,10 @@ def test_echo_body():
     }
 
 
-def test_echo_of_a_non_object_has_no_correlation_id():
-    assert "correlationId" not in make_handler("r1", {"reply": "echo"})(_request([1, 2]))
+@pytest.mark.parametrize("body", [[1, 2], {"sku": "A"}, "text", None])
+def test_echo_correlation_id_is_null_without_one_in_an_object_body(body):
+    echo = make_handler("r1", {"reply": "echo"})(_request(body))
+    assert "correlationId" in echo and echo["correlationId"] is None
 
 
 def test_fail_behaviour_text():
