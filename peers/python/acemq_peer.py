@@ -45,7 +45,7 @@ from acemq.errors import describe
 from acemq_peer_load import LoadSpec, RawResponder, binding_load, raw_load
 from acemq_peer_policies import PolicyTable
 
-PROTOCOLS = (1, 2)
+PROTOCOLS = (1, 2, 3)  # 3: type, the closed outcome, unmatched with both ids
 PEER = "python"
 DEFAULT_URL = "amqp://guest:guest@127.0.0.1:5672/"
 
