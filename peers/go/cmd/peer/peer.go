@@ -22,7 +22,7 @@ import (
 )
 
 // The protocol versions this peer speaks, oldest first.
-var protocols = []int{1, 2}
+var protocols = []int{1, 2, 3} // 3: type, the closed outcome, unmatched with both ids
 
 // command is every field any op takes; each op reads the ones it needs.
 // Optional fields are pointers, so that an absent one stays absent all the
