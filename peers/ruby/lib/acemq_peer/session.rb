@@ -16,7 +16,7 @@ module AcemqPeer
   # Serves one peer-protocol session (docs/peer-protocol.md, versions 1 and 2): commands
   # on input, one JSON line per answer or event on output, the log elsewhere.
   class Session
-    PROTOCOLS = [1, 2].freeze
+    PROTOCOLS = [1, 2, 3].freeze # 3: type, the closed outcome, unmatched with both ids
     NAME = "ruby"
     DRAIN_SECONDS = 10
     # How long requester.close waits for the answers of the calls its close ended.
