@@ -138,9 +138,9 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         ObjectDisposedException.ThrowIf(_disposed.IsCancellationRequested, this);
         var started = Stopwatch.GetTimestamp();
         var messageId = options.MessageId ?? Wire.NewMessageId();
-        var timeout = options.Timeout ?? DefaultTimeoutOfPolicy;
+        var timeout = TimeoutOf(_policy, options.Timeout);
         var replyTo = await ReplyAddressAsync(cancellationToken).ConfigureAwait(false);
-        var properties = RequestProperties(messageId, messageId, replyTo, options.Type, options.Headers);
+        var properties = RequestProperties(_policy, messageId, messageId, replyTo, options.Type, options.Headers);
         var body = JsonCodec.Encode(request);
 
         // Registered before publishing: a fast responder can answer before the confirm arrives.
@@ -189,8 +189,15 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         }
     }
 
-    /// <summary>The timeout of a call given none: 30 s (RR-9.3).</summary>
-    private TimeSpan DefaultTimeoutOfPolicy => TimeSpan.FromMilliseconds(_policy.DefaultTimeoutMs);
+    /// <summary>A call's timeout: the one given, else the policy's default, 30 s (RR-9.3).</summary>
+    internal static TimeSpan TimeoutOf(RequesterPolicy policy, TimeSpan? given) => given ?? TimeSpan.FromMilliseconds(policy.DefaultTimeoutMs);
+
+    /// <summary>SG-1.2: a gather's copies carry the requestMessageId as correlation_id unless given one.</summary>
+    internal static string? GatherCorrelationId(RequesterPolicy policy, string? given, string requestMessageId) =>
+        given ?? (policy.GatherDefaultCorrelation == GatherDefaultCorrelation.RequestMessageId ? requestMessageId : null);
+
+    /// <summary>Whether a gather that ended at its timeout is counted in TimedOut: never (RR-9.4), unless the policy says so.</summary>
+    internal static bool CountsGatherTimeout(RequesterPolicy policy, bool endedAtTimeout) => endedAtTimeout && policy.CountGatherTimeouts;
 
     /// <summary>What ends a pending call early besides its caller's token: disposing, unless the policy lets calls wait.</summary>
     private CancellationToken ClosingToken => _policy.PendingAtClose == PendingAtClose.EndClosed ? _disposed.Token : CancellationToken.None;
@@ -277,10 +284,8 @@ public sealed class Requester : IAsyncDisposable, IDisposable
 
         var started = Stopwatch.GetTimestamp();
         var requestMessageId = options.RequestMessageId ?? Wire.NewMessageId();
-        // SG-1.2: the copies carry the requestMessageId as correlation_id unless given one.
-        var correlationId = options.CorrelationId
-            ?? (_policy.GatherDefaultCorrelation == GatherDefaultCorrelation.RequestMessageId ? requestMessageId : null);
-        var timeout = options.Timeout ?? DefaultTimeoutOfPolicy;
+        var correlationId = GatherCorrelationId(_policy, options.CorrelationId, requestMessageId);
+        var timeout = TimeoutOf(_policy, options.Timeout);
         var body = JsonCodec.Encode(message);
         var gather = new PendingGather<TRes>(requestMessageId, options.ExpectedReplyCount, onReply, _policy);
         if (!_gathers.TryAdd(requestMessageId, gather))
@@ -292,7 +297,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         {
             var publisher = await PublisherAsync(cancellationToken).ConfigureAwait(false);
             var replyTo = await ReplyAddressAsync(cancellationToken).ConfigureAwait(false);
-            var properties = RequestProperties(requestMessageId, correlationId, replyTo, type, headers: null);
+            var properties = RequestProperties(_policy, requestMessageId, correlationId, replyTo, type, headers: null);
             for (var copy = 0; copy < copies; copy++)
             {
                 if (copy > 0 && _policy.GatherCopyIds == GatherCopyIds.Distinct)
@@ -319,7 +324,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
 
                 // A gather is no request: ending at its timeout is how it works, not a lost
                 // answer, so TimedOut (requests only, RR-9.4) is left alone unless the policy counts it.
-                if (gather.TimeoutElapsed() && _policy.CountGatherTimeouts)
+                if (CountsGatherTimeout(_policy, gather.TimeoutElapsed()))
                 {
                     Interlocked.Increment(ref _timedOut);
                 }
@@ -350,8 +355,9 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         }
     }
 
-    private BasicProperties RequestProperties(
-        string messageId, string? correlationId, string replyTo, string? type, IReadOnlyDictionary<string, object?>? headers)
+    /// <summary>The properties of a request or gather copy, as <paramref name="policy"/> writes them.</summary>
+    internal static BasicProperties RequestProperties(
+        RequesterPolicy policy, string messageId, string? correlationId, string replyTo, string? type, IReadOnlyDictionary<string, object?>? headers)
     {
         var table = new Dictionary<string, object?>(StringComparer.Ordinal);
         if (headers is not null)
@@ -362,15 +368,15 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             }
         }
 
-        if (_policy.WriteHeaderAddress)
+        if (policy.WriteHeaderAddress)
         {
             // A string is written as a long string (S); BinaryTableValue is a byte array (x).
-            table[ReplyToHeader] = _policy.HeaderAddressAsBytes
+            table[ReplyToHeader] = policy.HeaderAddressAsBytes
                 ? new BinaryTableValue(Encoding.UTF8.GetBytes(replyTo))
                 : replyTo;
         }
 
-        if (_policy.LongShortString == LongShortString.Truncate)
+        if (policy.LongShortString == LongShortString.Truncate)
         {
             // Breaks RR-18: cut where the rule says refuse.
             messageId = Wire.TruncateShortString(messageId)!;
@@ -379,7 +385,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             type = Wire.TruncateShortString(type);
         }
 
-        if (type is not null && _policy.TypeCarrier == TypeCarrier.Header)
+        if (type is not null && policy.TypeCarrier == TypeCarrier.Header)
         {
             // Breaks SG-2.3: a reader of the type property finds none.
             table[Wire.TypeHeader] = type;
@@ -390,7 +396,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         {
             MessageId = messageId,
             CorrelationId = correlationId,
-            ReplyTo = _policy.WriteNativeAddress ? replyTo : null,
+            ReplyTo = policy.WriteNativeAddress ? replyTo : null,
             Type = type,
             ContentType = Wire.JsonContentType,
             DeliveryMode = DeliveryModes.Persistent,

@@ -43,11 +43,14 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         _handler = handler;
         _options = options;
         _policy = options.Policy;
-        _maxAttempts = options.MaxAttempts ?? _policy.DefaultMaxAttempts;
+        _maxAttempts = MaxAttemptsOf(options);
         _channel.ChannelShutdownAsync += OnShutdownAsync;
     }
 
     public string Queue { get; }
+
+    /// <summary>The attempts of the retry policy: the options', else the policy's default, 3 (RR-14.4).</summary>
+    internal static int MaxAttemptsOf(ResponderOptions options) => options.MaxAttempts ?? options.Policy.DefaultMaxAttempts;
 
     public string DeadLetterQueue { get; }
 
