@@ -202,6 +202,8 @@ export class Requester {
       });
     });
 
+    // close() can end the call while its publish is in flight, before anyone awaits `reply`.
+    reply.catch(() => undefined);
     try {
       await (await this.publisher()).publish(exchange, routingKey, encodeJson(message), this.typed(options.type, {
         ...this.addressing(replyTo),
@@ -211,8 +213,9 @@ export class Requester {
       }), this.policy.honourReturns);
     } catch (err) {
       this.waiters.get(requestId)?.fail(err as Error);
-      await reply.catch(() => undefined);
-      throw err;
+      // A publish that failed because close() closed the connection: the call ended closed.
+      const ended = await reply.then(() => undefined, (reason: unknown) => reason);
+      throw ended instanceof RequesterClosedError ? ended : err;
     }
     return this.decodeReply<TRes>(requestId, await reply);
   }
@@ -289,6 +292,8 @@ export class Requester {
       onTimeout: policy.countGatherTimeouts ? () => this.timedOutCount++ : undefined,
     });
     this.gathers.set(requestMessageId, pending as PendingGather<unknown>);
+    // close() can end the gather while its publishes are in flight, before it is returned.
+    pending.result.catch(() => undefined);
     pending.onSettled(() => this.gathers.delete(requestMessageId));
 
     try {
