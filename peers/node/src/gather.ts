@@ -13,6 +13,8 @@ export interface PendingGatherOptions<TRes> {
   shortfall?: 'reject' | 'resolve' | undefined;
   /** SG-5: resolve once the count is reached (the default), or only at the timeout. */
   resolvesEarly?: boolean | undefined;
+  /** Called once if the gather ends at its timeout (a shortfall or a budget). */
+  onTimeout?: (() => void) | undefined;
 }
 
 export class PendingGather<TRes> {
@@ -73,6 +75,8 @@ export class PendingGather<TRes> {
   }
 
   private onTimeout(): void {
+    if (this.settled) return;
+    this.options.onTimeout?.();
     const count = this.options.expectedReplyCount;
     const replies = [...this.replies];
     const reached = count !== undefined && replies.length >= count; // only without early resolution

@@ -21,6 +21,7 @@ import {
   RequestTimedOutError,
   RequestTimeoutError,
   Requester,
+  RequesterClosedError,
   Responder,
   ResponderFailedError,
   newMessageId,
@@ -32,7 +33,7 @@ import {
 import { openRequester } from './requester';
 import { startResponder } from './responder';
 
-const PROTOCOLS = [1, 2];
+const PROTOCOLS = [1, 2, 3];
 const PEER = 'node';
 const SHUTDOWN_BOUND_MS = 5_000;
 
@@ -48,7 +49,10 @@ type Result = Record<string, unknown>;
 let amqpUrl: string | undefined;
 /** A TLS run's (hello's `tls`): every connection, binding or raw, trusts this CA only. */
 let socketOptions: SocketOptions | undefined;
-/** The version `hello` settled on; 2 adds `load`, `client: raw` and `connection_lost`. */
+/**
+ * The version `hello` settled on; 2 adds `load`, `client: raw` and `connection_lost`; 3 adds
+ * `type`, the `closed` outcome and the fixed shapes of `unmatched` and the echo body.
+ */
 let protocol = 1;
 const requesters = new Map<string, Requester>();
 const responders = new Map<string, Responder | RawResponder>();
@@ -177,9 +181,10 @@ function scenarioHandler(name: string, behavior: Record<string, unknown>): Handl
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
     if (reply === 'fail') throw new ScenarioFailure(String(errorMessage));
     const echo: Result = { echo: body, responder: name, peer: PEER };
-    if (typeof body === 'object' && body !== null && !Array.isArray(body) && 'correlationId' in body) {
-      echo.correlationId = (body as Record<string, unknown>).correlationId;
-    }
+    const carries = typeof body === 'object' && body !== null && !Array.isArray(body) && 'correlationId' in body;
+    if (carries) echo.correlationId = (body as Record<string, unknown>).correlationId;
+    // Version 3 fixes the shape: always there, null when the body has none.
+    else if (protocol >= 3) echo.correlationId = null;
     echo.seen = seen(context);
     return echo;
   };
@@ -234,7 +239,14 @@ async function requesterOpen(cmd: Command): Promise<Result> {
     url(),
     {
       observer: {
-        unmatched: (reply) => write({ event: 'unmatched', requester: name, correlation_id: reply.correlationId }),
+        unmatched: (reply) =>
+          write({
+            event: 'unmatched',
+            requester: name,
+            correlation_id: reply.correlationId,
+            // Version 3: both keys, since the requester cannot tell a request's reply from a gather's.
+            ...(protocol >= 3 ? { response_message_id: reply.responseMessageId } : {}),
+          }),
         connectionLost: lost('requester', name),
       },
       socketOptions,
@@ -249,6 +261,11 @@ async function requesterOpen(cmd: Command): Promise<Result> {
   return { reply_queue: opened.replyQueue };
 }
 
+/**
+ * The binding's close() fails every pending call before it awaits the connection's close,
+ * and each call's answer is written as soon as its promise settles, so the answers of the
+ * calls it ended are out before this one (version 3).
+ */
 async function closeRequester(cmd: Command): Promise<Result> {
   const name = str(cmd, 'name');
   const found = requester(name);
@@ -257,11 +274,17 @@ async function closeRequester(cmd: Command): Promise<Result> {
   return {};
 }
 
+/** A call pending when its requester was closed: version 3's `closed` outcome. */
+function closedOutcome(err: unknown): boolean {
+  return protocol >= 3 && err instanceof RequesterClosedError;
+}
+
 async function request(cmd: Command): Promise<Result> {
   const target = requester(str(cmd, 'requester'));
   const exchange = optStr(cmd, 'exchange') ?? '';
   const routingKey = optStr(cmd, 'routing_key') ?? '';
   const timeoutMs = optInt(cmd, 'timeout_ms', 1);
+  const type = protocol >= 3 ? optStr(cmd, 'type') : undefined;
   const requestId = newMessageId();
   const start = performance.now();
   const done = (fields: Result): Result => ({ ...fields, request_id: requestId, elapsed_ms: elapsedSince(start) });
@@ -269,12 +292,14 @@ async function request(cmd: Command): Promise<Result> {
     const reply = await target.request<unknown, unknown>(exchange, routingKey, cmd.body ?? null, given({
       timeoutMs,
       messageId: requestId,
+      type,
     }));
     return done({ outcome: 'reply', reply });
   } catch (err) {
     if (err instanceof RequestTimedOutError) return done({ outcome: 'timeout' });
     if (err instanceof ResponderFailedError) return done({ outcome: 'responder_failed', failure: err.failure });
     if (err instanceof ReplyDecodeError) return done({ outcome: 'decode_error', error: err.message });
+    if (closedOutcome(err)) return done({ outcome: 'closed' });
     throw err;
   }
 }
@@ -282,7 +307,8 @@ async function request(cmd: Command): Promise<Result> {
 async function gather(cmd: Command): Promise<Result> {
   const target = requester(str(cmd, 'requester'));
   const mode = cmd.mode ?? 'multi';
-  const type = optStr(cmd, 'type') ?? 'GatherRequest';
+  // Version 3 passes an absent type through (no type property); before it, a fixed one.
+  const type = protocol >= 3 ? optStr(cmd, 'type') : (optStr(cmd, 'type') ?? 'GatherRequest');
   const body = cmd.body ?? null;
   const requestMessageId = newMessageId();
   const common = given({
@@ -305,6 +331,7 @@ async function gather(cmd: Command): Promise<Result> {
     return done({ outcome: 'replies', replies });
   } catch (err) {
     if (err instanceof RequestTimeoutError) return done({ outcome: 'timeout_with_partial', replies: err.partialReplies });
+    if (closedOutcome(err)) return done({ outcome: 'closed' });
     throw err;
   }
 }

@@ -8,6 +8,8 @@
 // openers `openRequester` (requester.ts) and `startResponder` (responder.ts), which are
 // kept out of index.ts for the same reason. Values keep the catalogue's spelling.
 
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT_MS } from './wire';
+
 export interface RequesterPolicy {
   /** Write the reply address in acemq-reply-to (RR-1). */
   readonly writeHeaderAddress: boolean;
@@ -45,6 +47,18 @@ export interface RequesterPolicy {
   readonly gatherMissingCount: 'budget' | 'one';
   /** A gather reply for no pending gather (SG-8). */
   readonly gatherStrayReply: 'unmatched' | 'oldest_gather';
+  /** The timeout of a request or gather given none, when the caller set no default either (RR-9). */
+  readonly defaultTimeoutMs: number;
+  /** Count a gather that ends at its timeout (a shortfall or a budget) in TimedOut (RR-9.4). */
+  readonly countGatherTimeouts: boolean;
+  /** What a call still pending at close() does: end at once as closed, or wait out its timeout (RR-9.5). */
+  readonly pendingAtClose: 'end_closed' | 'wait';
+  /** A basic.return of a gather's publish ends the gather as refused (RR-13.3). */
+  readonly honourGatherReturns: boolean;
+  /** Where the type argument travels: the AMQP type property, or a `type` header (SG-2.3). */
+  readonly typeCarrier: 'property' | 'header';
+  /** correlation_id of a gather given none: its requestMessageId, or nothing (SG-1). */
+  readonly gatherDefaultCorrelation: 'request_message_id' | 'none';
 }
 
 export type AddressSource = 'header' | 'native';
@@ -84,6 +98,14 @@ export interface ResponderPolicy {
   readonly responseMessageId: boolean;
   /** `strict` fails a request with a bool, double, table or array header (WF-1). */
   readonly headerTypes: 'lenient' | 'strict';
+  /** Attempts at an undeliverable reply when the responder is given none (RR-14.4). */
+  readonly defaultMaxAttempts: number;
+  /** The attempt number is x-delivery-count plus this (RR-14.3). */
+  readonly attemptBase: 1 | 0;
+  /** A failure reply that was not delivered goes to the retry policy, or is taken as sent (RR-14.1). */
+  readonly failureReplyDelivery: 'checked' | 'unchecked';
+  /** A request body that is not JSON: a MalformedRequest failure reply, or dropped (RR-19.2). */
+  readonly malformedRequest: 'fail_reply' | 'drop';
 }
 
 export const DEFAULT_REQUESTER_POLICY: RequesterPolicy = Object.freeze({
@@ -105,6 +127,12 @@ export const DEFAULT_REQUESTER_POLICY: RequesterPolicy = Object.freeze({
   gatherShortfall: 'reject',
   gatherMissingCount: 'budget',
   gatherStrayReply: 'unmatched',
+  defaultTimeoutMs: DEFAULT_TIMEOUT_MS,
+  countGatherTimeouts: false,
+  pendingAtClose: 'end_closed',
+  honourGatherReturns: true,
+  typeCarrier: 'property',
+  gatherDefaultCorrelation: 'request_message_id',
 });
 
 export const DEFAULT_RESPONDER_POLICY: ResponderPolicy = Object.freeze({
@@ -122,6 +150,10 @@ export const DEFAULT_RESPONDER_POLICY: ResponderPolicy = Object.freeze({
   dlqQueueType: 'quorum',
   responseMessageId: true,
   headerTypes: 'lenient',
+  defaultMaxAttempts: DEFAULT_MAX_ATTEMPTS,
+  attemptBase: 1,
+  failureReplyDelivery: 'checked',
+  malformedRequest: 'fail_reply',
 });
 
 /** The defaults with some knobs changed, frozen: a policy never changes once opened. */

@@ -43,8 +43,17 @@ export class ConfirmPublisher {
     });
   }
 
-  /** Resolves once the broker acked the message and did not return it; rejects otherwise. */
-  publish(exchange: string, routingKey: string, body: Buffer, options: Options.Publish): Promise<void> {
+  /**
+   * Resolves once the broker acked the message and did not return it; rejects otherwise.
+   * `honourReturn` false takes a returned publish for a delivered one (a breach of RR-13).
+   */
+  publish(
+    exchange: string,
+    routingKey: string,
+    body: Buffer,
+    options: Options.Publish,
+    honourReturn: boolean = this.policy.honourReturns,
+  ): Promise<void> {
     const shortStrings: ShortStringProperties = {
       messageId: options.messageId,
       correlationId: options.correlationId,
@@ -72,7 +81,7 @@ export class ConfirmPublisher {
         this.channel.publish(exchange, routingKey, body, { ...properties, mandatory: true }, (err) => {
           confirmed();
           if (err) reject(new PublishFailedError(`publish to '${exchange}'/'${routingKey}' nacked or failed: ${describe(err)}`, false));
-          else if (entry.returned && this.policy.honourReturns)
+          else if (entry.returned && honourReturn)
             reject(new PublishFailedError(`publish to '${exchange}'/'${routingKey}' returned: unroutable`, true));
           else resolve();
         });

@@ -15,7 +15,6 @@ import { DEFAULT_REQUESTER_POLICY, type RequesterPolicy } from './policy';
 import { ConfirmPublisher } from './publisher';
 import { routeReply } from './routing';
 import {
-  DEFAULT_TIMEOUT_MS,
   ERROR_HEADER,
   JSON_CONTENT_TYPE,
   REPLY_TO_HEADER,
@@ -62,6 +61,8 @@ export interface RequesterOptions {
 
 export interface RequestOptions {
   timeoutMs?: number | undefined;
+  /** The request's type (SG-2.3), sent as the AMQP `type` property; none when not given. */
+  type?: string | undefined;
   /** The request's message_id; a fresh one when not given. Doubles as an idempotency key. */
   messageId?: string | undefined;
 }
@@ -71,7 +72,7 @@ export interface GatherCallOptions {
   expectedReplyCount?: number | undefined;
   /** How long the gather waits (SG-5..SG-7); the requester's default (30 s) when not given. */
   timeoutMs?: number | undefined;
-  /** The business correlationId; the message's own `correlationId`, else the requestMessageId. */
+  /** The business correlationId of every copy; the requestMessageId when not given (SG-1). */
   correlationId?: string | undefined;
   /** The gather's requestMessageId; a fresh newMessageId() when not given. */
   requestMessageId?: string | undefined;
@@ -111,6 +112,8 @@ export class Requester {
   private closed = false;
   private lostReported = false;
   private publishing: Promise<ConfirmPublisher> | undefined;
+  /** Of calls that give no timeout: the caller's default, else the spec's 30 s (RR-9). */
+  private readonly defaultTimeoutMs: number;
 
   private constructor(
     private readonly connection: ChannelModel,
@@ -119,7 +122,9 @@ export class Requester {
     readonly replyQueue: string,
     private readonly options: RequesterOptions,
     private readonly policy: RequesterPolicy,
-  ) {}
+  ) {
+    this.defaultTimeoutMs = options.defaultTimeoutMs ?? policy.defaultTimeoutMs;
+  }
 
   static {
     // The only way to a policy other than the spec's: see openRequester below.
@@ -170,7 +175,7 @@ export class Requester {
   ): Promise<TRes> {
     this.ensureOpen();
     const requestId = options.messageId ?? newMessageId();
-    const timeoutMs = options.timeoutMs ?? this.options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
     const replyTo = await this.replyAddressForOneCall();
 
     const reply = new Promise<ConsumeMessage>((resolve, reject) => {
@@ -197,17 +202,20 @@ export class Requester {
       });
     });
 
+    // close() can end the call while its publish is in flight, before anyone awaits `reply`.
+    reply.catch(() => undefined);
     try {
-      await (await this.publisher()).publish(exchange, routingKey, encodeJson(message), {
+      await (await this.publisher()).publish(exchange, routingKey, encodeJson(message), this.typed(options.type, {
         ...this.addressing(replyTo),
         messageId: requestId,
         correlationId: requestId,
         contentType: JSON_CONTENT_TYPE,
-      });
+      }), this.policy.honourReturns);
     } catch (err) {
       this.waiters.get(requestId)?.fail(err as Error);
-      await reply.catch(() => undefined);
-      throw err;
+      // A publish that failed because close() closed the connection: the call ended closed.
+      const ended = await reply.then(() => undefined, (reason: unknown) => reason);
+      throw ended instanceof RequesterClosedError ? ended : err;
     }
     return this.decodeReply<TRes>(requestId, await reply);
   }
@@ -217,7 +225,11 @@ export class Requester {
    * `expectedReplyCount` copies (one when no count), all with the same message_id and
    * correlation_id, and gathers the replies (SG-2, SG-5..SG-7).
    */
-  async sendRequestMulti<TReq, TRes>(type: string, message: TReq, options: SendRequestMultiOptions): Promise<TRes[]> {
+  async sendRequestMulti<TReq, TRes>(
+    type: string | undefined,
+    message: TReq,
+    options: SendRequestMultiOptions,
+  ): Promise<TRes[]> {
     // One copy (a breach of SG-2) cannot reach several competing consumers.
     const copies = this.policy.multiCopies === 'one' ? 1 : (options.expectedReplyCount ?? 1);
     return this.gather<TReq, TRes>(type, message, undefined, options, '', options.endpoint, copies);
@@ -229,7 +241,7 @@ export class Requester {
    * sendRequestMulti's and resolves with the same replies.
    */
   async publishRequest<TReq, TRes>(
-    type: string,
+    type: string | undefined,
     message: TReq,
     onReply: (reply: TRes) => void,
     options: PublishRequestOptions,
@@ -237,17 +249,25 @@ export class Requester {
     return this.gather<TReq, TRes>(type, message, onReply, options, options.exchange, '', 1);
   }
 
-  /** Ends every pending call with RequesterClosedError and closes the connection. */
+  /**
+   * Ends every pending call at once with RequesterClosedError (RR-9.5: the reply queue goes
+   * with the connection, so no reply can reach them any more) and closes the connection.
+   * The calls are failed before the connection's close is awaited, so every caller has its
+   * error by the time close() resolves.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const waiter of [...this.waiters.values()]) waiter.fail(new RequesterClosedError());
-    for (const gather of [...this.gathers.values()]) gather.fail(new RequesterClosedError());
+    // Left waiting (a breach of RR-9.5), each call ends at its own timeout instead.
+    if (this.policy.pendingAtClose === 'end_closed') {
+      for (const waiter of [...this.waiters.values()]) waiter.fail(new RequesterClosedError());
+      for (const gather of [...this.gathers.values()]) gather.fail(new RequesterClosedError());
+    }
     await this.connection.close().catch(() => undefined);
   }
 
   private async gather<TReq, TRes>(
-    type: string,
+    type: string | undefined,
     message: TReq,
     onReply: ((reply: TRes) => void) | undefined,
     options: GatherCallOptions,
@@ -257,37 +277,53 @@ export class Requester {
   ): Promise<TRes[]> {
     this.ensureOpen();
     const requestMessageId = options.requestMessageId ?? newMessageId();
-    const correlationId = options.correlationId ?? businessCorrelationId(message) ?? requestMessageId;
     const policy = this.policy;
+    // SG-1: the caller's correlationId, else the requestMessageId (left out, a breach of SG-1).
+    const correlationId =
+      options.correlationId ?? (policy.gatherDefaultCorrelation === 'request_message_id' ? requestMessageId : undefined);
     const pending = new PendingGather<TRes>(requestMessageId, {
       // SG-7: no count means the whole timeout is a budget, not a count of one.
       expectedReplyCount: options.expectedReplyCount ?? (policy.gatherMissingCount === 'one' ? 1 : undefined),
-      timeoutMs: options.timeoutMs ?? this.options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS,
+      timeoutMs: options.timeoutMs ?? this.defaultTimeoutMs,
       onReply,
       shortfall: policy.gatherShortfall,
       resolvesEarly: policy.gatherResolvesEarly,
+      // RR-9.4: a gather that ends at its timeout gave nothing up; counting it is a breach.
+      onTimeout: policy.countGatherTimeouts ? () => this.timedOutCount++ : undefined,
     });
     this.gathers.set(requestMessageId, pending as PendingGather<unknown>);
+    // close() can end the gather while its publishes are in flight, before it is returned.
+    pending.result.catch(() => undefined);
     pending.onSettled(() => this.gathers.delete(requestMessageId));
 
     try {
-      const properties: Options.Publish = {
+      const properties = this.typed(type, {
         ...this.addressing(await this.replyAddressForOneCall()),
         correlationId,
-        type,
         contentType: JSON_CONTENT_TYPE,
-      };
+      });
       const body = encodeJson(message);
       const publisher = await this.publisher();
       for (let i = 0; i < copies; i++) {
         // Distinct ids (a breach of SG-1): only the first copy's replies find the gather.
         const messageId = policy.gatherCopyIds === 'distinct' && i > 0 ? newMessageId() : requestMessageId;
-        await publisher.publish(exchange, routingKey, body, { ...properties, messageId });
+        // RR-13.3: a returned copy refuses the gather at once (ignored, a breach: it times out).
+        await publisher.publish(exchange, routingKey, body, { ...properties, messageId }, policy.honourGatherReturns);
       }
     } catch (err) {
       pending.fail(err as Error);
     }
     return pending.result;
+  }
+
+  /**
+   * SG-2.3: the call's type as the AMQP `type` property (in a `type` header, a breach of
+   * SG-2.3); no type given, none is sent.
+   */
+  private typed(type: string | undefined, properties: Options.Publish): Options.Publish {
+    if (type === undefined) return properties;
+    if (this.policy.typeCarrier === 'property') return { ...properties, type };
+    return { ...properties, headers: { ...(properties.headers ?? {}), type } };
   }
 
   /** RR-1: the reply address in both places, as the policy says. */
@@ -431,11 +467,3 @@ async function declareReplyQueue(channel: Channel, policy: RequesterPolicy): Pro
   return queue;
 }
 
-/** The bus's messages carry their business correlationId as a field. */
-function businessCorrelationId(message: unknown): string | undefined {
-  if (typeof message === 'object' && message !== null && 'correlationId' in message) {
-    const value = (message as { correlationId: unknown }).correlationId;
-    if (typeof value === 'string' && value !== '') return value;
-  }
-  return undefined;
-}

@@ -7,7 +7,6 @@ import { DEFAULT_RESPONDER_POLICY, type ResponderPolicy } from './policy';
 import { ConfirmPublisher } from './publisher';
 import {
   DEAD_LETTER_REASON_HEADER,
-  DEFAULT_MAX_ATTEMPTS,
   DELIVERY_COUNT_HEADER,
   ERROR_HEADER,
   type Headers,
@@ -59,7 +58,7 @@ export interface ResponderObserver {
 export interface ResponderOptions {
   /** Bind the request queue to this exchange (declared by someone else) before consuming. */
   bind?: { exchange: string; routingKey: string } | undefined;
-  /** Attempts at delivering a reply before the request is dead-lettered (RR-14). */
+  /** Attempts at delivering a reply before the request is dead-lettered (RR-14); 3 when not given. */
   maxAttempts?: number | undefined;
   /** Unacknowledged requests in flight at once. */
   prefetch?: number | undefined;
@@ -119,7 +118,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
     private readonly policy: ResponderPolicy,
   ) {
     this.countersMade = policy.countersCreated === 'before_subscribe';
-    this.maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+    this.maxAttempts = options.maxAttempts ?? policy.defaultMaxAttempts;
     if (!Number.isInteger(this.maxAttempts) || this.maxAttempts < 1) {
       throw new RangeError(`maxAttempts must be a positive integer, got ${options.maxAttempts}`);
     }
@@ -245,7 +244,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
       replyTo: address.address,
       replyToSource: address.source,
       headers: handlerHeaders(props.headers, policy.stripEngineHeaders),
-      attempt: attemptNumber(props.headers),
+      attempt: attemptNumber(props.headers, policy.attemptBase),
     };
     // Strict header typing (a breach of WF-1): a header of a type it does not expect fails
     // the request as a throwing handler would, and the handler never runs.
@@ -254,11 +253,21 @@ export class Responder<TReq = unknown, TRes = unknown> {
       await this.handleFailure(msg, context, `MalformedHeader: ${malformed}`);
       return;
     }
+    // RR-19.2: the handler takes a decoded request, so a body that is not JSON never reaches
+    // it; the responder fails the request itself (dropped silently, a breach of RR-19.2).
+    let request: TReq;
+    try {
+      request = decodeJson(msg.content) as TReq;
+    } catch (err) {
+      if (policy.malformedRequest === 'drop') this.channel.ack(msg);
+      else await this.handleFailure(msg, context, `MalformedRequest: ${err instanceof Error ? err.message : String(err)}`);
+      return;
+    }
     this.options.observer?.handled?.(context);
 
     let result: TRes;
     try {
-      result = await this.handler(decodeJson(msg.content) as TReq, context);
+      result = await this.handler(request, context);
     } catch (err) {
       await this.handleFailure(msg, context, failureText(err));
       return;
@@ -300,7 +309,16 @@ export class Responder<TReq = unknown, TRes = unknown> {
       await this.sendReply(context, Buffer.alloc(0), { [ERROR_HEADER]: failure });
     } catch (err) {
       if (counted) this.answeredCount--;
-      await this.retryOrDeadLetter(msg, context, err);
+      // RR-14.1: a failure reply is a reply, so one that was not delivered is retried and
+      // RR-11's dead-letter (the caller has its answer) does not apply. Taken as sent (a
+      // breach of RR-14.1), the request is dead-lettered with the failure, never retried.
+      if (this.policy.failureReplyDelivery === 'checked') {
+        await this.retryOrDeadLetter(msg, context, err);
+      } else if (this.policy.deadLetterFailures) {
+        await this.deadLetter(msg, failure);
+      } else {
+        this.channel.ack(msg);
+      }
       return;
     }
     this.options.observer?.replied?.({ messageId: context.messageId, failure });

@@ -78,14 +78,14 @@ export function handlerHeaders(headers: Headers | undefined, strip = true): Head
 }
 
 /**
- * RR-14's attempt number: the quorum queue's `x-delivery-count` plus one, 1 when absent.
- * amqplib decodes every AMQP integer type as a number (a BigInt is accepted too); anything
- * else, a string included, is not a count.
+ * RR-14's attempt number: the quorum queue's `x-delivery-count` plus one, 1 when absent
+ * (`base` is that one; RR-14.3). amqplib decodes every AMQP integer type as a number (a
+ * BigInt is accepted too); anything else, a string included, is not a count.
  */
-export function attemptNumber(headers: Headers | undefined): number {
+export function attemptNumber(headers: Headers | undefined, base = 1): number {
   const raw = headers?.[DELIVERY_COUNT_HEADER];
   const count = typeof raw === 'bigint' ? Number(raw) : raw;
-  return typeof count === 'number' && Number.isSafeInteger(count) && count >= 0 ? count + 1 : 1;
+  return typeof count === 'number' && Number.isSafeInteger(count) && count >= 0 ? count + base : base;
 }
 
 export type RetryDecision = 'requeue' | 'dead_letter';

@@ -13,7 +13,7 @@ import {
   responderPolicy,
 } from '../policy';
 
-type Value = boolean | string | string[];
+type Value = boolean | number | string | string[];
 export type Knobs = Readonly<Record<string, Value>>;
 export type Side = 'requester' | 'responder' | 'gatherer';
 
@@ -48,6 +48,16 @@ export const MUTANTS: Readonly<Record<string, { side: Side; policy: Knobs }>> = 
   'no-early-resolve': { side: 'gatherer', policy: { gather_resolves_early: false } },
   'no-count-means-one': { side: 'gatherer', policy: { gather_missing_count: 'one' } },
   'stray-reply-to-oldest-gather': { side: 'gatherer', policy: { gather_stray_reply: 'oldest_gather' } },
+  'default-timeout-10s': { side: 'requester', policy: { default_timeout_ms: 10000 } },
+  'default-attempts-5': { side: 'responder', policy: { default_max_attempts: 5 } },
+  'attempt-from-zero': { side: 'responder', policy: { attempt_base: 0 } },
+  'gather-no-default-correlation': { side: 'gatherer', policy: { gather_default_correlation: 'none' } },
+  'gather-timeouts-counted': { side: 'gatherer', policy: { count_gather_timeouts: true } },
+  'close-abandons-pending': { side: 'requester', policy: { pending_at_close: 'wait' } },
+  'gather-ignores-returns': { side: 'gatherer', policy: { honour_gather_returns: false } },
+  'type-in-header': { side: 'requester', policy: { type_carrier: 'header' } },
+  'failure-reply-unchecked': { side: 'responder', policy: { failure_reply_delivery: 'unchecked' } },
+  'malformed-request-dropped': { side: 'responder', policy: { malformed_request: 'drop' } },
 };
 
 /**

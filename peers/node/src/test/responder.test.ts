@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ConsumeMessage, Options } from 'amqplib';
 import { type ResponderPolicy, responderPolicy } from '../policy';
-import { Responder } from '../responder';
+import { Responder, type ResponderOptions } from '../responder';
 
 interface Published {
   routingKey: string;
@@ -21,7 +21,12 @@ interface Fixture {
 // Stands in for the broker: the responder's constructor and process() are reached past
 // TypeScript's `private`, with a channel that records acks and a publisher that confirms
 // (or, with `failPublish`, fails every reply as a returned publish would).
-function responder(changes: Partial<ResponderPolicy> = {}, failPublish = false, handler?: () => unknown): Fixture {
+function responder(
+  changes: Partial<ResponderPolicy> = {},
+  failPublish = false,
+  handler?: () => unknown,
+  options: ResponderOptions = {},
+): Fixture {
   const fixture = { acked: [], nacked: [], published: [], handled: 0 } as unknown as Fixture;
   const channel = {
     ack: (msg: ConsumeMessage) => fixture.acked.push(msg),
@@ -41,13 +46,13 @@ function responder(changes: Partial<ResponderPolicy> = {}, failPublish = false, 
     fixture.handled++;
     return handler ? handler() : { echo: request };
   };
-  fixture.responder = new ctor(null, channel, publisher, 'svc', echo, {}, responderPolicy(changes));
+  fixture.responder = new ctor(null, channel, publisher, 'svc', echo, options, responderPolicy(changes));
   return fixture;
 }
 
-function deliver(r: Responder, id: string, properties: Record<string, unknown> = {}): Promise<void> {
+function deliver(r: Responder, id: string, properties: Record<string, unknown> = {}, body = '{"a":1}'): Promise<void> {
   const msg = {
-    content: Buffer.from('{"a":1}'),
+    content: Buffer.from(body),
     fields: {},
     properties: { messageId: id, headers: { 'acemq-reply-to': 'rq' }, ...properties },
   } as unknown as ConsumeMessage;
@@ -138,5 +143,82 @@ describe('Responder', () => {
     assert.equal(dead?.routingKey, 'svc.dlq');
     assert.equal(dead?.options.headers?.['acemq-dead-letter-reason'], 'ScenarioFailure: no price');
     assert.equal(fixture.acked.length, 1);
+  });
+
+  /** Delivers the same request until it is acked (dead-lettered), as the quorum queue would. */
+  async function deliverUntilAcked(f: Fixture, id: string, firstCount: number | undefined): Promise<number[]> {
+    const counts: number[] = [];
+    for (let count = firstCount; f.acked.length === 0 && counts.length < 10; count = (count ?? 0) + 1) {
+      const headers: Record<string, unknown> = { 'acemq-reply-to': 'rq' };
+      if (count !== undefined) headers['x-delivery-count'] = count;
+      await deliver(f.responder, id, { headers });
+      counts.push(count ?? 0);
+    }
+    return counts;
+  }
+
+  it('makes 3 attempts at an undeliverable reply when given none, and what the policy says otherwise (RR-14.4)', async () => {
+    const spec = responder({}, true);
+    assert.equal((await deliverUntilAcked(spec, 'm1', undefined)).length, 3);
+    assert.equal(spec.nacked.length, 2);
+    const five = responder({ defaultMaxAttempts: 5 }, true);
+    assert.equal((await deliverUntilAcked(five, 'm1', undefined)).length, 5);
+    assert.match(String(five.published[0]?.options.headers?.['acemq-dead-letter-reason']), /^UndeliverableReply: /);
+  });
+
+  it('numbers attempts x-delivery-count + 1, or from 0 when the policy says so (RR-14.3)', async () => {
+    const seen: number[] = [];
+    const observed: ResponderOptions = { observer: { handled: (context) => seen.push(context.attempt) } };
+    await deliverUntilAcked(responder({}, true, undefined, observed), 'm1', 0);
+    assert.deepEqual(seen, [1, 2, 3]);
+    seen.length = 0;
+    await deliverUntilAcked(responder({ attemptBase: 0 }, true, undefined, observed), 'm1', undefined);
+    assert.deepEqual(seen, [0, 1, 2, 3], 'one more delivery: the last is still the one numbered max_attempts');
+  });
+
+  it('retries an undelivered failure reply and dead-letters it as UndeliverableReply (RR-14.1)', async () => {
+    const fail = () => {
+      throw new Error('no price');
+    };
+    const f = responder({}, true, fail);
+    await deliverUntilAcked(f, 'm1', undefined);
+    assert.equal(f.handled, 3);
+    assert.match(String(f.published[0]?.options.headers?.['acemq-dead-letter-reason']), /^UndeliverableReply: /);
+    assert.equal(f.responder.answered, 0);
+  });
+
+  it('dead-letters with the failure at once when the failure reply is unchecked', async () => {
+    const fail = () => {
+      throw new Error('no price');
+    };
+    const f = responder({ failureReplyDelivery: 'unchecked' }, true, fail);
+    await deliver(f.responder, 'm1');
+    assert.equal(f.handled, 1);
+    assert.equal(f.nacked.length, 0);
+    assert.equal(f.acked.length, 1);
+    assert.equal(f.published[0]?.options.headers?.['acemq-dead-letter-reason'], 'Error: no price');
+  });
+
+  it('answers a body that is not JSON with MalformedRequest, without the handler, then dead-letters it (RR-19.2)', async () => {
+    const f = responder();
+    await deliver(f.responder, 'm1', {}, 'not json {');
+    assert.equal(f.handled, 0);
+    const [reply, dead] = f.published;
+    assert.equal(reply?.routingKey, 'rq');
+    assert.equal(reply?.body.length, 0);
+    const failure = String(reply?.options.headers?.['acemq-error']);
+    assert.match(failure, /^MalformedRequest: /);
+    assert.equal(dead?.routingKey, 'svc.dlq');
+    assert.equal(dead?.options.headers?.['acemq-dead-letter-reason'], failure);
+    assert.equal(f.acked.length, 1);
+    assert.equal(f.responder.answered, 0);
+  });
+
+  it('acks a body that is not JSON silently when the policy drops it', async () => {
+    const f = responder({ malformedRequest: 'drop' });
+    await deliver(f.responder, 'm1', {}, 'not json {');
+    assert.equal(f.handled, 0);
+    assert.equal(f.published.length, 0);
+    assert.equal(f.acked.length, 1);
   });
 });
