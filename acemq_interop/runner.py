@@ -335,7 +335,14 @@ class Runner:
         lock = threading.Lock()
 
         def one(index: int, cell: Cell) -> CellResult:
-            result = self._finish(run_cell(cell, f"c{index:04d}", ctx))
+            # A peer that exited, stopped answering or spoke out of protocol is out of the
+            # run: its remaining cells ERROR at once with that cause, not one bound each.
+            down = next((p for p in (ctx.peers.get(s.name) for s in cell.specs()) if p is not None and p.fault), None)
+            if down is not None:
+                result = self._finish(cellmod.result_of(cell, Status.ERROR, ctx.broker, message=down.fault,
+                                                        stderr={down.name: down.stderr_tail()}))
+            else:
+                result = self._finish(run_cell(cell, f"c{index:04d}", ctx))
             with lock:
                 done[0] += 1
                 detail = f" {result.rule}: {result.message}" if result.status == Status.FAIL else (f" {result.message.splitlines()[0]}" if result.status == Status.ERROR else "")
