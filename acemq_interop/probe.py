@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import struct
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import pika
 import pika.data
 import pika.exceptions
+
+from .errors import BrokerError, ConnectionLost
 
 POLL_S = 0.02
 
@@ -121,37 +124,83 @@ def record(method: Any, properties: pika.BasicProperties, body: bytes) -> dict[s
     }
 
 
+def cause(exc: BaseException) -> str:
+    """The broker's reply code and text of a closed connection or channel, else pika's words
+    (some of its exceptions print as an empty string: their argument is another exception)."""
+    if isinstance(exc, (pika.exceptions.ConnectionClosed, pika.exceptions.ChannelClosed)):
+        return f"{exc.reply_code} {exc.reply_text}"
+    parts = [str(a) or repr(a) for a in exc.args]
+    return "; ".join(p for p in parts if p) or type(exc).__name__
+
+
 class Probe:
-    """One blocking AMQP connection, used by one cell's thread only."""
+    """One blocking AMQP connection, used by one cell's thread only.
+
+    Losing it (the broker force-closing it, the broker gone) raises ConnectionLost with the
+    broker's reason, and every later call raises the same: the cell is an ERROR, not a FAIL.
+    """
 
     def __init__(self, amqp_url: str):
         params = pika.URLParameters(amqp_url)
         params.client_properties = {"connection_name": "acemq-interop probe"}
-        self._connection = pika.BlockingConnection(params)
-        self._channel = self._connection.channel()
-        self._channel.confirm_delivery()
+        self._lost: str | None = None
+        try:
+            self._connection = pika.BlockingConnection(params)
+            self._channel = self._connection.channel()
+            self._channel.confirm_delivery()
+        except pika.exceptions.AMQPError as exc:
+            raise BrokerError(f"probe could not connect to the broker: {cause(exc)}") from None
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        if self._lost is not None:
+            raise ConnectionLost(self._lost)
+        try:
+            yield
+        except pika.exceptions.AMQPConnectionError as exc:
+            self._lost = f"probe connection lost: {cause(exc)}"
+            raise ConnectionLost(self._lost) from None
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            self._lost = f"probe channel closed by the broker: {cause(exc)}"
+            raise ConnectionLost(self._lost) from None
+        except pika.exceptions.AMQPChannelError as exc:
+            self._lost = f"probe channel failed: {type(exc).__name__}: {cause(exc)}"
+            raise ConnectionLost(self._lost) from None
+
+    def fault(self) -> str | None:
+        """Why the probe's connection is gone (looking at the socket now, without waiting), or None."""
+        if self._lost is None:
+            try:
+                with self._guard():
+                    self._connection.process_data_events(time_limit=0)
+            except ConnectionLost:
+                pass
+        return self._lost
 
     def close(self) -> None:
         try:
             self._connection.close()
-        except pika.exceptions.AMQPError:
+        except (pika.exceptions.AMQPError, OSError):
             pass
 
     def declare_queue(self, name: str, kind: str = "quorum", exclusive: bool = False) -> str:
-        if kind == "quorum":
-            self._channel.queue_declare(name, durable=True, arguments={"x-queue-type": "quorum"})
-        else:
-            result = self._channel.queue_declare(
-                name, durable=False, exclusive=exclusive, auto_delete=exclusive, arguments={"x-queue-type": "classic"}
-            )
-            name = result.method.queue
+        with self._guard():
+            if kind == "quorum":
+                self._channel.queue_declare(name, durable=True, arguments={"x-queue-type": "quorum"})
+            else:
+                result = self._channel.queue_declare(
+                    name, durable=False, exclusive=exclusive, auto_delete=exclusive, arguments={"x-queue-type": "classic"}
+                )
+                name = result.method.queue
         return name
 
     def declare_exchange(self, name: str, kind: str) -> None:
-        self._channel.exchange_declare(name, exchange_type=kind, durable=False, auto_delete=False)
+        with self._guard():
+            self._channel.exchange_declare(name, exchange_type=kind, durable=False, auto_delete=False)
 
     def bind(self, queue: str, exchange: str, routing_key: str) -> None:
-        self._channel.queue_bind(queue, exchange, routing_key=routing_key)
+        with self._guard():
+            self._channel.queue_bind(queue, exchange, routing_key=routing_key)
 
     def publish(
         self,
@@ -164,19 +213,21 @@ class Probe:
     ) -> bool:
         """Publish with confirms; False when the broker returned it (unroutable)."""
         props = pika.BasicProperties(headers={k: header_value(v) for k, v in headers.items()} or None, **properties)
-        try:
-            self._channel.basic_publish(exchange, routing_key, body, props, mandatory=mandatory)
-        except pika.exceptions.UnroutableError:
-            return False
+        with self._guard():
+            try:
+                self._channel.basic_publish(exchange, routing_key, body, props, mandatory=mandatory)
+            except pika.exceptions.UnroutableError:
+                return False
         return True
 
     def get(self, queue: str, bound_s: float) -> dict[str, Any] | None:
         """The next message on `queue` (acknowledged), or None when none came within the bound."""
         deadline = time.monotonic() + bound_s
-        while True:
-            method, properties, body = self._channel.basic_get(queue, auto_ack=True)
-            if method is not None:
-                return record(method, properties, body)
-            if time.monotonic() >= deadline:
-                return None
-            self._connection.sleep(POLL_S)
+        with self._guard():
+            while True:
+                method, properties, body = self._channel.basic_get(queue, auto_ack=True)
+                if method is not None:
+                    return record(method, properties, body)
+                if time.monotonic() >= deadline:
+                    return None
+                self._connection.sleep(POLL_S)
