@@ -18,7 +18,7 @@ from .manifests import PeerSpec
 from .model import CellResult, Status
 from .peer_client import Note, PeerLink, PendingCall
 from .probe import Probe
-from .steps import STEPS, Opened
+from .steps import STEPS, Opened, connection_lost_in
 
 
 
@@ -94,24 +94,38 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
         state.event_marks[spec.name] = ctx.peers[spec.name].event_count()
     started = time.monotonic()
     result = result_of(cell, Status.PASS, broker=ctx.broker)
+    suspect: str | None = None
     try:
-        for index, step in enumerate(cell.scenario.steps):
-            (kind, args), = step.items()
-            try:
-                STEPS[kind](state, args)
-            except TemplateError as exc:
-                raise PeerError(f"step {index + 1} ({kind}): {exc}") from None
-        if state.pending:
-            raise PeerError(f"the scenario never awaited {', '.join(state.pending)}")
-    except CheckFailed as failed:
-        result.status, result.rule, result.message = Status.FAIL, failed.rule, failed.message
-        result.expected, result.observed = failed.expected, failed.observed
-    except (PeerError, BrokerError) as exc:
-        result.status, result.message = Status.ERROR, str(exc)
-    except Exception as exc:  # a harness bug must not take the other cells down
-        result.status, result.message = Status.ERROR, f"harness error: {type(exc).__name__}: {exc}"
+        try:
+            for index, step in enumerate(cell.scenario.steps):
+                (kind, args), = step.items()
+                try:
+                    STEPS[kind](state, args)
+                except TemplateError as exc:
+                    raise PeerError(f"step {index + 1} ({kind}): {exc}") from None
+            if state.pending:
+                raise PeerError(f"the scenario never awaited {', '.join(state.pending)}")
+        except CheckFailed as failed:
+            result.status, result.rule, result.message = Status.FAIL, failed.rule, failed.message
+            result.expected, result.observed = failed.expected, failed.observed
+        except (PeerError, BrokerError) as exc:
+            result.status, result.message = Status.ERROR, str(exc)
+        except Exception as exc:  # a harness bug must not take the other cells down
+            result.status, result.message = Status.ERROR, f"harness error: {type(exc).__name__}: {exc}"
+        if result.status == Status.FAIL:
+            suspect = _broken_party(state)  # before the cleanup closes the probe or waits on a stopped peer
     finally:
         _cleanup(state, result)
+    # After the cleanup: its round trip with every peer the cell used means each event a peer
+    # wrote before answering it (a connection_lost above all) has been read.
+    fault = _connection_lost(state) or suspect
+    if fault is not None:
+        first = (result.message or "").splitlines()[0] if result.message else ""
+        if result.status == Status.FAIL:
+            fault += f"\n(the cell's check {result.rule} failed after it: {result.message})"
+        elif result.status == Status.ERROR and first and not first.startswith("connection lost") and "lost a connection" not in first:
+            fault += f"\n(after it: {first})"
+        result.status, result.message, result.rule, result.expected, result.observed = Status.ERROR, fault, None, None, None
     result.duration_s = time.monotonic() - started
     result.trace = state.trace
     if result.status == Status.ERROR:
@@ -121,6 +135,34 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
 
         attach(ctx.tracer, ctx.keep_transcript, ns, state.variables["_t0"], result)
     return result
+
+
+def _connection_lost(state: CellState) -> str | None:
+    """Every `connection_lost` a peer reported for the cell's requesters and responders, as
+    the cell's cause: a lost connection makes the cell an ERROR whatever it came to."""
+    of_cell = connection_lost_in(state.ns)
+    lost: list[str] = []
+    for name in sorted({s.name for s in state.cell.specs()}):
+        for event in state.ctx.peers[name].events_since(state.event_marks.get(name, 0), of_cell):
+            side = "requester" if event.get("requester") else "responder"
+            at = round(event["_at"] - state.variables["_t0"], 3) if "_at" in event else None
+            state.note("connection_lost", peer=name, **{side: event[side]}, reason=event.get("reason"), at=at)
+            loss = f"peer {name} {side} {event[side]}: {event.get('reason')}"
+            if loss not in lost:  # a channel and its connection may both report it
+                lost.append(loss)
+    return "connection lost: " + "; ".join(lost) if lost else None
+
+
+def _broken_party(state: CellState) -> str | None:
+    """Before a FAIL stands: the probe's connection gone, or a peer that no longer answers
+    (a stopped peer sends no reply, and that is not the other binding's fault)."""
+    if state.probe is not None and (lost := state.probe.fault()) is not None:
+        return lost
+    for name in sorted({s.name for s in state.cell.specs()}):
+        fault = state.ctx.peers[name].check_alive()
+        if fault is not None:
+            return fault
+    return None
 
 
 def _cleanup(state: CellState, result: CellResult) -> None:

@@ -14,6 +14,11 @@ class BrokerError(Exception):
     """No broker could be had, or it misbehaved (the run stops with a clear message)."""
 
 
+class ConnectionLost(BrokerError):
+    """The harness's own connection (the probe's) was closed by the broker or the network:
+    a fault of the run, never a conformance failure (ERROR, with the broker's reason)."""
+
+
 class CheckFailed(Exception):
     """A MUST of the wire spec was broken (FAIL): carries the rule and the evidence."""
 

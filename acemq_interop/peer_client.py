@@ -16,7 +16,7 @@ from typing import Any, Callable, Protocol
 
 from .errors import PeerError
 from .manifests import Manifest
-from .peer_process import DEFAULT_OP_BOUND_S, PeerProcess
+from .peer_process import DEFAULT_OP_BOUND_S, LIVENESS_BOUND_S, PeerProcess
 
 # Told of every command a client sends, with its answer (None while an async call is out).
 Note = Callable[[dict[str, Any], "dict[str, Any] | None"], None]
@@ -25,7 +25,7 @@ Note = Callable[[dict[str, Any], "dict[str, Any] | None"], None]
 class PendingCall(Protocol):
     command: dict[str, Any]
 
-    def wait(self, bound_s: float) -> dict[str, Any]: ...
+    def wait(self, bound_s: float, abort: Callable[[], str | None] | None = None) -> dict[str, Any]: ...
 
     def cancel(self) -> None: ...
 
@@ -38,12 +38,19 @@ class PeerLink(Protocol):
     @property
     def alive(self) -> bool: ...
 
+    @property
+    def fault(self) -> str | None: ...
+
+    def check_alive(self) -> str | None: ...
+
     def stderr_tail(self) -> str: ...
 
     def event_count(self) -> int: ...
 
+    def events_since(self, since: int, match: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]: ...
+
     def wait_events(self, match: Callable[[dict[str, Any]], bool], count: int, bound_s: float,
-                    since: int = 0) -> list[dict[str, Any]]: ...
+                    since: int = 0, stop: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]: ...
 
     def open_requester(self, name: str, profile: str = "current", mutant: str | None = None,
                        note: Note | None = None) -> dict[str, Any]: ...
@@ -74,8 +81,8 @@ class _ProcessCall:
     command: dict[str, Any]
     future: Any
 
-    def wait(self, bound_s: float) -> dict[str, Any]:
-        return self.process.wait(self.future, bound_s)
+    def wait(self, bound_s: float, abort: Callable[[], str | None] | None = None) -> dict[str, Any]:
+        return self.process.wait(self.future, bound_s, abort)
 
     def cancel(self) -> None:
         self.future.cancel()
@@ -129,6 +136,16 @@ class PeerClient:
     def alive(self) -> bool:
         return self.process.alive
 
+    @property
+    def fault(self) -> str | None:
+        """Why the peer is out of the run (exited, unresponsive, out of protocol), or None."""
+        return self.process.fault
+
+    def check_alive(self) -> str | None:
+        """None when the peer answers a liveness check within the op bound (at most a few
+        seconds); else its fault, and from then on it is out of the run."""
+        return self.process.check_alive(min(LIVENESS_BOUND_S, self.op_bound_s))
+
     def capabilities(self) -> set[str]:
         return self.process.capabilities()
 
@@ -139,8 +156,12 @@ class PeerClient:
         return self.process.event_count()
 
     def wait_events(self, match: Callable[[dict[str, Any]], bool], count: int, bound_s: float,
-                    since: int = 0) -> list[dict[str, Any]]:
-        return self.process.wait_events(match, count, bound_s, since)
+                    since: int = 0, stop: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
+        return self.process.wait_events(match, count, bound_s, since, stop)
+
+    def events_since(self, since: int, match: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+        """The events so far (from index `since`) that match, with no wait."""
+        return self.process.events(match, since)
 
     def shutdown(self) -> None:
         self.process.shutdown()

@@ -10,15 +10,16 @@ from __future__ import annotations
 import json
 import struct
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import pika
 import pika.data
 import pika.exceptions
 
 from . import raw_amqp
-from .errors import BrokerError
+from .errors import BrokerError, ConnectionLost
 from .tls import connect_error, pika_parameters
 
 POLL_S = 0.02
@@ -154,38 +155,80 @@ def raw_record(message: raw_amqp.Message) -> dict[str, Any]:
     }
 
 
+def cause(exc: BaseException) -> str:
+    """The broker's reply code and text of a closed connection or channel, else pika's words
+    (some of its exceptions print as an empty string: their argument is another exception)."""
+    if isinstance(exc, (pika.exceptions.ConnectionClosed, pika.exceptions.ChannelClosed)):
+        return f"{exc.reply_code} {exc.reply_text}"
+    parts = [str(a) or repr(a) for a in exc.args]
+    return "; ".join(p for p in parts if p) or type(exc).__name__
+
+
 class Probe:
-    """One blocking AMQP connection, used by one cell's thread only (over TLS with `ca_file`)."""
+    """One blocking AMQP connection, used by one cell's thread only (over TLS with `ca_file`).
+
+    Losing it (the broker force-closing it, the broker gone) raises ConnectionLost with the
+    broker's reason, and every later call raises the same: the cell is an ERROR, not a FAIL.
+    """
 
     def __init__(self, amqp_url: str, ca_file: str | None = None):
         params = pika_parameters(amqp_url, ca_file, "acemq-interop probe")
+        self._lost: str | None = None
         try:
             self._connection = pika.BlockingConnection(params)
-        except (pika.exceptions.AMQPConnectionError, OSError) as exc:
+            self._channel = self._connection.channel()
+            self._channel.confirm_delivery()
+        except (pika.exceptions.AMQPError, OSError) as exc:
             # pika raises a TLS verification error as it is, and nests other causes in an
             # AMQPConnectionError whose own text is empty.
-            raise BrokerError(f"probe cannot connect to {params.host}:{params.port}: {connect_error(exc)}") from exc
-        self._channel = self._connection.channel()
-        self._channel.confirm_delivery()
+            raise BrokerError(f"probe cannot connect to {params.host}:{params.port}: {connect_error(exc)}") from None
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        if self._lost is not None:
+            raise ConnectionLost(self._lost)
+        try:
+            yield
+        except pika.exceptions.AMQPConnectionError as exc:
+            self._lost = f"probe connection lost: {cause(exc)}"
+            raise ConnectionLost(self._lost) from None
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            self._lost = f"probe channel closed by the broker: {cause(exc)}"
+            raise ConnectionLost(self._lost) from None
+        except pika.exceptions.AMQPChannelError as exc:
+            self._lost = f"probe channel failed: {type(exc).__name__}: {cause(exc)}"
+            raise ConnectionLost(self._lost) from None
+
+    def fault(self) -> str | None:
+        """Why the probe's connection is gone (looking at the socket now, without waiting), or None."""
+        if self._lost is None:
+            try:
+                with self._guard():
+                    self._connection.process_data_events(time_limit=0)
+            except ConnectionLost:
+                pass
+        return self._lost
 
     def close(self) -> None:
         try:
             self._connection.close()
-        except pika.exceptions.AMQPError:
+        except (pika.exceptions.AMQPError, OSError):
             pass
 
     def declare_queue(self, name: str, kind: str = "quorum", exclusive: bool = False) -> str:
-        if kind == "quorum":
-            self._channel.queue_declare(name, durable=True, arguments={"x-queue-type": "quorum"})
-        else:
-            result = self._channel.queue_declare(
-                name, durable=False, exclusive=exclusive, auto_delete=exclusive, arguments={"x-queue-type": "classic"}
-            )
-            name = result.method.queue
+        with self._guard():
+            if kind == "quorum":
+                self._channel.queue_declare(name, durable=True, arguments={"x-queue-type": "quorum"})
+            else:
+                result = self._channel.queue_declare(
+                    name, durable=False, exclusive=exclusive, auto_delete=exclusive, arguments={"x-queue-type": "classic"}
+                )
+                name = result.method.queue
         return name
 
     def declare_exchange(self, name: str, kind: str) -> None:
-        self._channel.exchange_declare(name, exchange_type=kind, durable=False, auto_delete=False)
+        with self._guard():
+            self._channel.exchange_declare(name, exchange_type=kind, durable=False, auto_delete=False)
 
     def depth(self, name: str) -> tuple[int, int] | None:
         """(messages ready, consumers) of a queue, from a passive queue.declare: the broker's
@@ -202,7 +245,8 @@ class Probe:
         return ok.method.message_count, ok.method.consumer_count
 
     def bind(self, queue: str, exchange: str, routing_key: str) -> None:
-        self._channel.queue_bind(queue, exchange, routing_key=routing_key)
+        with self._guard():
+            self._channel.queue_bind(queue, exchange, routing_key=routing_key)
 
     def publish(
         self,
@@ -215,19 +259,21 @@ class Probe:
     ) -> bool:
         """Publish with confirms; False when the broker returned it (unroutable)."""
         props = pika.BasicProperties(headers={k: header_value(v) for k, v in headers.items()} or None, **properties)
-        try:
-            self._channel.basic_publish(exchange, routing_key, body, props, mandatory=mandatory)
-        except pika.exceptions.UnroutableError:
-            return False
+        with self._guard():
+            try:
+                self._channel.basic_publish(exchange, routing_key, body, props, mandatory=mandatory)
+            except pika.exceptions.UnroutableError:
+                return False
         return True
 
     def get(self, queue: str, bound_s: float) -> dict[str, Any] | None:
         """The next message on `queue` (acknowledged), or None when none came within the bound."""
         deadline = time.monotonic() + bound_s
-        while True:
-            method, properties, body = self._channel.basic_get(queue, auto_ack=True)
-            if method is not None:
-                return record(method, properties, body)
-            if time.monotonic() >= deadline:
-                return None
-            self._connection.sleep(POLL_S)
+        with self._guard():
+            while True:
+                method, properties, body = self._channel.basic_get(queue, auto_ack=True)
+                if method is not None:
+                    return record(method, properties, body)
+                if time.monotonic() >= deadline:
+                    return None
+                self._connection.sleep(POLL_S)

@@ -421,7 +421,14 @@ class Runner:
                 stop.append(f"broker lost: {self.watch.cause}")
             if stop:
                 return self._finish(self._not_started(cell, ctx, stop[0]))
-            result = self._broker_verdict(run_cell(cell, f"c{index:04d}", ctx))
+            # A peer that exited, stopped answering or spoke out of protocol is out of the
+            # run: its remaining cells ERROR at once with that cause, not one bound each.
+            down = next((p for p in (ctx.peers.get(s.name) for s in cell.specs()) if p is not None and p.fault), None)
+            if down is not None:
+                result = cellmod.result_of(cell, Status.ERROR, ctx.broker, message=down.fault,
+                                           stderr={down.name: down.stderr_tail()})
+            else:
+                result = self._broker_verdict(run_cell(cell, f"c{index:04d}", ctx))
             if self.watch is not None and self.watch.cause and not stop:
                 stop.append(f"broker lost: {self.watch.cause}")
                 self.log(f"broker lost: {self.watch.cause}; no further cell starts")

@@ -34,6 +34,17 @@ class Opened:
     name: str
 
 
+def connection_lost_in(ns: str) -> Callable[[dict[str, Any]], bool]:
+    """Matches a `connection_lost` event of a requester or responder of the cell `ns`."""
+    prefix = ns + "."
+
+    def lost(event: dict[str, Any]) -> bool:
+        return event.get("event") == "connection_lost" and any(
+            str(event.get(side) or "").startswith(prefix) for side in ("requester", "responder"))
+    return lost
+
+
+EVENT_SLICE_S = 0.25
 GRACE_S = 10.0  # on top of a request's own timeout, for the peer's bookkeeping
 DEFAULT_WAIT_MS = 5000
 
@@ -133,11 +144,23 @@ def _step_gather(state: CellState, args: dict[str, Any]) -> None:
 
 def _await(state: CellState, name: str) -> None:
     peer, call, bound_s, refusal_expected = state.pending.pop(name)
-    answer = call.wait(bound_s)
+    answer = call.wait(bound_s, abort=lambda: _broken(state))
     state.note("answer", peer=peer.name, of=name, answer=answer)
     if not answer.get("ok") and not refusal_expected:
         raise PeerError(f"peer '{peer.name}' refused {call.command['op']} '{name}': {answer.get('error')}")
     state.variables[name] = answer if answer.get("ok") else {**answer, "outcome": "refused"}
+
+
+def _broken(state: CellState) -> str | None:
+    """Why waiting on in this cell is pointless: one of its peers broke, or lost a connection."""
+    lost = connection_lost_in(state.ns)
+    for spec in state.cell.specs():
+        peer = state.ctx.peers[spec.name]
+        if peer.fault is not None:
+            return peer.fault
+        if peer.events_since(state.event_marks.get(spec.name, 0), lost):
+            return f"peer '{peer.name}' lost a connection of the cell"
+    return None
 
 
 def _step_await(state: CellState, args: Any) -> None:
@@ -164,10 +187,19 @@ def _step_wait_event(state: CellState, args: dict[str, Any]) -> None:
             and all(event.get(k) == v for k, v in where.items())
         )
 
-    found = peer.wait_events(match, count, bound_s, since=state.event_marks.get(peer.name, 0))
+    since = state.event_marks.get(peer.name, 0)
+    deadline = time.monotonic() + bound_s
+    while True:
+        # In slices: a peer of the cell that broke or lost a connection ends the wait (the
+        # engine names the cause), instead of the bound.
+        found = peer.wait_events(match, count, min(EVENT_SLICE_S, max(0.0, deadline - time.monotonic())),
+                                 since=since, stop=connection_lost_in(state.ns))
+        broken = _broken(state) if len(found) < count else None
+        if len(found) >= count or broken is not None or time.monotonic() >= deadline:
+            break
     state.note("wait_event", peer=peer.name, event=wanted, where=where, seen=len(found))
-    if not peer.alive:
-        raise PeerError(f"peer '{peer.name}' died while the cell waited for {wanted}")
+    if broken is not None:
+        raise PeerError(broken)
     if len(found) < count:
         raise CheckFailed(
             args["rule"],

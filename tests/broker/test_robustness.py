@@ -17,9 +17,9 @@ pytestmark = pytest.mark.broker
 @pytest.mark.parametrize(
     "mode, words",
     [
-        ("crash", "exited (status 3)"),
-        ("silent", "did not answer responder.start"),
-        ("garbage", "not a protocol message"),
+        ("crash", "exited (code 3)"),
+        ("silent", "unresponsive: no answer to responder.start"),
+        ("garbage", "is out of protocol: it wrote not JSON"),
     ],
 )
 def test_a_broken_peer_gives_error_cells_with_the_reason(broker, mode: str, words: str) -> None:

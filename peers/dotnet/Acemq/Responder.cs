@@ -25,6 +25,13 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     private readonly ResponderOptions _options;
     private readonly ResponderPolicy _policy;
     private readonly CancellationTokenSource _stopping = new();
+
+    // Cancelled when the broker or the network closes the channel: a handler under way is
+    // told through its token, since its reply can no longer leave nor its request be settled,
+    // and it must not hold the client's dispatcher (and with it the connection's shutdown,
+    // which every other requester and responder on the connection waits to hear of).
+    private readonly CancellationTokenSource _lost = new();
+    private readonly CancellationTokenSource _work;
     private string? _consumerTag;
 
     // Fields, so they exist at zero before the consumer is registered and a backlog is counted.
@@ -44,6 +51,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         _options = options;
         _policy = options.Policy;
         _maxAttempts = MaxAttemptsOf(options);
+        _work = CancellationTokenSource.CreateLinkedTokenSource(_stopping.Token, _lost.Token);
         _channel.ChannelShutdownAsync += OnShutdownAsync;
     }
 
@@ -188,9 +196,9 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         byte[] reply;
         try
         {
-            reply = await _handler.Handle(decoded, request, _stopping.Token).ConfigureAwait(false);
+            reply = await _handler.Handle(decoded, request, _work.Token).ConfigureAwait(false);
         }
-        catch (Exception e) when (!_stopping.IsCancellationRequested)
+        catch (Exception e) when (!_work.IsCancellationRequested)
         {
             var failure = Wire.FailureText(e);
             if (_policy.HandlerFailure == HandlerFailure.Retry)
@@ -385,14 +393,13 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     }
 
     /// <summary>Tells the observer when the broker or the network, not <see cref="DisposeAsync"/>, closed the channel.</summary>
-    private Task OnShutdownAsync(object sender, ShutdownEventArgs reason)
+    private async Task OnShutdownAsync(object sender, ShutdownEventArgs reason)
     {
         if (reason.Initiator != ShutdownInitiator.Application && !_stopping.IsCancellationRequested)
         {
             Notify(o => o.ConnectionLost(Mq.Describe(reason)));
+            await _lost.CancelAsync().ConfigureAwait(false);
         }
-
-        return Task.CompletedTask;
     }
 
     private void Notify(Action<IResponderObserver> hook)

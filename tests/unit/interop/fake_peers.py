@@ -27,7 +27,7 @@ class FakeCall:
     answer: dict[str, Any] | None
     cancelled: bool = False
 
-    def wait(self, bound_s: float) -> dict[str, Any]:
+    def wait(self, bound_s: float, abort: Callable[[], str | None] | None = None) -> dict[str, Any]:
         if self.answer is None:
             raise PeerError(f"peer did not answer {self.command['op']} within {bound_s:.1f}s")
         return self.answer
@@ -52,17 +52,30 @@ class FakePeer:
         self.log: list[dict[str, Any]] = []  # every command, in order
         self._changed = threading.Condition()
         self.alive = True
+        self.stopped = False  # answers commands, but not the liveness check (a FAIL is then an ERROR)
 
     # -- PeerLink ---------------------------------------------------------------------
 
+    @property
+    def fault(self) -> str | None:
+        return None if self.alive else f"peer '{self.name}' exited (code 1)"
+
+    def check_alive(self) -> str | None:
+        if self.fault is None and self.stopped:
+            return f"peer '{self.name}' unresponsive: no answer to counters within 1.0s"
+        return self.fault
+
     def stderr_tail(self) -> str:
         return f"{self.name}: in-memory peer"
+
+    def events_since(self, since: int, match: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+        return [e for e in self.events[since:] if match(e)]
 
     def event_count(self) -> int:
         return len(self.events)
 
     def wait_events(self, match: Callable[[dict[str, Any]], bool], count: int, bound_s: float,
-                    since: int = 0) -> list[dict[str, Any]]:
+                    since: int = 0, stop: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
         return [e for e in self.events[since:] if match(e)]
 
     def _answer(self, command: dict[str, Any], note: Any, check: bool = True, **fields: Any) -> dict[str, Any]:
