@@ -191,6 +191,7 @@ class Runner:
     def __init__(self, options: RunOptions):
         self.options = options
         self.log = options.log
+        self.watch: "BrokerWatch | None" = None  # set by run(); a caller of _run_cells alone has none
 
     def run(self) -> RunResult:
         o = self.options
