@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from . import assertions
 from . import catalogue as spec
 from .errors import UsageError
 from .paths import SCENARIOS_DIR
@@ -28,7 +29,7 @@ SCHEMA_PATH = SCENARIO_DIR / "scenario.schema.json"
 class Scenario:
     id: str
     title: str
-    rules: tuple[str, ...]
+    rules: tuple[str, ...]  # as listed; the loader holds them to exactly the rules of `clauses`
     roles: dict[str, str]  # role -> peer | probe | all-peers
     procedure: str
     steps: tuple[dict[str, Any], ...]
@@ -36,6 +37,9 @@ class Scenario:
     catches: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     needs: dict[str, frozenset[str]] = field(default_factory=dict)  # role -> capabilities
+    # Derived from the checks, in the order they first appear: every clause a check asserts
+    # (`rule:`) or names as the one broken (`consequence_of:`).
+    clauses: tuple[str, ...] = ()
 
     @property
     def estimate_s(self) -> float:
@@ -125,8 +129,6 @@ def _check_semantics(data: dict[str, Any], root: yaml.Node, where: Path) -> None
     for i, mutant in enumerate(data.get("catches", [])):
         if mutant not in known_mutants:
             fail(["catches", i], f"mutant '{mutant}' is not in the wire spec's mutant catalogue")
-        elif known_mutants[mutant].rule not in data["rules"]:
-            fail(["catches", i], f"mutant '{mutant}' breaks {known_mutants[mutant].rule}, which this scenario does not list in rules")
     bound: set[str] = set()
     for i, step in enumerate(data["steps"]):
         (name, args), = step.items()
@@ -143,17 +145,77 @@ def _check_semantics(data: dict[str, Any], root: yaml.Node, where: Path) -> None
                 if path:
                     fail([*at, *path], f"'{used}' is used before a step names it with as:")
                 fail(at, f"'{used}' is not named by an earlier step (as:)")
-        if kind.asserts == "rule" and args.get("rule") is not None and args["rule"] not in data["rules"]:
-            fail([*at, "rule"], f"step checks {args['rule']}, which is not in this scenario's rules")
         if kind.asserts == "expectations":
             for j, expectation in enumerate(args):
-                if expectation["rule"] not in data["rules"]:
-                    fail([*at, j, "rule"], f"expectation checks {expectation['rule']}, which is not in this scenario's rules")
                 head = expectation["that"].split(".")[0]
                 if head not in bound:
                     fail([*at, j, "that"], f"'{head}' is not named by an earlier step (as:)")
         if kind.binds and isinstance(args, dict) and "as" in args:
             bound.add(args["as"])
+
+
+def _clauses_of(data: dict[str, Any], root: yaml.Node, where: Path) -> tuple[str, ...]:
+    """The clauses the scenario's checks assert, checked against the catalogue and its lists.
+
+    Every check names a clause of the catalogue (never a bare rule, never none); the listed
+    `rules:` are exactly the rules of those clauses; every mutant in `catches:` breaks one
+    of them. Each problem is refused with file:line.
+    """
+    cat = spec.catalogue()
+    known = cat.clauses
+
+    def fail(path: list[Any], message: str) -> None:
+        raise UsageError(f"{where}:{_line_of(root, path)}: {message}")
+
+    def clause(path: list[Any], value: str, what: str) -> str:
+        rule = cat.rules.get(spec.rule_of(value))
+        if not spec.is_clause_id(value):
+            if rule is None:
+                fail(path, f"{what} {value} is not a rule of catalogue/catalogue.yaml")
+            fail(path, f"{what} {value} names a rule; a check names the clause it asserts: one of "
+                       f"{', '.join(c.id for c in rule.clauses)} (catalogue/catalogue.yaml)")
+        if value not in known:
+            hint = f" ({rule.id} has {', '.join(c.id for c in rule.clauses)})" if rule else ""
+            fail(path, f"{what} {value} is not a clause of catalogue/catalogue.yaml{hint}")
+        return value
+
+    found: dict[str, list[Any]] = {}  # clause -> the path of its first check
+    for i, step in enumerate(data["steps"]):
+        (name, args), = step.items()
+        kind = STEP_KINDS[name]
+        at = ["steps", i, name]
+        if kind.asserts == "rule" and isinstance(args, dict) and "rule" not in args:
+            for key in kind.rule_when:
+                if args.get(key):
+                    fail([*at, key], f"{name} with {key} is a check: give it `rule:`, the clause it asserts")
+        for sub, check in kind.checks(args):
+            here = [*at, *sub] if kind.asserts == "rule" else [*at, *sub, "rule"]
+            observed = clause(here, str(check["rule"]), "rule:")
+            found.setdefault(observed, here)
+            if kind.asserts == "expectations" and not any(k not in assertions.NOT_COMPARISONS for k in check):
+                fail([*at, *sub], f"expectation on {check.get('that')} compares nothing: add equals, present, ...")
+            if "consequence_of" in check:
+                there = [*at, *sub, "consequence_of"]
+                broken = clause(there, str(check["consequence_of"]), "consequence_of:")
+                if broken == observed:
+                    fail(there, f"consequence_of: {broken} is the clause this check asserts; drop it")
+                found.setdefault(broken, there)
+    listed = list(data["rules"])
+    for clause_id, path in found.items():
+        if spec.rule_of(clause_id) not in listed:
+            fail(path, f"a check asserts {clause_id}, whose rule {spec.rule_of(clause_id)} is not in this scenario's rules")
+    asserted_rules = {spec.rule_of(c) for c in found}
+    for i, rule in enumerate(listed):
+        if rule not in asserted_rules:
+            fail(["rules", i], f"rule {rule} is listed but no check asserts a clause of it: add a check naming one of "
+                               f"{', '.join(c.id for c in cat.rules[rule].clauses)}, or drop it from rules")
+    for i, name in enumerate(data.get("catches", [])):
+        mutant = cat.mutants[name]
+        if mutant.clause not in found:
+            fail(["catches", i], f"mutant '{name}' breaks {mutant.clause}, which no check of this scenario asserts"
+                                 + (f" (it asserts {', '.join(sorted(c for c in found if spec.rule_of(c) == mutant.rule))})"
+                                    if any(spec.rule_of(c) == mutant.rule for c in found) else ""))
+    return tuple(found)
 
 
 def load_file(path: Path) -> Scenario:
@@ -175,6 +237,7 @@ def load_file(path: Path) -> Scenario:
             f"(see docs/scenarios.md for the scenario format)"
         )
     _check_semantics(data, root, path)
+    clauses = _clauses_of(data, root, path)
     return Scenario(
         id=data["id"],
         title=data["title"],
@@ -186,6 +249,7 @@ def load_file(path: Path) -> Scenario:
         catches=tuple(data.get("catches", [])),
         tags=tuple(data.get("tags", [])),
         needs=_needs(data["roles"], data["steps"]),
+        clauses=clauses,
     )
 
 
