@@ -87,20 +87,31 @@ def shown(value: Any) -> Any:
 _shown = shown
 
 
+NOT_COMPARISONS = ("that", "rule", "because", "consequence_of")
+
+
 def check(expectation: dict[str, Any], variables: dict[str, Any]) -> CheckFailed | None:
-    """None when the expectation holds, else the failure with expected and observed."""
+    """None when the expectation holds, else the failure with expected and observed.
+
+    The failure names the clause the expectation asserts (`rule`), or, for a check that sees
+    another clause's consequence (`consequence_of`), that clause, with `rule` as `seen_as`.
+    """
     path = expectation["that"]
     rule = expectation["rule"]
     because = expectation.get("because", "")
     observed = lookup(variables, path)
     for op, raw in expectation.items():
-        if op in ("that", "rule", "because"):
+        if op in NOT_COMPARISONS:
             continue
         wanted = render(raw, variables)
         ok, expected_text = _compare(op, observed, wanted)
         if not ok:
             message = f"{path} {expected_text}" + (f" ({because})" if because else "")
-            return CheckFailed(rule, message, expected=wanted if op not in ("present",) else expected_text, observed=_shown(observed))
+            expected = wanted if op not in ("present",) else expected_text
+            if "consequence_of" in expectation:
+                return CheckFailed(expectation["consequence_of"], message, expected=expected, observed=_shown(observed),
+                                   seen_as=rule)
+            return CheckFailed(rule, message, expected=expected, observed=_shown(observed))
     return None
 
 

@@ -24,6 +24,9 @@ class Clause:
     id: str  # RR-4.2
     rule: str  # RR-4
     text: str
+    # Why no scenario can see it on the wire, and how it is checked instead (None: a
+    # scenario must assert it; a unit test holds every clause to one or the other).
+    unobservable: str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,14 @@ class Catalogue:
         rule = self.rules.get(rule_of(rule_or_clause))
         return rule.title if rule else ""
 
+    def describe(self, clause_id: str) -> str:
+        """`RR-4.2 (RR-4 How a reply is addressed)`: a clause with its rule, as reports name a FAIL."""
+        rule = rule_of(clause_id)
+        title = self.title(clause_id)
+        if rule == clause_id:
+            return f"{rule} {title}".strip()
+        return f"{clause_id} ({rule} {title})" if title else clause_id
+
 
 def rule_of(rule_or_clause: str) -> str:
     """`RR-4.2` -> `RR-4`; a rule id is its own rule."""
@@ -83,15 +94,31 @@ def rule_of(rule_or_clause: str) -> str:
     return head
 
 
+def is_clause_id(text: str) -> bool:
+    """`RR-4.2` is a clause id; `RR-4` is a rule id."""
+    return "." in text
+
+
 class CatalogueError(ValueError):
     pass
+
+
+def _clause(path: Path, rule_id: str, clause_id: str, value: Any) -> Clause:
+    """A clause is its text, or `{text, unobservable}` for one no scenario can see on the wire."""
+    if isinstance(value, dict):
+        unknown = set(value) - {"text", "unobservable"}
+        if unknown or "text" not in value:
+            raise CatalogueError(f"{path}: clause {clause_id}: a clause is its text or {{text, unobservable}}")
+        reason = value.get("unobservable")
+        return Clause(clause_id, rule_id, str(value["text"]), None if reason is None else str(reason))
+    return Clause(clause_id, rule_id, str(value))
 
 
 def load(path: Path = CATALOGUE_FILE) -> Catalogue:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     rules: dict[str, Rule] = {}
     for rule_id, body in data["rules"].items():
-        clauses = tuple(Clause(cid, rule_id, str(text)) for cid, text in body["clauses"].items())
+        clauses = tuple(_clause(path, rule_id, cid, value) for cid, value in body["clauses"].items())
         for clause in clauses:
             if rule_of(clause.id) != rule_id:
                 raise CatalogueError(f"{path}: clause {clause.id} is listed under {rule_id}")
@@ -156,7 +183,7 @@ def mutant_table(cat: Catalogue | None = None) -> str:
     """The wire spec's mutant table, in the catalogue's order."""
     cat = cat or catalogue()
     lines = ["| mutant | side | breaks | what the defective binding does |", "| --- | --- | --- | --- |"]
-    lines += [f"| `{m.name}` | {m.side} | {m.rule} | {m.description} |" for m in cat.mutants.values()]
+    lines += [f"| `{m.name}` | {m.side} | {m.clause} | {m.description} |" for m in cat.mutants.values()]
     return "\n".join(lines)
 
 

@@ -54,7 +54,7 @@ def result_of(cell: Cell, status: Status | str, broker: str = "", **fields: Any)
         roles[role] = PROBE if who is None else ([s.label for s in who] if isinstance(who, tuple) else who.label)
     return CellResult(
         id=cell.id, scenario=cell.scenario.id, title=cell.scenario.title, matrix=cell.scenario.matrix,
-        rules=tuple(cell.scenario.rules), roles=roles, peers=tuple(s.label for s in cell.specs()),
+        rules=tuple(cell.scenario.rules), clauses=tuple(cell.scenario.clauses), roles=roles, peers=tuple(s.label for s in cell.specs()),
         status=Status(status), broker=broker, **fields,
     )
 

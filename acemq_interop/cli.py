@@ -8,6 +8,7 @@ refusing, or lost.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -273,6 +274,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    if args.rules or args.json:
+        return _list_rules(args.json)
     manifests = discover(extra=_peer_dirs(args))
     print("Peers (peers/*/peer.yaml):")
     for name, m in sorted(manifests.items()):
@@ -282,7 +285,20 @@ def cmd_list(args: argparse.Namespace) -> int:
         roles = ", ".join(f"{r}={k}" for r, k in s.roles.items())
         print(f"  {s.id:<44} {','.join(s.rules):<16} {s.matrix:<11} {roles}")
         if args.verbose:
-            print(f"      {s.title}\n      {s.procedure}\n")
+            print(f"      {s.title}\n      asserts {', '.join(s.clauses)}\n      {s.procedure}\n")
+    return EXIT_OK
+
+
+def _list_rules(as_json: bool) -> int:
+    """Every clause: its text and the scenarios asserting it, or why none can (unobservable)."""
+    from .catalogue import catalogue
+    from .clause_table import as_text, clause_rows
+
+    rows = clause_rows(catalogue(), scenario_mod.load_all())
+    if as_json:
+        print(json.dumps([r.as_json() for r in rows], indent=1, ensure_ascii=False))
+    else:
+        print(as_text(rows))
     return EXIT_OK
 
 
@@ -453,6 +469,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
     lst = sub.add_parser("list", help="list peers and scenarios")
     lst.add_argument("-v", "--verbose", action="store_true", help="with each scenario's title and procedure")
+    lst.add_argument("--rules", action="store_true",
+                     help="the clause table instead: every clause, its text, the scenarios asserting it or why none can")
+    lst.add_argument("--json", action="store_true",
+                     help='the clause table as JSON: [{"rule", "clause", "text", "asserted_by", "unobservable"}] (implies --rules)')
     lst.add_argument("--peer-dir", action="append", help="a peer folder kept outside this suite (repeatable)")
     lst.set_defaults(func=cmd_list)
     bench = sub.add_parser("bench", help="each binding's request/reply rate measured inside its peer, against its raw client; per pair")

@@ -68,6 +68,15 @@ def _by_key(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return keys
 
 
+def _same_failure(old: str | None, new: str | None) -> bool:
+    """The same clause; or a run from before clauses named the rule and this one a clause of it."""
+    if old == new:
+        return True
+    if old is None or new is None:
+        return False
+    return ("." not in old and new.partition(".")[0] == old) or ("." not in new and old.partition(".")[0] == new)
+
+
 def compare(old: dict[str, Any], new: dict[str, Any]) -> Comparison:
     before, after = _by_key(old), _by_key(new)
     result = Comparison()
@@ -78,7 +87,7 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> Comparison:
         change = CellChange(key, o["status"], n["status"], o.get("failed_rule"), n.get("failed_rule"),
                             (n.get("message") or "").splitlines()[0] if n.get("message") else "", n.get("rerun") or "")
         if o["status"] == n["status"]:
-            if n["status"] == "FAIL" and o.get("failed_rule") != n.get("failed_rule"):
+            if n["status"] == "FAIL" and not _same_failure(o.get("failed_rule"), n.get("failed_rule")):
                 result.changed_rules.append(change)
             else:
                 result.unchanged += 1

@@ -98,10 +98,16 @@ def print_report(report: RunResult, console: Console | None = None) -> None:
     # about the run (a crash, a lost broker) and are folded by their cause, so 25 cells of
     # one dead peer are one line and cannot push a FAIL out of sight.
     failures = [r for r in problems if r.status == Status.FAIL] + [r for r in problems if r.status == Status.XPASS]
+    from .catalogue import catalogue
+
+    def broke_text(r: CellResult) -> str:
+        """`RR-4.2 (RR-4 How a reply is addressed)`, and the clause it was seen as, if another."""
+        return catalogue().describe(r.rule or "") + (f", seen as {r.seen_as}" if r.seen_as else "")
+
     for r in failures[:MAX_PROBLEMS_SHOWN]:
         console.print(f"[{STYLE[r.status]}]{r.status}[/] {escape(r.id)}")
         if r.status == Status.FAIL:
-            console.print(escape(f"    broke {r.rule}: {r.message}"))
+            console.print(escape(f"    broke {broke_text(r)}: {r.message}"))
             console.print(escape(f"    expected: {json.dumps(r.expected, default=str)[:400]}"))
             console.print(escape(f"    observed: {json.dumps(r.observed, default=str)[:400]}"))
         else:

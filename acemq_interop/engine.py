@@ -107,6 +107,7 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
                 raise PeerError(f"the scenario never awaited {', '.join(state.pending)}")
         except CheckFailed as failed:
             result.status, result.rule, result.message = Status.FAIL, failed.rule, failed.message
+            result.seen_as = failed.seen_as
             result.expected, result.observed = failed.expected, failed.observed
         except (PeerError, BrokerError) as exc:
             result.status, result.message = Status.ERROR, str(exc)

@@ -20,14 +20,20 @@ class ConnectionLost(BrokerError):
 
 
 class CheckFailed(Exception):
-    """A MUST of the wire spec was broken (FAIL): carries the rule and the evidence."""
+    """A MUST of the wire spec was broken (FAIL): carries the clause and the evidence.
 
-    def __init__(self, rule: str, message: str, expected: object = None, observed: object = None):
-        super().__init__(f"{rule}: {message}")
+    `rule` is the clause broken (RR-4.2); `seen_as` the clause of the check that saw it, when
+    the check observed that clause's consequence (an expectation's `consequence_of`).
+    """
+
+    def __init__(self, rule: str, message: str, expected: object = None, observed: object = None,
+                 seen_as: str | None = None):
+        super().__init__(f"{rule}: {message}" + (f" (seen as {seen_as})" if seen_as else ""))
         self.rule = rule
         self.message = message
         self.expected = expected
         self.observed = observed
+        self.seen_as = seen_as
 
 
 class TemplateError(Exception):

@@ -234,6 +234,10 @@ def _cell_view(r: CellResult, links: Links) -> dict[str, Any]:
         "rules": [{"id": x, "href": links.rule(x)} for x in r.rules], "broker": r.broker,
         "duration": f"{r.duration_s:.2f}", "rule": r.rule, "rule_href": links.rule(r.rule),
         "rule_title": cat.title(r.rule) if r.rule else "", "clause_text": clause.text if clause else "",
+        # "RR-4" beside "RR-4.2": a clause is shown with its rule; a rule id alone (older results) is its own.
+        "rule_id": r.rule.partition(".")[0] if r.rule and "." in r.rule else "",
+        "seen_as": r.seen_as, "seen_as_href": links.rule(r.seen_as),
+        "clauses": [{"id": x, "href": links.rule(x)} for x in r.clauses],
         "message": r.message, "first_line": _first_line(r.message),
         "expected": _json(r.expected), "observed": _json(r.observed),
         "observed_absent": r.observed == _ABSENT, "reason": r.reason, "rerun": r.rerun,
@@ -301,10 +305,13 @@ def render_html(report: RunResult, out_path: Path | None = None, docs_url: str |
                           "binding": hello.get("binding") or "", "client": hello.get("client") or "",
                           "mutants": mutants_text(hello) if hello else "",
                           "unavailable": (peer.unavailable or "").splitlines()[0] if peer and peer.unavailable else ""})
-    rules = [{"id": row.rule, "href": links.rule(row.rule), "title": row.title, "checked_by": row.checked_by,
-              "failing": [views[i] for i in row.failing]} for row in s.rules]
+    # "asserted by" comes from the clauses the scenarios' checks assert, never from `rules:`.
+    rules = [{"id": row.rule, "href": links.rule(row.rule), "title": row.title,
+              "checked_by": [sid + (f" ({', '.join(row.clauses_by.get(sid, ()))})" if row.clauses_by.get(sid) else "")
+                             for sid in row.checked_by],
+              "failing": [views[i] for i in row.failing], "seen_as": [views[i] for i in row.seen_as]} for row in s.rules]
     scenarios = [{"id": sid, "cells": [views[i] for i in ids], "title": views[ids[0]]["title"] if ids else "",
-                  "rules": views[ids[0]]["rules"] if ids else []} for sid, ids in s.scenarios.items()]
+                  "rules": (views[ids[0]]["clauses"] or views[ids[0]]["rules"]) if ids else []} for sid, ids in s.scenarios.items()]
     counts = [(st.value, report.count(st)) for st in COUNT_ORDER if report.count(st)]
     suite = report.meta.get("suite") or {}
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
@@ -412,7 +419,7 @@ details>summary{cursor:pointer}
 <ol id="failures" class="problems">
 {% for x in failures %}<li class="problem {{ x.status }}" data-cell="{{ x.id }}">
 <div><span class="badge {{ x.status }}">{{ x.status }}</span> <a href="#{{ x.anchor }}" class="mono wrap">{{ x.id }}</a></div>
-{% if x.status == 'FAIL' %}<div class="rule">broke <a href="{{ x.rule_href }}"><b>{{ x.rule }}</b></a> {{ x.rule_title }}{% if x.clause_text %}: <i>{{ x.clause_text }}</i>{% endif %}</div>
+{% if x.status == 'FAIL' %}<div class="rule">broke <a href="{{ x.rule_href }}"><b>{{ x.rule }}</b></a> {% if x.rule_id %}({{ x.rule_id }} {{ x.rule_title }}){% else %}{{ x.rule_title }}{% endif %}{% if x.clause_text %}: <i>{{ x.clause_text }}</i>{% endif %}{% if x.seen_as %} &middot; seen as <a href="{{ x.seen_as_href }}">{{ x.seen_as }}</a>{% endif %}</div>
 <div class="wrap">{{ x.message }}</div>
 <div class="eo"><div>expected<pre>{{ x.expected }}</pre></div><div>observed<pre{% if x.observed_absent %} class="absent"{% endif %}>{{ x.observed }}</pre></div></div>
 {% else %}<div class="wrap">{{ x.reason|linkify }}</div>{% endif %}
@@ -452,9 +459,11 @@ details>summary{cursor:pointer}
 </section>
 
 <section id="rules"><h2>Rules</h2>
-<table><tr><th>rule</th><th>title</th><th>asserted by</th><th>cells breaking it</th></tr>
+<p class="muted">"Broke it": cells whose FAIL names a clause of the rule. "Seen through it": cells where a check of this rule failed because another rule's clause broke (the check's <span class="mono">consequence_of</span>); those count as breaking that other rule.</p>
+<table><tr><th>rule</th><th>title</th><th>asserted by (its clauses)</th><th>cells breaking it</th><th>seen through it, broken elsewhere</th></tr>
 {% for r in rules %}<tr><td class="mono nw"><a href="{{ r.href }}">{{ r.id }}</a></td><td>{{ r.title }}</td><td class="mono wrap" style="font-size:12px">{{ r.checked_by|join(', ') or '(no scenario in this run)' }}</td>
-<td class="{{ 'FAIL' if r.failing else '' }} wrap">{% for c in r.failing %}<a class="mono" style="font-size:12px" href="#{{ c.anchor }}">{{ c.id }}</a>{% if not loop.last %}<br>{% endif %}{% endfor %}</td></tr>{% endfor %}
+<td class="{{ 'FAIL' if r.failing else '' }} wrap">{% for c in r.failing %}<a class="mono" style="font-size:12px" href="#{{ c.anchor }}">{{ c.id }}</a> <span class="mono" style="font-size:12px">{{ c.rule }}</span>{% if not loop.last %}<br>{% endif %}{% endfor %}</td>
+<td class="wrap">{% for c in r.seen_as %}<a class="mono" style="font-size:12px" href="#{{ c.anchor }}">{{ c.id }}</a> <span class="mono" style="font-size:12px">{{ c.seen_as }} &rarr; {{ c.rule }}</span>{% if not loop.last %}<br>{% endif %}{% endfor %}</td></tr>{% endfor %}
 </table></section>
 
 {% if xfails %}<section id="xfails"><h2>Known failures (XFAIL)</h2><ul>
@@ -476,7 +485,7 @@ details>summary{cursor:pointer}
 {% for x in sc.cells %}<div class="cell{{ ' inline' if x.inline else '' }}" id="{{ x.anchor }}" data-status="{{ x.status }}">
 <div><span class="badge {{ x.status }}">{{ x.status }}</span> <span class="mono wrap">{{ x.id }}</span> <span class="muted">{{ x.duration }}s{% if brokers|length > 1 %} &middot; {{ x.broker }}{% endif %}</span></div>
 {% if x.inline %}
-{% if x.status == 'FAIL' %}<p class="wrap">broke <a href="{{ x.rule_href }}"><b>{{ x.rule }}</b></a> {{ x.rule_title }}{% if x.clause_text %}: <i>{{ x.clause_text }}</i>{% endif %} &mdash; {{ x.message }}</p>
+{% if x.status == 'FAIL' %}<p class="wrap">broke <a href="{{ x.rule_href }}"><b>{{ x.rule }}</b></a> {% if x.rule_id %}({{ x.rule_id }} {{ x.rule_title }}){% else %}{{ x.rule_title }}{% endif %}{% if x.clause_text %}: <i>{{ x.clause_text }}</i>{% endif %}{% if x.seen_as %} &middot; seen as <a href="{{ x.seen_as_href }}">{{ x.seen_as }}</a>{% endif %} &mdash; {{ x.message }}</p>
 <div class="eo"><div>expected<pre>{{ x.expected }}</pre></div><div>observed<pre{% if x.observed_absent %} class="absent"{% endif %}>{{ x.observed }}</pre></div></div>{% endif %}
 {% if x.status == 'ERROR' %}<pre>{{ x.message }}</pre>{% endif %}
 {% if x.reason %}<p class="wrap">{{ x.reason|linkify }}</p>{% endif %}

@@ -58,6 +58,17 @@ def render_markdown(report: RunResult) -> str:
     for row in summary.peer_rows:
         lines.append(f"| **{_md(row.label)}** | " + " | ".join(_cell(row.columns.get(key)) for key, _ in summary.peer_columns) + " |")
     lines.append("")
+    from .catalogue import catalogue
+
+    cat = catalogue()
+    broken = [row for row in summary.rules if row.failing or row.seen_as]
+    if broken:
+        # "Broke it" counts the cells whose FAIL names a clause of the rule; "seen through it"
+        # the cells where a check of this rule failed because another rule's clause broke.
+        lines += ["## Rules broken", "", "| rule | broke it | seen through it, broken elsewhere |", "| --- | :-: | :-: |"]
+        for row in broken:
+            lines.append(f"| {_md(row.rule)} {_md(row.title)} | {len(row.failing)} | {len(row.seen_as)} |")
+        lines.append("")
     non_pass = report.cells(summary.non_pass)
     if non_pass:
         lines += [f"## Cells not passing ({len(non_pass)})", ""]
@@ -65,7 +76,7 @@ def render_markdown(report: RunResult) -> str:
         for r in non_pass:
             what = r.message if r.status in (Status.FAIL, Status.ERROR) else r.reason
             what = (what or "").splitlines()[0][:300] if what else ""
-            rule = r.rule or ", ".join(r.rules)
+            rule = (cat.describe(r.rule) + (f", seen as {r.seen_as}" if r.seen_as else "")) if r.rule else ", ".join(r.rules)
             lines.append(f"| {r.status} | `{_md(r.id)}` | {_md(rule)} | {_md(what)} | `{_md(r.rerun)}` |")
         lines.append("")
     else:

@@ -24,7 +24,7 @@ def _cell(record: dict[str, Any]) -> CellResult:
         rule=record.get("failed_rule"), message=record.get("message") or "", expected=record.get("expected"),
         observed=record.get("observed"), trace=list(record.get("trace") or []), stderr=dict(record.get("stderr") or {}),
         reason=record.get("reason") or "", rerun=record.get("rerun") or "",
-        transcript=record.get("transcript"),
+        transcript=record.get("transcript"), clauses=tuple(record.get("clauses") or ()), seen_as=record.get("seen_as"),
     )
 
 

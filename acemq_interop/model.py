@@ -101,7 +101,7 @@ class CellResult:
     status: Status
     broker: str = ""
     duration_s: float = 0.0
-    rule: str | None = None  # the rule a FAIL broke
+    rule: str | None = None  # the clause a FAIL broke (RR-4.2; a rule id in results from before clauses)
     message: str = ""
     expected: Any = None
     observed: Any = None
@@ -112,6 +112,11 @@ class CellResult:
     # The broker's firehose record of the cell's namespace (acemq_interop/transcript.py):
     # kept for non-PASS cells (every cell with --transcripts all); None when not kept.
     transcript: list[dict[str, Any]] | None = None
+    # The clauses the scenario's checks assert (derived by the loader); `rules` are theirs.
+    clauses: tuple[str, ...] = ()
+    # A FAIL seen through another clause's check (`consequence_of`): the clause that check
+    # asserts. `rule` is still the clause broken.
+    seen_as: str | None = None
 
     def __post_init__(self) -> None:
         self.status = Status(self.status)
@@ -189,8 +194,12 @@ class PeerRow:
 class RuleRow:
     rule: str
     title: str
-    checked_by: tuple[str, ...]  # scenario ids, in run order
-    failing: tuple[str, ...]  # ids of the cells whose FAIL broke this rule
+    checked_by: tuple[str, ...]  # ids of the scenarios asserting a clause of this rule, in run order
+    failing: tuple[str, ...]  # "broke it": ids of the cells whose FAIL names a clause of this rule
+    # "broke because of it" seen from here: ids of the cells where a check of this rule failed
+    # because another rule's clause broke (its `consequence_of`); they count under that rule.
+    seen_as: tuple[str, ...] = ()
+    clauses_by: dict[str, tuple[str, ...]] = field(default_factory=dict)  # scenario id -> its clauses of this rule
 
 
 @dataclass(frozen=True)
@@ -228,16 +237,22 @@ def summarise(results: list[CellResult], labels: list[str], brokers: list[str],
     rows = tuple(PeerRow(label, {key: counts_of(by_peer[label][key]) for key, _ in used if by_peer[label].get(key)})
                  for label in labels)
     scenarios: dict[str, list[str]] = defaultdict(list)
-    checked_by: dict[str, list[str]] = defaultdict(list)
+    # rule -> scenario -> the clauses of that rule it asserts (from the checks, not `rules:`)
+    checked: dict[str, dict[str, list[str]]] = defaultdict(dict)
     failing: dict[str, list[str]] = defaultdict(list)
+    seen_as: dict[str, list[str]] = defaultdict(list)
     for r in results:
         if r.scenario not in scenarios:
-            for rule in r.rules:
-                checked_by[rule].append(r.scenario)
+            # Results written before clauses carry only rules: those stand for themselves.
+            for clause in r.clauses or r.rules:
+                checked[_rule_of(clause)].setdefault(r.scenario, []).append(clause)
         scenarios[r.scenario].append(r.id)
         if r.status == Status.FAIL and r.rule:
             failing[_rule_of(r.rule)].append(r.id)
-    rules = tuple(RuleRow(rid, title, tuple(checked_by.get(rid, ())), tuple(failing.get(rid, ())))
+            if r.seen_as and _rule_of(r.seen_as) != _rule_of(r.rule):
+                seen_as[_rule_of(r.seen_as)].append(r.id)
+    rules = tuple(RuleRow(rid, title, tuple(checked.get(rid, {})), tuple(failing.get(rid, ())), tuple(seen_as.get(rid, ())),
+                          {sid: tuple(c for c in cs if c != rid) for sid, cs in checked.get(rid, {}).items()})
                   for rid, title in rule_titles.items())
     return Summary(
         status_counts=status_counts,

@@ -125,6 +125,9 @@ def record(method: Any, properties: pika.BasicProperties, body: bytes) -> dict[s
         "body_text": body.decode("utf-8", errors="replace"),
         "body_length": len(body),
         "redelivered": bool(getattr(method, "redelivered", False)),
+        # Where it was published: a reply goes to the default exchange ("") with the reply address as routing key (RR-4.1).
+        "exchange": getattr(method, "exchange", None),
+        "routing_key": getattr(method, "routing_key", None),
     }
 
 

@@ -28,11 +28,13 @@ def cell_record(result: CellResult) -> dict[str, Any]:
         "title": result.title,
         "matrix": result.matrix,
         "rules": list(result.rules),
+        "clauses": list(result.clauses),
         "roles": dict(result.roles),
         "broker": result.broker,
         "status": result.status.value,
         "duration_s": round(result.duration_s, 3),
         "failed_rule": result.rule,
+        "seen_as": result.seen_as,
         "message": result.message,
         "expected": result.expected,
         "observed": result.observed,
@@ -101,11 +103,14 @@ def _case(report: RunResult, r: CellResult, scenario_file: str | None) -> TestCa
     if r.status == Status.FAIL:
         from .catalogue import catalogue
 
-        title = catalogue().title(r.rule or "")
+        cat = catalogue()
+        named = cat.describe(r.rule or "") + (f", seen as {r.seen_as}" if r.seen_as else "")
+        clause = cat.clauses.get(r.rule or "")
         check = (r.message or "").splitlines()[0] if r.message else ""
-        text = (f"{r.rule} {title}: {r.message}\nexpected: {json.dumps(r.expected, default=str)}\n"
+        text = (f"{named}: {r.message}\n" + (f"clause: {clause.text}\n" if clause else "")
+                + f"expected: {json.dumps(r.expected, default=str)}\n"
                 f"observed: {json.dumps(r.observed, default=str)}\nrerun: {r.rerun}")
-        case.add_failure_info(message=_xml_safe(f"{r.rule} {title}: {check}"), output=_xml_safe(text),
+        case.add_failure_info(message=_xml_safe(f"{named}: {check}"), output=_xml_safe(text),
                               failure_type=r.rule or "FAIL")
     elif r.status == Status.XPASS:
         case.add_failure_info(message=_xml_safe(f"XPASS: {r.reason}"), output=_xml_safe(f"{r.reason}\nrerun: {r.rerun}"),

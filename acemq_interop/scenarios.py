@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator, NoReturn
 import jsonschema
 import yaml
 
+from . import assertions
 from . import catalogue as spec
 from . import strict_yaml
 from .errors import UsageError
@@ -30,7 +31,7 @@ SCHEMA_PATH = SCENARIO_DIR / "scenario.schema.json"
 class Scenario:
     id: str
     title: str
-    rules: tuple[str, ...]
+    rules: tuple[str, ...]  # as listed; the loader holds them to exactly the rules of `clauses`
     roles: dict[str, str]  # role -> peer | probe | all-peers
     procedure: str
     steps: tuple[dict[str, Any], ...]
@@ -39,6 +40,9 @@ class Scenario:
     tags: tuple[str, ...] = ()
     needs: dict[str, frozenset[str]] = field(default_factory=dict)  # role -> capabilities
     min_protocol: int = 1  # the oldest peer protocol its steps can be driven with (a `type` needs 3)
+    # Derived from the checks, in the order they first appear: every clause a check asserts
+    # (`rule:`) or names as the one broken (`consequence_of:`).
+    clauses: tuple[str, ...] = ()
 
     @property
     def estimate_s(self) -> float:
@@ -201,14 +205,6 @@ def _check_semantics(data: dict[str, Any], root: yaml.Node | None, where: Path) 
     bound before use and used as what they are, templates that name something, regexes that compile."""
     known_rules = spec.rules()
     known_mutants = spec.mutants()
-    known_clauses = spec.catalogue().clauses
-
-    def checked(rule: str, at: list[Any], what: str) -> None:
-        """A step's `rule:` names a clause of the catalogue (or a whole rule) of a listed rule."""
-        if "." in rule and rule not in known_clauses:
-            fail(at, f"clause {rule} is not in catalogue/catalogue.yaml")
-        if spec.rule_of(rule) not in data["rules"]:
-            fail(at, f"{what} checks {rule}, which is not in this scenario's rules")
 
     def fail(path: list[Any], message: str) -> NoReturn:
         raise refuse(where, line_at(root, path), message)
@@ -219,8 +215,6 @@ def _check_semantics(data: dict[str, Any], root: yaml.Node | None, where: Path) 
     for i, mutant in enumerate(data.get("catches", [])):
         if mutant not in known_mutants:
             fail(["catches", i], f"mutant {shown(mutant)} is not in the wire spec's mutant catalogue")
-        elif known_mutants[mutant].rule not in data["rules"]:
-            fail(["catches", i], f"mutant '{mutant}' breaks {known_mutants[mutant].rule}, which this scenario does not list in rules")
     roles: dict[str, str] = data["roles"]
     played: set[str] = set()
     names = _Names(fail)
@@ -243,11 +237,8 @@ def _check_semantics(data: dict[str, Any], root: yaml.Node | None, where: Path) 
             for key, value in args.items():
                 if key not in kind.uses and key not in ("as", "role"):
                     names.templates(value, [*at, key], kind.templates.get(key), key)
-        if kind.asserts == "rule" and args.get("rule") is not None:
-            checked(args["rule"], [*at, "rule"], "step")
         if kind.asserts == "expectations":
             for j, expectation in enumerate(args):
-                checked(expectation["rule"], [*at, j, "rule"], "expectation")
                 names.path(expectation["that"], [*at, j, "that"], extra=(), label=None)
                 for op in COMPARISONS:
                     if op in expectation:
@@ -268,6 +259,70 @@ def _check_semantics(data: dict[str, Any], root: yaml.Node | None, where: Path) 
                                   f"remove it or give it to a step's role:")
 
 
+def _clauses_of(data: dict[str, Any], root: yaml.Node, where: Path) -> tuple[str, ...]:
+    """The clauses the scenario's checks assert, checked against the catalogue and its lists.
+
+    Every check names a clause of the catalogue (never a bare rule, never none); the listed
+    `rules:` are exactly the rules of those clauses; every mutant in `catches:` breaks one
+    of them. Each problem is refused with file:line.
+    """
+    cat = spec.catalogue()
+    known = cat.clauses
+
+    def fail(path: list[Any], message: str) -> NoReturn:
+        raise refuse(where, line_at(root, path), message)
+
+    def clause(path: list[Any], value: str, what: str) -> str:
+        rule = cat.rules.get(spec.rule_of(value))
+        if not spec.is_clause_id(value):
+            if rule is None:
+                fail(path, f"{what} {value} is not a rule of catalogue/catalogue.yaml")
+            fail(path, f"{what} {value} names a rule; a check names the clause it asserts: one of "
+                       f"{', '.join(c.id for c in rule.clauses)} (catalogue/catalogue.yaml)")
+        if value not in known:
+            hint = f" ({rule.id} has {', '.join(c.id for c in rule.clauses)})" if rule else ""
+            fail(path, f"{what} {value} is not a clause of catalogue/catalogue.yaml{hint}")
+        return value
+
+    found: dict[str, list[Any]] = {}  # clause -> the path of its first check
+    for i, step in enumerate(data["steps"]):
+        (name, args), = step.items()
+        kind = STEP_KINDS[name]
+        at = ["steps", i, name]
+        if kind.asserts == "rule" and isinstance(args, dict) and "rule" not in args:
+            for key in kind.rule_when:
+                if args.get(key):
+                    fail([*at, key], f"{name} with {key} is a check: give it `rule:`, the clause it asserts")
+        for sub, check in kind.checks(args):
+            here = [*at, *sub] if kind.asserts == "rule" else [*at, *sub, "rule"]
+            observed = clause(here, str(check["rule"]), "rule:")
+            found.setdefault(observed, here)
+            if kind.asserts == "expectations" and not any(k not in assertions.NOT_COMPARISONS for k in check):
+                fail([*at, *sub], f"expectation on {check.get('that')} compares nothing: add equals, present, ...")
+            if "consequence_of" in check:
+                there = [*at, *sub, "consequence_of"]
+                broken = clause(there, str(check["consequence_of"]), "consequence_of:")
+                if broken == observed:
+                    fail(there, f"consequence_of: {broken} is the clause this check asserts; drop it")
+                found.setdefault(broken, there)
+    listed = list(data["rules"])
+    for clause_id, path in found.items():
+        if spec.rule_of(clause_id) not in listed:
+            fail(path, f"a check asserts {clause_id}, whose rule {spec.rule_of(clause_id)} is not in this scenario's rules")
+    asserted_rules = {spec.rule_of(c) for c in found}
+    for i, rule in enumerate(listed):
+        if rule not in asserted_rules:
+            fail(["rules", i], f"rule {rule} is listed but no check asserts a clause of it: add a check naming one of "
+                               f"{', '.join(c.id for c in cat.rules[rule].clauses)}, or drop it from rules")
+    for i, name in enumerate(data.get("catches", [])):
+        mutant = cat.mutants[name]
+        if mutant.clause not in found:
+            fail(["catches", i], f"mutant '{name}' breaks {mutant.clause}, which no check of this scenario asserts"
+                                 + (f" (it asserts {', '.join(sorted(c for c in found if spec.rule_of(c) == mutant.rule))})"
+                                    if any(spec.rule_of(c) == mutant.rule for c in found) else ""))
+    return tuple(found)
+
+
 def load_file(path: Path) -> Scenario:
     """One scenario file, checked whole; UsageError `path:line: problem` for the first thing wrong."""
     data, root = strict_yaml.read(path)
@@ -282,6 +337,7 @@ def load_file(path: Path) -> Scenario:
                                                   f"{data['id']}{path.suffix}, or the id {shown(path.stem)}")
     _check_semantics(data, root, path)
     _check_protocol(data, root, path)
+    clauses = _clauses_of(data, root, path)
     return Scenario(
         id=data["id"],
         title=data["title"],
@@ -294,6 +350,7 @@ def load_file(path: Path) -> Scenario:
         tags=tuple(data.get("tags", [])),
         needs=_needs(data["roles"], data["steps"]),
         min_protocol=int(data.get("min_protocol", 1)),
+        clauses=clauses,
     )
 
 

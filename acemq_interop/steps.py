@@ -168,9 +168,26 @@ def _step_await(state: CellState, args: Any) -> None:
         _await(state, name)
 
 
+COUNTER_POLL_S = 0.05  # how often `counters: {until}` reads again: a read costs one command
+
+
 def _step_counters(state: CellState, args: dict[str, Any]) -> None:
     peer, name = state.owners[args["of"]]
-    state.variables[args["as"]] = peer.counters(name, note=state.noter(peer))
+    counters = peer.counters(name, note=state.noter(peer))
+    until = args.get("until")
+    if until:
+        # A count decides, not a window: the counters are read until they hold these values
+        # (a counter incremented late gets there; one that lost a count never does).
+        deadline = time.monotonic() + args.get("timeout_ms", DEFAULT_WAIT_MS) / 1000
+        while any(counters.get(k) != v for k, v in until.items()) and time.monotonic() < deadline:
+            time.sleep(COUNTER_POLL_S)
+            counters = peer.counters(name)
+        state.note("counters", peer=peer.name, of=args["of"], until=until, counters=counters)
+        wrong = {k: counters.get(k, assertions.ABSENT) for k, v in until.items() if counters.get(k) != v}
+        if wrong:
+            raise CheckFailed(args["rule"], f"counters of {args['of']} reach {json.dumps(until)} within "
+                              f"{args.get('timeout_ms', DEFAULT_WAIT_MS) / 1000:.1f}s", expected=until, observed=wrong)
+    state.variables[args["as"]] = counters
 
 
 def _step_wait_event(state: CellState, args: dict[str, Any]) -> None:
@@ -179,11 +196,15 @@ def _step_wait_event(state: CellState, args: dict[str, Any]) -> None:
     where = assertions.render(args.get("where", {}), state.variables)
     count = args.get("count", 1)
     bound_s = args.get("timeout_ms", DEFAULT_WAIT_MS) / 1000
+    # `of` a responder step that started several (`count: N`) on one peer: any of them.
+    bound = state.variables.get(args["of"])
+    group = bound.get("names") if isinstance(bound, dict) else None
+    names = {name} | {n for n in group or () if state.owners.get(n, (None, ""))[0] is peer}
 
     def match(event: dict[str, Any]) -> bool:
         return (
             event.get("event") == wanted
-            and name in (event.get("responder"), event.get("requester"))
+            and (event.get("responder") in names or event.get("requester") in names)
             and all(event.get(k) == v for k, v in where.items())
         )
 
@@ -293,7 +314,7 @@ def _probe_get(state: CellState, args: dict[str, Any], get: Callable[[str, float
         got = get(queue, bound_s)
         state.note("probe_get", queue=queue, absent_expected=True, got=got)
         if got is not None:
-            raise CheckFailed(args.get("rule", "RR-1"), f"no message on {queue} within {bound_s:.1f}s", expected="nothing", observed=got)
+            raise CheckFailed(args["rule"], f"no message on {queue} within {bound_s:.1f}s", expected="nothing", observed=got)
         state.variables[args["as"]] = None
         return
     records = []
@@ -362,7 +383,7 @@ def _step_queue_facts(state: CellState, args: dict[str, Any]) -> None:
     queue = state.queue_name(args["queue"])
     facts = state.ctx.management.queue(state.ctx.vhost, queue)
     state.note("queue_facts", queue=queue, facts=facts)
-    state.variables[args["as"]] = facts if facts is not None else {"exists": False}
+    state.variables[args["as"]] = {**facts, "exists": True} if facts is not None else {"exists": False}
 
 
 def _step_stop_responder(state: CellState, name: str) -> None:
@@ -382,6 +403,7 @@ def _step_expect(state: CellState, args: list[dict[str, Any]]) -> None:
     for expectation in args:
         failure = assertions.check(expectation, state.variables)
         state.note("expect", that=expectation["that"], rule=expectation["rule"], ok=failure is None,
+                   **({"consequence_of": expectation["consequence_of"]} if "consequence_of" in expectation else {}),
                    observed=assertions.shown(assertions.lookup(state.variables, expectation["that"])) if failure else None)
         if failure is not None:
             raise failure
@@ -394,7 +416,8 @@ AS = {"$ref": "#/$defs/as"}  # a name a step binds with `as:`, and a reference t
 MS = {"$ref": "#/$defs/ms"}
 # The `type` argument of a request or gather (protocol 3): the AMQP type property, a short string.
 TYPE = {"type": "string", "minLength": 1, "maxLength": 255}
-RULE = {"$ref": "#/$defs/clause"}  # a step's `rule:`: a clause id, or a whole rule
+RULE = {"$ref": "#/$defs/rule"}
+CLAUSE = {"$ref": "#/$defs/clause"}  # what a check names: the clause it asserts
 TEMPLATE = {"$ref": "#/$defs/template"}
 HEADERS = {"type": "object", "additionalProperties": {"$ref": "#/$defs/header_value"}}
 BIND = {"type": "object", "required": ["exchange"], "additionalProperties": False,
@@ -463,7 +486,17 @@ class StepKind:
     plays: tuple[str, ...] = ("peer",)  # the role kinds a `role:` of it may name
     capability: str | None = None  # what the peer playing its role must offer
     capability_via: str | None = None  # the capability lands on the role of the step this key names
-    asserts: str | None = None  # "rule": a `rule:` field it FAILs with; "expectations": a list of them
+    asserts: str | None = None  # "rule": a `rule:` field (a clause id) it FAILs with; "expectations": a list of them
+    rule_when: tuple[str, ...] = ()  # with asserts="rule" and an optional `rule`: the keys that make it a check (then `rule` is required)
+
+    def checks(self, args: Any) -> list[tuple[list[Any], dict[str, Any]]]:
+        """(path below the step, the check) of every check this step makes: each names the
+        clause it asserts (`rule`) and, for an expectation, maybe `consequence_of`."""
+        if self.asserts == "rule" and isinstance(args, dict) and "rule" in args:
+            return [(["rule"], {"rule": args["rule"]})]
+        if self.asserts == "expectations" and isinstance(args, list):
+            return [([i], e) for i, e in enumerate(args) if isinstance(e, dict) and "rule" in e]
+        return []
 
 
 def _uses_of(kind: StepKind, args: Any) -> list[tuple[list[Any], str, tuple[str, ...]]]:
@@ -522,21 +555,27 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              capability="gather", capability_via="requester"),
     StepKind("await", {"oneOf": [AS, {"type": "array", "minItems": 1, "items": AS}]}, _step_await, "`await: name` or `[names]`",
              "waits for async calls (bounded by their timeout plus a grace)", uses={"*": CALLS}),
-    StepKind("counters", _obj(["as", "of"], **{"as": AS, "of": AS}), _step_counters, "`counters: {as, of}`",
-             "reads a requester's or responder's counters, no wait", "the counters", binds=True, uses={"of": OPENED}),
+    StepKind("counters", _obj(["as", "of"], **{
+        "as": AS, "of": AS, "until": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer"}},
+        "timeout_ms": MS, "rule": CLAUSE}), _step_counters, "`counters: {as, of, until?, timeout_ms?, rule?}`",
+             "reads a requester's or responder's counters, no wait; with `until: {answered: 3}` reads again (bounded) "
+             "until they hold those values, and not getting there is a FAIL of the clause `rule` (required then)",
+             "the counters", binds=True, uses={"of": OPENED}, asserts="rule", rule_when=("until",)),
     StepKind("wait_counters", _obj(["of", "until", "rule"], **{
         "as": AS, "of": AS, "until": {"type": "object", "minProperties": 1,
                                           "additionalProperties": {"type": ["integer", "string"]}},
-        "timeout_ms": MS, "rule": RULE}), _step_wait_counters,
+        "timeout_ms": MS, "rule": CLAUSE}), _step_wait_counters,
              "`wait_counters: {of, until: {counter: value}, timeout_ms?, rule, as?}`",
              "reads a requester's or responder's counters until each named one has its value (bounded); "
              "not reaching them is a FAIL of `rule`", "the counters last read", binds=True, uses={"of": OPENED}, templates={"until": ()}, asserts="rule"),
     StepKind("wait_event", _obj(["of", "event", "rule"], **{
         "as": AS, "of": AS,
         "event": {"enum": ["handled", "replied", "reply_failed", "dead_lettered", "unanswerable", "unmatched"]},
-        "count": {"type": "integer", "minimum": 1}, "timeout_ms": MS, "where": {"type": "object"}, "rule": RULE}),
+        "count": {"type": "integer", "minimum": 1}, "timeout_ms": MS, "where": {"type": "object"}, "rule": CLAUSE}),
              _step_wait_event, "`wait_event: {of, event, count?, where?, timeout_ms?, rule, as?}`",
-             "waits (bounded) for events from a requester or responder; too few is a FAIL of `rule`", "the events",
+             "waits (bounded) for events from a requester or responder (every one a `count: N` responder step "
+             "started on its peer); too few is a FAIL of the clause `rule`; "
+             "its `as:` holds every matching event seen by then (more than `count` when more came)", "the events",
              binds=True, uses={"of": OPENED}, templates={"where": ()}, asserts="rule"),
     StepKind("probe_publish", _obj([], *TARGET, _excludes("body", "body_text"), **{
         "as": AS, "queue": NAME, "exchange": {"type": "string"}, "routing_key": {"type": "string"},
@@ -564,23 +603,24 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              fields=("message_id", "routed", "messages")),
     StepKind("probe_get", _obj(["as", "queue"], **{
         "as": AS, "queue": NAME, "timeout_ms": MS, "count": {"type": "integer", "minimum": 1, "maximum": 50},
-        "rule": RULE, "absent": {"type": "boolean"}, "wire_types": {"type": "boolean"}}), _step_probe_get,
+        "rule": CLAUSE, "absent": {"type": "boolean"}, "wire_types": {"type": "boolean"}}), _step_probe_get,
              "`probe_get: {as, queue, count?, timeout_ms?, rule?, absent?, wire_types?}`",
              "takes messages off a queue: `properties`, `headers`, `header_types` (`longstr`, `bytes`, ...), `body`, "
-             "`body_text`, `body_length`; too few is a FAIL of `rule`; `absent: true` asserts nothing arrives; "
+             "`body_text`, `body_length`, `exchange` and `routing_key` it was published with; too few is a FAIL of the "
+             "clause `rule` (an ERROR without one); `absent: true` asserts nothing arrives (`rule` required); "
              "`wire_types: true` reads with the raw client (acemq_interop/raw_amqp.py), which adds each header's "
              "AMQP type code (`wire_types`: header -> `S`, `x`, `l`, `I`, `b`, `B`, `u`, `i`...) and "
              "`wire_types_by_code` (code -> the dotted paths of every value with it, nested ones included)",
-             "the record (a list with `count`)", binds=True, templates={"queue": ()}, asserts="rule"),
+             "the record (a list with `count`)", binds=True, templates={"queue": ()}, asserts="rule", rule_when=("absent",)),
     StepKind("probe_count", _obj(["queue", "messages", "rule"], **{
         "as": AS, "queue": NAME, "messages": {"type": "integer", "minimum": 0},
-        "consumers": {"type": "integer", "minimum": 0}, "timeout_ms": MS, "rule": RULE}), _step_probe_count,
+        "consumers": {"type": "integer", "minimum": 0}, "timeout_ms": MS, "rule": CLAUSE}), _step_probe_count,
              "`probe_count: {queue, messages, consumers?, timeout_ms?, rule, as?}`",
              "waits (bounded) until a passive `queue.declare` counts `messages` ready messages (and `consumers`); "
              "not reaching it is a FAIL of `rule`", "`{messages, consumers}`", binds=True, templates={"queue": ()}, asserts="rule"),
     StepKind("queue_facts", _obj(["as", "queue"], **{"as": AS, "queue": NAME}), _step_queue_facts,
              "`queue_facts: {as, queue}`",
-             "asks the management API: `type`, `durable`, `exclusive`, `auto_delete`, `arguments`", "the facts", binds=True,
+             "asks the management API: `exists`, `type`, `durable`, `exclusive`, `auto_delete`, `arguments`", "the facts", binds=True,
              templates={"queue": ()}),
     StepKind("stop_responder", AS, _step_stop_responder, "`stop_responder: name`",
              "stops a responder (every one a `count` or `all-peers` step started) before the cell ends",
@@ -588,8 +628,9 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
     StepKind("close_requester", AS, _step_close_requester, "`close_requester: name`",
              "closes a requester before the cell ends", uses={"*": ("requester",)}),
     StepKind("expect", {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/expectation"}}, _step_expect,
-             "`expect: [{that, rule, <comparison>: value, because?}]`",
-             "checks paths into what steps named; the first that does not hold is the cell's FAIL, naming `rule`",
+             "`expect: [{that, rule, <comparison>: value, because?, consequence_of?}]`",
+             "checks paths into what steps named; the first that does not hold is the cell's FAIL, naming the clause "
+             "`rule`, or with `consequence_of: CLAUSE` naming that clause as broken and `rule` as what it was seen as",
              asserts="expectations"),
 ]}
 
@@ -597,7 +638,9 @@ STEPS: dict[str, Callable[["CellState", Any], None]] = {k.name: k.run for k in S
 
 RULE_PATTERN = "^(RR|SG|WF)-[0-9]+$"
 BUILT_INS = ("ns",)  # bound in every cell: its namespace (engine.run_cell)
-CLAUSE_PATTERN = "^(RR|SG|WF)-[0-9]+(\\.[0-9]+)?$"  # what a step FAILs with: a clause (RR-4.2), or a whole rule
+# A check's `rule:` names a clause; the schema lets a bare rule id through so that the loader
+# can refuse it with a message naming the rule's clauses.
+CHECK_PATTERN = "^(RR|SG|WF)-[0-9]+([.][0-9]+)?$"
 COMPARISONS = ("equals", "not_equals", "one_of", "contains", "excludes", "present", "matches", "starts_with",
                "gte", "lte", "gt", "lt", "length", "all_equal", "distinct", "each_equals")
 _NUMBER_OR_TEMPLATE = {"anyOf": [{"type": "number"}, TEMPLATE], "errorMessage": "a number, or one ${...} naming one"}
@@ -663,10 +706,12 @@ def scenario_schema() -> dict[str, Any]:
             "ms": {"type": "integer", "minimum": 0, "maximum": 120000},
             "rule": {"type": "string", "pattern": RULE_PATTERN},
             "header_value": _HEADER_VALUE,
-            "clause": {"type": "string", "pattern": CLAUSE_PATTERN},
+            "clause": {"type": "string", "pattern": CHECK_PATTERN,
+                       "description": "the clause a check asserts (RR-4.2, catalogue/catalogue.yaml); a bare rule id is refused"},
             "expectation": {
                 "type": "object", "required": ["that", "rule"], "additionalProperties": False, "minProperties": 3,
-                "properties": {"that": {"type": "string", "minLength": 1}, "rule": RULE, "because": {"type": "string"},
+                "properties": {"that": {"type": "string", "minLength": 1}, "rule": CLAUSE, "because": {"type": "string"},
+                               "consequence_of": CLAUSE,
                                **{c: _COMPARISON_SCHEMA.get(c, {}) for c in COMPARISONS}},
             },
             "step": {

@@ -4,7 +4,8 @@ Pure functions, no I/O: the runner calls `verdict` on every cell's raw result (P
 ERROR or SKIP) and stores what it returns; nothing rewrites a status afterwards.
 
 - a listed cell that FAILs is XFAIL (with the entry's reason and link), unless the entry
-  names a rule and the cell broke another one: then it stays FAIL, saying so;
+  names a rule (or a clause) and the cell broke another one: then it stays FAIL, saying so
+  (an entry naming a rule, RR-1, covers a FAIL of any of its clauses, RR-1.2);
 - a listed cell that is an ERROR is XFAIL too, unless the entry names a rule (a known
   failure of a rule is a FAIL of that rule, never a crash);
 - a listed cell that PASSes is XPASS, which fails the run, so the list cannot go stale;
@@ -31,13 +32,18 @@ def verdict(cell_id: str, raw: Status | str, failed_rule: str | None, known: Seq
     entry = match_known(cell_id, list(known))
     if entry is None:
         return Verdict(status)
-    if status == Status.FAIL and entry.rule and failed_rule != entry.rule:
+    if status == Status.FAIL and entry.rule and not _breaks(failed_rule, entry.rule):
         return Verdict(Status.FAIL, f"listed as a known failure of {entry.rule} in {entry.source}, but it broke {failed_rule}", entry)
     if status == Status.FAIL or (status == Status.ERROR and not entry.rule):
         return Verdict(Status.XFAIL, f"{entry.reason} ({entry.link})" if entry.link else entry.reason, entry)
     if status == Status.PASS:
         return Verdict(Status.XPASS, f"listed as a known failure in {entry.source} but passed: remove the entry ({entry.reason})", entry)
     return Verdict(status, None, entry)
+
+
+def _breaks(failed: str | None, listed: str) -> bool:
+    """A FAIL of `failed` (a clause) is the listed failure: the same clause, or a clause of the listed rule."""
+    return failed is not None and (failed == listed or ("." not in listed and failed.partition(".")[0] == listed))
 
 
 def rerun_line(peer_labels: Iterable[str], cell_id: str, broker_url: str | None = None,

@@ -55,3 +55,13 @@ def test_comparisons(expectation: dict, holds: bool) -> None:
     if failure is not None:
         assert failure.rule == "RR-1"
         assert expectation["that"] in failure.message
+
+
+def test_a_consequence_names_the_clause_broken_and_the_clause_it_was_seen_as() -> None:
+    variables = {"call": {"outcome": "timeout"}}
+    plain = check({"that": "call.outcome", "equals": "responder_failed", "rule": "RR-10.3"}, variables)
+    assert (plain.rule, plain.seen_as) == ("RR-10.3", None)
+    seen = check({"that": "call.outcome", "equals": "responder_failed", "rule": "RR-10.3", "consequence_of": "RR-2.2"},
+                 variables)
+    assert (seen.rule, seen.seen_as, seen.expected, seen.observed) == ("RR-2.2", "RR-10.3", "responder_failed", "timeout")
+    assert check({"that": "call.outcome", "equals": "timeout", "rule": "RR-9.1", "consequence_of": "RR-2.2"}, variables) is None

@@ -67,7 +67,7 @@ def test_junit_survives_control_characters_and_is_read_back_with_the_right_count
     cases = {c.name: c for c in pair}
     failure = cases["rr-pair-a[requester=go,responder=python]"].result[0]
     assert isinstance(failure, Failure) and failure.type == "RR-4.2"
-    assert failure.message.startswith("RR-4.2 How a reply is addressed: reply correlation_id")
+    assert failure.message.startswith("RR-4.2 (RR-4 How a reply is addressed): reply correlation_id")
     error = cases["rr-pair-a[requester=python,responder=go]"]
     assert isinstance(error.result[0], Error) and "\\x07" in error.result[0].message
     assert "panic" in (error.system_err or "")

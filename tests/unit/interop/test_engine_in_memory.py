@@ -31,7 +31,7 @@ def pair_cell(scenario, requester: str, responder: str) -> cells.Cell:
                 if c.roles["requester"].name == requester and c.roles["responder"].name == responder)
 
 
-def scenario_file(tmp_path: Path, steps: str, rules: str = "[RR-8, RR-4]", roles: str = "{requester: peer, responder: peer}") -> Scenario:
+def scenario_file(tmp_path: Path, steps: str, rules: str = "[RR-8]", roles: str = "{requester: peer, responder: peer}") -> Scenario:
     path = tmp_path / "demo.yaml"
     path.write_text(f"id: demo\ntitle: An in-memory demo\nrules: {rules}\nroles: {roles}\n"
                     f"procedure: Demo steps for the engine.\nsteps:\n{steps}", encoding="utf-8")
@@ -55,7 +55,7 @@ def test_a_broken_expectation_is_a_fail_naming_its_rule_with_expected_and_observ
     broker = FakeBroker()
     a, b = FakePeer("a", broker, defects={"wrong-reply-to"}), FakePeer("b", broker)
     result = run_cell(pair_cell(ROUND_TRIP, "a", "b"), "c0002", context(a, b))
-    assert (result.status, result.rule) == (Status.FAIL, "RR-6")
+    assert (result.status, result.rule) == (Status.FAIL, "RR-6.2")
     assert result.observed == "amq.gen-elsewhere" and str(result.expected).startswith("amq.gen-")
     assert "call.reply.seen.reply_to equals" in result.message
 
@@ -77,6 +77,8 @@ def test_a_template_naming_nothing_is_an_error_of_that_step(tmp_path: Path) -> N
   - requester: {as: q, role: requester}
   - request: {as: first, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000}
   - request: {as: call, requester: q, queue: requests, body: "${first.nothing.here}", timeout_ms: 1000}
+  - expect:
+      - {that: call.outcome, equals: reply, rule: RR-8.1}
 """)
     broker = FakeBroker()
     a, b = FakePeer("a", broker), FakePeer("b", broker)
@@ -90,7 +92,9 @@ def test_a_reply_count_template_that_names_no_count_is_an_error_before_the_peer_
   - responder: {as: r, role: responder, queue: requests}
   - requester: {as: q, role: requester}
   - gather: {as: g, requester: q, mode: multi, endpoint: requests, body: {}, expected_reply_count: "${r.name}", timeout_ms: 1000}
-""", rules="[SG-1]")
+  - expect:
+      - {that: g.outcome, equals: replies, rule: SG-5.1}
+""", rules="[SG-5]")
     broker = FakeBroker()
     a, b = FakePeer("a", broker), FakePeer("b", broker)
     result = run_cell(pair_cell(scenario, "a", "b"), "c0009", context(a, b))
@@ -106,8 +110,10 @@ def test_an_async_call_never_awaited_is_an_error_and_is_cancelled(tmp_path: Path
   - requester: {as: q, role: requester}
   - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000, async: true}
   - await: call
+  - expect:
+      - {that: q.name, present: true, rule: RR-8.1}
 """)
-    scenario = dataclasses.replace(scenario, steps=scenario.steps[:-1])
+    scenario = dataclasses.replace(scenario, steps=scenario.steps[:-2])
     broker = FakeBroker()
     a, b = FakePeer("a", broker), FakePeer("b", broker)
     result = run_cell(pair_cell(scenario, "a", "b"), "c0005", context(a, b))
@@ -119,8 +125,8 @@ def test_an_expected_refusal_is_an_outcome_not_an_error(tmp_path: Path) -> None:
   - requester: {as: q, role: requester}
   - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000, refusal_expected: true}
   - expect:
-      - {that: call.outcome, equals: refused, rule: RR-8}
-""", rules="[RR-8]", roles="{requester: peer}")
+      - {that: call.outcome, equals: refused, rule: RR-13.2}
+""", rules="[RR-13]", roles="{requester: peer}")
     broker = FakeBroker()
     a = FakePeer("a", broker, refuse={"request"})
     cell = next(iter(cells.plan([scenario], [PeerSpec("a")])))
@@ -132,12 +138,12 @@ def test_too_few_events_is_a_fail_of_the_steps_rule(tmp_path: Path) -> None:
   - responder: {as: r, role: responder, queue: requests}
   - requester: {as: q, role: requester}
   - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000}
-  - wait_event: {of: r, event: handled, count: 2, timeout_ms: 10, rule: RR-4}
-""")
+  - wait_event: {of: r, event: handled, count: 2, timeout_ms: 10, rule: RR-4.2}
+""", rules="[RR-4]")
     broker = FakeBroker()
     a, b = FakePeer("a", broker), FakePeer("b", broker)
     result = run_cell(pair_cell(scenario, "a", "b"), "c0007", context(a, b))
-    assert (result.status, result.rule, result.expected, result.observed) == (Status.FAIL, "RR-4", 2, 1)
+    assert (result.status, result.rule, result.expected, result.observed) == (Status.FAIL, "RR-4.2", 2, 1)
 
 
 def test_counters_and_a_responder_stopped_early(tmp_path: Path) -> None:
@@ -149,9 +155,9 @@ def test_counters_and_a_responder_stopped_early(tmp_path: Path) -> None:
   - stop_responder: r
   - request: {as: late, requester: q, queue: requests, body: {n: 2}, timeout_ms: 1000}
   - expect:
-      - {that: c.answered, equals: 1, rule: RR-4}
-      - {that: late.outcome, equals: timeout, rule: RR-8}
-""")
+      - {that: c.answered, equals: 1, rule: RR-15.1}
+      - {that: late.outcome, equals: timeout, rule: RR-9.1}
+""", rules="[RR-9, RR-15]")
     broker = FakeBroker()
     a, b = FakePeer("a", broker), FakePeer("b", broker)
     result = run_cell(pair_cell(scenario, "a", "b"), "c0008", context(a, b))
@@ -222,3 +228,19 @@ def test_the_wf2_check_fails_on_a_b_u_or_i_anywhere_in_a_header_table() -> None:
     assert failure is not None and failure.rule == "WF-2.1"
     assert failure.observed["u"] == ["x-table.n"], "the FAIL shows which header carried the forbidden type"
     assert assertions.check({"that": "m.wire_types_by_code", "excludes": "B", "rule": "WF-2.1"}, {"m": record}) is None
+def test_counters_until_reads_again_and_not_getting_there_is_a_fail_of_its_clause(tmp_path: Path) -> None:
+    """A count decides, not a window: `until` passes as soon as the counters hold the values."""
+    steps = """\
+  - responder: {as: r, role: responder, queue: requests}
+  - requester: {as: q, role: requester}
+  - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000}
+  - counters: {as: k, of: r, until: {answered: ANSWERED}, timeout_ms: 200, rule: RR-16.1}
+"""
+    broker = FakeBroker()
+    a, b = FakePeer("a", broker), FakePeer("b", broker)
+    passed = run_cell(pair_cell(scenario_file(tmp_path, steps.replace("ANSWERED", "1"), rules="[RR-16]"), "a", "b"),
+                      "c0009", context(a, b))
+    assert passed.status == Status.PASS, passed.message
+    failed = run_cell(pair_cell(scenario_file(tmp_path, steps.replace("ANSWERED", "2"), rules="[RR-16]"), "a", "b"),
+                      "c0010", context(a, b))
+    assert (failed.status, failed.rule, failed.expected, failed.observed) == (Status.FAIL, "RR-16.1", {"answered": 2}, {"answered": 1})

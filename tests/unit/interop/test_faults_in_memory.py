@@ -36,7 +36,7 @@ def test_a_lost_connection_makes_the_cell_an_error_even_when_a_check_failed() ->
     result = run_cell(pair_cell(ROUND_TRIP, "a", "b"), "c0001", context(a, b))
     assert result.status == Status.ERROR and result.rule is None
     assert result.message.splitlines()[0] == f"connection lost: peer a requester c0001.q: {FORCED}"
-    assert "RR-6 failed after it" in result.message, "the check that failed is kept in the message"
+    assert "RR-6.2 failed after it" in result.message, "the check that failed is kept in the message"
     (noted,) = [s for s in result.trace if s["step"] == "connection_lost"]
     assert (noted["peer"], noted["requester"], noted["reason"]) == ("a", "c0001.q", FORCED), "the loss is evidence"
     assert result.stderr, "an ERROR keeps the peers' stderr"

@@ -58,6 +58,25 @@ def test_the_summaries_are_computed_once_on_the_model() -> None:
     assert not report.ok and report.count("PASS") == 3 and report.broker == "b"
 
 
+def test_the_rule_table_is_built_from_the_clauses_asserted_and_separates_seen_as() -> None:
+    """`checked_by` comes from the clauses a scenario's checks assert, never from its listed
+    rules; a FAIL seen through another rule's check counts under the rule it broke."""
+    def clause_cell(scenario: str, clauses: tuple, status: Status, rule: str | None = None, seen_as: str | None = None):
+        c = cell(scenario, "pairs", {"requester": "go", "responder": scenario[-1]}, status, rule)
+        c.clauses, c.seen_as = clauses, seen_as
+        return c
+
+    results = [clause_cell("rr-pair-x", ("RR-4.2", "RR-10.3"), Status.PASS),
+               clause_cell("rr-pair-y", ("RR-2.2", "RR-10.3"), Status.FAIL, "RR-2.2", "RR-10.3")]
+    summary = RunResult(results, {}, ["go"], [BrokerInfo("b")], 1.0, "now").summary
+    rows = {r.rule: r for r in summary.rules}
+    assert rows["RR-1"].checked_by == (), "listed in rules: (RR-1, RR-4) but asserted by nothing"
+    assert rows["RR-4"].checked_by == ("rr-pair-x",) and rows["RR-4"].clauses_by == {"rr-pair-x": ("RR-4.2",)}
+    assert rows["RR-10"].checked_by == ("rr-pair-x", "rr-pair-y")
+    assert rows["RR-2"].failing == ("rr-pair-y[requester=go,responder=y]",) and rows["RR-2"].seen_as == ()
+    assert rows["RR-10"].failing == () and rows["RR-10"].seen_as == ("rr-pair-y[requester=go,responder=y]",)
+
+
 def test_a_broker_axis_gives_one_matrix_per_broker() -> None:
     results = [cell("rr-pair-a", "pairs", {"requester": "go", "responder": "go"}, Status.PASS, broker=b) for b in ("x", "y")]
     report = RunResult(results, {}, ["go"], [BrokerInfo("x"), BrokerInfo("y")], 1.0, "now")
@@ -68,6 +87,7 @@ def test_the_markdown_summary_has_the_matrix_the_peer_table_and_every_non_pass_c
     text = render_markdown(run_result())
     assert "| **go** | 1/1 | 0/1 1 FAIL ❌ |" in text
     assert "| peer | as requester vs probe | in pairs (either role) |" in text
-    assert "| FAIL | `rr-pair-a[requester=go,responder=python]` | RR-4.2 |" in text
+    assert "| FAIL | `rr-pair-a[requester=go,responder=python]` | RR-4.2 (RR-4 How a reply is addressed) |" in text
+    assert "## Rules broken" in text and "| RR-4 How a reply is addressed | 1 | 0 |" in text
     assert "`rerun rr-requester-b`" in text and "| XFAIL |" in text
     assert "b (RabbitMQ 3.13.7, Erlang 26.2)" in text

@@ -172,3 +172,21 @@ def test_a_cell_takes_its_namespace_and_the_reply_queues_it_named() -> None:
     assert records[0]["properties"]["reply_to"] == "amq.gen-A" and "guest" not in json.dumps(records)
     assert tracer.take("c0002", set(), keep=False) == []
     assert not [r for entries in tracer._keys.values() for r in entries if not r.taken]
+
+
+def test_a_fail_shows_its_clause_its_rule_and_what_it_was_seen_as() -> None:
+    """The failure names the clause with its rule and text; a consequence says what it was
+    seen as; the rule table's "asserted by" comes from the clauses, and "seen through it"
+    is apart from "cells breaking it"."""
+    failing = cell("rr-requester-e", "requesters", {"requester": "go", "responder": "probe"}, Status.FAIL,
+                   rule="RR-2.2", seen_as="RR-10.3", clauses=("RR-10.3", "RR-2.2"), message="second.outcome equals 'x'")
+    report = RunResult([failing], {"go": PeerStatus("go", "Go")}, ["go"], [BrokerInfo("b")], 1.0, "now")
+    page = render_html(report)
+    assert re.search(r"broke <a [^>]*><b>RR-2.2</b></a> \(RR-2 Spec headers are UTF-8 strings; readers accept byte arrays\): "
+                     r"<i>A reader MUST accept", page)
+    assert re.search(r"seen as <a [^>]*>RR-10.3</a>", page)
+    rules_table = page[page.index('<section id="rules">'):page.index("</section>", page.index('<section id="rules">'))]
+    row = lambda rule: next(r for r in rules_table.split("<tr>") if f">{rule}</a></td>" in r)
+    assert "rr-requester-e (RR-2.2)" in row("RR-2") and "rr-requester-e (RR-10.3)" in row("RR-10")
+    assert "(no scenario in this run)" in row("RR-1"), "listed in rules: but asserted by no clause"
+    assert "RR-10.3 &rarr; RR-2.2" in row("RR-10") and "&rarr;" not in row("RR-2")

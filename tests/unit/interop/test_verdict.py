@@ -62,3 +62,11 @@ def test_the_first_matching_entry_decides() -> None:
 def test_the_rerun_line_names_each_peer_once_and_the_broker_when_given() -> None:
     assert rerun_line(["go", "dotnet", "go"], "x[requester=go]") == "acemq-interop run --peers dotnet,go --cell 'x[requester=go]'"
     assert rerun_line(["go"], "x", "amqp://h/").endswith("--cell 'x' --broker amqp://h/")
+
+
+def test_an_entry_naming_a_rule_covers_a_fail_of_any_of_its_clauses_and_a_clause_only_itself() -> None:
+    assert verdict(CELL, Status.FAIL, "RR-1.2", [OF_RR1]).status == Status.XFAIL
+    assert verdict(CELL, Status.FAIL, "RR-10.1", [OF_RR1]).status == Status.FAIL, "RR-10 is not RR-1"
+    of_clause = KnownFailure("rr-pair-*", "header only", "", "known-failures/h.yaml", rule="RR-1.2")
+    assert verdict(CELL, Status.FAIL, "RR-1.2", [of_clause]).status == Status.XFAIL
+    assert verdict(CELL, Status.FAIL, "RR-1.3", [of_clause]).status == Status.FAIL
