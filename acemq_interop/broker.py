@@ -20,10 +20,8 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import signal
 import subprocess
 import tempfile
-import threading
 import time
 import urllib.parse
 import uuid
@@ -36,31 +34,49 @@ from .errors import BrokerError, UsageError
 from .endpoint import BrokerEndpoint, free_port as _free_port
 from .management import Management
 from .tls import DEFAULT_TLS_PORT, Certificates, rabbitmq_tls_config
+from .signals import deferred as deferred_signals
+from .ownership import Owner, alive, kill_node, read_owner, vhost_description, vhost_owner, write_owner
 
 READY_BOUND_S = 90.0
+NODE_DIR_PREFIX = "acemq-interop-broker-"
+VHOST_PREFIX = "acemq-interop-"
 
 
 def parse_broker_url(url: str, mgmt_url: str | None, ca_file: str | None = None) -> BrokerEndpoint:
     """An `amqp://user:pass@host:port/` URL, or `amqps://...` (port 5671) with the CA file that
-    signed the broker's certificate; the management API defaults to port 15672."""
-    from .redact import url as redacted
+    signed the broker's certificate; the management API defaults to port 15672.
 
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("amqp", "amqps") or not parts.hostname:
-        raise BrokerError(f"--broker {redacted(url)!r}: expected amqp://USER:PASS@HOST[:PORT]/ or amqps://... "
-                          f"(the harness makes its own vhost per run)")
+    A malformed URL is bad input (exit 2) with a message that never shows the password."""
+    from .redact import remember, url as redacted
+
+    shown = redacted(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+        host = parts.hostname
+    except ValueError as exc:
+        raise UsageError(f"--broker {shown}: not a URL ({exc}); expected amqp://USER:PASS@HOST[:PORT]/") from None
+    if parts.scheme not in ("amqp", "amqps") or not host:
+        raise UsageError(f"--broker {shown}: expected amqp://USER:PASS@HOST[:PORT]/ or amqps://... "
+                         f"(the harness makes its own vhost per run)")
     tls = parts.scheme == "amqps"
     if tls and ca_file is None:
-        raise UsageError(f"--broker {redacted(url)}: an amqps broker needs --ca-cert FILE (the PEM file of the CA that signed its certificate)")
+        raise UsageError(f"--broker {shown}: an amqps broker needs --ca-cert FILE (the PEM file of the CA that signed its certificate)")
     if not tls and ca_file is not None:
         raise UsageError("--ca-cert is for a TLS broker: give --broker amqps://USER:PASS@HOST[:PORT]/ with it")
-    host = parts.hostname
+    password = urllib.parse.unquote(parts.password or "guest")
+    remember(password)
+    if mgmt_url:
+        try:
+            urllib.parse.urlsplit(mgmt_url).port
+        except ValueError as exc:
+            raise UsageError(f"--management-url {redacted(mgmt_url)}: not a URL ({exc}); expected http://HOST:PORT") from None
     return BrokerEndpoint(
         host=host,
-        port=parts.port or (DEFAULT_TLS_PORT if tls else 5672),
+        port=port or (DEFAULT_TLS_PORT if tls else 5672),
         username=urllib.parse.unquote(parts.username or "guest"),
-        password=urllib.parse.unquote(parts.password or "guest"),
-        mgmt_url=mgmt_url or f"http://{host}:15672",
+        password=password,
+        mgmt_url=mgmt_url or f"http://{host if ':' not in host else '[' + host + ']'}:15672",
         ca_file=ca_file,
     )
 
@@ -77,7 +93,10 @@ class EmbeddedBroker:
         self._progress = progress
         self.node = f"acemq-interop-{uuid.uuid4().hex[:8]}@localhost"
         self.amqp_port, self.mgmt_port, self.dist_port = _free_port(), _free_port(), _free_port()
-        self._base = Path(tempfile.mkdtemp(prefix="acemq-interop-broker-"))
+        self._base = Path(tempfile.mkdtemp(prefix=NODE_DIR_PREFIX))
+        # The owner record first: a run killed from here on leaves a node a later run can
+        # prove is nobody's (ownership.py) and sweep.
+        write_owner(self._base, self.node)
         self.endpoint = BrokerEndpoint("127.0.0.1", self.amqp_port, "guest", "guest", f"http://127.0.0.1:{self.mgmt_port}")
         # --tls: a TLS listener beside the plain one (kept for the harness's own checks); the
         # endpoint every client of the run gets is the TLS one.
@@ -128,7 +147,11 @@ class EmbeddedBroker:
         tls = f", amqps :{self.tls_port}" if self.tls_port else ""
         self._progress(f"starting a private RabbitMQ node {self.node} (amqp 127.0.0.1:{self.amqp_port}{tls}, management :{self.mgmt_port})")
         started = time.monotonic()
-        result = subprocess.run([self._server, "-detached"], env=self._env(), capture_output=True, text=True, timeout=60)
+        # The launcher is not cut short by Ctrl-C or SIGTERM (a signal waits until it is
+        # done, a second or two): killed half-way it could leave a VM about to start that
+        # stop() would not yet see. Once it is done the VM exists, and stop() finds it.
+        with deferred_signals():
+            result = subprocess.run([self._server, "-detached"], env=self._env(), capture_output=True, text=True, timeout=60)
         if result.returncode != 0:
             raise BrokerError(f"rabbitmq-server -detached failed ({result.returncode}): {result.stderr.strip() or result.stdout.strip()}")
         management = self.endpoint.management()
@@ -167,21 +190,22 @@ class EmbeddedBroker:
 
         The node is private and its data dir is thrown away, so nothing needs a graceful
         shutdown: the VM is killed and waited for (instant, where `rabbitmqctl shutdown` took
-        seconds to start a second VM and close every queue). Without a pid file (the node
-        never got that far) rabbitmqctl is asked instead.
+        seconds to start a second VM and close every queue). Its processes are found by the
+        node name in their environment, so a node interrupted before it wrote its pid file
+        is found as well; only then is the dir removed.
         """
-        pid = self._pid()
-        if pid is None:
-            subprocess.run([self._ctl, "-n", self.node, "shutdown"], env=self._env(), capture_output=True, text=True, timeout=90)
-        else:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and _alive(pid):
-                time.sleep(0.05)
+        left = kill_node(self.node)
+        if left:
+            self._progress(f"the private node {self.node} did not die (pids {left}); its dir {self._base} is kept")
+            return
         shutil.rmtree(self._base, ignore_errors=True)
+
+    def lost(self) -> str | None:
+        """Why the node is gone, if its VM has exited (for the run's broker watch)."""
+        pid = self._pid()
+        if pid is not None and not alive(pid):
+            return f"the private node {self.node} (pid {pid}) has exited"
+        return None
 
     def _pid(self) -> int | None:
         try:
@@ -190,13 +214,71 @@ class EmbeddedBroker:
             return None
 
 
-def _alive(pid: int) -> bool:
-    """The process exists and is not a zombie (a killed detached node is reaped by init)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
+# -- leftovers of killed runs -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """A private node's base dir (or a vhost) a run left, and what is known of its owner."""
+
+    what: str  # the dir or the vhost name
+    node: str  # the node name, for a dir
+    state: str  # "owner alive", "owner dead", "owner unknown" (no record, or another machine's)
+
+    def line(self) -> str:
+        return f"{self.what}" + (f" (node {self.node})" if self.node else "") + f": {self.state}"
+
+
+def _state(owner: Owner | None) -> str:
+    if owner is None:
+        return "owner unknown (no owner record)"
+    if owner.dead():
+        return "owner dead"
+    if not owner.judgeable():
+        return f"owner unknown (recorded by pid {owner.pid} on {owner.host or 'another machine'}, not judged from here)"
+    return f"owner alive (pid {owner.pid})"
+
+
+def leftover_nodes() -> list[Leftover]:
+    """Every private node's base dir in the temporary folder, with its owner's state."""
+    found = []
+    for base in sorted(Path(tempfile.gettempdir()).glob(NODE_DIR_PREFIX + "*")):
+        if base.is_dir():
+            owner = read_owner(base)
+            found.append(Leftover(str(base), owner.node if owner else "", _state(owner)))
+    return found
+
+
+def sweep_nodes(log: Callable[[str], None]) -> list[Leftover]:
+    """Kill the nodes of dead owners and remove their dirs; never anything else."""
+    swept = []
+    for left in leftover_nodes():
+        if left.state != "owner dead":
+            continue
+        if left.node and kill_node(left.node):
+            log(f"a node left by a killed run, {left.node}, would not die: {left.what} kept")
+            continue
+        shutil.rmtree(left.what, ignore_errors=True)
+        log(f"removed a private node left by a killed run: {left.node} ({left.what})")
+        swept.append(left)
+    return swept
+
+
+def leftover_vhosts(management: Management) -> list[Leftover]:
+    """The broker's acemq-interop-* vhosts, with what is known of their owners."""
+    return [Leftover(v["name"], "", _state(vhost_owner(v.get("description"))))
+            for v in management.vhost_records() if str(v.get("name", "")).startswith(VHOST_PREFIX)]
+
+
+def sweep_vhosts(management: Management, log: Callable[[str], None]) -> list[Leftover]:
+    """Delete the acemq-interop-* vhosts whose recorded owner is provably dead."""
+    swept = []
+    for left in leftover_vhosts(management):
+        if left.state == "owner dead":
+            management.delete_vhost(left.what)
+            log(f"deleted a vhost left by a killed run: {left.what}")
+            swept.append(left)
+    return swept
 
 
 @dataclass
@@ -278,29 +360,6 @@ def broker_sources(url: str | None, mgmt_url: str | None, images: list[str] | No
     return [BrokerSource("node")]
 
 
-@contextmanager
-def _deferred_signals() -> Iterator[None]:
-    """Ctrl-C and SIGTERM wait until the block is done (cleanup is not cut short); then the
-    first of them is raised as KeyboardInterrupt. Only the main thread can do this."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        try:
-            previous[signum] = signal.signal(signum, lambda num, frame: caught.append(num))
-        except (ValueError, OSError):
-            pass
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        if caught:
-            raise KeyboardInterrupt
-
-
 class Broker:
     """One broker's whole lifecycle, whichever way it comes: `with Broker(...) as b:`.
 
@@ -323,55 +382,107 @@ class Broker:
 
     def __enter__(self) -> "Broker":
         try:
-            if self.source.kind == "node":
-                self.managed = EmbeddedBroker(self._log, tls=self.tls)
-            elif self.source.kind == "image":
-                from .broker_container import ContainerBroker
+            sweep_nodes(self._log)  # private nodes killed runs left, by owner record only
+            # Created with the signals deferred: from the moment the node's dir exists,
+            # `self.managed` holds it, so an interrupt still removes it.
+            with deferred_signals():
+                if self.source.kind == "node":
+                    self.managed = EmbeddedBroker(self._log, tls=self.tls)
+                elif self.source.kind == "image":
+                    from .broker_container import ContainerBroker
 
-                assert self.source.image
-                self.managed = ContainerBroker(self.source.image, self._log, self.run_id, self.index, tls=self.tls)
+                    assert self.source.image
+                    self.managed = ContainerBroker(self.source.image, self._log, self.run_id, self.index, tls=self.tls)
             if self.managed is not None:
                 self.endpoint = self.managed.start()
             assert self.endpoint is not None
+            check_broker(self.endpoint, self._log)
             self.facts = read_facts(self.endpoint, self.source.describe())
             self._log(f"broker: {self.facts.label} (Erlang {self.facts.erlang_version}) from {self.facts.source}")
         except BaseException:
-            self.close()
+            self.close(reraise=False)
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        # With an exception on its way (RunInterrupted carrying the results), a signal during
+        # the stop is recorded, not raised over it.
+        self.close(reraise=exc_type is None)
 
-    def close(self) -> None:
+    def lost(self) -> str | None:
+        """Why the managed broker is certainly gone (its VM exited), else None."""
+        check = getattr(self.managed, "lost", None)
+        return check() if check is not None else None
+
+    def close(self, reraise: bool = True) -> None:
         if self.managed is None:
             return
         managed, self.managed = self.managed, None
-        with _deferred_signals():
+        with deferred_signals(reraise):
             if isinstance(managed, EmbeddedBroker):
                 self._log("stopping the private RabbitMQ node")
             managed.stop()
 
 
+def check_broker(endpoint: BrokerEndpoint, log: Callable[[str], None]) -> None:
+    """Pre-flight (preflight.py: one line on what is wrong, exit 3), then the vhosts killed
+    runs left on this broker, where their owner records prove them dead."""
+    from .preflight import preflight
+
+    preflight(endpoint)
+    try:
+        sweep_vhosts(endpoint.management(), log)
+    except BrokerError as exc:
+        log(f"could not sweep vhosts left by killed runs: {exc}")
+
+
 @contextmanager
-def run_vhost(endpoint: BrokerEndpoint | None, log: Callable[[str], None]) -> Iterator[tuple[BrokerEndpoint, Management, str]]:
+def run_vhost(endpoint: BrokerEndpoint | None, log: Callable[[str], None], lost: Callable[[], str | None] | None = None,
+              checked: bool = False) -> Iterator[tuple[BrokerEndpoint, Management, str]]:
     """A broker for one run (the given one, or a private node) and a fresh vhost on it.
 
-    The vhost, and with it every queue and exchange a run left, is deleted afterwards, and a
-    private node is stopped, whatever happened in between.
+    The broker is checked first (pre-flight) unless the caller's `Broker` did (`checked`).
+    The vhost carries its owner record (so a killed run's vhost can be swept later) and is
+    deleted afterwards, with every queue and exchange a run left, and a private node is
+    stopped, whatever happened in between. When `lost` says the broker is gone, deleting
+    is not attempted; a deletion that fails is said, not raised: the run's results stand.
     """
     with ExitStack() as stack:
         if endpoint is None:
             endpoint = stack.enter_context(Broker(BrokerSource("node"), log)).endpoint
+        elif not checked:
+            check_broker(endpoint, log)
         assert endpoint is not None
         management = endpoint.management()
-        vhost = f"acemq-interop-{uuid.uuid4().hex[:8]}"
-        management.create_vhost(vhost)
+        vhost = f"{VHOST_PREFIX}{uuid.uuid4().hex[:8]}"
+        with deferred_signals():
+            try:
+                management.create_vhost(vhost, vhost_description())
+            except BrokerError:
+                _delete_vhost(management, vhost, log)
+                raise
+        def drop(reraise: bool) -> None:
+            with deferred_signals(reraise):
+                cause = lost() if lost is not None else None
+                if cause:
+                    log(f"the run's vhost {vhost} is not deleted: the broker was lost ({cause})")
+                else:
+                    _delete_vhost(management, vhost, log)
+
         try:
             yield endpoint, management, vhost
         finally:
-            with _deferred_signals():
-                management.delete_vhost(vhost)
+            # A signal now is recorded (signals.pending), not raised: it must not replace
+            # what is on its way, nor lose a finished run's results; the caller asks.
+            drop(reraise=False)
+
+
+def _delete_vhost(management: Management, vhost: str, log: Callable[[str], None]) -> None:
+    try:
+        management.delete_vhost(vhost)
+    except BrokerError as exc:
+        log(f"could not delete the run's vhost {vhost} ({exc}); its owner record lets the next run, "
+            "or acemq-interop doctor --clean, remove it")
 
 
 def no_broker_message() -> str:

@@ -12,11 +12,12 @@ import os
 import shutil
 import signal
 import sys
+import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import known_failures, scenarios as scenario_mod
+from . import known_failures, scenarios as scenario_mod, signals
 from .broker import no_broker_message, parse_broker_url
 from .redact import BROKER_ENV
 from .runner import DEFAULT_CONCURRENCY
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from .runner import RunOptions
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130
+OUTPUT_FILES = ("results.json", "junit.xml", "report.html", "summary.md")
 EXIT_CODES_HELP = (
     "exit codes: 0 all cells pass; 1 a FAIL, ERROR or XPASS (compare, --baseline: a regression); "
     "2 usage or bad input (before any broker starts); 3 infrastructure (broker unreachable or lost)"
@@ -126,7 +129,7 @@ def write_outputs(report, out: Path) -> list[Path]:
     from .results_files import write_json, write_junit
 
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "results.json", out / "junit.xml", out / "report.html", out / "summary.md"]
+    paths = [out / name for name in OUTPUT_FILES]
     write_json(report, paths[0])
     write_junit(report, paths[1])
     write_html(report, paths[2])
@@ -139,6 +142,15 @@ def write_outputs(report, out: Path) -> list[Path]:
     return paths
 
 
+def _write_not_run(options: "RunOptions", source, why: str, out: Path) -> None:
+    """Results files for a run whose cells never started: each planned cell ERROR with why."""
+    from .model import BrokerInfo
+    from .redact import text
+    from .runner import Runner
+
+    write_outputs(Runner(options).not_run(BrokerInfo(source.describe()), text(why)), out)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
@@ -147,7 +159,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .console_report import print_report
     from .docker_engine import new_run_id, remove_run
     from .model import BrokerInfo, combine_runs
-    from .runner import Runner
+    from .runner import RunInterrupted, Runner
     from .selection import check_cells
 
     options = run_options(args, getattr(args, "argv", None))
@@ -159,10 +171,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         baseline = read_results(Path(args.baseline))
     sources = broker_sources(options.broker_url, args.management_url, args.broker_image,
                              options.endpoint.ca_file if options.endpoint else None)
+    out = Path(args.out)
+    # This run's files only: an earlier run's results never stay in out/ as if they were
+    # this one's, whatever happens from here (no broker, a lost one, an interrupt, a crash).
+    # (--baseline, possibly out/results.json, was read above.)
+    shutil.rmtree(out / "logs", ignore_errors=True)
+    for name in OUTPUT_FILES:
+        (out / name).unlink(missing_ok=True)
     if any(s.kind == "node" for s in sources) and shutil.which("rabbitmq-server") is None and not Path("/usr/sbin/rabbitmq-server").exists():
         raise BrokerError(no_broker_message())
-    out = Path(args.out)
-    shutil.rmtree(out / "logs", ignore_errors=True)  # this run's logs only, never an old run's
     run_id = new_run_id()
     uses_docker = options.in_docker or args.broker_image or any(m.image for m in options.manifests.values())
     reports = []
@@ -174,18 +191,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         selected = sorted({s.name for s in options.specs})
         builds = Builds([options.manifests[n] for n in selected if not options.manifests[n].image], _log)
         options = replace(options, builds=builds)
-    # The run's certificates (with --tls) outlive the broker and the containers that use them.
-    with ExitStack() as stack:
-        try:
-            certificates = None
-            if args.tls and any(s.kind != "url" for s in sources):
-                from .tls import run_certificates
+    aborted: str | None = None
+    interrupted = False
+    stack = ExitStack()  # the run's certificates (with --tls) outlive the brokers and containers that use them
+    try:
+        certificates = None
+        if args.tls and any(s.kind != "url" for s in sources):
+            from .tls import run_certificates
 
-                # Made for this run, removed at its end (the ExitStack), whatever happens.
-                certificates = stack.enter_context(run_certificates())
-                _log(f"TLS: a CA and a server certificate for this run in {certificates.dir} (removed at the end)")
-            # The broker axis: every cell on each broker, one broker after the other.
-            for index, source in enumerate(sources):
+            # Made for this run, removed at its end (the ExitStack), whatever happens.
+            certificates = stack.enter_context(run_certificates())
+            _log(f"TLS: a CA and a server certificate for this run in {certificates.dir} (removed at the end)")
+        # The broker axis: every cell on each broker, one broker after the other.
+        for index, source in enumerate(sources):
+            try:
                 with Broker(source, _log, run_id, index, tls=certificates) as broker:
                     facts = broker.facts
                     assert broker.endpoint is not None
@@ -193,18 +212,54 @@ def cmd_run(args: argparse.Namespace) -> int:
                     flags = options.rerun_flags + (["--broker-image", source.image] if source.image else [])
                     logs = out / "logs" / (facts.label if len(sources) > 1 else "")
                     reports.append(Runner(replace(options, endpoint=broker.endpoint, run_id=run_id, broker=info,
-                                                  rerun_flags=flags, log_dir=logs)).run())
-        finally:
-            if builds is not None:
-                builds.cancel()  # after an interrupt, no build outlives the run
-            if uses_docker:
-                left = remove_run(run_id)
-                if left:
-                    _log(f"containers of run {run_id} could not be removed: {', '.join(left)} (acemq-interop doctor --clean)")
+                                                  rerun_flags=flags, log_dir=logs, broker_lost=broker.lost)).run())
+                if signals.pending():  # caught while the node stopped: the next broker does not start
+                    interrupted = True
+                    break
+            except RunInterrupted as stopped:
+                signals.absorb()  # a further signal must not lose what ran: it is written below
+                reports.append(stopped.report)
+                interrupted = True
+                break
+            except BrokerError as exc:
+                if not reports:
+                    # One line on the console (main prints it); the files say the same per cell.
+                    _write_not_run(options, source, f"broker unusable: {exc}", out)
+                    raise
+                aborted = f"{source.describe()}: {exc}"  # an earlier broker's cells still count
+                break
+            except KeyboardInterrupt:
+                if not reports:
+                    signals.absorb()
+                    _write_not_run(options, source, "interrupted (Ctrl-C or SIGTERM) before any cell ran", out)
+                    print(f"acemq-interop: interrupted before any cell ran; wrote {out / 'results.json'}; "
+                          f"peer logs in {out / 'logs'}", file=sys.stderr)
+                    raise
+                interrupted = True
+                break
+    finally:
+        if builds is not None:
+            builds.cancel()  # after an interrupt, no build outlives the run
+        if uses_docker:
+            left = remove_run(run_id)
+            if left:
+                _log(f"containers of run {run_id} could not be removed: {', '.join(left)} (acemq-interop doctor --clean)")
+        stack.close()
     report = combine_runs(reports)
+    aborted = report.meta.get("aborted") or aborted
+    if aborted:
+        report.meta["aborted"] = aborted
     paths = write_outputs(report, out)
     print_report(report)
     print(f"Wrote {', '.join(str(p) for p in paths)}; peer logs in {out / 'logs'}")
+    if interrupted:
+        print(f"acemq-interop: interrupted: the cells that ran are in {out / 'results.json'}; the rest are ERROR (not run)",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if aborted:
+        print(f"acemq-interop: the run was cut short: {aborted}. The cells that ran keep their results; the rest are ERROR "
+              "(not run). Check the broker, then run again.", file=sys.stderr)
+        return EXIT_INFRA
     code = EXIT_OK if report.ok else EXIT_FAILED
     if baseline is not None:
         from .compare import as_text, compare
@@ -244,8 +299,41 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         ok = ok and ready
         for line in lines:
             print(line)
+    _doctor_leftovers(args)
     _doctor_containers(manifests, args.clean)
     return EXIT_OK if ok else EXIT_FAILED
+
+
+def _doctor_leftovers(args: argparse.Namespace) -> None:
+    """Private nodes and vhosts left by killed runs. --clean removes those whose owner is
+    provably dead (ownership.py); the others are only reported."""
+    from .broker import leftover_nodes, leftover_vhosts, sweep_nodes, sweep_vhosts
+    from .redact import url as redacted
+
+    if args.clean:
+        sweep_nodes(print)
+    nodes = leftover_nodes()
+    print(f"private nodes in {tempfile.gettempdir()}: " + ("none" if not nodes else f"{len(nodes)}"))
+    for left in nodes:
+        print(f"  {left.line()}" + ("  (doctor --clean removes it)" if left.state == "owner dead" else ""))
+    broker = args.broker or os.environ.get(BROKER_ENV)
+    if not broker:
+        print(f"vhosts left on an existing broker: not looked at (give --broker or ${BROKER_ENV})")
+        return
+    try:
+        endpoint = parse_broker_url(broker, args.management_url)
+        management = endpoint.management()
+        if args.clean:
+            sweep_vhosts(management, print)
+        vhosts = leftover_vhosts(management)
+    except (BrokerError, UsageError) as exc:
+        print(f"vhosts on {redacted(broker)}: could not look ({exc})")
+        return
+    print(f"acemq-interop vhosts on {endpoint.host}:{endpoint.port}: " + ("none" if not vhosts else f"{len(vhosts)}"))
+    for left in vhosts:
+        hint = ("  (doctor --clean removes it)" if left.state == "owner dead"
+                else "  (not provably a dead run's: delete it yourself if it is)" if left.state.startswith("owner unknown") else "")
+        print(f"  {left.line()}{hint}")
 
 
 def _doctor_containers(manifests: dict, clean: bool) -> None:
@@ -384,7 +472,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(func=cmd_bench)
     doctor = sub.add_parser("doctor", help="which peers can run here, and why not (commands, versions, client libraries)")
     doctor.add_argument("--peer-dir", action="append", help="a peer folder kept outside this suite (repeatable)")
-    doctor.add_argument("--clean", action="store_true", help="remove the containers left by killed runs (those with the label org.acemq-interop.run)")
+    doctor.add_argument("--clean", action="store_true", help="remove what killed runs left: containers (by the label org.acemq-interop.run), "
+                        "private nodes and vhosts whose recorded owner is dead")
+    doctor.add_argument("--broker", help=f"also look for vhosts left on this broker (default: ${BROKER_ENV})")
+    doctor.add_argument("--management-url", help="management API of --broker (default http://HOST:15672)")
     doctor.set_defaults(func=cmd_doctor)
     cmp = sub.add_parser("compare", help="what changed between two results.json: new failures, fixes, changed rules", epilog=EXIT_CODES_HELP)
     cmp.add_argument("old", help="the earlier results.json (e.g. the last release's)")
@@ -420,7 +511,11 @@ def main(argv: list[str] | None = None) -> int:
     # the run's vhost and the peer processes are still cleaned up.
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        return args.func(args)
+        try:
+            return args.func(args)
+        finally:
+            if argv is None:  # the program itself, not a caller in Python: see signals.ignore_from_now
+                signals.ignore_from_now()
     except UsageError as exc:
         print(f"acemq-interop: {text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
@@ -436,4 +531,4 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except KeyboardInterrupt:
         print("acemq-interop: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED

@@ -120,3 +120,5 @@ def print_report(report: RunResult, console: Console | None = None) -> None:
         console.print(f"\n{len(report.summary.xfails)} known failure(s) (XFAIL), each with its reason in the HTML report and results.json")
     counts = ", ".join(f"{report.count(s)} {s}" for s in COUNT_ORDER if report.count(s))
     console.print(f"\n{len(report.results)} cells: {counts}. Took {report.duration_s:.1f}s on {report.broker}.")
+    if report.meta.get("aborted"):
+        console.print(escape(f"The run was cut short: {report.meta['aborted']}."), style="bold magenta")

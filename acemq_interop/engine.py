@@ -33,6 +33,7 @@ class RunContext:
     op_bound_s: float = 20.0  # for commands that do not wait on the broker's behaviour
     broker: str = ""  # the label of the broker the cells run on
     probe_factory: Callable[[str], Probe] = Probe  # the seam for unit tests of the engine
+    ca_file: str | None = None  # a TLS run's CA: every client the harness opens verifies the broker with it
     # -- transcripts (issue 13): the run's firehose tracer, and which cells keep theirs --
     tracer: Any = None  # transcript.Tracer | None
     keep_transcript: Callable[[CellResult], bool] | None = None

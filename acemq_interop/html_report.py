@@ -402,7 +402,8 @@ details>summary{cursor:pointer}
  &middot; {{ total }} cells in {{ duration }}s &middot; {% for b in brokers %}{{ b.description }}{% if not loop.last %}; {% endif %}{% endfor %}</div>
 <div id="verdict" class="verdict {{ 'good' if ok else 'bad' }}"><b>{{ 'PASSED' if ok else 'FAILED' }}</b>:
 {% for st, n in counts %}<span class="badge {{ st }}">{{ n }} {{ st }}</span> {% endfor %} of {{ total }} cells.
-{% if not ok %}{{ failures|length }} conformance failure(s){% if errors %}, {{ errors|map(attribute='cells')|map('length')|sum }} error(s) in {{ errors|length }} cause(s){% endif %}: listed first below.{% endif %}</div>
+{% if not ok %}{{ failures|length }} conformance failure(s){% if errors %}, {{ errors|map(attribute='cells')|map('length')|sum }} error(s) in {{ errors|length }} cause(s){% endif %}: listed first below.{% endif %}
+{% if meta.get('aborted') %}<div id="aborted"><b>The run was cut short:</b> {{ meta.aborted }}. The cells that ran keep their results; the rest are ERROR (not run).</div>{% endif %}</div>
 <nav class="toc"><a href="#problems">needs attention</a><a href="#matrices">matrices</a><a href="#peers">per peer</a><a href="#rules">rules</a>{% if xfails %}<a href="#xfails">known failures</a>{% endif %}<a href="#cells">every cell</a></nav>
 </header>
 

@@ -29,6 +29,9 @@ def render_markdown(report: RunResult) -> str:
     lines = ["# acemq-interop", "",
              f"{len(report.results)} cells: {counts}. Took {report.duration_s:.1f}s on {report.broker} "
              f"({report.started_at}).", ""]
+    if report.meta.get("aborted"):
+        lines += [f"**The run was cut short: {_md(report.meta['aborted'])}.** The cells that ran keep their results; "
+                  "the rest are ERROR (not run).", ""]
     described = [b.description for b in report.brokers if b.description != b.label]
     if described:
         lines += [f"Broker: {', '.join(described)}", ""]

@@ -86,6 +86,8 @@ def merge(shards: list[tuple[str, dict[str, Any]]]) -> RunResult:
         "started_at": min(d.get("started_at") or "" for _, d in shards), "finished_at": max(d.get("finished_at") or "" for _, d in shards),
         "cells_s": round(sum(float(d.get("cells_s") or 0) for _, d in shards), 1),
         "selection": first.get("selection"), "shard": None, "merged_from": sorted(seen),
+        # A shard cut short (broker lost, interrupted) leaves the merged run cut short too.
+        "aborted": "; ".join(f"shard {d.get('shard')}: {d['aborted']}" for _, d in shards if d.get("aborted")) or None,
     }
     duration = max(float(d.get("duration_s") or 0) for _, d in shards)
     return RunResult(cells, peers, list(first["selection"].get("peers") or []), list(brokers.values()), duration,

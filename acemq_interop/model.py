@@ -331,6 +331,8 @@ def combine_runs(runs: list["RunResult"]) -> "RunResult":
     meta = dict(first.meta)
     meta["finished_at"] = runs[-1].meta.get("finished_at")
     meta["cells_s"] = round(sum(float(r.meta.get("cells_s") or 0) for r in runs), 1)
+    aborts = [f"{r.broker}: {r.meta['aborted']}" for r in runs if r.meta.get("aborted")]
+    meta["aborted"] = "; ".join(aborts) or None
     return RunResult(cells, peers, list(first.labels), [b for r in runs for b in r.brokers],
                      sum(r.duration_s for r in runs), first.started_at, first.log_dir, first.vhost, meta)
 

@@ -17,6 +17,7 @@ import pika
 import pika.data
 import pika.exceptions
 
+from . import raw_amqp
 from .errors import BrokerError
 from .tls import connect_error, pika_parameters
 
@@ -45,7 +46,9 @@ def _encode_value(pieces: list, value: Any) -> int:
         pieces.append(struct.pack(">cI", b"x", len(raw)))
         pieces.append(raw)
         return 5 + len(raw)
-    formats = {"b": ">cb", "l": ">cq", "I": ">ci", "t": ">cB", "d": ">cd"}
+    # B, u and i are never a scenario's word (WF-2 forbids writing them); they are here so
+    # the raw client's tests can show it reads what a defective binding would write.
+    formats = {"b": ">cb", "l": ">cq", "I": ">ci", "t": ">cB", "d": ">cd", "B": ">cB", "u": ">cH", "i": ">cI"}
     if kind not in formats:
         raise ValueError(f"the probe cannot write header type {kind!r}")
     packed = struct.pack(formats[kind], kind.encode(), int(v) if kind != "d" else float(v))
@@ -124,6 +127,33 @@ def record(method: Any, properties: pika.BasicProperties, body: bytes) -> dict[s
     }
 
 
+_CODE_WORDS = {"S": "longstr", "x": "bytes", "t": "bool", "F": "table", "A": "array", "d": "float", "f": "float",
+               "V": "void", "T": "timestamp", "D": "decimal"}
+
+
+def raw_record(message: raw_amqp.Message) -> dict[str, Any]:
+    """What arrived, read by the raw client: `record`'s fields, plus every header value's
+    wire type code (`wire_types`: header -> code; `wire_types_by_code`: code -> the dotted
+    paths of every value with it, nested ones included)."""
+    body = message.body
+    try:
+        decoded: Any = json.loads(body.decode("utf-8")) if body else None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        decoded = None
+    props = message.properties
+    return {
+        "properties": {k: props.get(k) for k in ("message_id", "correlation_id", "reply_to", "content_type", "type")},
+        "headers": {k: raw_amqp.plain(v) for k, v in message.headers.items()},
+        "header_types": {k: _CODE_WORDS.get(v.code, "integer") for k, v in message.headers.items()},
+        "wire_types": {k: v.code for k, v in message.headers.items()},
+        "wire_types_by_code": raw_amqp.type_codes(message.headers),
+        "body": decoded,
+        "body_text": body.decode("utf-8", errors="replace"),
+        "body_length": len(body),
+        "redelivered": message.redelivered,
+    }
+
+
 class Probe:
     """One blocking AMQP connection, used by one cell's thread only (over TLS with `ca_file`)."""
 
@@ -156,6 +186,20 @@ class Probe:
 
     def declare_exchange(self, name: str, kind: str) -> None:
         self._channel.exchange_declare(name, exchange_type=kind, durable=False, auto_delete=False)
+
+    def depth(self, name: str) -> tuple[int, int] | None:
+        """(messages ready, consumers) of a queue, from a passive queue.declare: the broker's
+        own count at this instant (the management API's is sampled every few seconds). None
+        when the queue does not exist."""
+        try:
+            ok = self._channel.queue_declare(name, passive=True)
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            if exc.reply_code != 404:
+                raise
+            self._channel = self._connection.channel()  # a 404 closes the channel
+            self._channel.confirm_delivery()
+            return None
+        return ok.method.message_count, ok.method.consumer_count
 
     def bind(self, queue: str, exchange: str, routing_key: str) -> None:
         self._channel.queue_bind(queue, exchange, routing_key=routing_key)

@@ -80,6 +80,8 @@ def results_data(report: RunResult) -> dict[str, Any]:
             for name, s in report.peers.items()
         },
         "summary": {status.value: report.count(status) for status in COUNT_ORDER},
+        # Why the run stopped before its end ("broker lost: ...", "interrupted ..."), else null.
+        "aborted": meta.get("aborted"),
         "cells": [cell_record(r) for r in report.results],
     }
 

@@ -6,19 +6,22 @@ the run's vhost (and with it every queue a cell might have left) is deleted at t
 from __future__ import annotations
 
 import shutil
+from contextlib import ExitStack
 import subprocess
 import tempfile
 import threading
 import time
 from functools import lru_cache, partial
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from . import catalogue
+from . import catalogue, redact
 from . import cells as cellmod
+from . import signals
 from .broker import BrokerEndpoint, run_vhost
+from .broker_watch import BrokerWatch
 from .cells import Cell
 from .engine import RunContext, run_cell
 from .errors import BrokerError, PeerError
@@ -71,6 +74,16 @@ class RunOptions:
     log_dir: Path | None = None  # where peer logs go (default out_dir/logs)
     builds: "Builds | None" = None  # peer builds already under way (started before the broker)
     transcripts: str = "failed"  # failed | all | none: which cells keep the broker's transcript (issue 13)
+    broker_lost: Callable[[], str | None] | None = None  # the caller's Broker.lost: certain news of a dead node
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during the cells: a KeyboardInterrupt that carries what ran, so the
+    CLI still writes the results files (every cell not run is ERROR saying so)."""
+
+    def __init__(self, report: "RunResult"):
+        super().__init__("interrupted")
+        self.report = report
 
 
 def broker_info(endpoint: BrokerEndpoint, private: bool, management: Management) -> BrokerInfo:
@@ -190,7 +203,20 @@ class Runner:
         else:
             log_dir = Path(tempfile.mkdtemp(prefix="acemq-interop-logs-"))
         self.cells_s = 0.0
-        with run_vhost(o.endpoint, self.log) as (endpoint, management, vhost):
+        signals.clear()
+        self.watch: BrokerWatch | None = None
+        self.aborted: str | None = None
+        results: list[CellResult] = []
+        statuses: dict[str, PeerStatus] = {}
+        broker = o.broker
+        interrupted = False
+
+        def lost() -> str | None:
+            return self.watch.check() if self.watch is not None else None
+
+        self._signal_stack = ExitStack()
+        with self._signal_stack, run_vhost(o.endpoint, self.log, lost=lost, checked=o.broker is not None) as (endpoint, management, vhost):
+            self.watch = BrokerWatch(endpoint, o.broker_lost, self.log).start()
             clients: dict[str, PeerClient] = {}
             try:
                 broker = o.broker or broker_info(endpoint, o.endpoint is None, management)
@@ -198,6 +224,7 @@ class Runner:
                 statuses = self._start_peers(amqp_url, clients, log_dir, endpoint.ca_file)
                 ctx = RunContext(amqp_url=amqp_url, vhost=vhost, management=management, peers=dict(clients),
                                  op_bound_s=o.op_bound_s, broker=broker.label)
+                ctx.ca_file = endpoint.ca_file
                 if endpoint.ca_file is not None:  # the probe verifies the broker against the run's CA
                     ctx.probe_factory = partial(Probe, ca_file=endpoint.ca_file)
                 # -- transcripts (issue 13): one firehose consumer for the run --
@@ -206,17 +233,29 @@ class Runner:
                 ctx.tracer = start_tracer(o.transcripts, amqp_url, management, vhost, self.log, endpoint.ca_file)
                 ctx.keep_transcript = lambda r: o.transcripts == "all" or verdict(r.id, r.status, r.rule, o.known).status != Status.PASS
                 try:
-                    results = self._run_cells(ctx, statuses)
+                    results, interrupted = self._run_cells(ctx, statuses)
                 finally:
-                    if ctx.tracer is not None:
-                        ctx.tracer.stop()
+                    with signals.deferred(reraise=False):
+                        if ctx.tracer is not None:
+                            ctx.tracer.stop()
             finally:
-                for client in clients.values():
-                    client.shutdown()
-                if o.out_dir is None and o.log_dir is None:
-                    # A run with no output folder (a library caller, a test) leaves no temporary
-                    # folder behind: each cell already carries its peers' stderr tails.
-                    shutil.rmtree(log_dir, ignore_errors=True)
+                # Once cells ran, a Ctrl-C (a second one, or a first one now) must neither
+                # leave peer processes behind nor lose the results: the cleanup is bounded
+                # (a peer that does not exit is killed) and runs with signals deferred;
+                # one caught here makes the run an interrupted one.
+                with signals.deferred(reraise=False):
+                    self.watch.stop()
+                    for client in clients.values():
+                        client.shutdown()
+                    if o.out_dir is None and o.log_dir is None:
+                        # A run with no output folder (a library caller, a test) leaves no temporary
+                        # folder behind: each cell already carries its peers' stderr tails.
+                        shutil.rmtree(log_dir, ignore_errors=True)
+        interrupted = interrupted or signals.pending()
+        if self.watch.cause:
+            self.aborted = f"broker lost: {self.watch.cause}"
+        elif interrupted:
+            self.aborted = "interrupted (Ctrl-C or SIGTERM)"
         meta = {
             "suite": suite_info.suite(),
             "command": o.command,
@@ -228,9 +267,32 @@ class Runner:
             "scenario_files": {sc.id: suite_info.relative(sc.path) for sc in o.scenarios},
             "images": {name: image_with_digest(m.image or m.docker.get("image")) for name, m in o.manifests.items()
                        if (o.in_docker or m.image) and name in {s.name for s in o.specs}},
+            "aborted": self.aborted,
         }
-        return RunResult(results, statuses, [s.label for s in o.specs], [broker], time.monotonic() - started,
-                         started_at, str(log_dir), vhost, meta)
+        assert broker is not None
+        report = RunResult(results, statuses, [s.label for s in o.specs], [broker], time.monotonic() - started,
+                           started_at, str(log_dir), vhost, meta)
+        if interrupted and not self.watch.cause:
+            raise RunInterrupted(report)
+        return report
+
+    def not_run(self, broker: BrokerInfo, why: str) -> RunResult:
+        """The run's results when no cell could start (the broker failed pre-flight, or the
+        run was interrupted first): every planned cell ERROR with that one cause, so the
+        results files say what happened instead of an earlier run's files standing in."""
+        o = self.options
+        results = [self._finish(self._not_started_on(cell, broker.label, why)) for cell in self.planned()]
+        meta = {"suite": suite_info.suite(), "command": o.command, "started_at": suite_info.now_iso(),
+                "finished_at": suite_info.now_iso(), "cells_s": 0.0, "selection": self.selection(),
+                "shard": o.shard.label if o.shard else None,
+                "scenario_files": {sc.id: suite_info.relative(sc.path) for sc in o.scenarios}, "images": {},
+                "aborted": why}
+        return RunResult(results, {}, [s.label for s in o.specs], [broker], 0.0,
+                         time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "", "", meta)
+
+    @staticmethod
+    def _not_started_on(cell: Cell, broker: str, why: str) -> CellResult:
+        return cellmod.result_of(cell, Status.ERROR, broker, message=f"{why}\nthe cell did not start")
 
     def selection(self) -> dict[str, object]:
         """What was asked for, less the shard: shards of one selection can be merged."""
@@ -325,7 +387,13 @@ class Runner:
             thread.join()
         return statuses
 
-    def _run_cells(self, ctx: RunContext, statuses: dict[str, PeerStatus]) -> list[CellResult]:
+    def _run_cells(self, ctx: RunContext, statuses: dict[str, PeerStatus]) -> tuple[list[CellResult], bool]:
+        """Every planned cell's result, and whether the run was interrupted.
+
+        Every planned cell has a result whatever happens: once the broker is lost (the watch)
+        or the run is interrupted, the cells not yet started are ERROR saying so, and a cell
+        under way that ends other than PASS while the broker is gone is ERROR with the loss
+        as its cause (its own message, a symptom, follows)."""
         o = self.options
         planned = self.planned()
         hellos = {name: s.hello for name, s in statuses.items()}
@@ -346,9 +414,18 @@ class Runner:
         total = len(planned)
         done = [len(results)]
         lock = threading.Lock()
+        stop: list[str] = []  # set once: why no further cell starts
 
         def one(index: int, cell: Cell) -> CellResult:
-            result = self._finish(run_cell(cell, f"c{index:04d}", ctx))
+            if not stop and self.watch is not None and self.watch.cause:
+                stop.append(f"broker lost: {self.watch.cause}")
+            if stop:
+                return self._finish(self._not_started(cell, ctx, stop[0]))
+            result = self._broker_verdict(run_cell(cell, f"c{index:04d}", ctx))
+            if self.watch is not None and self.watch.cause and not stop:
+                stop.append(f"broker lost: {self.watch.cause}")
+                self.log(f"broker lost: {self.watch.cause}; no further cell starts")
+            result = self._finish(result)
             with lock:
                 done[0] += 1
                 detail = f" {result.rule}: {result.message}" if result.status == Status.FAIL else (f" {result.message.splitlines()[0]}" if result.status == Status.ERROR else "")
@@ -360,26 +437,69 @@ class Runner:
         runnable.sort(key=lambda item: (-self.cost(item[1]), item[0]))
         cells_started = time.monotonic()
         pool = ThreadPoolExecutor(max_workers=o.concurrency)
+        futures = {pool.submit(one, index, cell): cell for index, cell in runnable}
+        interrupted = False
         try:
-            futures = [pool.submit(one, index, cell) for index, cell in runnable]
             for future in as_completed(futures):
                 results.append(future.result())
         except KeyboardInterrupt:
             # Ctrl-C or SIGTERM: the cells under way finish (each is bounded), the rest never
-            # start, and the caller still cleans up the peers, the vhost and the node.
-            self.log("interrupted: finishing the cells under way, skipping the rest")
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
+            # start; a second one stops the waiting too. Every cell still gets a result.
+            interrupted = True
+            # From here to the end of the run a signal is recorded, never raised: it must
+            # not lose what ran. A second one stops the waiting for the cells under way.
+            self._signal_stack.enter_context(signals.absorbed())
+            signals.note_interrupt()
+            stop.append("interrupted (Ctrl-C or SIGTERM)")
+            self.log("interrupted: finishing the cells under way, skipping the rest (again to stop waiting)")
+            for future in futures:
+                future.cancel()
+            while not signals.again() and not all(f.done() for f in futures):
+                wait(list(futures), timeout=0.2)
+            if signals.again():
+                self.log("interrupted again: not waiting for the cells under way")
+            results = self._collect(futures, ctx, results)
         finally:
-            pool.shutdown(wait=True)
+            pool.shutdown(wait=not interrupted, cancel_futures=True)
             self.cells_s = time.monotonic() - cells_started
         order = {cell.id: i for i, cell in enumerate(planned)}
-        return sorted(results, key=lambda r: order[r.id])
+        return sorted(results, key=lambda r: order[r.id]), interrupted
+
+    def _collect(self, futures: dict, ctx: RunContext, early: list[CellResult]) -> list[CellResult]:
+        """After an interrupt: each cell's result, or ERROR for one that did not start or did not end."""
+        results = list(early)
+        for future, cell in futures.items():
+            if future.done() and not future.cancelled():
+                results.append(future.result())
+            elif future.cancelled():
+                results.append(self._finish(self._not_started(cell, ctx, "interrupted (Ctrl-C or SIGTERM)")))
+            else:
+                results.append(self._finish(cellmod.result_of(cell, Status.ERROR, ctx.broker,
+                                                              message="interrupted (Ctrl-C or SIGTERM)\nthe cell was under way")))
+        seen: set[str] = set()
+        return [r for r in results if not (r.id in seen or seen.add(r.id))]
+
+    def _not_started(self, cell: Cell, ctx: RunContext, why: str) -> CellResult:
+        return self._not_started_on(cell, ctx.broker, why)
+
+    def _broker_verdict(self, result: CellResult) -> CellResult:
+        """A cell that did not pass while the broker was lost is an ERROR of the broker: a
+        fault is never a FAIL, and its own message is a symptom."""
+        if result.status == Status.PASS or self.watch is None or self.watch.check() is None:
+            return result
+        symptom = (result.message or "").splitlines()[0][:300] if result.message else str(result.status)
+        return replace(result, status=Status.ERROR, rule=None, expected=None, observed=None,
+                       message=f"broker lost: {self.watch.cause}\nthe cell was under way; it ended with: {symptom}")
 
     def _finish(self, result: CellResult) -> CellResult:
         """The raw result with its final status (the known-failure verdict) and its rerun line."""
         final = verdict(result.id, result.status, result.rule, self.options.known)
-        return replace(result, status=final.status, reason=result.reason if final.reason is None else final.reason,
+        reason = result.reason if final.reason is None else final.reason
+        # What a peer or a library said may quote a URL with its password: every output
+        # renders these, so they are redacted once, here.
+        return replace(result, status=final.status, reason=redact.text(reason) if reason else reason,
+                       message=redact.text(result.message) if result.message else result.message,
+                       stderr={peer: redact.text(tail) for peer, tail in (result.stderr or {}).items()},
                        rerun=rerun_line([self._rerun_label(p) for p in result.peers], result.id, self.options.broker_url,
                                         self.options.rerun_flags))
 

@@ -201,6 +201,14 @@ def _check_semantics(data: dict[str, Any], root: yaml.Node | None, where: Path) 
     bound before use and used as what they are, templates that name something, regexes that compile."""
     known_rules = spec.rules()
     known_mutants = spec.mutants()
+    known_clauses = spec.catalogue().clauses
+
+    def checked(rule: str, at: list[Any], what: str) -> None:
+        """A step's `rule:` names a clause of the catalogue (or a whole rule) of a listed rule."""
+        if "." in rule and rule not in known_clauses:
+            fail(at, f"clause {rule} is not in catalogue/catalogue.yaml")
+        if spec.rule_of(rule) not in data["rules"]:
+            fail(at, f"{what} checks {rule}, which is not in this scenario's rules")
 
     def fail(path: list[Any], message: str) -> NoReturn:
         raise refuse(where, line_at(root, path), message)
@@ -235,12 +243,11 @@ def _check_semantics(data: dict[str, Any], root: yaml.Node | None, where: Path) 
             for key, value in args.items():
                 if key not in kind.uses and key not in ("as", "role"):
                     names.templates(value, [*at, key], kind.templates.get(key), key)
-        if kind.asserts == "rule" and args.get("rule") is not None and args["rule"] not in data["rules"]:
-            fail([*at, "rule"], f"step checks {args['rule']}, which is not in this scenario's rules")
+        if kind.asserts == "rule" and args.get("rule") is not None:
+            checked(args["rule"], [*at, "rule"], "step")
         if kind.asserts == "expectations":
             for j, expectation in enumerate(args):
-                if expectation["rule"] not in data["rules"]:
-                    fail([*at, j, "rule"], f"expectation checks {expectation['rule']}, which is not in this scenario's rules")
+                checked(expectation["rule"], [*at, j, "rule"], "expectation")
                 names.path(expectation["that"], [*at, j, "that"], extra=(), label=None)
                 for op in COMPARISONS:
                     if op in expectation:

@@ -9,15 +9,16 @@ and a test checks they are current).
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import assertions
+from . import assertions, raw_amqp
 from .catalogue import mutants
-from .errors import CheckFailed, PeerError, TemplateError
+from .errors import BrokerError, CheckFailed, PeerError, TemplateError
 from .manifests import PeerSpec
-from .probe import TYPE_WORDS
+from .probe import TYPE_WORDS, raw_record
 
 if TYPE_CHECKING:
     from .peer_client import PeerLink, PendingCall
@@ -220,12 +221,44 @@ def _step_probe_reply(state: CellState, args: dict[str, Any]) -> None:
     _step_probe_publish(state, publish)
 
 
+POLL_S = 0.02  # how often a bounded wait on a broker or peer fact looks again
+
+
+def _raw_getter(state: CellState) -> tuple[Callable[[str, float], dict[str, Any] | None], Callable[[], None]]:
+    """A `get(queue, bound_s)` through the raw client, which keeps header type codes (WF-2),
+    and its close: one connection for one step."""
+    connection = raw_amqp.RawConnection(state.ctx.amqp_url, connection_name="acemq-interop probe (raw)", ca_file=state.ctx.ca_file)
+    try:
+        connection.open()
+    except raw_amqp.RawAmqpError as exc:
+        raise BrokerError(f"the raw probe could not connect: {exc}") from exc
+
+    def get(queue: str, bound_s: float) -> dict[str, Any] | None:
+        try:
+            message = connection.get_within(queue, bound_s, POLL_S)
+        except raw_amqp.RawAmqpError as exc:
+            raise BrokerError(f"the raw probe could not take a message off {queue}: {exc}") from exc
+        return None if message is None else raw_record(message)
+
+    return get, connection.close
+
+
 def _step_probe_get(state: CellState, args: dict[str, Any]) -> None:
-    probe = state.get_probe()
+    if args.get("wire_types"):
+        get, close = _raw_getter(state)
+    else:
+        get, close = state.get_probe().get, lambda: None
+    try:
+        _probe_get(state, args, get)
+    finally:
+        close()
+
+
+def _probe_get(state: CellState, args: dict[str, Any], get: Callable[[str, float], dict[str, Any] | None]) -> None:
     queue = state.queue_name(args["queue"])
     bound_s = args.get("timeout_ms", DEFAULT_WAIT_MS) / 1000
     if args.get("absent"):
-        got = probe.get(queue, bound_s)
+        got = get(queue, bound_s)
         state.note("probe_get", queue=queue, absent_expected=True, got=got)
         if got is not None:
             raise CheckFailed(args.get("rule", "RR-1"), f"no message on {queue} within {bound_s:.1f}s", expected="nothing", observed=got)
@@ -233,7 +266,7 @@ def _step_probe_get(state: CellState, args: dict[str, Any]) -> None:
         return
     records = []
     for _ in range(args.get("count", 1)):
-        got = probe.get(queue, bound_s)
+        got = get(queue, bound_s)
         if got is None:
             break
         records.append(got)
@@ -244,6 +277,53 @@ def _step_probe_get(state: CellState, args: dict[str, Any]) -> None:
             raise CheckFailed(args["rule"], message, expected=args.get("count", 1), observed=len(records))
         raise PeerError(f"expected {message}; got {len(records)}")
     state.variables[args["as"]] = records[0] if "count" not in args else records
+
+
+def _step_probe_count(state: CellState, args: dict[str, Any]) -> None:
+    """Waits (bounded) until the queue holds `messages` ready messages (and `consumers`
+    consumers, when given), as a passive queue.declare counts them: the broker decides."""
+    probe = state.get_probe()
+    queue = state.queue_name(args["queue"])
+    bound_s = args.get("timeout_ms", DEFAULT_WAIT_MS) / 1000
+    wanted = {"messages": args["messages"], **({"consumers": args["consumers"]} if "consumers" in args else {})}
+    deadline = time.monotonic() + bound_s
+    while True:
+        depth = probe.depth(queue)
+        seen: dict[str, Any] = {"exists": False} if depth is None else {"messages": depth[0], "consumers": depth[1]}
+        if all(seen.get(k) == v for k, v in wanted.items()) or time.monotonic() >= deadline:
+            break
+        time.sleep(POLL_S)
+    state.note("probe_count", queue=queue, wanted=wanted, seen=seen)
+    if not all(seen.get(k) == v for k, v in wanted.items()):
+        what = " and ".join(f"{v} {k}" for k, v in wanted.items())
+        raise CheckFailed(args["rule"], f"{what} on {queue} within {bound_s:.1f}s", expected=wanted, observed=seen)
+    if "as" in args:
+        state.variables[args["as"]] = seen
+
+
+def _step_wait_counters(state: CellState, args: dict[str, Any]) -> None:
+    """Reads a requester's or responder's counters until each named one has its value (bounded).
+
+    For a count the spec says must come to be, read where no instant matters: a counter that
+    is late (RR-15) gets there, one that never counts (RR-16) does not; the peer decides."""
+    peer, name = state.owners[args["of"]]
+    until = assertions.render(args["until"], state.variables)
+    bound_s = args.get("timeout_ms", DEFAULT_WAIT_MS) / 1000
+    deadline = time.monotonic() + bound_s
+    reads = 0
+    while True:
+        counters = peer.counters(name)
+        reads += 1
+        if all(counters.get(k) == v for k, v in until.items()) or time.monotonic() >= deadline:
+            break
+        time.sleep(POLL_S)
+    state.note("wait_counters", peer=peer.name, of=name, until=until, counters=counters, reads=reads)
+    wrong = {k: counters.get(k, assertions.ABSENT) for k, v in until.items() if counters.get(k) != v}
+    if wrong:
+        raise CheckFailed(args["rule"], f"counters of {args['of']} reach {json.dumps(until)} within {bound_s:.1f}s",
+                          expected=until, observed=wrong)
+    if "as" in args:
+        state.variables[args["as"]] = counters
 
 
 def _step_queue_facts(state: CellState, args: dict[str, Any]) -> None:
@@ -282,7 +362,7 @@ AS = {"$ref": "#/$defs/as"}  # a name a step binds with `as:`, and a reference t
 MS = {"$ref": "#/$defs/ms"}
 # The `type` argument of a request or gather (protocol 3): the AMQP type property, a short string.
 TYPE = {"type": "string", "minLength": 1, "maxLength": 255}
-RULE = {"$ref": "#/$defs/rule"}
+RULE = {"$ref": "#/$defs/clause"}  # a step's `rule:`: a clause id, or a whole rule
 TEMPLATE = {"$ref": "#/$defs/template"}
 HEADERS = {"type": "object", "additionalProperties": {"$ref": "#/$defs/header_value"}}
 BIND = {"type": "object", "required": ["exchange"], "additionalProperties": False,
@@ -412,6 +492,13 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              "waits for async calls (bounded by their timeout plus a grace)", uses={"*": CALLS}),
     StepKind("counters", _obj(["as", "of"], **{"as": AS, "of": AS}), _step_counters, "`counters: {as, of}`",
              "reads a requester's or responder's counters, no wait", "the counters", binds=True, uses={"of": OPENED}),
+    StepKind("wait_counters", _obj(["of", "until", "rule"], **{
+        "as": AS, "of": AS, "until": {"type": "object", "minProperties": 1,
+                                          "additionalProperties": {"type": ["integer", "string"]}},
+        "timeout_ms": MS, "rule": RULE}), _step_wait_counters,
+             "`wait_counters: {of, until: {counter: value}, timeout_ms?, rule, as?}`",
+             "reads a requester's or responder's counters until each named one has its value (bounded); "
+             "not reaching them is a FAIL of `rule`", "the counters last read", binds=True, uses={"of": OPENED}, templates={"until": ()}, asserts="rule"),
     StepKind("wait_event", _obj(["of", "event", "rule"], **{
         "as": AS, "of": AS,
         "event": {"enum": ["handled", "replied", "reply_failed", "dead_lettered", "unanswerable", "unmatched"]},
@@ -445,11 +532,20 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              fields=("message_id", "routed", "messages")),
     StepKind("probe_get", _obj(["as", "queue"], **{
         "as": AS, "queue": NAME, "timeout_ms": MS, "count": {"type": "integer", "minimum": 1, "maximum": 50},
-        "rule": RULE, "absent": {"type": "boolean"}}), _step_probe_get,
-             "`probe_get: {as, queue, count?, timeout_ms?, rule?, absent?}`",
+        "rule": RULE, "absent": {"type": "boolean"}, "wire_types": {"type": "boolean"}}), _step_probe_get,
+             "`probe_get: {as, queue, count?, timeout_ms?, rule?, absent?, wire_types?}`",
              "takes messages off a queue: `properties`, `headers`, `header_types` (`longstr`, `bytes`, ...), `body`, "
-             "`body_text`, `body_length`; too few is a FAIL of `rule`; `absent: true` asserts nothing arrives",
+             "`body_text`, `body_length`; too few is a FAIL of `rule`; `absent: true` asserts nothing arrives; "
+             "`wire_types: true` reads with the raw client (acemq_interop/raw_amqp.py), which adds each header's "
+             "AMQP type code (`wire_types`: header -> `S`, `x`, `l`, `I`, `b`, `B`, `u`, `i`...) and "
+             "`wire_types_by_code` (code -> the dotted paths of every value with it, nested ones included)",
              "the record (a list with `count`)", binds=True, templates={"queue": ()}, asserts="rule"),
+    StepKind("probe_count", _obj(["queue", "messages", "rule"], **{
+        "as": AS, "queue": NAME, "messages": {"type": "integer", "minimum": 0},
+        "consumers": {"type": "integer", "minimum": 0}, "timeout_ms": MS, "rule": RULE}), _step_probe_count,
+             "`probe_count: {queue, messages, consumers?, timeout_ms?, rule, as?}`",
+             "waits (bounded) until a passive `queue.declare` counts `messages` ready messages (and `consumers`); "
+             "not reaching it is a FAIL of `rule`", "`{messages, consumers}`", binds=True, templates={"queue": ()}, asserts="rule"),
     StepKind("queue_facts", _obj(["as", "queue"], **{"as": AS, "queue": NAME}), _step_queue_facts,
              "`queue_facts: {as, queue}`",
              "asks the management API: `type`, `durable`, `exclusive`, `auto_delete`, `arguments`", "the facts", binds=True,
@@ -469,6 +565,7 @@ STEPS: dict[str, Callable[["CellState", Any], None]] = {k.name: k.run for k in S
 
 RULE_PATTERN = "^(RR|SG|WF)-[0-9]+$"
 BUILT_INS = ("ns",)  # bound in every cell: its namespace (engine.run_cell)
+CLAUSE_PATTERN = "^(RR|SG|WF)-[0-9]+(\\.[0-9]+)?$"  # what a step FAILs with: a clause (RR-4.2), or a whole rule
 COMPARISONS = ("equals", "not_equals", "one_of", "contains", "excludes", "present", "matches", "starts_with",
                "gte", "lte", "gt", "lt", "length", "all_equal", "distinct", "each_equals")
 _NUMBER_OR_TEMPLATE = {"anyOf": [{"type": "number"}, TEMPLATE], "errorMessage": "a number, or one ${...} naming one"}
@@ -534,6 +631,7 @@ def scenario_schema() -> dict[str, Any]:
             "ms": {"type": "integer", "minimum": 0, "maximum": 120000},
             "rule": {"type": "string", "pattern": RULE_PATTERN},
             "header_value": _HEADER_VALUE,
+            "clause": {"type": "string", "pattern": CLAUSE_PATTERN},
             "expectation": {
                 "type": "object", "required": ["that", "rule"], "additionalProperties": False, "minProperties": 3,
                 "properties": {"that": {"type": "string", "minLength": 1}, "rule": RULE, "because": {"type": "string"},

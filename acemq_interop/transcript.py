@@ -165,7 +165,7 @@ class Tracer:
     # The management API's vhost `tracing` flag is the firehose switch (trace_on).
     def start(self) -> "Tracer | None":
         try:
-            self._management._call("PUT", f"/api/vhosts/{self._management._q(self._vhost)}", {"tracing": True})
+            self._management.set_tracing(self._vhost, True)
         except Exception as exc:  # a user without the administrator tag: run on, without transcripts
             self._log(f"transcripts off: the management API would not turn tracing on for {self._vhost}: {exc}")
             return None
@@ -183,7 +183,7 @@ class Tracer:
         if self._thread.is_alive():
             self._thread.join(10.0)
         try:
-            self._management._call("PUT", f"/api/vhosts/{self._management._q(self._vhost)}", {"tracing": False})
+            self._management.set_tracing(self._vhost, False)
         except Exception:
             pass  # the vhost is deleted right after
 

@@ -25,11 +25,14 @@ import pika
 from acemq import (
     Binding,
     Broker,
+    PendingGather,
+    PendingRequest,
     ReplyDecodeError,
     Request,
     RequestTimedOut,
     RequestTimeoutError,
     Requester,
+    RequesterClosed,
     RequesterObserver,
     Responder,
     ResponderFailed,
@@ -42,7 +45,7 @@ from acemq.errors import describe
 from acemq_peer_load import LoadSpec, RawResponder, binding_load, raw_load
 from acemq_peer_policies import PolicyTable
 
-PROTOCOLS = (1, 2)
+PROTOCOLS = (1, 2, 3)  # 3: type, the closed outcome, unmatched with both ids
 PEER = "python"
 DEFAULT_URL = "amqp://guest:guest@127.0.0.1:5672/"
 
@@ -99,8 +102,8 @@ def make_handler(responder_name: str, behavior: dict[str, Any]) -> Callable[[Req
         if kind == "fail":
             raise ScenarioFailure(message)
         echo: dict[str, Any] = {"echo": request.body, "responder": responder_name, "peer": PEER}
-        if isinstance(request.body, dict) and "correlationId" in request.body:
-            echo["correlationId"] = request.body["correlationId"]
+        # Always present: the body's correlationId when it is an object that has one, else null.
+        echo["correlationId"] = request.body.get("correlationId") if isinstance(request.body, dict) else None
         echo["seen"] = seen_of(request)
         return echo
 
@@ -111,8 +114,15 @@ class EventsOfRequester(RequesterObserver):
     def __init__(self, out: Output, name: str, protocol: int) -> None:
         self._out, self._name, self._protocol = out, name, protocol
 
-    def unmatched(self, correlation_id: Optional[str]) -> None:
-        self._out.write({"event": "unmatched", "requester": self._name, "correlation_id": correlation_id})
+    def unmatched(self, correlation_id: Optional[str], response_message_id: Optional[str] = None) -> None:
+        self._out.write(
+            {
+                "event": "unmatched",
+                "requester": self._name,
+                "correlation_id": correlation_id,
+                "response_message_id": response_message_id,
+            }
+        )
 
     def connection_lost(self, reason: str) -> None:
         if self._protocol >= 2:  # the event is version 2's
@@ -167,6 +177,58 @@ def _elapsed_ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
 
+class _Slot:
+    """One request or gather command: its requester, and its binding call once sent."""
+
+    __slots__ = ("requester", "pending")
+
+    def __init__(self, requester: str) -> None:
+        self.requester = requester
+        self.pending: Optional[Union[PendingRequest, PendingGather]] = None
+
+
+class InFlight:
+    """The request and gather commands that have not answered yet, by command id.
+
+    ``requester.close`` answers only once every call the binding ended at the close has
+    written its answer (outcome ``closed``), so the harness reads that answer first. A
+    call the close left pending does not hold it up, and neither does anything for
+    longer than ``bound`` seconds.
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._slots: dict[Any, _Slot] = {}
+
+    def begin(self, command_id: Any, requester: str) -> None:
+        with self._changed:
+            self._slots[command_id] = _Slot(requester)
+
+    def sent(self, command_id: Any, pending: Union[PendingRequest, PendingGather]) -> None:
+        with self._changed:
+            slot = self._slots.get(command_id)
+            if slot is not None:
+                slot.pending = pending
+            self._changed.notify_all()
+
+    def answered(self, command_id: Any) -> None:
+        with self._changed:
+            if self._slots.pop(command_id, None) is not None:
+                self._changed.notify_all()
+
+    def await_ended(self, requester: str, bound: float = 10.0) -> None:
+        """Wait until no call of ``requester`` is still being sent or ended but unanswered."""
+
+        def settled() -> bool:
+            return not any(
+                slot.requester == requester and (slot.pending is None or slot.pending.done())
+                for slot in self._slots.values()
+            )
+
+        with self._changed:
+            self._changed.wait_for(settled, bound)
+
+
 class Peer:
     # Ops that never wait are answered on the reading thread: under a burst of
     # requests a new thread can take a while to be scheduled, and `counters`
@@ -183,6 +245,7 @@ class Peer:
         self._requesters: dict[str, Requester] = {}
         self._responders: dict[str, Union[Responder, RawResponder]] = {}
         self._claimed: set[str] = set()
+        self._in_flight = InFlight()
         self._ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "hello": self.hello,
             "requester.open": self.requester_open,
@@ -223,6 +286,7 @@ class Peer:
             log.info("command %s (%s) refused: %s", command_id, op, describe(exc))
             answer = {"id": command_id, "ok": False, "error": describe(exc)}
         self._out.write(answer)
+        self._in_flight.answered(command_id)
 
     # -- ops --------------------------------------------------------------
 
@@ -287,26 +351,35 @@ class Peer:
         if requester is None:
             raise BadCommand(f"no requester named {name!r}")
         requester.close()
+        self._in_flight.await_ended(name)
         self._release(name)
         return {}
 
     def request(self, command: dict[str, Any]) -> dict[str, Any]:
-        requester = self._requester(_required(command, "requester"))
+        name = _required(command, "requester")
+        requester = self._requester(name)
         if "body" not in command:
             raise BadCommand("missing field 'body'")
+        routing_key = _required(command, "routing_key")
         started = time.monotonic()
-        pending = requester.send(
-            command.get("exchange") or "",
-            _required(command, "routing_key"),
-            command["body"],
-            **_optional(command, "timeout_ms", "timeout", _seconds),
-            **_optional(command, "headers", "headers"),
-            **_optional(command, "message_id", "message_id"),
-            **_optional(command, "correlation_id", "correlation_id"),
-        )
-        answer: dict[str, Any] = {"request_id": pending.request_id}
+        answer: dict[str, Any] = {}
+        self._in_flight.begin(command["id"], name)
         try:
+            pending = requester.send(
+                command.get("exchange") or "",
+                routing_key,
+                command["body"],
+                **_optional(command, "timeout_ms", "timeout", _seconds),
+                **_optional(command, "headers", "headers"),
+                **_optional(command, "message_id", "message_id"),
+                **_optional(command, "correlation_id", "correlation_id"),
+                **_optional(command, "type", "message_type"),
+            )
+            self._in_flight.sent(command["id"], pending)
+            answer["request_id"] = pending.request_id
             answer.update(outcome="reply", reply=pending.result())
+        except RequesterClosed:
+            answer.update(outcome="closed")
         except RequestTimedOut:
             answer.update(outcome="timeout")
         except ResponderFailed as exc:
@@ -317,7 +390,8 @@ class Peer:
         return answer
 
     def gather(self, command: dict[str, Any]) -> dict[str, Any]:
-        requester = self._requester(_required(command, "requester"))
+        name = _required(command, "requester")
+        requester = self._requester(name)
         mode = command.get("mode", "multi")
         if mode == "multi":
             target = {"endpoint": _required(command, "endpoint")}
@@ -326,17 +400,22 @@ class Peer:
         else:
             raise BadCommand(f"unknown gather mode {mode!r}")
         started = time.monotonic()
-        pending = requester.begin_gather(
-            command.get("body"),
-            **target,
-            **_optional(command, "expected_reply_count", "expected_reply_count", int),
-            **_optional(command, "timeout_ms", "timeout", _seconds),
-            **_optional(command, "correlation_id", "correlation_id"),
-            **_optional(command, "type", "message_type"),
-        )
-        answer: dict[str, Any] = {"request_id": pending.request_id}
+        answer: dict[str, Any] = {}
+        self._in_flight.begin(command["id"], name)
         try:
+            pending = requester.begin_gather(
+                command.get("body"),
+                **target,
+                **_optional(command, "expected_reply_count", "expected_reply_count", int),
+                **_optional(command, "timeout_ms", "timeout", _seconds),
+                **_optional(command, "correlation_id", "correlation_id"),
+                **_optional(command, "type", "message_type"),
+            )
+            self._in_flight.sent(command["id"], pending)
+            answer["request_id"] = pending.request_id
             answer.update(outcome="replies", replies=pending.result())
+        except RequesterClosed:
+            answer.update(outcome="closed")
         except RequestTimeoutError as exc:
             answer.update(outcome="timeout_with_partial", replies=exc.partial_replies)
         answer["elapsed_ms"] = _elapsed_ms(started)

@@ -29,6 +29,22 @@ CURRENT = "current"
 AFTER_CONFIRM_DELAY_SECONDS = 1.0
 # Which policy a mutant's side configures: a gatherer is a requester's gathers.
 _POLICY_OF_SIDE = {"requester": "requester", "gatherer": "requester", "responder": "responder"}
+# Mutants of issue 12 (the spec's defaults and its new decisions) the binding has before the
+# catalogue lists them: taken on requester.open / responder.start, but offered in hello only
+# once the catalogue has them (the harness refuses a peer offering a name it does not know).
+# The catalogue's entry wins; drop a row here once the catalogue has it.
+PENDING_MUTANTS: dict[str, dict[str, Any]] = {
+    "default-timeout-10s": {"side": "requester", "policy": {"default_timeout_ms": 10000}},
+    "default-attempts-5": {"side": "responder", "policy": {"default_max_attempts": 5}},
+    "attempt-from-zero": {"side": "responder", "policy": {"attempt_base": 0}},
+    "gather-no-default-correlation": {"side": "gatherer", "policy": {"gather_default_correlation": "none"}},
+    "gather-timeouts-counted": {"side": "gatherer", "policy": {"count_gather_timeouts": True}},
+    "close-abandons-pending": {"side": "requester", "policy": {"pending_at_close": "wait"}},
+    "gather-ignores-returns": {"side": "gatherer", "policy": {"honour_gather_returns": False}},
+    "type-in-header": {"side": "requester", "policy": {"type_carrier": "header"}},
+    "failure-reply-unchecked": {"side": "responder", "policy": {"failure_reply_delivery": "unchecked"}},
+    "malformed-request-dropped": {"side": "responder", "policy": {"malformed_request": "drop"}},
+}
 
 
 class UnknownName(ValueError):
@@ -62,7 +78,9 @@ class PolicyTable:
     def __init__(self, catalogue: dict[str, Any], peer: str = PEER) -> None:
         self.mutant_sides: dict[str, str] = {}
         self._mutants: dict[str, _Settings] = {}
-        for name, mutant in catalogue["mutants"].items():
+        self._offered = list(catalogue["mutants"])
+        pending = {name: m for name, m in PENDING_MUTANTS.items() if name not in catalogue["mutants"]}
+        for name, mutant in {**catalogue["mutants"], **pending}.items():
             side = _POLICY_OF_SIDE[mutant["side"]]
             self.mutant_sides[name] = side
             values = dict(mutant.get("policy") or {})
@@ -92,7 +110,8 @@ class PolicyTable:
 
     @property
     def mutants(self) -> list[str]:
-        return list(self._mutants)
+        """The mutants hello offers: the catalogue's."""
+        return list(self._offered)
 
     def requester(self, profile: Optional[str], mutant: Optional[str]) -> RequesterPolicy:
         profile_values, mutant_values = self._lookup(profile, mutant)
@@ -113,5 +132,5 @@ class PolicyTable:
         if mutant is None:
             return self._profiles[profile], _Settings({}, {})
         if mutant not in self._mutants:
-            raise UnknownName(f"unknown mutant {mutant!r}; this peer offers {', '.join(self._mutants)}")
+            raise UnknownName(f"unknown mutant {mutant!r}; this peer offers {', '.join(self._offered)}")
         return self._profiles[profile], self._mutants[mutant]

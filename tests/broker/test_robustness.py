@@ -62,7 +62,7 @@ def test_cli_unknown_peer_is_a_usage_error() -> None:
 def test_cli_unreachable_broker_says_so() -> None:
     done = cli("run", "--peers", "python", "--broker", "amqp://guest:guest@127.0.0.1:1/", "--management-url", "http://127.0.0.1:1")
     assert done.returncode == 3  # infrastructure, not bad input
-    assert "management API at http://127.0.0.1:1 did not answer" in done.stderr
+    assert "management API at http://127.0.0.1:1 does not answer" in done.stderr
 
 
 def test_cli_run_of_one_cell_writes_reports_and_exits_zero(broker, tmp_path) -> None:

@@ -9,7 +9,8 @@ internal sealed class ScenarioFailure(string message) : Exception(message);
 /// <summary>The echo body: what the handler saw, so the harness checks wire facts the same way in every language.</summary>
 internal static class Echo
 {
-    public static JsonObject Body(string responder, JsonElement request, RequestContext context)
+    /// <param name="alwaysCorrelationId">Protocol 3: <c>correlationId</c> is present, null when the request body has none.</param>
+    public static JsonObject Body(string responder, JsonElement request, RequestContext context, bool alwaysCorrelationId)
     {
         var echo = new JsonObject
         {
@@ -20,6 +21,10 @@ internal static class Echo
         if (request.ValueKind == JsonValueKind.Object && request.TryGetProperty("correlationId", out var correlationId))
         {
             echo["correlationId"] = JsonSerializer.SerializeToNode(correlationId);
+        }
+        else if (alwaysCorrelationId)
+        {
+            echo["correlationId"] = null;
         }
 
         echo["seen"] = Seen(context);

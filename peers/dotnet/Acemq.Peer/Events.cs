@@ -59,7 +59,8 @@ internal sealed class ResponderEvents(string responder, Output output, bool conn
 }
 
 /// <summary>Turns a requester's hooks into protocol event lines.</summary>
-internal sealed class RequesterEvents(string requester, Output output, bool connectionLost) : IRequesterObserver
+/// <remarks>From protocol 3 on, <c>unmatched</c> carries both ids a reply may have.</remarks>
+internal sealed class RequesterEvents(string requester, Output output, bool connectionLost, bool bothIds) : IRequesterObserver
 {
     public void ConnectionLost(string reason)
     {
@@ -70,10 +71,19 @@ internal sealed class RequesterEvents(string requester, Output output, bool conn
         }
     }
 
-    public void Unmatched(string? correlationId) => output.Write(new JsonObject
+    public void Unmatched(string? correlationId, string? responseMessageId)
     {
-        ["event"] = "unmatched",
-        ["requester"] = requester,
-        ["correlation_id"] = correlationId,
-    });
+        var line = new JsonObject
+        {
+            ["event"] = "unmatched",
+            ["requester"] = requester,
+            ["correlation_id"] = correlationId,
+        };
+        if (bothIds)
+        {
+            line["response_message_id"] = responseMessageId;
+        }
+
+        output.Write(line);
+    }
 }

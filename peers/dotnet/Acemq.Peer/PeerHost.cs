@@ -16,7 +16,7 @@ internal sealed class PeerHost(Output output)
     public const string PeerName = "dotnet";
 
     /// <summary>The protocol versions this peer speaks (docs/peer-protocol.md).</summary>
-    private static readonly int[] Protocols = [1, 2];
+    private static readonly int[] Protocols = [1, 2, 3];
 
     private readonly ConcurrentDictionary<string, Requester> _requesters = new(StringComparer.Ordinal);
     private readonly ConcurrentDictionary<string, Responder> _responders = new(StringComparer.Ordinal);
@@ -26,6 +26,10 @@ internal sealed class PeerHost(Output output)
     private MqTls? _tls;
     private Mq? _mq;
     private Task<IConnection>? _rawConnection;
+
+    // The request and gather commands not answered yet, so that requester.close answers after
+    // the calls its close ended (protocol 3).
+    private readonly ConcurrentDictionary<long, PendingCommand> _pendingCommands = new();
 
     // Until hello says otherwise, version 1: no load, no connection_lost.
     private int _protocol = 1;
@@ -70,6 +74,12 @@ internal sealed class PeerHost(Output output)
         }
 
         JsonObject answer;
+        var pending = op is "request" or "gather" && Text(command, "requester") is { } owner ? new PendingCommand(owner) : null;
+        if (pending is not null)
+        {
+            _pendingCommands[id.Value] = pending;
+        }
+
         try
         {
             var result = op switch
@@ -77,8 +87,8 @@ internal sealed class PeerHost(Output output)
                 "hello" => Hello(command),
                 "requester.open" => await OpenRequesterAsync(command).ConfigureAwait(false),
                 "requester.close" => await CloseRequesterAsync(command).ConfigureAwait(false),
-                "request" => await RequestAsync(command).ConfigureAwait(false),
-                "gather" => await GatherAsync(command).ConfigureAwait(false),
+                "request" => await RequestAsync(command, pending!).ConfigureAwait(false),
+                "gather" => await GatherAsync(command, pending!).ConfigureAwait(false),
                 "responder.start" => await StartResponderAsync(command).ConfigureAwait(false),
                 "responder.stop" => await StopResponderAsync(command).ConfigureAwait(false),
                 "counters" => Counters(command),
@@ -100,6 +110,12 @@ internal sealed class PeerHost(Output output)
         }
 
         output.Write(answer);
+        if (pending is not null)
+        {
+            _pendingCommands.TryRemove(id.Value, out _);
+            pending.Answered.TrySetResult();
+        }
+
         if (op == "shutdown")
         {
             await CloseAllAsync().ConfigureAwait(false);
@@ -146,7 +162,7 @@ internal sealed class PeerHost(Output output)
         var options = new RequesterOptions
         {
             Policy = PolicyTable.Requester(Text(command, "profile"), Text(command, "mutant")),
-            Observer = new RequesterEvents(name, output, connectionLost: _protocol >= 2),
+            Observer = new RequesterEvents(name, output, connectionLost: _protocol >= 2, bothIds: _protocol >= 3),
         };
         if (_requesters.ContainsKey(name))
         {
@@ -173,10 +189,15 @@ internal sealed class PeerHost(Output output)
         }
 
         await requester.DisposeAsync().ConfigureAwait(false);
+
+        // The binding has ended the calls its close ended (their tasks are done); their answers
+        // go out before this one. Calls the binding left running are not waited for.
+        var ended = _pendingCommands.Values.Where(p => p.Requester == name && p.Call is { IsCompleted: true }).Select(p => p.Answered.Task);
+        await Task.WhenAll(ended).ConfigureAwait(false);
         return [];
     }
 
-    private async Task<JsonObject> RequestAsync(JsonObject command)
+    private async Task<JsonObject> RequestAsync(JsonObject command, PendingCommand pending)
     {
         var requester = FindRequester(command);
         var options = new RequestOptions
@@ -184,14 +205,17 @@ internal sealed class PeerHost(Output output)
             MessageId = Acemq.Wire.NewMessageId(),
             Timeout = Milliseconds(command, "timeout_ms"),
             Headers = ExtraHeaders(command),
+            Type = _protocol >= 3 ? Text(command, "type") : null,
         };
         var body = Body(command);
         var started = Stopwatch.GetTimestamp();
         var answer = new JsonObject();
         try
         {
-            var reply = await requester.RequestAsync<JsonElement, JsonElement>(
-                Text(command, "exchange") ?? "", Required(command, "routing_key"), body, options).ConfigureAwait(false);
+            var call = requester.RequestAsync<JsonElement, JsonElement>(
+                Text(command, "exchange") ?? "", Required(command, "routing_key"), body, options);
+            pending.Call = call;
+            var reply = await call.ConfigureAwait(false);
             answer["outcome"] = "reply";
             answer["reply"] = JsonSerializer.SerializeToNode(reply);
         }
@@ -209,13 +233,17 @@ internal sealed class PeerHost(Output output)
             answer["outcome"] = "decode_error";
             answer["error"] = e.Message;
         }
+        catch (ObjectDisposedException) when (_protocol >= 3)
+        {
+            answer["outcome"] = "closed";
+        }
 
         answer["request_id"] = options.MessageId;
         answer["elapsed_ms"] = Elapsed(started);
         return answer;
     }
 
-    private async Task<JsonObject> GatherAsync(JsonObject command)
+    private async Task<JsonObject> GatherAsync(JsonObject command, PendingCommand pending)
     {
         var requester = FindRequester(command);
         var mode = Text(command, "mode") ?? "multi";
@@ -229,19 +257,21 @@ internal sealed class PeerHost(Output output)
             Timeout = Milliseconds(command, "timeout_ms"),
         };
 
-        // The protocol names no message type; the AMQP `type` property carries this unless given.
-        var type = Text(command, "type") ?? "GatherRequest";
+        // Protocol 3 passes the type through, absent included; before it the adapter named one.
+        var type = _protocol >= 3 ? Text(command, "type") : Text(command, "type") ?? "GatherRequest";
         var body = Body(command);
         var started = Stopwatch.GetTimestamp();
         var answer = new JsonObject();
         try
         {
-            var replies = mode switch
+            var call = mode switch
             {
-                "multi" => await requester.SendRequestMultiAsync<JsonElement, JsonElement>(type, body, options).ConfigureAwait(false),
-                "publish" => await requester.PublishRequestAsync<JsonElement, JsonElement>(type, body, onReply: null, options).ConfigureAwait(false),
+                "multi" => requester.SendRequestMultiAsync<JsonElement, JsonElement>(type, body, options),
+                "publish" => requester.PublishRequestAsync<JsonElement, JsonElement>(type, body, onReply: null, options),
                 _ => throw new ArgumentException($"unknown gather mode '{mode}' (multi or publish)"),
             };
+            pending.Call = call;
+            var replies = await call.ConfigureAwait(false);
             answer["outcome"] = "replies";
             answer["replies"] = Replies(replies);
         }
@@ -249,6 +279,10 @@ internal sealed class PeerHost(Output output)
         {
             answer["outcome"] = "timeout_with_partial";
             answer["replies"] = Replies(e.PartialRepliesAs<JsonElement>());
+        }
+        catch (ObjectDisposedException) when (_protocol >= 3)
+        {
+            answer["outcome"] = "closed";
         }
 
         answer["request_id"] = options.RequestMessageId;
@@ -317,7 +351,7 @@ internal sealed class PeerHost(Output output)
                 throw new ScenarioFailure(errorMessage!);
             }
 
-            return Echo.Body(name, request, context);
+            return Echo.Body(name, request, context, alwaysCorrelationId: _protocol >= 3);
         }
 
         var mq = await ConnectAsync().ConfigureAwait(false);
@@ -590,4 +624,14 @@ internal sealed class PeerHost(Output output)
 
         return e;
     }
+}
+
+/// <summary>A request or gather command until it is answered, and the binding's call once it was made.</summary>
+internal sealed class PendingCommand(string requester)
+{
+    public string Requester { get; } = requester;
+
+    public volatile Task? Call;
+
+    public TaskCompletionSource Answered { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
 }

@@ -59,6 +59,16 @@ internal static class PolicyTable
         Req("no-early-resolve", p => p with { GatherResolvesEarly = false }),
         Req("no-count-means-one", p => p with { GatherMissingCount = GatherMissingCount.One }),
         Req("stray-reply-to-oldest-gather", p => p with { GatherStrayReply = GatherStrayReply.OldestGather }),
+        Req("default-timeout-10s", p => p with { DefaultTimeoutMs = 10000 }),
+        Res("default-attempts-5", p => p with { DefaultMaxAttempts = 5 }),
+        Res("attempt-from-zero", p => p with { AttemptBase = 0 }),
+        Req("gather-no-default-correlation", p => p with { GatherDefaultCorrelation = GatherDefaultCorrelation.None }),
+        Req("gather-timeouts-counted", p => p with { CountGatherTimeouts = true }),
+        Req("close-abandons-pending", p => p with { PendingAtClose = PendingAtClose.Wait }),
+        Req("gather-ignores-returns", p => p with { HonourGatherReturns = false }),
+        Req("type-in-header", p => p with { TypeCarrier = TypeCarrier.Header }),
+        Res("failure-reply-unchecked", p => p with { FailureReplyDelivery = FailureReplyDelivery.Unchecked }),
+        Res("malformed-request-dropped", p => p with { MalformedRequest = MalformedRequestHandling.Drop }),
     ];
 
     /// <summary>The profiles the catalogue lists for this peer, and "current".</summary>

@@ -121,6 +121,7 @@ public class CatalogueTests
     private static string Value(object? value) => value switch
     {
         bool b => b ? "true" : "false",
+        int i => i.ToString(System.Globalization.CultureInfo.InvariantCulture),
         Enum e => Snake(e.ToString()),
         AnsweredTiming t => t.IsAfterConfirm ? "after_confirm" : "before_publish",
         IEnumerable<ReplyToSource> order => $"[{string.Join(", ", order.Select(o => Snake(o.ToString())))}]",

@@ -97,13 +97,16 @@ internal sealed class PendingGather<T>(
         return true;
     }
 
-    /// <summary>The timeout elapsed: resolve, or report a shortfall when a count was not reached.</summary>
-    public void TimeoutElapsed()
+    /// <summary>
+    /// The timeout elapsed: resolve, or report a shortfall when a count was not reached.
+    /// True when this ended the gather, false when it had already ended (count reached, failed).
+    /// </summary>
+    public bool TimeoutElapsed()
     {
         lock (_gate)
         {
             var shortfall = ExpectedReplyCount is { } expected && _replies.Count < expected;
-            _ended.TrySetResult(shortfall ? GatherEnd.Shortfall : GatherEnd.Resolved);
+            return _ended.TrySetResult(shortfall ? GatherEnd.Shortfall : GatherEnd.Resolved);
         }
     }
 

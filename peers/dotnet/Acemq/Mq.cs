@@ -89,14 +89,14 @@ public sealed class Mq : IAsyncDisposable, IDisposable
         ResponderOptions? options = null,
         CancellationToken cancellationToken = default)
     {
-        async Task<byte[]> Handle(byte[] body, RequestContext context, CancellationToken ct)
-        {
-            // A request that is not a TReq is the handler's failure: JsonException goes back as acemq-error.
-            var request = System.Text.Json.JsonSerializer.Deserialize<TReq>(body, JsonCodec.Options)!;
-            return JsonCodec.Encode(await handler(request, context, ct).ConfigureAwait(false));
-        }
+        // Decoding is the responder's, not the handler's: a body that is not a TReq never
+        // reaches the handler and is answered MalformedRequest (RR-19.2).
+        object? Decode(byte[] body) => System.Text.Json.JsonSerializer.Deserialize<TReq>(body, JsonCodec.Options);
 
-        return Responder.StartAsync(_connection, queue, Handle, options ?? new ResponderOptions(), cancellationToken);
+        async Task<byte[]> Handle(object? request, RequestContext context, CancellationToken ct) =>
+            JsonCodec.Encode(await handler((TReq)request!, context, ct).ConfigureAwait(false));
+
+        return Responder.StartAsync(_connection, queue, new RequestHandler(Decode, Handle), options ?? new ResponderOptions(), cancellationToken);
     }
 
     public async ValueTask DisposeAsync()

@@ -19,6 +19,9 @@ public sealed record RequestOptions
 
     /// <summary>Extra application headers sent with the request.</summary>
     public IReadOnlyDictionary<string, object?>? Headers { get; init; }
+
+    /// <summary>The message type, sent as the AMQP <c>type</c> property; none is sent when null.</summary>
+    public string? Type { get; init; }
 }
 
 public sealed record GatherOptions
@@ -46,8 +49,8 @@ public sealed record Binding(string Exchange, string RoutingKey);
 
 public sealed record ResponderOptions
 {
-    /// <summary>Attempts of the retry policy before a request is dead-lettered.</summary>
-    public int MaxAttempts { get; init; } = Wire.DefaultMaxAttempts;
+    /// <summary>Attempts of the retry policy before a request is dead-lettered; 3 when null.</summary>
+    public int? MaxAttempts { get; init; }
 
     /// <summary>
     /// Unacknowledged requests this responder holds, and handles, at once (the consumer runs that
@@ -80,6 +83,12 @@ public interface IRequesterObserver
 {
     /// <summary>A reply was counted Unmatched and dropped.</summary>
     void Unmatched(string? correlationId) { }
+
+    /// <summary>
+    /// A reply was counted Unmatched and dropped, with both ids it carried (either may be
+    /// null): whether it was meant for a request or a gather is unknown once nothing matched.
+    /// </summary>
+    void Unmatched(string? correlationId, string? responseMessageId) => Unmatched(correlationId);
 
     /// <summary>The broker or the network closed the requester's connection or reply channel.</summary>
     void ConnectionLost(string reason) { }

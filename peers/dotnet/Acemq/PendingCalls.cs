@@ -100,3 +100,51 @@ internal sealed class PendingCalls
         }
     }
 }
+
+/// <summary>
+/// Counts the calls running on a requester, so that disposing it can wait until every one
+/// has ended (RR-9.5: the close returns after its pending calls).
+/// </summary>
+internal sealed class CallsInFlight
+{
+    private readonly object _gate = new();
+    private int _count;
+    private TaskCompletionSource? _idle;
+
+    public void Enter()
+    {
+        lock (_gate)
+        {
+            _count++;
+        }
+    }
+
+    public void Exit()
+    {
+        TaskCompletionSource? idle = null;
+        lock (_gate)
+        {
+            if (--_count == 0)
+            {
+                (idle, _idle) = (_idle, null);
+            }
+        }
+
+        idle?.TrySetResult();
+    }
+
+    /// <summary>Completes once no call is running (at once when none is).</summary>
+    public Task WhenIdleAsync()
+    {
+        lock (_gate)
+        {
+            if (_count == 0)
+            {
+                return Task.CompletedTask;
+            }
+
+            _idle ??= new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            return _idle.Task;
+        }
+    }
+}

@@ -24,6 +24,12 @@ internal enum GatherMissingCount { Budget, One }
 
 internal enum GatherStrayReply { Unmatched, OldestGather }
 
+internal enum PendingAtClose { EndClosed, Wait }
+
+internal enum TypeCarrier { Property, Header }
+
+internal enum GatherDefaultCorrelation { RequestMessageId, None }
+
 /// <summary>The requester's (and its gathers') policy: <c>policies.requester</c> of the catalogue.</summary>
 internal sealed record RequesterPolicy
 {
@@ -47,6 +53,24 @@ internal sealed record RequesterPolicy
     public GatherShortfall GatherShortfall { get; init; } = GatherShortfall.Reject;
     public GatherMissingCount GatherMissingCount { get; init; } = GatherMissingCount.Budget;
     public GatherStrayReply GatherStrayReply { get; init; } = GatherStrayReply.Unmatched;
+
+    /// <summary>The timeout of a call given none (RR-9.3), in milliseconds.</summary>
+    public int DefaultTimeoutMs { get; init; } = 30000;
+
+    /// <summary>Whether a gather ending at its timeout counts in TimedOut (RR-9.4: it never does).</summary>
+    public bool CountGatherTimeouts { get; init; }
+
+    /// <summary>What a call still pending when its requester is disposed does (RR-9.5).</summary>
+    public PendingAtClose PendingAtClose { get; init; } = PendingAtClose.EndClosed;
+
+    /// <summary>Whether a basic.return of a gather's publish ends the gather as refused (RR-13.3).</summary>
+    public bool HonourGatherReturns { get; init; } = true;
+
+    /// <summary>Where the type argument travels (SG-2.3).</summary>
+    public TypeCarrier TypeCarrier { get; init; } = TypeCarrier.Property;
+
+    /// <summary>The correlation_id of a gather given none (SG-1.2).</summary>
+    public GatherDefaultCorrelation GatherDefaultCorrelation { get; init; } = GatherDefaultCorrelation.RequestMessageId;
 }
 
 internal enum ReplyCorrelation { MessageId, CorrelationId }
@@ -62,6 +86,10 @@ internal enum CountersCreated { BeforeSubscribe, AfterFirstDelivery }
 internal enum DlqQueueType { Quorum, Classic }
 
 internal enum HeaderTypes { Lenient, Strict }
+
+internal enum FailureReplyDelivery { Checked, Unchecked }
+
+internal enum MalformedRequestHandling { FailReply, Drop }
 
 /// <summary>
 /// When Answered is counted (RR-15). <see cref="AfterConfirm"/> carries how long after the
@@ -94,4 +122,16 @@ internal sealed record ResponderPolicy
     public DlqQueueType DlqQueueType { get; init; } = DlqQueueType.Quorum;
     public bool ResponseMessageId { get; init; } = true;
     public HeaderTypes HeaderTypes { get; init; } = HeaderTypes.Lenient;
+
+    /// <summary>Attempts at an undeliverable reply when the options give none (RR-14.4).</summary>
+    public int DefaultMaxAttempts { get; init; } = Wire.DefaultMaxAttempts;
+
+    /// <summary>The attempt number is x-delivery-count (absent: 0) plus this (RR-14.3).</summary>
+    public int AttemptBase { get; init; } = 1;
+
+    /// <summary>Whether a failure reply that was returned or nacked goes to the retry policy like any reply (RR-14.1).</summary>
+    public FailureReplyDelivery FailureReplyDelivery { get; init; } = FailureReplyDelivery.Checked;
+
+    /// <summary>What a request body the decoder refuses gets (RR-19.2).</summary>
+    public MalformedRequestHandling MalformedRequest { get; init; } = MalformedRequestHandling.FailReply;
 }

@@ -31,6 +31,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
     private readonly ConcurrentDictionary<string, IPendingGather> _gathers = new(StringComparer.Ordinal);
     private readonly SemaphoreSlim _publisherGate = new(1, 1);
     private readonly CancellationTokenSource _disposed = new();
+    private readonly CallsInFlight _inFlight = new();
     private IChannel? _publisher;
     private long _timedOut;
     private long _unmatched;
@@ -55,7 +56,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
     /// <summary>The reply address every request of this requester names.</summary>
     public string ReplyQueue { get; }
 
-    /// <summary>Requests that gave up before an answer arrived.</summary>
+    /// <summary>Requests that gave up before an answer arrived (gathers are never counted).</summary>
     public long TimedOut => Interlocked.Read(ref _timedOut);
 
     /// <summary>Replies with nobody left waiting for them.</summary>
@@ -102,15 +103,44 @@ public sealed class Requester : IAsyncDisposable, IDisposable
     /// <exception cref="ResponderFailedException">The responder's handler failed.</exception>
     /// <exception cref="ReplyDecodeException">The reply was not a <typeparamref name="TRes"/>.</exception>
     /// <exception cref="UnroutableException">The broker returned the request: nothing receives it.</exception>
-    public async Task<TRes> RequestAsync<TReq, TRes>(
+    public Task<TRes> RequestAsync<TReq, TRes>(
         string exchange, string routingKey, TReq request, RequestOptions options, CancellationToken cancellationToken = default)
+    {
+        return Tracked(() => CallAsync<TReq, TRes>(exchange, routingKey, request, options, cancellationToken));
+    }
+
+    /// <summary>
+    /// Counts a call in flight until its task has completed: the count drops in a synchronous
+    /// continuation, so whoever <see cref="DisposeAsync"/> resumes finds the call's task done.
+    /// </summary>
+    private Task<T> Tracked<T>(Func<Task<T>> call)
+    {
+        _inFlight.Enter();
+        Task<T> task;
+        try
+        {
+            task = call();
+        }
+        catch
+        {
+            _inFlight.Exit();
+            throw;
+        }
+
+        task.ContinueWith(static (_, calls) => ((CallsInFlight)calls!).Exit(), _inFlight,
+            CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
+        return task;
+    }
+
+    private async Task<TRes> CallAsync<TReq, TRes>(
+        string exchange, string routingKey, TReq request, RequestOptions options, CancellationToken cancellationToken)
     {
         ObjectDisposedException.ThrowIf(_disposed.IsCancellationRequested, this);
         var started = Stopwatch.GetTimestamp();
         var messageId = options.MessageId ?? Wire.NewMessageId();
-        var timeout = options.Timeout ?? DefaultTimeout;
+        var timeout = TimeoutOf(_policy, options.Timeout);
         var replyTo = await ReplyAddressAsync(cancellationToken).ConfigureAwait(false);
-        var properties = RequestProperties(messageId, messageId, replyTo, type: null, options.Headers);
+        var properties = RequestProperties(_policy, messageId, messageId, replyTo, options.Type, options.Headers);
         var body = JsonCodec.Encode(request);
 
         // Registered before publishing: a fast responder can answer before the confirm arrives.
@@ -118,7 +148,12 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         try
         {
             var publisher = await PublisherAsync(cancellationToken).ConfigureAwait(false);
-            await SendAsync(publisher, exchange, routingKey, properties, body, cancellationToken).ConfigureAwait(false);
+            await SendAsync(publisher, exchange, routingKey, properties, body, _policy.HonourReturns, cancellationToken).ConfigureAwait(false);
+        }
+        catch (Exception) when (ClosedWhilePending())
+        {
+            _calls.Remove(messageId);
+            throw Closed();
         }
         catch
         {
@@ -154,18 +189,40 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         }
     }
 
+    /// <summary>A call's timeout: the one given, else the policy's default, 30 s (RR-9.3).</summary>
+    internal static TimeSpan TimeoutOf(RequesterPolicy policy, TimeSpan? given) => given ?? TimeSpan.FromMilliseconds(policy.DefaultTimeoutMs);
+
+    /// <summary>SG-1.2: a gather's copies carry the requestMessageId as correlation_id unless given one.</summary>
+    internal static string? GatherCorrelationId(RequesterPolicy policy, string? given, string requestMessageId) =>
+        given ?? (policy.GatherDefaultCorrelation == GatherDefaultCorrelation.RequestMessageId ? requestMessageId : null);
+
+    /// <summary>Whether a gather that ended at its timeout is counted in TimedOut: never (RR-9.4), unless the policy says so.</summary>
+    internal static bool CountsGatherTimeout(RequesterPolicy policy, bool endedAtTimeout) => endedAtTimeout && policy.CountGatherTimeouts;
+
+    /// <summary>What ends a pending call early besides its caller's token: disposing, unless the policy lets calls wait.</summary>
+    private CancellationToken ClosingToken => _policy.PendingAtClose == PendingAtClose.EndClosed ? _disposed.Token : CancellationToken.None;
+
+    /// <summary>Whether a call failing now failed because this requester was disposed under it (RR-9.5).</summary>
+    private bool ClosedWhilePending() => _disposed.IsCancellationRequested && _policy.PendingAtClose == PendingAtClose.EndClosed;
+
+    private ObjectDisposedException Closed() => new(nameof(Requester), "the requester was closed while the call was pending");
+
     /// <summary>The reply, or null when the timeout elapsed first (the call is then no longer waiting).</summary>
     private async Task<Reply?> WaitAsync(
         TaskCompletionSource<Reply> waiter, string messageId, TimeSpan remaining, CancellationToken cancellationToken)
     {
-        using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, _disposed.Token);
+        using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, ClosingToken);
         var expired = Task.Delay(remaining > TimeSpan.Zero ? remaining : TimeSpan.Zero, stop.Token);
         var first = await Task.WhenAny(waiter.Task, expired).ConfigureAwait(false);
         await stop.CancelAsync().ConfigureAwait(false);
         if (first != waiter.Task && _calls.Remove(messageId))
         {
             cancellationToken.ThrowIfCancellationRequested();
-            ObjectDisposedException.ThrowIf(_disposed.IsCancellationRequested, this);
+            if (ClosedWhilePending())
+            {
+                throw Closed();
+            }
+
             return null;
         }
 
@@ -180,7 +237,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
     /// </summary>
     /// <exception cref="RequestTimeoutException">A count was given and not reached in time; the replies that came are attached.</exception>
     public Task<IReadOnlyList<TRes>> SendRequestMultiAsync<TReq, TRes>(
-        string type, TReq message, GatherOptions options, CancellationToken cancellationToken = default)
+        string? type, TReq message, GatherOptions options, CancellationToken cancellationToken = default)
     {
         if (string.IsNullOrEmpty(options.Endpoint))
         {
@@ -198,18 +255,25 @@ public sealed class Requester : IAsyncDisposable, IDisposable
     /// </summary>
     /// <exception cref="RequestTimeoutException">A count was given and not reached in time; the replies that came are attached.</exception>
     public Task<IReadOnlyList<TRes>> PublishRequestAsync<TReq, TRes>(
-        string type, TReq message, Action<TRes>? onReply, GatherOptions options, CancellationToken cancellationToken = default)
+        string? type, TReq message, Action<TRes>? onReply, GatherOptions options, CancellationToken cancellationToken = default)
     {
         if (options.Endpoint is not null)
         {
             throw new ArgumentException("publishRequest broadcasts to an exchange; it never takes an endpoint", nameof(options));
         }
 
-        return GatherAsync(type, message, options.Exchange ?? type, "", 1, options, onReply, cancellationToken);
+        var exchange = options.Exchange ?? type
+            ?? throw new ArgumentException("publishRequest needs an exchange, or a type to name it", nameof(options));
+        return GatherAsync(type, message, exchange, "", 1, options, onReply, cancellationToken);
     }
 
-    private async Task<IReadOnlyList<TRes>> GatherAsync<TReq, TRes>(
-        string type, TReq message, string exchange, string routingKey, int copies, GatherOptions options,
+    private Task<IReadOnlyList<TRes>> GatherAsync<TReq, TRes>(
+        string? type, TReq message, string exchange, string routingKey, int copies, GatherOptions options,
+        Action<TRes>? onReply, CancellationToken cancellationToken) =>
+        Tracked(() => GatherCallAsync(type, message, exchange, routingKey, copies, options, onReply, cancellationToken));
+
+    private async Task<IReadOnlyList<TRes>> GatherCallAsync<TReq, TRes>(
+        string? type, TReq message, string exchange, string routingKey, int copies, GatherOptions options,
         Action<TRes>? onReply, CancellationToken cancellationToken)
     {
         ObjectDisposedException.ThrowIf(_disposed.IsCancellationRequested, this);
@@ -220,8 +284,8 @@ public sealed class Requester : IAsyncDisposable, IDisposable
 
         var started = Stopwatch.GetTimestamp();
         var requestMessageId = options.RequestMessageId ?? Wire.NewMessageId();
-        var correlationId = options.CorrelationId ?? requestMessageId;
-        var timeout = options.Timeout ?? DefaultTimeout;
+        var correlationId = GatherCorrelationId(_policy, options.CorrelationId, requestMessageId);
+        var timeout = TimeoutOf(_policy, options.Timeout);
         var body = JsonCodec.Encode(message);
         var gather = new PendingGather<TRes>(requestMessageId, options.ExpectedReplyCount, onReply, _policy);
         if (!_gathers.TryAdd(requestMessageId, gather))
@@ -233,7 +297,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         {
             var publisher = await PublisherAsync(cancellationToken).ConfigureAwait(false);
             var replyTo = await ReplyAddressAsync(cancellationToken).ConfigureAwait(false);
-            var properties = RequestProperties(requestMessageId, correlationId, replyTo, type, headers: null);
+            var properties = RequestProperties(_policy, requestMessageId, correlationId, replyTo, type, headers: null);
             for (var copy = 0; copy < copies; copy++)
             {
                 if (copy > 0 && _policy.GatherCopyIds == GatherCopyIds.Distinct)
@@ -242,17 +306,28 @@ public sealed class Requester : IAsyncDisposable, IDisposable
                     properties.MessageId = Wire.NewMessageId();
                 }
 
-                await SendAsync(publisher, exchange, routingKey, properties, body, cancellationToken).ConfigureAwait(false);
+                // A return refuses the whole gather at once (RR-13.3): no copy that was returned can be answered.
+                await SendAsync(publisher, exchange, routingKey, properties, body, _policy.HonourGatherReturns, cancellationToken)
+                    .ConfigureAwait(false);
             }
 
             var remaining = timeout - Stopwatch.GetElapsedTime(started);
-            using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, _disposed.Token);
+            using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, ClosingToken);
             var expired = Task.Delay(remaining > TimeSpan.Zero ? remaining : TimeSpan.Zero, stop.Token);
             if (await Task.WhenAny(gather.Ended, expired).ConfigureAwait(false) != gather.Ended)
             {
                 cancellationToken.ThrowIfCancellationRequested();
-                ObjectDisposedException.ThrowIf(_disposed.IsCancellationRequested, this);
-                gather.TimeoutElapsed();
+                if (ClosedWhilePending())
+                {
+                    throw Closed();
+                }
+
+                // A gather is no request: ending at its timeout is how it works, not a lost
+                // answer, so TimedOut (requests only, RR-9.4) is left alone unless the policy counts it.
+                if (CountsGatherTimeout(_policy, gather.TimeoutElapsed()))
+                {
+                    Interlocked.Increment(ref _timedOut);
+                }
             }
 
             await stop.CancelAsync().ConfigureAwait(false);
@@ -268,6 +343,10 @@ public sealed class Requester : IAsyncDisposable, IDisposable
 
             return replies;
         }
+        catch (Exception e) when (e is not ObjectDisposedException && ClosedWhilePending())
+        {
+            throw Closed();
+        }
         finally
         {
             // Ends it for late replies too: they are Unmatched from here on.
@@ -276,8 +355,9 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         }
     }
 
-    private BasicProperties RequestProperties(
-        string messageId, string correlationId, string replyTo, string? type, IReadOnlyDictionary<string, object?>? headers)
+    /// <summary>The properties of a request or gather copy, as <paramref name="policy"/> writes them.</summary>
+    internal static BasicProperties RequestProperties(
+        RequesterPolicy policy, string messageId, string? correlationId, string replyTo, string? type, IReadOnlyDictionary<string, object?>? headers)
     {
         var table = new Dictionary<string, object?>(StringComparer.Ordinal);
         if (headers is not null)
@@ -288,28 +368,35 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             }
         }
 
-        if (_policy.WriteHeaderAddress)
+        if (policy.WriteHeaderAddress)
         {
             // A string is written as a long string (S); BinaryTableValue is a byte array (x).
-            table[ReplyToHeader] = _policy.HeaderAddressAsBytes
+            table[ReplyToHeader] = policy.HeaderAddressAsBytes
                 ? new BinaryTableValue(Encoding.UTF8.GetBytes(replyTo))
                 : replyTo;
         }
 
-        if (_policy.LongShortString == LongShortString.Truncate)
+        if (policy.LongShortString == LongShortString.Truncate)
         {
             // Breaks RR-18: cut where the rule says refuse.
             messageId = Wire.TruncateShortString(messageId)!;
-            correlationId = Wire.TruncateShortString(correlationId)!;
+            correlationId = Wire.TruncateShortString(correlationId);
             replyTo = Wire.TruncateShortString(replyTo)!;
             type = Wire.TruncateShortString(type);
+        }
+
+        if (type is not null && policy.TypeCarrier == TypeCarrier.Header)
+        {
+            // Breaks SG-2.3: a reader of the type property finds none.
+            table[Wire.TypeHeader] = type;
+            type = null;
         }
 
         return new BasicProperties
         {
             MessageId = messageId,
             CorrelationId = correlationId,
-            ReplyTo = _policy.WriteNativeAddress ? replyTo : null,
+            ReplyTo = policy.WriteNativeAddress ? replyTo : null,
             Type = type,
             ContentType = Wire.JsonContentType,
             DeliveryMode = DeliveryModes.Persistent,
@@ -318,13 +405,16 @@ public sealed class Requester : IAsyncDisposable, IDisposable
     }
 
     private async Task SendAsync(
-        IChannel publisher, string exchange, string routingKey, BasicProperties properties, byte[] body, CancellationToken ct)
+        IChannel publisher, string exchange, string routingKey, BasicProperties properties, byte[] body, bool honourReturns,
+        CancellationToken ct)
     {
+        // Disposing ends a publish still waiting for its confirm, so a close never waits on the broker.
+        using var stop = CancellationTokenSource.CreateLinkedTokenSource(ct, ClosingToken);
         try
         {
-            await Publishing.PublishAsync(publisher, exchange, routingKey, properties, body, ct).ConfigureAwait(false);
+            await Publishing.PublishAsync(publisher, exchange, routingKey, properties, body, stop.Token).ConfigureAwait(false);
         }
-        catch (UnroutableException) when (!_policy.HonourReturns)
+        catch (UnroutableException) when (!honourReturns)
         {
             // Breaks RR-13: the ack is taken for delivery and the basic.return before it
             // ignored, so the caller waits out its timeout.
@@ -411,7 +501,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         }
 
         Interlocked.Increment(ref _unmatched);
-        _options.Observer?.Unmatched(properties.CorrelationId);
+        _options.Observer?.Unmatched(properties.CorrelationId, Wire.HeaderText(headers, Wire.ResponseMessageIdHeader));
         return Task.CompletedTask;
     }
 
@@ -440,7 +530,13 @@ public sealed class Requester : IAsyncDisposable, IDisposable
 
         await _disposed.CancelAsync().ConfigureAwait(false);
         _connection.ConnectionShutdownAsync -= OnShutdownAsync;
-        _calls.FailAll(new ObjectDisposedException(nameof(Requester), "the requester was disposed"));
+        if (_policy.PendingAtClose == PendingAtClose.EndClosed)
+        {
+            // RR-9.5: every pending call ends now with the closed error, and disposing returns
+            // only once they all have, so nothing of this requester is left running.
+            _calls.FailAll(Closed());
+            await _inFlight.WhenIdleAsync().ConfigureAwait(false);
+        }
 
         // Closing the consuming channel cancels its consumer; the auto-delete reply queue goes with it.
         foreach (var channel in new[] { _replies, _publisher })

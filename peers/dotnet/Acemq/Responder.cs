@@ -3,6 +3,10 @@ using RabbitMQ.Client.Events;
 
 namespace Acemq;
 
+/// <summary>A responder's handler in two steps: the body's decoder, then the handler proper.</summary>
+internal sealed record RequestHandler(
+    Func<byte[], object?> Decode, Func<object?, RequestContext, CancellationToken, Task<byte[]>> Handle);
+
 /// <summary>
 /// Consumes a request queue and answers each request on the queue it names. A handler
 /// failure goes back to the caller and the request to <c>{queue}.dlq</c>; a reply that
@@ -16,7 +20,8 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     private static readonly Dictionary<string, object?> ClassicQueue = new() { ["x-queue-type"] = "classic" };
 
     private readonly IChannel _channel;
-    private readonly Func<byte[], RequestContext, CancellationToken, Task<byte[]>> _handler;
+    private readonly RequestHandler _handler;
+    private readonly int _maxAttempts;
     private readonly ResponderOptions _options;
     private readonly ResponderPolicy _policy;
     private readonly CancellationTokenSource _stopping = new();
@@ -30,7 +35,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     private int _lazyCounterMade;
 
     private Responder(
-        IChannel channel, string queue, Func<byte[], RequestContext, CancellationToken, Task<byte[]>> handler, ResponderOptions options)
+        IChannel channel, string queue, RequestHandler handler, ResponderOptions options)
     {
         _channel = channel;
         Queue = queue;
@@ -38,10 +43,14 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         _handler = handler;
         _options = options;
         _policy = options.Policy;
+        _maxAttempts = MaxAttemptsOf(options);
         _channel.ChannelShutdownAsync += OnShutdownAsync;
     }
 
     public string Queue { get; }
+
+    /// <summary>The attempts of the retry policy: the options', else the policy's default, 3 (RR-14.4).</summary>
+    internal static int MaxAttemptsOf(ResponderOptions options) => options.MaxAttempts ?? options.Policy.DefaultMaxAttempts;
 
     public string DeadLetterQueue { get; }
 
@@ -52,10 +61,9 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     public long Unanswerable => Interlocked.Read(ref _unanswerable);
 
     internal static async Task<Responder> StartAsync(
-        IConnection connection, string queue, Func<byte[], RequestContext, CancellationToken, Task<byte[]>> handler,
-        ResponderOptions options, CancellationToken ct)
+        IConnection connection, string queue, RequestHandler handler, ResponderOptions options, CancellationToken ct)
     {
-        if (options.MaxAttempts < 1)
+        if (options.MaxAttempts is < 1)
         {
             throw new ArgumentOutOfRangeException(nameof(options), "MaxAttempts must be at least 1");
         }
@@ -126,7 +134,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     private async Task HandleAsync(ulong tag, IReadOnlyBasicProperties properties, byte[] body)
     {
         var headers = properties.Headers;
-        var attempt = Wire.Attempt(headers);
+        var attempt = Wire.Attempt(headers, _policy.AttemptBase);
         var address = Wire.ResolveReplyAddress(headers, properties.ReplyTo, _policy.ReadOrder);
         if (address is not { } replyTo)
         {
@@ -139,19 +147,48 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             : new Dictionary<string, object?>(headers ?? new Dictionary<string, object?>(), StringComparer.Ordinal);
         var request = new RequestContext(
             Queue, properties.MessageId, properties.CorrelationId, replyTo.Address, replyTo.Source, shown, attempt);
-        Notify(o => o.Handling(request));
 
+        // Failures found before the handler runs (it is not told of the request): answered
+        // like a handler failure, reply with acemq-error then the RR-11 dead-letter.
+        if (_policy.HeaderTypes == HeaderTypes.Strict && Wire.FirstStrictlyRefusedHeader(headers) is { } malformed)
+        {
+            // Breaks WF-1: a header type a strict reader did not expect fails the request.
+            await ReplyAsync(tag, request, properties, body, [], Wire.FailureText(new MalformedHeader(malformed))).ConfigureAwait(false);
+            return;
+        }
+
+        object? decoded;
+        try
+        {
+            decoded = _handler.Decode(body);
+        }
+        catch (Exception e)
+        {
+            if (_policy.MalformedRequest == MalformedRequestHandling.Drop)
+            {
+                // Breaks RR-19.2: the caller waits out its timeout and nothing is kept of the request.
+                await _channel.BasicAckAsync(tag, multiple: false).ConfigureAwait(false);
+                return;
+            }
+
+            var failure = Wire.FailureText(new MalformedRequest(e.Message));
+            if (_policy.HandlerFailure == HandlerFailure.Retry)
+            {
+                // A release whose handler decoded the body: the failure took the retry path.
+                await RetryOrDeadLetterAsync(tag, properties, body, attempt, failure).ConfigureAwait(false);
+                return;
+            }
+
+            // RR-19.2: retrying would decode the same bytes the same way.
+            await ReplyAsync(tag, request, properties, body, [], failure).ConfigureAwait(false);
+            return;
+        }
+
+        Notify(o => o.Handling(request));
         byte[] reply;
         try
         {
-            if (_policy.HeaderTypes == HeaderTypes.Strict && Wire.FirstStrictlyRefusedHeader(headers) is { } malformed)
-            {
-                // Breaks WF-1: a header type a strict reader did not expect fails the request
-                // as if the handler had thrown.
-                throw new MalformedHeader(malformed);
-            }
-
-            reply = await _handler(body, request, _stopping.Token).ConfigureAwait(false);
+            reply = await _handler.Handle(decoded, request, _stopping.Token).ConfigureAwait(false);
         }
         catch (Exception e) when (!_stopping.IsCancellationRequested)
         {
@@ -200,6 +237,15 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             if (counted && _policy.RollbackAnswered)
             {
                 Interlocked.Decrement(ref _answered);
+            }
+
+            if (failure is not null && _policy.FailureReplyDelivery == FailureReplyDelivery.Unchecked)
+            {
+                // Breaks RR-14.1: a failure reply is taken as delivered whatever the broker said,
+                // so the request goes to {queue}.dlq with the failure reason and is never retried.
+                Notify(o => o.Replied(request, failure));
+                await DeadLetterAndAckAsync(tag, requestProperties, requestBody, failure).ConfigureAwait(false);
+                return;
             }
 
             Notify(o => o.ReplyFailed(request, e));
@@ -265,7 +311,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     /// </summary>
     private async Task RetryOrDeadLetterAsync(ulong tag, IReadOnlyBasicProperties properties, byte[] body, int attempt, string reason)
     {
-        if (Wire.Retry(attempt, _options.MaxAttempts) == RetryDecision.Requeue)
+        if (Wire.Retry(attempt, _maxAttempts) == RetryDecision.Requeue)
         {
             await _channel.BasicNackAsync(tag, multiple: false, requeue: true).ConfigureAwait(false);
             return;
@@ -426,4 +472,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 
     /// <summary>What a strict header reader throws: its failure text is <c>MalformedHeader: {header name}</c>.</summary>
     private sealed class MalformedHeader(string header) : Exception(header);
+
+    /// <summary>What the responder's decoder failing is reported as: <c>MalformedRequest: {decoder's message}</c> (RR-19.2).</summary>
+    private sealed class MalformedRequest(string message) : Exception(message);
 }

@@ -24,6 +24,10 @@ public static class Wire
     public const string ErrorHeader = "acemq-error";
     public const string DeadLetterReasonHeader = "acemq-dead-letter-reason";
     public const string ResponseMessageIdHeader = "responseMessageId";
+
+    /// <summary>An application header named like the AMQP property; only a defective writer puts the type there.</summary>
+    internal const string TypeHeader = "type";
+
     public const string DeliveryCountHeader = "x-delivery-count";
     public const string EnginePrefix = "x-acemq-";
     public const string JsonContentType = "application/json";
@@ -95,11 +99,17 @@ public static class Wire
     /// The count may arrive as any integer type, depending on the client and broker; a
     /// value that is no non-negative integer is no count.
     /// </summary>
-    public static int Attempt(IDictionary<string, object?>? headers)
+    public static int Attempt(IDictionary<string, object?>? headers) => Attempt(headers, attemptBase: 1);
+
+    /// <summary>
+    /// The attempt number as <c>x-delivery-count</c> (absent or no count: 0) plus
+    /// <paramref name="attemptBase"/>; RR-14.3 says the base is 1.
+    /// </summary>
+    internal static int Attempt(IDictionary<string, object?>? headers, int attemptBase)
     {
         if (headers is null || !headers.TryGetValue(DeliveryCountHeader, out var value) || value is null)
         {
-            return 1;
+            return attemptBase;
         }
 
         long count = value switch
@@ -114,7 +124,7 @@ public static class Wire
             ulong u => (long)Math.Min(u, long.MaxValue),
             _ => -1,
         };
-        return count < 0 ? 1 : (int)Math.Min(count, int.MaxValue - 1) + 1;
+        return count < 0 ? attemptBase : (int)Math.Min(count, int.MaxValue - 1) + attemptBase;
     }
 
     /// <summary>What the retry policy does after attempt <paramref name="attempt"/> failed to deliver its reply (RR-14).</summary>

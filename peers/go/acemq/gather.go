@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"acemq-interop/peers/go/internal/policy"
@@ -34,11 +35,13 @@ type GatherOptions struct {
 	// Timeout is the gather's budget; zero means the requester's timeout.
 	Timeout time.Duration
 	// CorrelationID is the business correlation id every copy carries; it
-	// defaults to the gather's message id. It plays no part in matching.
+	// defaults to the gather's message id (SG-1). It plays no part in
+	// matching.
 	CorrelationID string
 	// MessageID is the requestMessageId; empty means a fresh one.
 	MessageID string
-	// Type, when set, is sent as the AMQP type property.
+	// Type, when set, is the AMQP type property of every message the gather
+	// publishes (the seed's sendRequestMulti(type, ...)); empty sends none.
 	Type string
 }
 
@@ -63,7 +66,8 @@ func (g *gathering) complete() bool {
 }
 
 // SendRequestMulti publishes message to the endpoint queue and gathers the
-// replies. A queue gives each message to one of its competing consumers, so
+// replies. A returned copy (no such queue) ends the gather at once with a
+// *ReturnedError. A queue gives each message to one of its competing consumers, so
 // it publishes ExpectedReplyCount copies (one without a count), all with the
 // same message id and correlation id.
 func (r *Requester) SendRequestMulti(ctx context.Context, endpoint string, message interface{}, opts GatherOptions) ([]json.RawMessage, error) {
@@ -77,24 +81,15 @@ func (r *Requester) SendRequestMulti(ctx context.Context, endpoint string, messa
 // PublishRequest publishes one message to a fanout exchange, which gives a
 // copy to every bound queue, and gathers the replies. onReply, when not nil,
 // is called once per reply in arrival order, on the requester's delivery
-// goroutine.
+// goroutine. A returned publish (no queue bound) ends the gather at once with
+// a *ReturnedError. A gather that reaches its timeout is not counted in
+// TimedOut, which counts requests.
 func (r *Requester) PublishRequest(ctx context.Context, exchange string, message interface{}, onReply func(json.RawMessage), opts GatherOptions) ([]json.RawMessage, error) {
 	return r.gather(ctx, exchange, "", 1, message, onReply, opts)
 }
 
 func (r *Requester) gather(ctx context.Context, exchange, key string, copies int, message interface{}, onReply func(json.RawMessage), opts GatherOptions) ([]json.RawMessage, error) {
-	if opts.Timeout <= 0 {
-		opts.Timeout = r.opts.Timeout
-	}
-	if opts.ExpectedReplyCount == 0 && r.pol.GatherMissingCount == policy.MissingCountIsOne {
-		opts.ExpectedReplyCount = 1
-	}
-	if opts.MessageID == "" {
-		opts.MessageID = NewMessageID()
-	}
-	if opts.CorrelationID == "" {
-		opts.CorrelationID = opts.MessageID
-	}
+	opts = r.resolveGather(opts)
 	body, err := json.Marshal(message)
 	if err != nil {
 		return nil, err
@@ -104,7 +99,7 @@ func (r *Requester) gather(ctx context.Context, exchange, key string, copies int
 		return nil, err
 	}
 	msg := r.requestPublishing(opts.MessageID, opts.CorrelationID, replyTo, body, nil)
-	msg.Type = opts.Type
+	r.setType(&msg, opts.Type)
 	if err := r.checkShortStrings(&msg); err != nil {
 		return nil, err
 	}
@@ -118,30 +113,61 @@ func (r *Requester) gather(ctx context.Context, exchange, key string, copies int
 	if err := r.registerGather(g); err != nil {
 		return nil, err
 	}
+	defer r.pending.Done()
 	for i := 0; i < copies; i++ {
 		if i > 0 && r.pol.GatherCopyIDs == policy.DistinctIDs {
 			msg.MessageId = NewMessageID()
 		}
-		if err := r.pub.publish(exchange, key, msg); err != nil {
+		if err := r.send(exchange, key, msg, r.pol.HonourGatherReturns); err != nil {
 			r.endGather(g)
 			return nil, err
 		}
 	}
+	return r.await(ctx, g, opts.Timeout)
+}
 
+// resolveGather fills in what a gather was not given: the requester's
+// timeout, a fresh requestMessageId, and that id as the correlation id
+// (SG-1).
+func (r *Requester) resolveGather(opts GatherOptions) GatherOptions {
+	if opts.Timeout <= 0 {
+		opts.Timeout = r.opts.Timeout
+	}
+	if opts.ExpectedReplyCount == 0 && r.pol.GatherMissingCount == policy.MissingCountIsOne {
+		opts.ExpectedReplyCount = 1
+	}
+	if opts.MessageID == "" {
+		opts.MessageID = NewMessageID()
+	}
+	if opts.CorrelationID == "" && r.pol.GatherDefaultCorrelation == policy.CorrelateByRequestMessageID {
+		opts.CorrelationID = opts.MessageID
+	}
+	return opts
+}
+
+// await waits for a registered gather's end: its count (SG-5), its timeout
+// (SG-6, SG-7), the caller's context, or the requester's Close.
+func (r *Requester) await(ctx context.Context, g *gathering, timeout time.Duration) ([]json.RawMessage, error) {
 	full := g.full
 	if !r.pol.GatherResolvesEarly {
 		// A nil channel never fires: only the timer ends the gather.
 		full = nil
 	}
-	timer := time.NewTimer(opts.Timeout)
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
 	case <-full:
 	case <-timer.C:
+		// TimedOut counts requests only (RR-9): a gather's timeout is its
+		// budget (SG-7) or a shortfall (SG-6), and neither is counted.
+		if r.pol.CountGatherTimeouts {
+			atomic.AddInt64(&r.timedOut, 1)
+		}
 	case <-ctx.Done():
 		r.endGather(g)
 		return nil, ctx.Err()
-	case <-r.done:
+	case <-r.closing():
+		r.endGather(g)
 		return nil, ErrClosed
 	}
 	replies := r.endGather(g)
@@ -163,6 +189,7 @@ func (r *Requester) registerGather(g *gathering) error {
 	r.seq++
 	g.seq = r.seq
 	r.gathers[g.id] = g
+	r.pending.Add(1)
 	return nil
 }
 

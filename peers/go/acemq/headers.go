@@ -126,9 +126,17 @@ func HeaderString(h amqp.Table, name string) (string, bool) {
 }
 
 // DeliveryAttempt is the attempt number of a delivery from a quorum queue:
-// x-delivery-count (the failed deliveries before this one) plus one. Clients
-// write integers with whatever width they like, so any integer type is read.
-func DeliveryAttempt(h amqp.Table) int {
+// x-delivery-count (the failed deliveries before this one) plus one, 1 when
+// the header is absent (RabbitMQ 3.10 stamps 0 on a first delivery, 4.0
+// leaves it out).
+func DeliveryAttempt(h amqp.Table) int { return attemptNumber(h, 1) }
+
+// attemptNumber is x-delivery-count plus base (the policy's; RR-14 says 1).
+func attemptNumber(h amqp.Table, base int) int { return deliveryCount(h) + base }
+
+// deliveryCount is x-delivery-count, 0 when absent. Clients write integers
+// with whatever width they like, so any integer type is read.
+func deliveryCount(h amqp.Table) int {
 	var n int64
 	switch v := h[DeliveryCountHeader].(type) {
 	case int8:
@@ -150,12 +158,12 @@ func DeliveryAttempt(h amqp.Table) int {
 	case uint64:
 		n = int64(v)
 	default:
-		return 1
+		return 0
 	}
 	if n < 0 {
-		return 1
+		return 0
 	}
-	return int(n) + 1
+	return int(n)
 }
 
 // StripInternal returns a copy of h without the x-acemq- headers.

@@ -55,9 +55,6 @@ func (e *ChannelClosedError) Error() string {
 // route alike, so which of several identical ones is marked does not matter.
 type publisher struct {
 	conn *amqp.Connection
-	// honourReturns makes a basic.return fail the publish (RR-13); the
-	// policy may take the ack alone as delivery.
-	honourReturns bool
 
 	// mu serialises the sending of publishes (and the channel's reopening)
 	// so that a publish's delivery tag is exact; it is never held while
@@ -98,7 +95,7 @@ const (
 )
 
 func newPublisher(conn *amqp.Connection) (*publisher, error) {
-	p := &publisher{conn: conn, honourReturns: true}
+	p := &publisher{conn: conn}
 	if err := p.open(); err != nil {
 		return nil, err
 	}
@@ -128,7 +125,7 @@ func (p *publisher) open() error {
 }
 
 // publish sends msg mandatory and returns nil only when the broker acked it
-// without returning it first.
+// without returning it first: a returned publish is a *ReturnedError.
 func (p *publisher) publish(exchange, key string, msg amqp.Publishing) error {
 	if err := checkShortStrings(msg); err != nil {
 		return err
@@ -164,7 +161,7 @@ func (p *publisher) publish(exchange, key string, msg amqp.Publishing) error {
 	if err := <-u.verdict; err != nil {
 		return err
 	}
-	if u.returned != nil && p.honourReturns {
+	if u.returned != nil {
 		return &ReturnedError{Exchange: exchange, RoutingKey: key, Code: u.returned.ReplyCode, Text: u.returned.ReplyText}
 	}
 	return nil

@@ -19,7 +19,8 @@ import (
 // that nothing happened.
 var ErrTimedOut = errors.New("acemq: request timed out")
 
-// ErrClosed is returned by calls on, or pending in, a closed Requester.
+// ErrClosed is returned by calls on, or pending in, a closed Requester: Close
+// ends a pending call at once rather than leaving it to its timeout.
 var ErrClosed = errors.New("acemq: requester closed")
 
 // ResponderFailedError is the failure a responder sent back in the
@@ -44,8 +45,8 @@ type RequesterOptions struct {
 	// Timeout is the default per-call timeout; zero means DefaultTimeout.
 	Timeout time.Duration
 	// OnUnmatched, when set, is called for every reply counted in Unmatched,
-	// with that reply's correlation id.
-	OnUnmatched func(correlationID string)
+	// with the ids that reply carried.
+	OnUnmatched func(reply UnmatchedReply)
 	// OnLost, when set, is called once if the broker or the network closes
 	// the channel the replies arrive on (or its connection): the requester
 	// cannot receive replies any more. Close does not call it.
@@ -53,6 +54,14 @@ type RequesterOptions struct {
 
 	// policy is set only from inside this module (internal/policy).
 	policy *policy.Requester
+}
+
+// UnmatchedReply names a reply counted in Unmatched: a request's reply by its
+// correlation id, a gather's by its responseMessageId. Either is empty when
+// the reply did not carry it.
+type UnmatchedReply struct {
+	CorrelationID     string
+	ResponseMessageID string
 }
 
 // Requester sends requests and waits for their replies on one reply queue of
@@ -70,7 +79,11 @@ type Requester struct {
 	calls   map[string]*call
 	gathers map[string]*gathering
 	closed  bool
-	done    chan struct{}
+	// done is closed by Close to end the pending calls.
+	done chan struct{}
+	// pending counts the calls and gathers under way, so that Close returns
+	// only once every one of them has ended.
+	pending sync.WaitGroup
 	// perCall holds the channels of per-call reply queues (a policy that
 	// declares one per request), which live until Close.
 	perCall []*amqp.Channel
@@ -86,13 +99,11 @@ type call struct {
 
 // NewRequester declares the reply queue on conn and starts consuming it.
 func NewRequester(conn *amqp.Connection, opts RequesterOptions) (*Requester, error) {
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
-	}
+	opts, pol := opts.resolve()
 	r := &Requester{
 		conn:    conn,
 		opts:    opts,
-		pol:     opts.resolvePolicy(),
+		pol:     pol,
 		calls:   map[string]*call{},
 		gathers: map[string]*gathering{},
 		done:    make(chan struct{}),
@@ -109,9 +120,18 @@ func NewRequester(conn *amqp.Connection, opts RequesterOptions) (*Requester, err
 		ch.Close()
 		return nil, err
 	}
-	r.pub.honourReturns = r.pol.HonourReturns
 	go r.consume(deliveries)
 	return r, nil
+}
+
+// resolve is the options with their defaults filled in, and their policy:
+// a call given no timeout waits the policy's default (RR-9: 30 s).
+func (o RequesterOptions) resolve() (RequesterOptions, policy.Requester) {
+	pol := o.resolvePolicy()
+	if o.Timeout <= 0 {
+		o.Timeout = time.Duration(pol.DefaultTimeoutMS) * time.Millisecond
+	}
+	return o, pol
 }
 
 // replyQueueArgs gives the reply queue's type explicitly: a server or policy
@@ -214,7 +234,8 @@ func WithCorrelationID(id string) RequestOption {
 	return func(c *requestConfig) { c.correlationID = id }
 }
 
-// WithType sets the AMQP type property.
+// WithType sets the request's type (the AMQP type property); without it the
+// request has none.
 func WithType(t string) RequestOption {
 	return func(c *requestConfig) { c.msgType = t }
 }
@@ -250,7 +271,7 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 		return err
 	}
 	msg := r.requestPublishing(id, cfg.correlationID, replyTo, body, cfg.headers)
-	msg.Type = cfg.msgType
+	r.setType(&msg, cfg.msgType)
 	if err := r.checkShortStrings(&msg); err != nil {
 		return err
 	}
@@ -259,7 +280,8 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 	if err != nil {
 		return err
 	}
-	if err := r.pub.publish(exchange, routingKey, msg); err != nil {
+	defer r.pending.Done()
+	if err := r.send(exchange, routingKey, msg, r.pol.HonourReturns); err != nil {
 		r.forget(id)
 		return err
 	}
@@ -280,11 +302,53 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 		if r.forget(id) {
 			return ctx.Err()
 		}
-	case <-r.done:
-		return ErrClosed
+	case <-r.closing():
+		if r.forget(id) {
+			return ErrClosed
+		}
 	}
 	// The reply won the race against the timer: it is already ours.
 	return r.decode(<-c.reply, reply)
+}
+
+// send publishes a request or a gather's copy. A publish the broker returned
+// fails it at once (RR-13) unless honourReturns is off, when the broker's ack
+// is taken as delivery and the call waits for its timeout.
+func (r *Requester) send(exchange, key string, msg amqp.Publishing, honourReturns bool) error {
+	return returnsHonoured(r.pub.publish(exchange, key, msg), honourReturns)
+}
+
+// returnsHonoured is a publish's error as a caller sees it: a *ReturnedError
+// is dropped when returns are not honoured.
+func returnsHonoured(err error, honour bool) error {
+	var returned *ReturnedError
+	if !honour && errors.As(err, &returned) {
+		return nil
+	}
+	return err
+}
+
+// setType gives the request its type: the AMQP type property, or under a
+// header policy an application header named type. No type sets nothing.
+func (r *Requester) setType(msg *amqp.Publishing, msgType string) {
+	if msgType == "" {
+		return
+	}
+	if r.pol.TypeCarrier == policy.TypeHeader {
+		msg.Headers["type"] = msgType
+		return
+	}
+	msg.Type = msgType
+}
+
+// closing is what ends a pending call when the requester closes: done, or
+// under a wait policy nothing (a nil channel never fires), so the call waits
+// out its timeout.
+func (r *Requester) closing() <-chan struct{} {
+	if r.pol.PendingAtClose == policy.WaitTimeout {
+		return nil
+	}
+	return r.done
 }
 
 // requestPublishing addresses a request. The reply address goes in both the
@@ -335,6 +399,8 @@ func (r *Requester) register(id string) (*call, error) {
 	r.seq++
 	c := &call{seq: r.seq, reply: make(chan amqp.Delivery, 1)}
 	r.calls[id] = c
+	// Under r.mu and before Close sets closed: Close's Wait sees it.
+	r.pending.Add(1)
 	return c, nil
 }
 
@@ -400,7 +466,8 @@ func (r *Requester) dispatch(d amqp.Delivery) {
 	r.mu.Unlock()
 	atomic.AddInt64(&r.unmatched, 1)
 	if r.opts.OnUnmatched != nil {
-		r.opts.OnUnmatched(d.CorrelationId)
+		responseID, _ := HeaderString(d.Headers, ResponseMessageIDHeader)
+		r.opts.OnUnmatched(UnmatchedReply{CorrelationID: d.CorrelationId, ResponseMessageID: responseID})
 	}
 }
 
@@ -428,8 +495,10 @@ func (r *Requester) callFor(d amqp.Delivery) (string, *call) {
 	return oldestID, oldest
 }
 
-// Close ends pending calls with ErrClosed and closes the requester's
-// channels; the reply queue goes with them. The connection stays open.
+// Close ends every pending call and gather at once with ErrClosed (none is
+// counted in TimedOut), returns once they all have, and closes the
+// requester's channels; the reply queue goes with them. The connection stays
+// open.
 func (r *Requester) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -441,6 +510,9 @@ func (r *Requester) Close() error {
 	perCall := r.perCall
 	r.perCall = nil
 	r.mu.Unlock()
+	if r.pol.PendingAtClose != policy.WaitTimeout {
+		r.pending.Wait()
+	}
 	for _, ch := range perCall {
 		ch.Close()
 	}

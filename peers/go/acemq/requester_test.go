@@ -1,10 +1,12 @@
 package acemq
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"acemq-interop/peers/go/internal/policy"
 
@@ -68,7 +70,7 @@ func TestRequestNamesTheReplyAddressTwice(t *testing.T) {
 func TestRepliesGoToTheCallerWithTheirCorrelationID(t *testing.T) {
 	r := newTestRequester()
 	var unmatched []string
-	r.opts.OnUnmatched = func(id string) { unmatched = append(unmatched, id) }
+	r.opts.OnUnmatched = func(u UnmatchedReply) { unmatched = append(unmatched, u.CorrelationID) }
 	first, _ := r.register("m-1")
 	second, _ := r.register("m-2")
 
@@ -161,7 +163,7 @@ func TestUndecodableReplyEndsTheCallUnlessDropped(t *testing.T) {
 
 	dropping := newTestRequester(func(p *policy.Requester) { p.UndecodableReply = policy.Drop })
 	var unmatched []string
-	dropping.opts.OnUnmatched = func(id string) { unmatched = append(unmatched, id) }
+	dropping.opts.OnUnmatched = func(u UnmatchedReply) { unmatched = append(unmatched, u.CorrelationID) }
 	c, _ = dropping.register("m-1")
 	dropping.dispatch(notJSON)
 	select {
@@ -181,5 +183,130 @@ func TestUndecodableReplyEndsTheCallUnlessDropped(t *testing.T) {
 	dropping.dispatch(amqp.Delivery{CorrelationId: "m-2", Headers: amqp.Table{ErrorHeader: "E: x"}})
 	if d := <-c.reply; d.Headers[ErrorHeader] != "E: x" {
 		t.Errorf("failure reply = %+v", d)
+	}
+}
+
+func TestRequesterDefaultTimeoutComesFromThePolicy(t *testing.T) {
+	opts, pol := (RequesterOptions{}).resolve()
+	if opts.Timeout != DefaultTimeout || DefaultTimeout != 30*time.Second || pol.DefaultTimeoutMS != 30000 {
+		t.Errorf("zero options resolve to %s (policy %d ms)", opts.Timeout, pol.DefaultTimeoutMS)
+	}
+	p := policy.DefaultRequester()
+	p.DefaultTimeoutMS = 10000
+	if opts, _ := policy.WithRequester(RequesterOptions{}, p).resolve(); opts.Timeout != 10*time.Second {
+		t.Errorf("a policy default of 10000 ms resolves to %s", opts.Timeout)
+	}
+	if opts, _ := policy.WithRequester(RequesterOptions{Timeout: time.Second}, p).resolve(); opts.Timeout != time.Second {
+		t.Errorf("a timeout of 1s resolves to %s", opts.Timeout)
+	}
+}
+
+func TestTypeTravelsAsThePropertyUnlessThePolicyMovesIt(t *testing.T) {
+	r := newTestRequester()
+	msg := r.requestPublishing("m-1", "m-1", r.replyQueue, nil, nil)
+	r.setType(&msg, "quote.requested")
+	if _, inHeader := msg.Headers["type"]; msg.Type != "quote.requested" || inHeader {
+		t.Errorf("type property %q, headers %v", msg.Type, msg.Headers)
+	}
+	none := r.requestPublishing("m-1", "m-1", r.replyQueue, nil, nil)
+	r.setType(&none, "")
+	if _, inHeader := none.Headers["type"]; none.Type != "" || inHeader {
+		t.Errorf("no type: property %q, headers %v", none.Type, none.Headers)
+	}
+	header := newTestRequester(func(p *policy.Requester) { p.TypeCarrier = policy.TypeHeader })
+	moved := header.requestPublishing("m-1", "m-1", r.replyQueue, nil, nil)
+	header.setType(&moved, "quote.requested")
+	if moved.Type != "" || moved.Headers["type"] != "quote.requested" {
+		t.Errorf("header policy: property %q, headers %v", moved.Type, moved.Headers)
+	}
+}
+
+func TestReturnsFailACallUnlessNotHonoured(t *testing.T) {
+	returned := &ReturnedError{Code: 312, Text: "NO_ROUTE"}
+	var e *ReturnedError
+	if err := returnsHonoured(returned, true); !errors.As(err, &e) {
+		t.Errorf("honoured return = %v", err)
+	}
+	if err := returnsHonoured(returned, false); err != nil {
+		t.Errorf("ignored return = %v", err)
+	}
+	if err := returnsHonoured(ErrNacked, false); err != ErrNacked {
+		t.Errorf("a nack with returns ignored = %v", err)
+	}
+}
+
+func TestUnmatchedNamesBothIDs(t *testing.T) {
+	r := newTestRequester()
+	var seen []UnmatchedReply
+	r.opts.OnUnmatched = func(u UnmatchedReply) { seen = append(seen, u) }
+	r.dispatch(reply("g-gone", "c-1", `1`))
+	r.dispatch(amqp.Delivery{CorrelationId: "m-gone", Body: []byte(`2`)})
+	want := []UnmatchedReply{{CorrelationID: "c-1", ResponseMessageID: "g-gone"}, {CorrelationID: "m-gone"}}
+	if len(seen) != 2 || seen[0] != want[0] || seen[1] != want[1] {
+		t.Errorf("unmatched %+v, want %+v", seen, want)
+	}
+}
+
+func TestGatherCorrelationDefaultsToTheRequestMessageID(t *testing.T) {
+	r := newTestRequester()
+	r.opts.Timeout = DefaultTimeout
+	got := r.resolveGather(GatherOptions{MessageID: "g-1"})
+	if got.CorrelationID != "g-1" || got.Timeout != DefaultTimeout {
+		t.Errorf("resolved %+v", got)
+	}
+	if got := r.resolveGather(GatherOptions{MessageID: "g-1", CorrelationID: "c-1"}); got.CorrelationID != "c-1" {
+		t.Errorf("given correlation id resolved to %q", got.CorrelationID)
+	}
+	none := newTestRequester(func(p *policy.Requester) { p.GatherDefaultCorrelation = policy.NoDefaultCorrelation })
+	if got := none.resolveGather(GatherOptions{MessageID: "g-1"}); got.CorrelationID != "" {
+		t.Errorf("no-default policy resolved to %q", got.CorrelationID)
+	}
+}
+
+func TestAGatherEndingAtItsTimeoutIsNotCounted(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		count bool
+	}{{"default", false}, {"counted", true}} {
+		r := newTestRequester(func(p *policy.Requester) { p.CountGatherTimeouts = c.count })
+		// A budget (no count) and a shortfall (a count of 2, one reply).
+		budget := startGather(t, r, "g-a", 0, nil)
+		if replies, err := r.await(context.Background(), budget, time.Millisecond); err != nil || len(replies) != 0 {
+			t.Fatalf("%s: budget gather = %s, %v", c.name, replies, err)
+		}
+		short := startGather(t, r, "g-b", 2, nil)
+		r.dispatch(reply("g-b", "g-b", `1`))
+		var shortfall *RequestTimeoutError
+		if _, err := r.await(context.Background(), short, time.Millisecond); !errors.As(err, &shortfall) {
+			t.Fatalf("%s: shortfall gather = %v", c.name, err)
+		}
+		want := int64(0)
+		if c.count {
+			want = 2
+		}
+		if r.TimedOut() != want {
+			t.Errorf("%s: TimedOut = %d, want %d", c.name, r.TimedOut(), want)
+		}
+	}
+}
+
+func TestClosingEndsPendingCallsUnlessThePolicyWaits(t *testing.T) {
+	r := newTestRequester()
+	g := startGather(t, r, "g-a", 0, nil)
+	close(r.done)
+	// The gather's budget is far beyond the test: only the close ends it.
+	if _, err := r.await(context.Background(), g, time.Hour); !errors.Is(err, ErrClosed) {
+		t.Errorf("a gather pending at close = %v, want ErrClosed", err)
+	}
+	if r.TimedOut() != 0 {
+		t.Errorf("TimedOut = %d after close", r.TimedOut())
+	}
+
+	waiting := newTestRequester(func(p *policy.Requester) { p.PendingAtClose = policy.WaitTimeout })
+	g = startGather(t, waiting, "g-a", 1, nil)
+	close(waiting.done)
+	var shortfall *RequestTimeoutError
+	if _, err := waiting.await(context.Background(), g, time.Millisecond); !errors.As(err, &shortfall) {
+		t.Errorf("under the wait policy a gather pending at close = %v, want its timeout", err)
 	}
 }

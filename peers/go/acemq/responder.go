@@ -31,7 +31,8 @@ type Request struct {
 	// Headers are the request's application headers without the engine's
 	// x-acemq- ones.
 	Headers amqp.Table
-	// Attempt is 1 for the first delivery and counts up with every retry.
+	// Attempt is 1 for the first delivery and counts up with every retry
+	// (x-delivery-count + 1).
 	Attempt int
 }
 
@@ -39,7 +40,9 @@ type Request struct {
 func (r *Request) Decode(v interface{}) error { return json.Unmarshal(r.Body, v) }
 
 // Handler answers a request: its result is sent back as JSON. An error is
-// sent back as the acemq-error header and dead-letters the request.
+// sent back as the acemq-error header and dead-letters the request. A
+// request whose body is not JSON never reaches the handler: it fails as
+// *MalformedRequest.
 type Handler func(ctx context.Context, req *Request) (interface{}, error)
 
 // ResponderHooks are optional callbacks for what happens to each request.
@@ -62,6 +65,16 @@ type ResponderHooks struct {
 	// consuming. Close does not run it.
 	Lost func(reason *amqp.Error)
 }
+
+// MalformedRequest is the failure of a request whose body is not JSON: the
+// handler is not run, the caller is sent "MalformedRequest: {the decoder's
+// message}" and the request is dead-lettered with it.
+type MalformedRequest struct {
+	Err error
+}
+
+func (e *MalformedRequest) Error() string { return e.Err.Error() }
+func (e *MalformedRequest) Unwrap() error { return e.Err }
 
 // Binding binds the request queue to an exchange.
 type Binding struct {
@@ -109,17 +122,12 @@ type Responder struct {
 // NewResponder declares queue and {queue}.dlq as durable quorum queues,
 // applies the bindings and starts consuming.
 func NewResponder(conn *amqp.Connection, queue string, handler Handler, opts ResponderOptions) (*Responder, error) {
-	if opts.MaxAttempts <= 0 {
-		opts.MaxAttempts = DefaultMaxAttempts
-	}
-	if opts.Prefetch <= 0 {
-		opts.Prefetch = 32
-	}
+	opts, pol := opts.resolve()
 	ch, err := conn.Channel()
 	if err != nil {
 		return nil, err
 	}
-	r := &Responder{queue: queue, handler: handler, opts: opts, pol: opts.resolvePolicy(), ch: ch, tag: "acemq-" + NewMessageID()}
+	r := &Responder{queue: queue, handler: handler, opts: opts, pol: pol, ch: ch, tag: "acemq-" + NewMessageID()}
 	if err := r.declare(); err != nil {
 		ch.Close()
 		return nil, err
@@ -139,6 +147,19 @@ func NewResponder(conn *amqp.Connection, queue string, handler Handler, opts Res
 	}
 	go r.consume(deliveries)
 	return r, nil
+}
+
+// resolve is the options with their defaults filled in, and their policy: a
+// responder given no MaxAttempts makes the policy's default (RR-14: 3).
+func (o ResponderOptions) resolve() (ResponderOptions, policy.Responder) {
+	pol := o.resolvePolicy()
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = pol.DefaultMaxAttempts
+	}
+	if o.Prefetch <= 0 {
+		o.Prefetch = 32
+	}
+	return o, pol
 }
 
 func (r *Responder) declare() error {
@@ -201,7 +222,7 @@ func (r *Responder) handle(d amqp.Delivery) {
 		ReplyTo:       replyTo,
 		ReplyToSource: source,
 		Headers:       headers,
-		Attempt:       DeliveryAttempt(d.Headers),
+		Attempt:       attemptNumber(d.Headers, r.pol.AttemptBase),
 	}
 	if r.pol.HeaderTypes == policy.Strict {
 		// Header types other clients write are refused (WF-1 says accept
@@ -210,6 +231,10 @@ func (r *Responder) handle(d amqp.Delivery) {
 			r.replyFailure(d, req, FailureText(err))
 			return
 		}
+	}
+	if err := checkJSON(d.Body); err != nil {
+		r.malformed(d, req, err)
+		return
 	}
 	if h := r.opts.Hooks.Handled; h != nil {
 		h(req)
@@ -226,6 +251,27 @@ func (r *Responder) handle(d amqp.Delivery) {
 			r.reply(d, req, body)
 			return
 		}
+	}
+	r.replyFailure(d, req, FailureText(err))
+}
+
+// checkJSON is a *MalformedRequest when body is not JSON: the decoder's own
+// message, which the caller is sent.
+func checkJSON(body []byte) error {
+	var v json.RawMessage
+	if err := json.Unmarshal(body, &v); err != nil {
+		return &MalformedRequest{Err: err}
+	}
+	return nil
+}
+
+// malformed fails a request whose body is not JSON as a handler failure
+// would (RR-10, RR-11), without running the handler; a drop policy acks it
+// and nothing else.
+func (r *Responder) malformed(d amqp.Delivery, req *Request, err error) {
+	if r.pol.MalformedRequest == policy.DropMalformed {
+		r.ack(d)
+		return
 	}
 	r.replyFailure(d, req, FailureText(err))
 }
@@ -287,6 +333,8 @@ func (r *Responder) reply(d amqp.Delivery, req *Request, body []byte) {
 
 // replyFailure tells the caller the handler failed and dead-letters the
 // request once: the caller has its answer, and a retry would answer twice.
+// A failure reply that cannot be delivered gave the caller no answer, so it
+// goes to the retry policy like any other reply (RR-14).
 func (r *Responder) replyFailure(d amqp.Delivery, req *Request, failure string) {
 	if r.pol.HandlerFailure == policy.Retry {
 		r.retryFailure(d, req, failure)
@@ -296,7 +344,8 @@ func (r *Responder) replyFailure(d amqp.Delivery, req *Request, failure string) 
 	if counted {
 		atomic.AddInt64(&r.answered, 1)
 	}
-	if err := r.pub.publish("", req.ReplyTo, r.replyPublishing(req, nil, failure)); err != nil {
+	err := r.pub.publish("", req.ReplyTo, r.replyPublishing(req, nil, failure))
+	if err != nil && r.pol.FailureReplyDelivery == policy.Checked {
 		if counted {
 			atomic.AddInt64(&r.answered, -1)
 		}

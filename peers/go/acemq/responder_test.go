@@ -1,10 +1,14 @@
 package acemq
 
 import (
+	"encoding/json"
+	"errors"
 	"sync"
 	"testing"
 
 	"acemq-interop/peers/go/internal/policy"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // newTestResponder is a Responder without a broker, with the default policy
@@ -69,6 +73,97 @@ func TestCountersCreatedAfterTheFirstDeliveryNeverCountIt(t *testing.T) {
 	}
 	if !r.countsBeforePublish() {
 		t.Error("a later delivery is not counted")
+	}
+}
+
+// recordedAcks is the Acknowledger of a delivery made in a test: it records
+// what the responder said about it.
+type recordedAcks struct{ acks, nacks, rejects int }
+
+func (a *recordedAcks) Ack(uint64, bool) error        { a.acks++; return nil }
+func (a *recordedAcks) Nack(uint64, bool, bool) error { a.nacks++; return nil }
+func (a *recordedAcks) Reject(uint64, bool) error     { a.rejects++; return nil }
+
+func TestARequestThatIsNotJSONIsMalformed(t *testing.T) {
+	for _, body := range []string{`{"a":1}`, `null`, `"text"`, ` [1, 2] `} {
+		if err := checkJSON([]byte(body)); err != nil {
+			t.Errorf("%q refused: %v", body, err)
+		}
+	}
+	for _, body := range []string{"not json{", "", "{\"a\":"} {
+		err := checkJSON([]byte(body))
+		var malformed *MalformedRequest
+		if !errors.As(err, &malformed) {
+			t.Errorf("%q accepted: %v", body, err)
+			continue
+		}
+		// The failure text is the type name every language uses, then the
+		// decoder's own message.
+		var syntax *json.SyntaxError
+		if got := FailureText(err); !errors.As(err, &syntax) || got != "MalformedRequest: "+syntax.Error() {
+			t.Errorf("%q: failure text %q", body, got)
+		}
+	}
+}
+
+func TestDroppedMalformedRequestIsOnlyAcked(t *testing.T) {
+	// The drop policy acks and publishes nothing: the test responder has no
+	// publisher, so a reply or a dead-letter would panic.
+	r := newTestResponder(func(p *policy.Responder) { p.MalformedRequest = policy.DropMalformed })
+	acks := &recordedAcks{}
+	d := amqp.Delivery{Acknowledger: acks, Body: []byte("not json{")}
+	r.malformed(d, &Request{ReplyTo: "q"}, checkJSON(d.Body))
+	if acks.acks != 1 || acks.nacks != 0 || acks.rejects != 0 || r.Answered() != 0 {
+		t.Errorf("acks %+v, Answered %d", acks, r.Answered())
+	}
+}
+
+func TestAttemptNumberBase(t *testing.T) {
+	for _, c := range []struct {
+		headers amqp.Table
+		base    int
+		want    int
+	}{
+		{nil, 1, 1}, // RabbitMQ 4.0: absent on a first delivery
+		{amqp.Table{DeliveryCountHeader: int64(0)}, 1, 1}, // 3.10: 0 on a first delivery
+		{amqp.Table{DeliveryCountHeader: int64(2)}, 1, 3},
+		{nil, 0, 0},
+		{amqp.Table{DeliveryCountHeader: int64(0)}, 0, 0},
+		{amqp.Table{DeliveryCountHeader: int64(2)}, 0, 2},
+	} {
+		if got := attemptNumber(c.headers, c.base); got != c.want {
+			t.Errorf("attemptNumber(%v, %d) = %d, want %d", c.headers, c.base, got, c.want)
+		}
+	}
+	// A zero base makes one more delivery before the dead-letter: the last
+	// attempt is still the one numbered max_attempts.
+	deliveries := func(base int) int {
+		n := 0
+		for count := 0; ; count++ {
+			n++
+			if !retryDecision(attemptNumber(amqp.Table{DeliveryCountHeader: int64(count)}, base), 3) {
+				return n
+			}
+		}
+	}
+	if got, gotZero := deliveries(1), deliveries(0); got != 3 || gotZero != 4 {
+		t.Errorf("deliveries of 3 attempts: %d (base 1), %d (base 0); want 3 and 4", got, gotZero)
+	}
+}
+
+func TestResponderDefaultsComeFromThePolicy(t *testing.T) {
+	opts, pol := (ResponderOptions{}).resolve()
+	if opts.MaxAttempts != DefaultMaxAttempts || DefaultMaxAttempts != 3 || pol.DefaultMaxAttempts != 3 || opts.Prefetch != 32 {
+		t.Errorf("zero options resolve to %d attempts (policy %d), prefetch %d", opts.MaxAttempts, pol.DefaultMaxAttempts, opts.Prefetch)
+	}
+	p := policy.DefaultResponder()
+	p.DefaultMaxAttempts = 5
+	if opts, _ := policy.WithResponder(ResponderOptions{}, p).resolve(); opts.MaxAttempts != 5 {
+		t.Errorf("a policy default of 5 resolves to %d attempts", opts.MaxAttempts)
+	}
+	// A caller's own value wins over any default.
+	if opts, _ := policy.WithResponder(ResponderOptions{MaxAttempts: 2}, p).resolve(); opts.MaxAttempts != 2 {
+		t.Errorf("max attempts 2 resolves to %d", opts.MaxAttempts)
 	}
 }
 

@@ -35,6 +35,11 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "counters_created": ("before_subscribe", "after_first_delivery"),
     "dlq_queue_type": ("quorum", "classic"),
     "header_types": ("lenient", "strict"),
+    "gather_default_correlation": ("request_message_id", "none"),
+    "pending_at_close": ("end_closed", "wait"),
+    "type_carrier": ("property", "header"),
+    "failure_reply_delivery": ("checked", "unchecked"),
+    "malformed_request": ("fail_reply", "drop"),
 }
 READ_FROM = ("header", "native")
 
@@ -47,6 +52,8 @@ def _check(policy: object) -> None:
             raise ValueError(f"{field.name} is {value!r}; it takes one of {', '.join(allowed)}")
         if field.type == "bool" and not isinstance(value, bool):
             raise ValueError(f"{field.name} is {value!r}; it takes true or false")
+        if field.type == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValueError(f"{field.name} is {value!r}; it takes a whole number")
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,14 @@ class RequesterPolicy:
     gather_shortfall: Literal["reject", "resolve"] = "reject"  # SG-6
     gather_missing_count: Literal["budget", "one"] = "budget"  # SG-7
     gather_stray_reply: Literal["unmatched", "oldest_gather"] = "unmatched"  # SG-8
+    default_timeout_ms: int = 30000  # RR-9: a call given no timeout
+    # SG-1: what a gather given no correlation_id sends as its copies' correlation_id.
+    gather_default_correlation: Literal["request_message_id", "none"] = "request_message_id"
+    count_gather_timeouts: bool = False  # RR-9: TimedOut counts requests only, never a gather
+    # What a call pending at close does: end at once as closed, or wait out its timeout.
+    pending_at_close: Literal["end_closed", "wait"] = "end_closed"
+    honour_gather_returns: bool = True  # RR-13 for gathers: a returned copy refuses the gather
+    type_carrier: Literal["property", "header"] = "property"  # where a call's type travels
 
     def __post_init__(self) -> None:
         _check(self)
@@ -97,6 +112,12 @@ class ResponderPolicy:
     dlq_queue_type: Literal["quorum", "classic"] = "quorum"  # RR-17
     response_message_id: bool = True  # SG-3
     header_types: Literal["lenient", "strict"] = "lenient"  # WF-1
+    default_max_attempts: int = 3  # RR-14: a responder given no max_attempts
+    attempt_base: int = 1  # RR-14: the attempt number is x-delivery-count + this
+    # RR-14 for failure replies: a returned failure reply goes round the retry policy.
+    failure_reply_delivery: Literal["checked", "unchecked"] = "checked"
+    # A request body that is not JSON: a MalformedRequest failure reply, or dropped.
+    malformed_request: Literal["fail_reply", "drop"] = "fail_reply"
 
     def __post_init__(self) -> None:
         # A list from a data file is taken as the tuple it means (the policy stays hashable).

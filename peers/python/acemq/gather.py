@@ -13,20 +13,21 @@ import threading
 from enum import Enum
 from typing import Any, Callable, Optional
 
-from .errors import RequestTimeoutError
+from .errors import RequesterClosed, RequestTimeoutError
 
 
 class GatherState(Enum):
     COLLECTING = "collecting"
     RESOLVED = "resolved"
     REJECTED = "rejected"
+    CLOSED = "closed"  # its requester was closed while it collected
 
 
 class Gather:
     def __init__(
         self,
         request_id: str,
-        correlation_id: str,
+        correlation_id: Optional[str],
         expected_reply_count: Optional[int] = None,
         on_reply: Optional[Callable[[Any], None]] = None,
         rejects_shortfall: bool = True,
@@ -46,6 +47,9 @@ class Gather:
         self._replies: list[Any] = []
         self._state = GatherState.COLLECTING
         self._done = threading.Event()
+        # Whether the deadline ended it (a shortfall, or a count-less gather's budget spent),
+        # rather than its count, a failed publish or its requester's close.
+        self.expired = False
 
     @property
     def state(self) -> GatherState:
@@ -79,8 +83,14 @@ class Gather:
                     self._state = GatherState.REJECTED
                 else:
                     self._state = GatherState.RESOLVED
+                self.expired = True
                 self._done.set()
             return self._state
+
+    @property
+    def done(self) -> bool:
+        """Whether it has finished (resolved, rejected or closed)."""
+        return self._done.is_set()
 
     def _count_reached(self) -> bool:
         """Whether the expected count has arrived; called with the lock held."""
@@ -93,9 +103,20 @@ class Gather:
                 self._state = GatherState.REJECTED
                 self._done.set()
 
+    def close(self) -> None:
+        """Finish at once because the requester closed: ``wait`` raises RequesterClosed."""
+        with self._lock:
+            if self._state is GatherState.COLLECTING:
+                self._state = GatherState.CLOSED
+                self._done.set()
+
     def wait(self, timeout: float) -> list[Any]:
-        """Block until finished or ``timeout`` seconds passed; the replies or RequestTimeoutError."""
+        """Block until finished or ``timeout`` seconds passed; the replies, or RequestTimeoutError
+        (a shortfall), or RequesterClosed."""
         self._done.wait(timeout)
-        if self.expire() is GatherState.REJECTED:
+        state = self.expire()
+        if state is GatherState.CLOSED:
+            raise RequesterClosed("the requester was closed")
+        if state is GatherState.REJECTED:
             raise RequestTimeoutError(self.request_id, self.expected_reply_count or 0, self.replies)
         return self.replies

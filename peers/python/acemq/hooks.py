@@ -13,8 +13,12 @@ if TYPE_CHECKING:
 
 
 class RequesterObserver:
-    def unmatched(self, correlation_id: Optional[str]) -> None:
-        """A reply was counted Unmatched and dropped (RR-8, SG-8)."""
+    def unmatched(self, correlation_id: Optional[str], response_message_id: Optional[str] = None) -> None:
+        """A reply was counted Unmatched and dropped (RR-8, SG-8).
+
+        ``correlation_id`` is the reply's AMQP correlation_id and ``response_message_id``
+        its ``responseMessageId`` header, each None when the reply has none.
+        """
 
     def connection_lost(self, reason: str) -> None:
         """The broker or the network closed the requester's connection or reply channel.

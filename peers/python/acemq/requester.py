@@ -26,7 +26,6 @@ from .errors import (
     ReplyDecodeError,
     RequestRefused,
     RequestTimedOut,
-    RequestTimeoutError,
     RequesterClosed,
     ResponderFailed,
 )
@@ -54,6 +53,7 @@ class _Outgoing:
     reply_queue: str
     message_type: Optional[str] = None
     headers: Optional[Mapping[str, Any]] = None
+    gather: bool = False  # a gather's copy: its return is judged by the gather policy
 
 
 class _Call:
@@ -68,6 +68,10 @@ class _Call:
     def complete(self, value: Any = None, error: Optional[BaseException] = None) -> None:
         self._value, self._error = value, error
         self._done.set()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
 
     def wait(self, timeout: Optional[float]) -> bool:
         return self._done.wait(timeout)
@@ -91,6 +95,10 @@ class PendingRequest:
     def request_id(self) -> str:
         return self._call.request_id
 
+    def done(self) -> bool:
+        """Whether the call has ended (a reply, a failure, or the requester's close)."""
+        return self._call.done
+
     def result(self) -> Any:
         """The decoded reply; raises RequestTimedOut, ResponderFailed or ReplyDecodeError."""
         return self._requester._wait(self._call, self._deadline, self._timeout)
@@ -108,8 +116,13 @@ class PendingGather:
     def request_id(self) -> str:
         return self._gather.request_id
 
+    def done(self) -> bool:
+        """Whether the gather has ended (resolved, rejected, or the requester's close)."""
+        return self._gather.done
+
     def result(self) -> list[Any]:
-        """The replies in arrival order; raises RequestTimeoutError on a shortfall (SG-6)."""
+        """The replies in arrival order; raises RequestTimeoutError on a shortfall (SG-6),
+        RequesterClosed when the requester was closed first."""
         return self._requester._wait_gather(self._gather, self._deadline)
 
 
@@ -121,11 +134,12 @@ class Requester:
         url: Broker,
         *,
         observer: Optional[RequesterObserver] = None,
-        default_timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        default_timeout: Optional[float] = None,
         name: str = "acemq-requester",
     ) -> None:
-        self.default_timeout = default_timeout
+        self._timeout_option = default_timeout
         self._policy = RequesterPolicy()  # the spec; only acemq._conformance opens with another
+        self.default_timeout = self._resolve_default_timeout()
         self._observer = observer or RequesterObserver()
         self._io = ConnectionThread(url, name)
         self._io.on_lost = self._connection_lost
@@ -151,8 +165,15 @@ class Requester:
         # The policy is fixed before anything is declared and never changes after.
         requester = cls(url, **options)
         requester._policy = policy
+        requester.default_timeout = requester._resolve_default_timeout()
         requester._start()
         return requester
+
+    def _resolve_default_timeout(self) -> float:
+        """The timeout of a call given none: the owner's, else the spec's 30 s (RR-9)."""
+        if self._timeout_option is not None:
+            return float(self._timeout_option)
+        return self._policy.default_timeout_ms / 1000.0
 
     @property
     def reply_queue(self) -> str:
@@ -167,9 +188,13 @@ class Requester:
         body: Any,
         timeout: Optional[float] = None,
         headers: Optional[Mapping[str, Any]] = None,
+        message_type: Optional[str] = None,
     ) -> Any:
-        """Send ``body`` and return the decoded reply (RR-9 timeout default 30 s)."""
-        return self.send(exchange, routing_key, body, timeout=timeout, headers=headers).result()
+        """Send ``body`` and return the decoded reply (RR-9 timeout default 30 s).
+
+        ``message_type`` is sent as the AMQP ``type`` property (none when not given).
+        """
+        return self.send(exchange, routing_key, body, timeout=timeout, headers=headers, message_type=message_type).result()
 
     def send(
         self,
@@ -201,9 +226,12 @@ class Requester:
             # The I/O thread only starts the publish; this thread waits for its confirm, so
             # the publishes of many callers are outstanding together.
             self._confirmed(outgoing, self._io.call(self._publish_request, outgoing))
-        except BaseException:
+        except BaseException as exc:
             with self._lock:
                 self._calls.pop(message_id, None)
+            if self._closed and isinstance(exc, Exception):
+                # Closed under the publish: the channel's failure is the close, not a refusal.
+                raise RequesterClosed("the requester was closed") from exc
             raise
         return PendingRequest(self, call, time.monotonic() + timeout, timeout)
 
@@ -277,11 +305,11 @@ class Requester:
             raise ValueError("a gather goes to an endpoint queue or to a fanout exchange, not both")
         timeout = self.default_timeout if timeout is None else timeout
         request_id = wire.new_message_id()
-        if correlation_id is None and isinstance(message, dict) and isinstance(message.get("correlationId"), str):
-            correlation_id = message["correlationId"]
-        correlation_id = self._short_string("correlation_id", correlation_id or request_id)
-        message_type = self._short_string("type", message_type)
         policy = self._policy
+        if correlation_id is None and policy.gather_default_correlation == "request_message_id":
+            correlation_id = request_id  # SG-1: no business correlation id given
+        correlation_id = self._short_string("correlation_id", correlation_id)
+        message_type = self._short_string("type", message_type)
         if expected_reply_count is None and policy.gather_missing_count == "one":
             expected_reply_count = 1  # SG-7 forbids this: no count is not a count of 1
         gather = Gather(
@@ -312,6 +340,7 @@ class Requester:
                 correlation_id,
                 self._reply_queue_for_call(),
                 message_type,
+                gather=True,
             )
             sent = []
             for copy in range(copies):
@@ -321,36 +350,42 @@ class Requester:
                 sent.append((outgoing, self._io.call(self._publish_request, outgoing)))
             for outgoing, confirm in sent:  # the copies' confirms are awaited together
                 self._confirmed(outgoing, confirm)
-        except BaseException:
+        except BaseException as exc:
             with self._lock:
                 self._gathers.pop(request_id, None)
             gather.cancel()
+            if self._closed and isinstance(exc, Exception):
+                raise RequesterClosed("the requester was closed") from exc
             raise
         return PendingGather(self, gather, time.monotonic() + timeout)
 
     def _wait_gather(self, gather: Gather, deadline: float) -> list[Any]:
         try:
             return gather.wait(max(0.0, deadline - time.monotonic()))
-        except RequestTimeoutError as exc:
-            if self._closed:
-                raise RequesterClosed("the requester was closed") from exc
-            raise
         finally:
             with self._lock:
                 self._gathers.pop(gather.request_id, None)
+            # RR-9: TimedOut counts requests; a gather ending at its deadline is a shortfall
+            # (SG-6) or a spent budget (SG-7), never a timeout.
+            if gather.expired and self._policy.count_gather_timeouts:
+                self.timed_out.increment()
 
     # -- lifecycle --------------------------------------------------------
 
     def close(self) -> None:
-        """End pending calls with RequesterClosed and close the connection (the reply queue goes with it)."""
+        """End every pending call and gather at once with RequesterClosed (not a timeout, not
+        counted in TimedOut), then close the connection (the reply queue goes with it)."""
         with self._lock:
             self._closed = True
-            calls, self._calls = list(self._calls.values()), OrderedDict()
-            gathers, self._gathers = list(self._gathers.values()), {}
+            if self._policy.pending_at_close == "end_closed":
+                calls, self._calls = list(self._calls.values()), OrderedDict()
+                gathers, self._gathers = list(self._gathers.values()), {}
+            else:
+                calls, gathers = [], []  # "wait": they are left to wait out their timeouts
         for call in calls:
             call.complete(error=RequesterClosed("the requester was closed"))
         for gather in gathers:
-            gather.cancel()
+            gather.close()
         self._io.close()
 
     def __enter__(self) -> "Requester":
@@ -405,7 +440,8 @@ class Requester:
                 f"request not accepted: no confirm from the broker within {CONFIRM_TIMEOUT_SECONDS:g} s"
             ) from exc
         except PublishFailed as exc:
-            if exc.returned and not self._policy.honour_returns:
+            honoured = self._policy.honour_gather_returns if outgoing.gather else self._policy.honour_returns
+            if exc.returned and not honoured:
                 # RR-13 forbids this: taking the ack after a basic.return for delivery.
                 log.info("ignoring the return of request %s: %s", outgoing.message_id, exc.detail)
                 return
@@ -421,12 +457,17 @@ class Requester:
             as_bytes = policy.header_address_as_bytes  # pika writes bytes as 'x'
             headers[wire.REPLY_TO_HEADER] = reply_queue.encode("utf-8") if as_bytes else reply_queue
         native = reply_queue if policy.write_native_address else None
+        message_type = outgoing.message_type
+        if message_type is not None and policy.type_carrier == "header":
+            # The type belongs in the AMQP type property, not in a header.
+            headers[wire.TYPE_HEADER] = message_type
+            message_type = None
         properties = pika.BasicProperties(
             content_type=wire.CONTENT_TYPE,
             message_id=outgoing.message_id,
             correlation_id=outgoing.correlation_id,
             reply_to=native,
-            type=outgoing.message_type,
+            type=message_type,
             headers=headers or None,
         )
         return self._publisher.publish(outgoing.exchange, outgoing.routing_key, properties, outgoing.payload)
@@ -450,7 +491,7 @@ class Requester:
         elif call is not None:
             self._deliver_to_call(call, properties, body)
         else:
-            self._count_unmatched(properties.correlation_id)
+            self._count_unmatched(properties)
 
     def _take_call(self, correlation_id: Optional[str]) -> Optional[_Call]:
         """The waiting caller a reply belongs to; called with the lock held."""
@@ -475,23 +516,23 @@ class Requester:
                 # RR-19 forbids this: the call is left waiting for its timeout.
                 with self._lock:
                     self._calls[call.request_id] = call
-                self._count_unmatched(properties.correlation_id)
+                self._count_unmatched(properties)
                 return
             call.complete(error=ReplyDecodeError(call.request_id, str(exc)))
 
     def _deliver_to_gather(self, gather: Gather, properties: pika.BasicProperties, body: bytes) -> None:
         # Spec choice (SG-8): failure replies and undecodable bodies stay out of a gather's result.
         if wire.header(properties.headers, wire.ERROR_HEADER) is not None:
-            self._count_unmatched(properties.correlation_id)
+            self._count_unmatched(properties)
             return
         try:
             reply = wire.decode_body(body)
         except ValueError:
             log.warning("undecodable gather reply for %s dropped", gather.request_id)
-            self._count_unmatched(properties.correlation_id)
+            self._count_unmatched(properties)
             return
         if not gather.add(reply):
-            self._count_unmatched(properties.correlation_id)
+            self._count_unmatched(properties)
 
     def _connection_lost(self, reason: str) -> None:
         try:
@@ -499,9 +540,10 @@ class Requester:
         except Exception:
             log.exception("connection_lost observer failed")
 
-    def _count_unmatched(self, correlation_id: Optional[str]) -> None:
+    def _count_unmatched(self, properties: pika.BasicProperties) -> None:
         self.unmatched.increment()
+        response_message_id = wire.header(properties.headers, wire.RESPONSE_MESSAGE_ID_HEADER)
         try:
-            self._observer.unmatched(correlation_id)
+            self._observer.unmatched(properties.correlation_id, response_message_id)
         except Exception:
             log.exception("unmatched observer failed")

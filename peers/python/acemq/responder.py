@@ -78,17 +78,18 @@ class Responder:
         handler: Handler,
         *,
         bind: Optional[Binding] = None,
-        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        max_attempts: Optional[int] = None,
         observer: Optional[ResponderObserver] = None,
         concurrency: int = DEFAULT_CONCURRENCY,
         name: str = "acemq-responder",
     ) -> None:
-        if max_attempts < 1:
+        if max_attempts is not None and max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         self.queue = queue
         self.dead_letter_queue = f"{queue}.dlq"
         self._policy = ResponderPolicy()  # the spec; only acemq._conformance starts with another
-        self.max_attempts = max_attempts
+        self._attempts_option = max_attempts
+        self.max_attempts = self._resolve_max_attempts()
         self._handler = handler
         self._bind = bind
         self._observer = observer or ResponderObserver()
@@ -117,8 +118,15 @@ class Responder:
         # The policy is fixed before anything is declared and never changes after.
         responder = cls(url, queue, handler, **options)
         responder._policy = policy
+        responder.max_attempts = responder._resolve_max_attempts()
         responder._start()
         return responder
+
+    def _resolve_max_attempts(self) -> int:
+        """The attempts at an undeliverable reply: the owner's, else the spec's 3 (RR-14)."""
+        if self._attempts_option is not None:
+            return self._attempts_option
+        return self._policy.default_max_attempts
 
     def stop(self) -> None:
         """Cancel the consumer and close the connection; unacknowledged requests go back to the queue."""
@@ -174,7 +182,8 @@ class Responder:
         if address is None:
             self._on_unanswerable(method.delivery_tag, properties, body)
             return
-        delivery = _Delivery(method.delivery_tag, properties, body, address, wire.attempt_number(headers))
+        attempt = wire.attempt_number(headers, self._policy.attempt_base)
+        delivery = _Delivery(method.delivery_tag, properties, body, address, attempt)
         self._workers.submit(self._handle, delivery)
 
     def _on_unanswerable(self, tag: int, properties: pika.BasicProperties, body: bytes) -> None:
@@ -199,8 +208,18 @@ class Responder:
                 self._io.submit(self._fail, delivery, f"MalformedHeader: {malformed}")
                 return
         try:
+            body = wire.decode_body(delivery.body)
+        except ValueError as exc:
+            # The handler is not run for a body it could not read: a failure reply, then
+            # the RR-11 dead-letter with the same reason.
+            if self._policy.malformed_request == "drop":
+                self._io.submit(self._ack_silently, delivery)  # the defect: no reply, no dead-letter
+            else:
+                self._io.submit(self._fail, delivery, wire.malformed_request_text(exc))
+            return
+        try:
             request = Request(
-                body=wire.decode_body(delivery.body),
+                body=body,
                 message_id=delivery.properties.message_id,
                 correlation_id=delivery.properties.correlation_id,
                 reply_to=delivery.reply_to.queue,
@@ -267,6 +286,10 @@ class Responder:
 
         confirm.add_done_callback(lambda done: self._io.later(settled, done))
 
+    def _ack_silently(self, delivery: _Delivery) -> None:
+        if not self._stopped.is_set():
+            self._channel.basic_ack(delivery.tag)
+
     def _answer(self, delivery: _Delivery, payload: bytes) -> None:
         if self._stopped.is_set():
             return  # the connection is going; the broker requeues the request
@@ -314,13 +337,15 @@ class Responder:
             # RR-11: dead-lettered once with the same text, never retried.
             self._dead_letter(delivery.tag, delivery.properties, delivery.body, failure)
 
-        self._publish_then(
-            delivery.reply_to.queue,
-            self._reply_properties(delivery, failure),
-            b"",
-            confirmed,
-            lambda exc: self._undeliverable(delivery, exc.detail),
-        )
+        def failed(exc: PublishFailed) -> None:
+            if policy.failure_reply_delivery == "unchecked":
+                # RR-14 forbids this: a returned failure reply taken as delivered.
+                confirmed()
+                return
+            # RR-14: the caller has no answer yet; the request goes round the retry policy.
+            self._undeliverable(delivery, exc.detail)
+
+        self._publish_then(delivery.reply_to.queue, self._reply_properties(delivery, failure), b"", confirmed, failed)
 
     def _undeliverable(self, delivery: _Delivery, detail: str) -> None:
         self._observer.reply_failed(delivery.message_id, delivery.attempt, detail)

@@ -20,6 +20,8 @@ DEAD_LETTER_REASON_HEADER = "acemq-dead-letter-reason"
 RESPONSE_MESSAGE_ID_HEADER = "responseMessageId"
 ENGINE_HEADER_PREFIX = "x-acemq-"
 DELIVERY_COUNT_HEADER = "x-delivery-count"
+TYPE_HEADER = "type"  # only where a defective binding puts the type (the type_carrier policy)
+MALFORMED_REQUEST = "MalformedRequest"
 CONTENT_TYPE = "application/json"
 UNDELIVERABLE_REPLY = "UndeliverableReply"
 SHORT_STRING_MAX = 255
@@ -117,17 +119,18 @@ def undeliverable_reason(detail: str) -> str:
     return f"{UNDELIVERABLE_REPLY}: {detail}"
 
 
-def attempt_number(headers: Optional[Mapping[str, Any]]) -> int:
+def attempt_number(headers: Optional[Mapping[str, Any]], base: int = 1) -> int:
     """``x-delivery-count + 1``; 1 when the header is absent or not a count (RR-14).
 
     The count may arrive as any integer field type (pika reads ``l`` as
     unsigned, amqplib writes ``b``): pika gives each as an int. A string, a
-    boolean or a negative number is no count.
+    boolean or a negative number is no count. ``base`` is what a count of 0 (or
+    none) numbers: 1 in the spec.
     """
     raw = (headers or {}).get(DELIVERY_COUNT_HEADER)
     if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
-        return 1
-    return raw + 1
+        return base
+    return raw + base
 
 
 def strip_engine_headers(headers: Optional[Mapping[str, Any]]) -> dict[str, Any]:
@@ -176,6 +179,11 @@ def first_strict_header(headers: Optional[Mapping[str, Any]]) -> Optional[str]:
 def encode_body(value: Any) -> bytes:
     """A JSON body as UTF-8 (RR-19)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def malformed_request_text(error: ValueError) -> str:
+    """The failure text of a request whose body is not JSON: ``MalformedRequest: {decoder's message}``."""
+    return f"{MALFORMED_REQUEST}: {error}"
 
 
 def decode_body(body: bytes) -> Any:

@@ -47,6 +47,12 @@ def test_the_public_api_takes_no_policy():
         (ResponderPolicy, "dlq_queue_type", "stream"),
         (ResponderPolicy, "read_order", ["header", "header"]),
         (ResponderPolicy, "read_order", ["property"]),
+        (RequesterPolicy, "default_timeout_ms", "10s"),
+        (RequesterPolicy, "default_timeout_ms", True),
+        (RequesterPolicy, "pending_at_close", "abandon"),
+        (RequesterPolicy, "type_carrier", "body"),
+        (ResponderPolicy, "attempt_base", 0.5),
+        (ResponderPolicy, "malformed_request", "ignore"),
     ],
 )
 def test_a_value_a_knob_does_not_take_is_refused(make, knob, value):
@@ -60,4 +66,4 @@ def test_read_order_from_a_list_is_a_tuple():
 
 def test_policies_are_small_value_types():
     assert RequesterPolicy() == RequesterPolicy() and hash(ResponderPolicy()) == hash(ResponderPolicy())
-    assert len(fields(RequesterPolicy)) == 18 and len(fields(ResponderPolicy)) == 15
+    assert len(fields(RequesterPolicy)) == 24 and len(fields(ResponderPolicy)) == 19

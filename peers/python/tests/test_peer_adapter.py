@@ -49,8 +49,10 @@ def test_echo_body():
     }
 
 
-def test_echo_of_a_non_object_has_no_correlation_id():
-    assert "correlationId" not in make_handler("r1", {"reply": "echo"})(_request([1, 2]))
+@pytest.mark.parametrize("body", [[1, 2], {"sku": "A"}, "text", None])
+def test_echo_correlation_id_is_null_without_one_in_an_object_body(body):
+    echo = make_handler("r1", {"reply": "echo"})(_request(body))
+    assert "correlationId" in echo and echo["correlationId"] is None
 
 
 def test_fail_behaviour_text():
@@ -115,14 +117,16 @@ def _hello(**command):
     return peer.hello({"op": "hello", "amqp_url": "amqp://unused/", **command})
 
 
-def test_hello_speaks_2_when_offered_and_1_when_asked():
+def test_hello_speaks_the_highest_offered_and_1_when_asked():
+    v3 = _hello(protocol=3, protocols=[1, 2, 3])
+    assert v3["protocol"] == 3 and "load" in v3["capabilities"]
     v2 = _hello(protocol=2, protocols=[1, 2])
     assert v2["protocol"] == 2 and "load" in v2["capabilities"]
     assert v2["mutants"] == list(CATALOGUE["mutants"]) and v2["profiles"] == TABLE.profiles
     v1 = _hello(protocol=1)
     assert v1["protocol"] == 1 and "load" not in v1["capabilities"]
     with pytest.raises(BadCommand):
-        _hello(protocol=3)
+        _hello(protocol=4)
 
 
 def test_absent_fields_are_left_out_of_the_binding_call():

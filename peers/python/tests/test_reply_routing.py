@@ -12,6 +12,8 @@ import pytest
 
 from acemq.errors import (
     ReplyDecodeError,
+    RequestRefused,
+    RequesterClosed,
     RequestTimedOut,
     RequestTimeoutError,
     ResponderFailed,
@@ -20,15 +22,18 @@ from acemq.errors import (
 from acemq._policy import RequesterPolicy
 from acemq.gather import Gather
 from acemq.hooks import RequesterObserver
-from acemq.requester import Requester, _Call
+from acemq.publishing import PublishFailed
+from acemq.requester import Requester, _Call, _Outgoing
 
 
 class Recorder(RequesterObserver):
     def __init__(self):
         self.unmatched_ids = []
+        self.unmatched_pairs = []
 
-    def unmatched(self, correlation_id):
+    def unmatched(self, correlation_id, response_message_id=None):
         self.unmatched_ids.append(correlation_id)
+        self.unmatched_pairs.append((correlation_id, response_message_id))
 
 
 def _requester(**policy):
@@ -231,3 +236,113 @@ def test_long_correlation_id_is_refused_unless_the_policy_truncates_it():
     requester, sent = _publishing(long_short_string="truncate")
     requester.begin_gather({}, endpoint="pricing", expected_reply_count=1, correlation_id="c" * 300)
     assert sent[0].correlation_id == "c" * 255
+
+
+# -- issue 12: the spec's defaults and decisions, knob by knob -----------------------------
+
+
+def test_the_default_timeout_is_the_policys_unless_the_owner_gives_one():
+    requester, _ = _requester()
+    assert requester.default_timeout == 30.0
+    requester._policy = RequesterPolicy(default_timeout_ms=10000)
+    assert requester._resolve_default_timeout() == 10.0
+    owned = Requester("amqp://unused/", default_timeout=5)
+    owned._policy = RequesterPolicy(default_timeout_ms=10000)
+    assert owned._resolve_default_timeout() == 5.0
+
+
+@pytest.mark.parametrize("default_correlation, expected", [("request_message_id", "id"), ("none", None)])
+def test_a_gather_given_no_correlation_id(default_correlation, expected):
+    requester, sent = _publishing(gather_default_correlation=default_correlation)
+    pending = requester.begin_gather({"correlationId": "in-body"}, endpoint="pricing", expected_reply_count=2)
+    want = pending.request_id if expected == "id" else None
+    assert [o.correlation_id for o in sent] == [want, want]
+
+
+@pytest.mark.parametrize("count_gather_timeouts, counted", [(False, 0), (True, 2)])
+def test_gathers_ending_at_their_timeout_count_in_timed_out_only_by_the_defect(count_gather_timeouts, counted):
+    requester, _ = _publishing(count_gather_timeouts=count_gather_timeouts)
+    with pytest.raises(RequestTimeoutError):
+        requester.begin_gather({}, endpoint="pricing", expected_reply_count=2, timeout=0).result()
+    assert requester.begin_gather({}, endpoint="pricing", timeout=0).result() == []
+    early = requester.begin_gather({}, endpoint="pricing", expected_reply_count=1, timeout=5)
+    _reply(requester, "x", b'{"n":1}', responseMessageId=early.request_id)
+    assert early.result() == [{"n": 1}]
+    assert requester.timed_out.value == counted
+
+
+def _closable(**policy):
+    requester, sent = _publishing(**policy)
+    requester._io.close = lambda: None  # never opened: nothing to close
+    return requester, sent
+
+
+def test_close_ends_pending_calls_and_gathers_at_once_uncounted():
+    requester, _ = _closable()
+    (call,) = _waiting(requester, "m-1")
+    gather = requester.begin_gather({}, endpoint="pricing", expected_reply_count=2, timeout=30)
+    requester.close()
+    assert call.done and gather.done()
+    with pytest.raises(RequesterClosed):
+        requester._wait(call, time.monotonic() + 30, 30)
+    with pytest.raises(RequesterClosed):
+        gather.result()
+    assert requester.timed_out.value == 0
+
+
+def test_close_can_leave_pending_calls_to_wait_out_their_timeout():
+    requester, _ = _closable(pending_at_close="wait")
+    (call,) = _waiting(requester, "m-1")
+    gather = requester.begin_gather({}, endpoint="pricing", expected_reply_count=2, timeout=0)
+    requester.close()
+    assert not call.done
+    with pytest.raises(RequestTimedOut):
+        requester._wait(call, time.monotonic(), 0.0)
+    with pytest.raises(RequestTimeoutError):
+        gather.result()
+
+
+def _returning(**policy):
+    """A requester whose every publish the broker returns (then acks)."""
+    requester, _ = _requester(**policy)
+
+    def call(fn, outgoing):
+        confirm = Future()
+        confirm.set_exception(PublishFailed("returned by the broker: 312 NO_ROUTE", returned=True))
+        return confirm
+
+    requester._io.call = call
+    return requester
+
+
+def test_a_returned_gather_copy_refuses_the_gather_whatever_requests_do():
+    for policy in ({}, {"honour_returns": False}):
+        with pytest.raises(RequestRefused, match="312 NO_ROUTE"):
+            _returning(**policy).begin_gather({}, endpoint="nowhere", expected_reply_count=2)
+    assert _returning(honour_gather_returns=False).begin_gather({}, exchange="fanout", timeout=0).result() == []
+    with pytest.raises(RequestRefused):
+        _returning(honour_gather_returns=False).send("", "nowhere", {})
+
+
+@pytest.mark.parametrize("carrier", ["property", "header"])
+def test_the_type_travels_as_the_type_property(carrier):
+    requester, _ = _requester(type_carrier=carrier)
+    requester._reply_queue = "amq.gen-x"
+    published = []
+    requester._publisher.publish = lambda exchange, key, properties, body: published.append(properties)
+    for message_type in ("quote.requested", None):
+        requester._publish_request(_Outgoing("", "pricing", b"{}", "m-1", "m-1", "amq.gen-x", message_type))
+    typed, untyped = published
+    assert untyped.type is None and "type" not in untyped.headers
+    if carrier == "property":
+        assert typed.type == "quote.requested" and "type" not in typed.headers
+    else:
+        assert typed.type is None and typed.headers["type"] == "quote.requested"
+
+
+def test_unmatched_names_both_ids():
+    requester, observer = _requester()
+    _reply(requester, "c-1", responseMessageId="g-gone")
+    _reply(requester, None, responseMessageId="g-2")
+    _reply(requester, "c-3")
+    assert observer.unmatched_pairs == [("c-1", "g-gone"), (None, "g-2"), ("c-3", None)]

@@ -50,7 +50,7 @@ class CatalogueTest < Minitest::Test
         next unless spec["values"]
 
         spec["values"].each do |value|
-          value = knob == "answered_timing" ? Acemq::Internal::AnsweredTiming.new(value.to_sym, 0) : value.to_sym
+          value = knob == "answered_timing" ? Acemq::Internal::AnsweredTiming.new(value.to_sym, 0) : ruby_value(knob, value)
           assert type.build(knob.to_sym => value), "#{side}.#{knob} = #{value}"
         end
       end

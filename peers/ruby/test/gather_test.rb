@@ -127,10 +127,10 @@ class GatherTest < Minitest::Test
     gathering = Acemq::Gathering.new("g", "c", 1, nil, early: false)
     gathering.add(:a)
     started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-    assert_equal [[:a], true], gathering.wait(0.2)
+    assert_equal [[:a], :timeout, true], gathering.wait(0.2).to_a
     assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :>=, 0.2
-    assert_equal [[], false], Acemq::Gathering.new("g", "c", 1, nil, early: false).wait(0.01)
-    assert_equal [[:a], true], Acemq::Gathering.new("g", "c", 1, nil).tap { _1.add(:a) }.wait(5)
+    assert_equal [[], :timeout, false], Acemq::Gathering.new("g", "c", 1, nil, early: false).wait(0.01).to_a
+    assert_equal [[:a], :count, true], Acemq::Gathering.new("g", "c", 1, nil).tap { _1.add(:a) }.wait(5).to_a
   end
 
   def test_no_count_means_one_mutant

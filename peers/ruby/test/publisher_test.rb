@@ -60,7 +60,7 @@ class PublisherTest < Minitest::Test
     @channel = ScriptedChannel.new
   end
 
-  def publisher(**options) = Acemq::ConfirmedPublisher.new(FakeConnection.new(@channel), **options)
+  def publisher = Acemq::ConfirmedPublisher.new(FakeConnection.new(@channel))
 
   # Starts one publish per id, each in its own thread, and waits until each has left:
   # [[thread whose value is :delivered or the error, what was sent], ...] in tag order.
@@ -115,14 +115,6 @@ class PublisherTest < Minitest::Test
     outcomes = [first, twin].map { |call, _| call.value }
     assert_equal 1, outcomes.count(:delivered), "exactly one of the look-alikes is returned"
     assert_equal :delivered, other.first.value
-  end
-
-  def test_ignoring_returns_takes_the_ack_as_delivery
-    (a,) = publish_all(publisher(honour_returns: false), %w[a])
-    @channel.return!(a.last)
-    @channel.ack!(1)
-
-    assert_equal :delivered, a.first.value
   end
 
   def test_the_channel_closing_fails_what_is_outstanding

@@ -19,7 +19,7 @@ class ResponderTest < Minitest::Test
   Props = Struct.new(:headers, :message_id, :correlation_id, :reply_to, :type, :content_type, keyword_init: true)
 
   # policy_fields change the ResponderPolicy from the default.
-  def responder(publisher, max_attempts: 3, **policy_fields, &handler)
+  def responder(publisher, max_attempts: nil, **policy_fields, &handler)
     handler ||= ->(request) { { echo: request.body } }
     policy = Acemq::Internal::ResponderPolicy.build(**policy_fields)
     r = Acemq::Internal::Responder.new(nil, policy, queue: "svc", max_attempts: max_attempts, &handler)
@@ -231,5 +231,108 @@ class ResponderTest < Minitest::Test
     r = responder(publisher, header_types: :strict)
     deliver(r, headers: { "acemq-reply-to" => "rq", "x-n" => 5 })
     assert_equal({ "echo" => { "a" => 1 } }, JSON.parse(publisher.published.first.payload))
+  end
+
+  # Issue 12's decisions and the knobs behind them, responder side.
+
+  def test_attempts_default_to_3_and_follow_the_policy
+    assert_equal 3, Acemq::Responder.new(nil, queue: "q") { nil }.max_attempts
+    r = responder(returning_publisher)
+    deliver(r, delivery_count: 1)
+    deliver(r, delivery_count: 2)
+    assert_equal [[:nack, 7, false, true], [:ack, 7]], settled(r)
+    r = responder(returning_publisher, default_max_attempts: 5)
+    assert_equal 5, r.max_attempts
+    [2, 3, 4].each { |count| deliver(r, delivery_count: count) }
+    assert_equal [[:nack, 7, false, true], [:nack, 7, false, true], [:ack, 7]], settled(r)
+    assert_equal [3, 4, 5], @events.select { _1.first == :reply_failed }.map { _1.last[:attempt] }
+    # A max_attempts given wins over the default.
+    r = responder(returning_publisher, max_attempts: 2, default_max_attempts: 5)
+    deliver(r, delivery_count: 1)
+    assert_equal [[:ack, 7]], settled(r)
+  end
+
+  def test_the_attempt_is_the_delivery_count_plus_the_base
+    assert_equal [1, 1, 3], [{}, { "x-delivery-count" => 0 }, { "x-delivery-count" => 2 }].map { Acemq::Headers.attempt(_1) }
+    assert_equal [0, 0, 2], [{}, { "x-delivery-count" => 0 }, { "x-delivery-count" => 2 }].map { Acemq::Headers.attempt(_1, 0) }
+    r = responder(returning_publisher, attempt_base: 0)
+    deliver(r)
+    assert_equal 0, @events.assoc(:handled).last[:request].attempt
+    # The last attempt is still the one numbered max_attempts: one more delivery.
+    deliver(r, delivery_count: 2)
+    deliver(r, delivery_count: 3)
+    assert_equal [[:nack, 7, false, true], [:nack, 7, false, true], [:ack, 7]], settled(r)
+  end
+
+  def test_an_undeliverable_failure_reply_is_retried_then_dead_lettered_as_undeliverable
+    publisher = returning_publisher
+    r = responder(publisher) { raise PriceError, "no price" }
+    deliver(r)
+    assert_equal [[:nack, 7, false, true]], settled(r)
+    assert_equal [:reply_failed, { message_id: "m1", attempt: 1, error: "returned: 312 NO_ROUTE" }], @events.last
+    deliver(r, delivery_count: 2)
+    assert_equal [:ack, 7], settled(r).last
+    dead = publisher.published.last
+    assert_equal "svc.dlq", dead.routing_key
+    assert_equal "UndeliverableReply: returned: 312 NO_ROUTE", dead.properties[:headers]["acemq-dead-letter-reason"]
+    assert_equal %i[handled reply_failed handled reply_failed dead_lettered], @events.map(&:first)
+    assert_equal 0, r.answered
+  end
+
+  def test_failure_reply_unchecked_dead_letters_with_the_failure_at_once
+    publisher = returning_publisher
+    r = responder(publisher, failure_reply_delivery: :unchecked) { raise PriceError, "no price" }
+    deliver(r)
+    assert_equal [[:ack, 7]], settled(r)
+    assert_equal "PriceError: no price", publisher.published.last.properties[:headers]["acemq-dead-letter-reason"]
+    assert_equal %i[handled replied dead_lettered], @events.map(&:first)
+  end
+
+  def test_a_body_that_is_not_json_fails_as_malformed_request_without_the_handler
+    ran = false
+    publisher = FakePublisher.new
+    r = responder(publisher) { ran = true }
+    deliver(r, body: "not json")
+    refute ran
+    failure, dead = publisher.published
+    assert_equal ["", "rq"], [failure.payload, failure.routing_key]
+    error = failure.properties[:headers]["acemq-error"]
+    assert_match(/\AMalformedRequest: \S/, error)
+    assert_equal error, dead.properties[:headers]["acemq-dead-letter-reason"]
+    assert_equal ["svc.dlq", "not json"], [dead.routing_key, dead.payload]
+    assert_equal [[:ack, 7]], settled(r)
+    assert_equal %i[replied dead_lettered], @events.map(&:first)
+    assert_equal error, @events.first.last[:failure]
+    assert_equal 0, r.answered
+  end
+
+  def test_malformed_request_drop_acks_silently
+    publisher = FakePublisher.new
+    r = responder(publisher, malformed_request: :drop)
+    deliver(r, body: "not json")
+    assert_empty publisher.published
+    assert_equal [[:ack, 7]], settled(r)
+    assert_empty @events
+    deliver(r)
+    assert_equal 1, publisher.published.size
+  end
+
+  def test_counters_after_subscribe_loses_the_first_answer_only
+    r = responder(FakePublisher.new, counters_created: :after_first_delivery)
+    deliver(r, headers: {})
+    deliver(r)
+    deliver(r)
+    assert_equal [1, 1], [r.unanswerable, r.answered]
+  end
+
+  def test_dead_letter_unanswerable_writes_both_events_and_acks
+    publisher = FakePublisher.new
+    r = responder(publisher, unanswerable: :dead_letter)
+    deliver(r, headers: {})
+    assert_equal "Unanswerable: the request names no reply address",
+                 publisher.published.first.properties[:headers]["acemq-dead-letter-reason"]
+    assert_equal [[:ack, 7]], settled(r)
+    assert_equal 1, r.unanswerable
+    assert_equal %i[dead_lettered unanswerable], @events.map(&:first)
   end
 end

@@ -22,6 +22,8 @@ class FakePublisher
     @published << message
     @on_publish&.call(message)
   end
+
+  def close; end
 end
 
 FakeProps = Struct.new(:headers, :correlation_id, keyword_init: true)

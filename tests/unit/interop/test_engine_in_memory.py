@@ -180,3 +180,45 @@ def test_a_role_without_the_capability_its_steps_need_is_skipped(caps: list[str]
     cell = pair_cell(ROUND_TRIP, "a", "b")
     hellos = {**Hellos().of("a"), **Hellos(caps).of("b")}
     assert cells.skip_reason(cell, hellos, {}) == reason
+
+
+def test_wait_counters_passes_when_the_count_is_there_and_fails_its_clause_when_it_never_comes(tmp_path: Path) -> None:
+    scenario = scenario_file(tmp_path, """\
+  - responder: {as: r, role: responder, queue: requests}
+  - requester: {as: q, role: requester}
+  - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000}
+  - wait_counters: {as: k, of: r, until: {answered: 1}, timeout_ms: 200, rule: RR-16.1}
+  - expect:
+      - {that: k.answered, equals: 1, rule: RR-16.1}
+  - wait_counters: {of: r, until: {answered: 2}, timeout_ms: 200, rule: RR-16.1}
+""", rules="[RR-16]")
+    broker = FakeBroker()
+    a, b = FakePeer("a", broker), FakePeer("b", broker)
+    result = run_cell(pair_cell(scenario, "a", "b"), "c0031", context(a, b))
+    assert (result.status, result.rule) == (Status.FAIL, "RR-16.1"), result.message
+    assert (result.expected, result.observed) == ({"answered": 2}, {"answered": 1})
+    reads = [t for t in result.trace if t["step"] == "wait_counters"]
+    assert reads[0]["reads"] == 1 and reads[1]["reads"] > 1, "the first is there at once; the second is read until the bound"
+
+
+def test_the_wf2_check_fails_on_a_b_u_or_i_anywhere_in_a_header_table() -> None:
+    """What rr-*-header-wire-types assert, on a record the raw client would make of a defective writer's message."""
+    import struct
+
+    from acemq_interop import assertions
+    from acemq_interop.probe import raw_record
+    from acemq_interop.raw_amqp import Message, decode_table
+
+    def entry(key: str, code: str, encoded: bytes) -> bytes:
+        return bytes([len(key)]) + key.encode() + code.encode() + encoded
+
+    nested = entry("n", "u", struct.pack(">H", 7))
+    table = decode_table(entry("acemq-error", "S", struct.pack(">I", 4) + b"E: x")
+                         + entry("x-table", "F", struct.pack(">I", len(nested)) + nested))
+    record = raw_record(Message({"message_id": "m"}, table, b""))
+    assert record["wire_types"] == {"acemq-error": "S", "x-table": "F"}
+    assert record["headers"] == {"acemq-error": "E: x", "x-table": {"n": 7}}
+    failure = assertions.check({"that": "m.wire_types_by_code", "excludes": "u", "rule": "WF-2.1"}, {"m": record})
+    assert failure is not None and failure.rule == "WF-2.1"
+    assert failure.observed["u"] == ["x-table.n"], "the FAIL shows which header carried the forbidden type"
+    assert assertions.check({"that": "m.wire_types_by_code", "excludes": "B", "rule": "WF-2.1"}, {"m": record}) is None

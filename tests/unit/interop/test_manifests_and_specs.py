@@ -75,7 +75,16 @@ def test_known_failure_patterns_match_cell_ids_literally_but_for_stars() -> None
     assert not known.matches("rr-y[requester=go@0.3.0]")
 
 
+# A rule scenarios check that no mutant can break in every peer, with why and how its
+# check is proven instead. Exact: a mutant added for one of these must take it off.
+WITHOUT_MUTANT = {
+    "WF-2": "the clients of Java (amqp-client 5.0.0), Ruby (amq-protocol) and Python (pika) cannot write B, u or i "
+            "at all; the check is shown to FAIL on crafted bytes by test_engine_in_memory.py::"
+            "test_the_wf2_check_fails_on_a_b_u_or_i_anywhere_in_a_header_table",
+}
+
+
 def test_every_rule_a_scenario_checks_has_a_mutant_to_prove_it() -> None:
     checked = {rule for s in load_all() for rule in s.rules}
     proven = {m.rule for m in spec.mutants().values()}
-    assert checked - proven == set()
+    assert checked - proven == set(WITHOUT_MUTANT)

@@ -94,6 +94,8 @@ def test_a_good_file_loads_with_the_capabilities_its_roles_need(tmp_path: Path) 
         (("  - expect:", "  - probe_publish: {queue: requests, headers: {x: 0.5}}\n  - expect:"), 10, "a header value is text"),
         (("  - expect:", "  - probe_publish: {queue: requests, headers: {x: {long: abc}}}\n  - expect:"), 10, "a header value is text"),
         (("id: demo-round-trip", "id: demo-other"), 1, "id 'demo-other' is not the file's name"),
+        (("rule: RR-4}", "rule: RR-4.9}"), 11, "clause RR-4.9 is not in catalogue/catalogue.yaml"),
+        (("rule: RR-4}", "rule: RR-3.1}"), 11, "RR-3.1, which is not in this scenario's rules"),
     ],
 )
 def test_a_bad_file_names_its_path_line_and_problem(tmp_path: Path, change: tuple[str, str], line: int, words: str) -> None:
@@ -102,6 +104,11 @@ def test_a_bad_file_names_its_path_line_and_problem(tmp_path: Path, change: tupl
     message = refusal(path)
     assert message.startswith(f"{path}:{line}:"), message
     assert words in message
+
+
+def test_a_step_may_name_a_clause_of_a_listed_rule(tmp_path: Path) -> None:
+    scenario = load_file(write(tmp_path, GOOD.replace("rule: RR-4}", "rule: RR-4.2}")))
+    assert scenario.rules == ("RR-4",)
 
 
 def test_broken_yaml_gives_the_line(tmp_path: Path) -> None:

@@ -62,6 +62,16 @@ var mutants = named([]mutant{
 	req("gatherer", func(p *policy.Requester) { p.GatherResolvesEarly = false }),
 	req("gatherer", func(p *policy.Requester) { p.GatherMissingCount = policy.MissingCountIsOne }),
 	req("gatherer", func(p *policy.Requester) { p.GatherStrayReply = policy.StrayOldestGather }),
+	req("requester", func(p *policy.Requester) { p.DefaultTimeoutMS = 10000 }),
+	resp(func(p *policy.Responder) { p.DefaultMaxAttempts = 5 }),
+	resp(func(p *policy.Responder) { p.AttemptBase = 0 }),
+	req("gatherer", func(p *policy.Requester) { p.GatherDefaultCorrelation = policy.NoDefaultCorrelation }),
+	req("gatherer", func(p *policy.Requester) { p.CountGatherTimeouts = true }),
+	req("requester", func(p *policy.Requester) { p.PendingAtClose = policy.WaitTimeout }),
+	req("gatherer", func(p *policy.Requester) { p.HonourGatherReturns = false }),
+	req("requester", func(p *policy.Requester) { p.TypeCarrier = policy.TypeHeader }),
+	resp(func(p *policy.Responder) { p.FailureReplyDelivery = policy.Unchecked }),
+	resp(func(p *policy.Responder) { p.MalformedRequest = policy.DropMalformed }),
 },
 	"native-only", "header-bytes", "queue-per-request", "late-reply-to-next", "ignores-error-header",
 	"native-first", "no-strip", "no-dlq-on-failure", "counts-failures", "dead-letter-unanswerable",
@@ -70,6 +80,8 @@ var mutants = named([]mutant{
 	"implicit-queue-type", "timeouts-not-counted", "ignores-returns", "truncates-short-strings", "drops-undecodable",
 	"correlation-from-correlation-id", "acks-undeliverable", "classic-dlq", "no-response-message-id", "strict-header-types",
 	"copies-distinct-ids", "multi-one-copy", "no-early-resolve", "no-count-means-one", "stray-reply-to-oldest-gather",
+	"default-timeout-10s", "default-attempts-5", "attempt-from-zero", "gather-no-default-correlation", "gather-timeouts-counted",
+	"close-abandons-pending", "gather-ignores-returns", "type-in-header", "failure-reply-unchecked", "malformed-request-dropped",
 )
 
 func named(ms []mutant, names ...string) []mutant {

@@ -64,10 +64,11 @@ func echoOf(responder string, req *acemq.Request) map[string]interface{} {
 		body = json.RawMessage(req.Body)
 	}
 	echo := map[string]interface{}{
-		"echo":      body,
-		"responder": responder,
-		"peer":      peerName,
-		"seen":      seenOf(req),
+		"echo":          body,
+		"responder":     responder,
+		"peer":          peerName,
+		"seen":          seenOf(req),
+		"correlationId": nil, // always present: null unless the body names one
 	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(req.Body, &obj) == nil {

@@ -22,7 +22,7 @@ import (
 )
 
 // The protocol versions this peer speaks, oldest first.
-var protocols = []int{1, 2}
+var protocols = []int{1, 2, 3} // 3: type, the closed outcome, unmatched with both ids
 
 // command is every field any op takes; each op reads the ones it needs.
 // Optional fields are pointers, so that an absent one stays absent all the
@@ -345,8 +345,12 @@ func (p *peer) requesterOpen(cmd command) (answer, error) {
 	}
 	name := cmd.Name
 	r, err := newRequester(conn, pol, acemq.RequesterOptions{
-		OnUnmatched: func(correlationID string) {
-			p.out.write(map[string]interface{}{"event": "unmatched", "requester": name, "correlation_id": nullable(correlationID)})
+		OnUnmatched: func(reply acemq.UnmatchedReply) {
+			p.out.write(map[string]interface{}{
+				"event": "unmatched", "requester": name,
+				"correlation_id":      nullable(reply.CorrelationID),
+				"response_message_id": nullable(reply.ResponseMessageID),
+			})
 		},
 		OnLost: p.lost("requester", name),
 	})
@@ -369,6 +373,8 @@ func (p *peer) requesterClose(cmd command) (answer, error) {
 	if o == nil {
 		return nil, bad("no requester named %q", cmd.Name)
 	}
+	// The binding's Close returns once its pending calls have ended
+	// (closed), so they answer before this does.
 	o.r.Close()
 	o.conn.Close()
 	p.release(cmd.Name)
@@ -450,6 +456,8 @@ func (p *peer) request(cmd command) (answer, error) {
 		res["outcome"], res["failure"] = "responder_failed", failed.Failure
 	case errors.As(err, &undecodable):
 		res["outcome"], res["error"] = "decode_error", undecodable.Err.Error()
+	case errors.Is(err, acemq.ErrClosed):
+		res["outcome"] = "closed"
 	default:
 		return nil, err
 	}
@@ -504,6 +512,8 @@ func (p *peer) gather(cmd command) (answer, error) {
 		res["outcome"], res["replies"] = "replies", jsonValues(replies)
 	case errors.As(err, &shortfall):
 		res["outcome"], res["replies"] = "timeout_with_partial", jsonValues(shortfall.PartialReplies)
+	case errors.Is(err, acemq.ErrClosed):
+		res["outcome"] = "closed"
 	default:
 		return nil, err
 	}

@@ -80,12 +80,13 @@ func TestUnknownNamesAreRefusedNamingTheValidOnes(t *testing.T) {
 }
 
 func TestNegotiation(t *testing.T) {
-	one, two := 1, 2
+	one, two, three := 1, 2, 3
 	cases := []struct {
 		cmd  command
 		want int
 	}{
 		{command{Protocol: &two, Protocols: []int{1, 2}}, 2},
+		{command{Protocol: &three, Protocols: []int{1, 2, 3}}, 3},
 		{command{Protocol: &one}, 1},
 		{command{Protocol: &two}, 2},
 		{command{}, 1},
@@ -95,9 +96,9 @@ func TestNegotiation(t *testing.T) {
 			t.Errorf("negotiate(%v, %v) = %d, %v; want %d", c.cmd.Protocol, c.cmd.Protocols, got, err, c.want)
 		}
 	}
-	three := 3
-	if _, err := negotiate(command{Protocol: &three, Protocols: []int{3}}); err == nil {
-		t.Error("protocol 3 accepted")
+	four := 4
+	if _, err := negotiate(command{Protocol: &four, Protocols: []int{4}}); err == nil {
+		t.Error("protocol 4 accepted")
 	}
 }
 

@@ -42,6 +42,12 @@ type (
 	CountersCreation   string
 	QueueType          string
 	HeaderTypesReading string
+
+	GatherCorrelation string
+	PendingRule       string
+	TypeCarrier       string
+	FailureDelivery   string
+	MalformedRule     string
 )
 
 const (
@@ -92,6 +98,21 @@ const (
 
 	Lenient HeaderTypesReading = "lenient"
 	Strict  HeaderTypesReading = "strict"
+
+	CorrelateByRequestMessageID GatherCorrelation = "request_message_id"
+	NoDefaultCorrelation        GatherCorrelation = "none"
+
+	EndClosed   PendingRule = "end_closed"
+	WaitTimeout PendingRule = "wait"
+
+	TypeProperty TypeCarrier = "property"
+	TypeHeader   TypeCarrier = "header"
+
+	Checked   FailureDelivery = "checked"
+	Unchecked FailureDelivery = "unchecked"
+
+	FailReply     MalformedRule = "fail_reply"
+	DropMalformed MalformedRule = "drop"
 )
 
 // Requester is the requester's (and gatherer's) policy.
@@ -114,6 +135,13 @@ type Requester struct {
 	GatherShortfall        ShortfallRule   `policy:"gather_shortfall"`
 	GatherMissingCount     MissingCount    `policy:"gather_missing_count"`
 	GatherStrayReply       StrayRule       `policy:"gather_stray_reply"`
+	// DefaultTimeoutMS is the timeout of a call given none (RR-9: 30 s).
+	DefaultTimeoutMS         int               `policy:"default_timeout_ms"`
+	GatherDefaultCorrelation GatherCorrelation `policy:"gather_default_correlation"`
+	CountGatherTimeouts      bool              `policy:"count_gather_timeouts"`
+	PendingAtClose           PendingRule       `policy:"pending_at_close"`
+	HonourGatherReturns      bool              `policy:"honour_gather_returns"`
+	TypeCarrier              TypeCarrier       `policy:"type_carrier"`
 }
 
 // Responder is the responder's policy.
@@ -135,6 +163,12 @@ type Responder struct {
 	DLQQueueType      QueueType          `policy:"dlq_queue_type"`
 	ResponseMessageID bool               `policy:"response_message_id"`
 	HeaderTypes       HeaderTypesReading `policy:"header_types"`
+	// DefaultMaxAttempts is the attempts of a responder given none (RR-14: 3).
+	DefaultMaxAttempts int `policy:"default_max_attempts"`
+	// AttemptBase is added to x-delivery-count to number an attempt (RR-14: 1).
+	AttemptBase          int             `policy:"attempt_base"`
+	FailureReplyDelivery FailureDelivery `policy:"failure_reply_delivery"`
+	MalformedRequest     MalformedRule   `policy:"malformed_request"`
 }
 
 // DefaultRequester is every requester knob at the catalogue's default.
@@ -156,6 +190,12 @@ func DefaultRequester() Requester {
 		GatherShortfall:        RejectShortfall,
 		GatherMissingCount:     MissingCountIsBudget,
 		GatherStrayReply:       StrayUnmatched,
+
+		DefaultTimeoutMS:         30000,
+		GatherDefaultCorrelation: CorrelateByRequestMessageID,
+		PendingAtClose:           EndClosed,
+		HonourGatherReturns:      true,
+		TypeCarrier:              TypeProperty,
 	}
 }
 
@@ -175,6 +215,11 @@ func DefaultResponder() Responder {
 		DLQQueueType:         Quorum,
 		ResponseMessageID:    true,
 		HeaderTypes:          Lenient,
+
+		DefaultMaxAttempts:   3,
+		AttemptBase:          1,
+		FailureReplyDelivery: Checked,
+		MalformedRequest:     FailReply,
 	}
 }
 

@@ -46,6 +46,14 @@ module Acemq
     end
   end
 
+  # The call's requester was closed while the call was pending, or before it was made: the
+  # call ended unanswered, at once (not at its timeout, and not counted in timed_out).
+  class RequesterClosed < Error
+    def initialize(message = "the requester was closed; the call ended unanswered")
+      super
+    end
+  end
+
   # A publish the broker did not take: returned, nacked, or the channel failed (RR-13).
   class PublishFailed < Error; end
 
@@ -57,6 +65,10 @@ module Acemq
 
   # A header value of a type a strict reader refuses (header_types: :strict; WF-1 forbids this).
   class MalformedHeader < Error; end
+
+  # A request whose body the responder could not decode as JSON; the handler never saw it.
+  # Its failure text is "MalformedRequest: {decoder's message}" in every language.
+  class MalformedRequest < Error; end
 
   # Connection settings that cannot work: an unreadable CA file, TLS asked for an amqp:// URL.
   class ConnectionSettingsError < Error; end

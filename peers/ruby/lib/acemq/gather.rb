@@ -6,6 +6,11 @@ require "securerandom"
 module Acemq
   # One scatter-gather in progress: the replies that arrived for one requestMessageId.
   class Gathering
+    # How a wait ended: replies in arrival order; ended: :count (the count was reached),
+    # :timeout or :closed (the requester was closed); complete: the count was reached, or
+    # there was none to reach.
+    Ending = Struct.new(:replies, :ended, :complete)
+
     attr_reader :request_id, :correlation_id, :expected
 
     # early: resolve as soon as the count is reached (SG-5), else wait out the timeout.
@@ -36,20 +41,21 @@ module Acemq
       end
     end
 
-    # Waits until the count is reached (SG-5) or the timeout passes; returns the replies
-    # and whether the count was reached.
+    # Waits until the count is reached (SG-5), the timeout passes or the gathering is
+    # closed; returns an Ending.
     def wait(timeout)
       deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
       @mutex.synchronize do
-        loop do
-          break if @closed || (@early && @expected && @replies.size >= @expected)
+        ended = loop do
+          break :closed if @closed
+          break :count if @early && @expected && @replies.size >= @expected
 
           left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
-          break if left <= 0
+          break :timeout if left <= 0
 
           @changed.wait(@mutex, left)
         end
-        [@replies.dup, @expected.nil? || @replies.size >= @expected]
+        Ending.new(@replies.dup, ended, @expected.nil? || @replies.size >= @expected)
       end
     end
   end
@@ -61,11 +67,13 @@ module Acemq
   #
   # With expected_reply_count: returns as soon as that many replies arrived, raises
   # RequestTimeoutError (#partial_replies) on a shortfall. Without: returns whatever
-  # arrived when the timeout passes.
+  # arrived when the timeout passes. A returned publish (nothing routed it) raises
+  # PublishReturned at once; closing the requester raises RequesterClosed at once. A gather
+  # never counts in timed_out. type, when given, is every message's AMQP type property.
   module Gather
     # Publishes expected_reply_count copies (one without a count) to the endpoint queue:
     # a queue hands each message to one of its competing consumers (SG-2).
-    def send_request_multi(body, endpoint:, expected_reply_count: nil, timeout: 30,
+    def send_request_multi(body, endpoint:, expected_reply_count: nil, timeout: nil,
                            correlation_id: nil, type: nil, request_id: SecureRandom.uuid)
       copies = expected_reply_count || 1
       copies = 1 if @policy.multi_copies == :one # then one message reaches one worker
@@ -73,7 +81,7 @@ module Acemq
     end
 
     # Publishes once to a fanout exchange; on_reply is called per reply, in arrival order.
-    def publish_request(body, exchange:, expected_reply_count: nil, timeout: 30,
+    def publish_request(body, exchange:, expected_reply_count: nil, timeout: nil,
                         correlation_id: nil, type: nil, request_id: SecureRandom.uuid, &on_reply)
       gather(body, exchange, "", 1, expected_reply_count, timeout, correlation_id, type, request_id, on_reply)
     end
@@ -81,28 +89,41 @@ module Acemq
     private
 
     def gather(body, exchange, routing_key, copies, expected, timeout, correlation_id, type, request_id, on_reply)
-      correlation_id ||= request_id
+      timeout ||= default_timeout
+      # SG-1: the copies carry the requestMessageId as correlation_id when none is given.
+      correlation_id ||= request_id if @policy.gather_default_correlation == :request_message_id
       expected ||= 1 if @policy.gather_missing_count == :one # SG-7: no count means the whole budget
       gathering = Gathering.new(request_id, correlation_id, expected, on_reply, early: @policy.gather_resolves_early)
       payload = JSON.generate(body)
-      with_reply_address do |address|
-        @lock.synchronize { @gathers[request_id] = gathering }
-        begin
-          copies.times do |copy|
-            # SG-1: every copy carries the gather's id (distinct: only the first does).
-            message_id = copy.positive? && @policy.gather_copy_ids == :distinct ? SecureRandom.uuid : request_id
-            publish(payload, exchange, routing_key, address, message_id: message_id,
-                                                             correlation_id: correlation_id, headers: {}, type: type)
+      call do
+        with_reply_address do |address|
+          register { @gathers[request_id] = gathering }
+          begin
+            copies.times do |copy|
+              # SG-1: every copy carries the gather's id (distinct: only the first does).
+              message_id = copy.positive? && @policy.gather_copy_ids == :distinct ? SecureRandom.uuid : request_id
+              publish_checked(@policy.honour_gather_returns, payload, exchange, routing_key, address,
+                              message_id: message_id, correlation_id: correlation_id, headers: {}, type: type)
+            end
+            ending = gathering.wait(timeout)
+          ensure
+            # From here on a reply for this gather is Unmatched (SG-8).
+            @lock.synchronize { @gathers.delete(request_id) }
           end
-          replies, complete = gathering.wait(timeout)
-        ensure
-          # From here on a reply for this gather is Unmatched (SG-8).
-          @lock.synchronize { @gathers.delete(request_id) }
+          finish_gather(ending, request_id, expected)
         end
-        return replies if complete || @policy.gather_shortfall == :resolve
-
-        raise RequestTimeoutError.new(request_id, replies, expected)
       end
+    end
+
+    # A gather ended by close raises RequesterClosed; a shortfall RequestTimeoutError (SG-6).
+    def finish_gather(ending, request_id, expected)
+      raise RequesterClosed if ending.ended == :closed
+
+      # Only requests count in timed_out (RR-9); counting gathers is the policy's other value.
+      @lock.synchronize { @timed_out += 1 } if ending.ended == :timeout && @policy.count_gather_timeouts
+      return ending.replies if ending.complete || @policy.gather_shortfall == :resolve
+
+      raise RequestTimeoutError.new(request_id, ending.replies, expected)
     end
 
     # SG-4: replies go to the gather named by responseMessageId; false when none is waiting.
@@ -117,12 +138,12 @@ module Acemq
 
       # A failure reply or an undecodable body is kept out of the result (SG-8's choice).
       if headers.key?(Headers::ERROR)
-        count_unmatched(correlation_id)
+        count_unmatched(headers, correlation_id)
       else
         begin
           gathering.add(JSON.parse(Headers.text(body)))
         rescue JSON::ParserError
-          count_unmatched(correlation_id)
+          count_unmatched(headers, correlation_id)
         end
       end
       true

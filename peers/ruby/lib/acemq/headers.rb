@@ -43,10 +43,12 @@ module Acemq
     end
 
     # RR-14.3: the quorum queue counts deliveries; amq-protocol decodes every AMQP integer
-    # type (b, s, I, l) to an Integer. Anything else, or a negative count, is the first.
-    def attempt(headers)
+    # type (b, s, I, l) to an Integer. Anything else, or a negative count, is none (0 or
+    # absent: the first delivery, by broker version). The attempt is the count plus base
+    # (1: the spec's numbering).
+    def attempt(headers, base = 1)
       count = headers[DELIVERY_COUNT]
-      count.is_a?(Integer) && !count.negative? ? count + 1 : 1
+      (count.is_a?(Integer) && !count.negative? ? count : 0) + base
     end
 
     # RR-14.2: after a reply publish failed on attempt N, :requeue or :dead_letter.

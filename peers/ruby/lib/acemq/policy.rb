@@ -39,6 +39,7 @@ module Acemq
   end
 
   BOOLEAN = [true, false].freeze
+  POSITIVE_INTEGER = ->(value) { value.is_a?(Integer) && value.positive? }
 
   RequesterPolicy = Struct.new(
     :write_header_address,      # RR-1: the reply address in acemq-reply-to
@@ -49,7 +50,7 @@ module Acemq
     :match_replies_by,          # RR-8: :correlation_id or :oldest_waiter
     :count_timeouts,            # RR-9: a timed-out call counts in timed_out
     :read_error_header,         # RR-10: acemq-error is looked at before decoding
-    :honour_returns,            # RR-13: basic.return ends the call as refused
+    :honour_returns,            # RR-13: basic.return of a request ends it as refused
     :long_short_string,         # RR-18: :refuse or :truncate
     :undecodable_reply,         # RR-19: :decode_error or :drop
     :gather_copy_ids,           # SG-1: :shared or :distinct message ids of the copies
@@ -59,6 +60,12 @@ module Acemq
     :gather_shortfall,          # SG-6: :reject or :resolve
     :gather_missing_count,      # SG-7: :budget (wait the timeout) or :one
     :gather_stray_reply,        # SG-8: :unmatched or :oldest_gather
+    :default_timeout_ms,        # RR-9: the timeout of a call given none
+    :gather_default_correlation, # SG-1: a gather's correlation_id when none is given: :request_message_id or :none
+    :count_gather_timeouts,     # RR-9: a gather ending at its timeout counts in timed_out (only requests do)
+    :pending_at_close,          # close: :end_closed (pending calls end at once) or :wait (they wait out their timeout)
+    :honour_gather_returns,     # RR-13: basic.return of a gather's publish ends the gather as refused
+    :type_carrier,              # the type argument travels as the AMQP :property or an application :header
     keyword_init: true
   ) do
     include PolicyFields
@@ -70,7 +77,9 @@ module Acemq
     count_timeouts: true, read_error_header: true, honour_returns: true, long_short_string: :refuse,
     undecodable_reply: :decode_error, gather_copy_ids: :shared, multi_copies: :expected_count,
     gather_demux_by: :response_message_id, gather_resolves_early: true, gather_shortfall: :reject,
-    gather_missing_count: :budget, gather_stray_reply: :unmatched
+    gather_missing_count: :budget, gather_stray_reply: :unmatched, default_timeout_ms: 30_000,
+    gather_default_correlation: :request_message_id, count_gather_timeouts: false, pending_at_close: :end_closed,
+    honour_gather_returns: true, type_carrier: :property
   ).freeze
 
   RequesterPolicy::CHOICES = {
@@ -81,7 +90,9 @@ module Acemq
     gather_copy_ids: %i[shared distinct], multi_copies: %i[expected_count one],
     gather_demux_by: %i[response_message_id correlation_id], gather_resolves_early: BOOLEAN,
     gather_shortfall: %i[reject resolve], gather_missing_count: %i[budget one],
-    gather_stray_reply: %i[unmatched oldest_gather]
+    gather_stray_reply: %i[unmatched oldest_gather], default_timeout_ms: POSITIVE_INTEGER,
+    gather_default_correlation: %i[request_message_id none], count_gather_timeouts: BOOLEAN,
+    pending_at_close: %i[end_closed wait], honour_gather_returns: BOOLEAN, type_carrier: %i[property header]
   }.freeze
 
   # RR-15's when: :before_publish, or :after_confirm plus a delay in seconds (a real
@@ -106,6 +117,10 @@ module Acemq
     :dlq_queue_type,          # RR-17: :quorum or :classic
     :response_message_id,     # SG-3: responseMessageId on replies
     :header_types,            # WF-1: :lenient or :strict
+    :default_max_attempts,    # RR-14: the attempts of a responder given no max_attempts
+    :attempt_base,            # RR-14: the attempt number is x-delivery-count + this (absent: 0 + this)
+    :failure_reply_delivery,  # RR-14: a failure reply's publish is :checked (returned: retry) or :unchecked
+    :malformed_request,       # a body that is not JSON: :fail_reply (MalformedRequest, then the DLQ) or :drop
     keyword_init: true
   ) do
     include PolicyFields
@@ -116,7 +131,8 @@ module Acemq
     handler_failure: :error_reply, dead_letter_failures: true, count_failures_answered: false,
     unanswerable: :accept, undeliverable_reply: :requeue, answered_timing: AnsweredTiming::BEFORE_PUBLISH,
     rollback_answered: true, counters_created: :before_subscribe, dlq_queue_type: :quorum,
-    response_message_id: true, header_types: :lenient
+    response_message_id: true, header_types: :lenient, default_max_attempts: Headers::DEFAULT_MAX_ATTEMPTS,
+    attempt_base: 1, failure_reply_delivery: :checked, malformed_request: :fail_reply
   ).freeze
 
   ResponderPolicy::CHOICES = {
@@ -126,8 +142,10 @@ module Acemq
     unanswerable: %i[accept dead_letter], undeliverable_reply: %i[requeue ack],
     answered_timing: ->(timing) { timing.is_a?(AnsweredTiming) && %i[before_publish after_confirm].include?(timing.moment) },
     rollback_answered: BOOLEAN, counters_created: %i[before_subscribe after_first_delivery],
-    dlq_queue_type: %i[quorum classic], response_message_id: BOOLEAN, header_types: %i[lenient strict]
+    dlq_queue_type: %i[quorum classic], response_message_id: BOOLEAN, header_types: %i[lenient strict],
+    default_max_attempts: POSITIVE_INTEGER, attempt_base: [1, 0], failure_reply_delivery: %i[checked unchecked],
+    malformed_request: %i[fail_reply drop]
   }.freeze
 
-  private_constant :PolicyFields, :BOOLEAN, :RequesterPolicy, :ResponderPolicy, :AnsweredTiming
+  private_constant :PolicyFields, :BOOLEAN, :POSITIVE_INTEGER, :RequesterPolicy, :ResponderPolicy, :AnsweredTiming
 end

@@ -46,10 +46,9 @@ module Acemq
       def min(...) = @acemq_lock.synchronize { super }
     end
 
-    # honour_returns: false takes the broker's ack alone as delivery (what RR-13 forbids).
-    def initialize(connection, honour_returns: true)
+    # A returned publish raises PublishReturned; what a return means to a call is the caller's.
+    def initialize(connection)
       @connection = connection
-      @honour_returns = honour_returns
       # Taking a delivery tag and sending the frames happen together, in tag order. Only
       # the send is serialised, never the wait for a confirm.
       @order = Mutex.new
@@ -113,7 +112,7 @@ module Acemq
           entry.settled.wait(@state, CLOSED_POLL)
         end
       end
-      raise PublishReturned, "returned: #{entry.returned}" if entry.returned && @honour_returns
+      raise PublishReturned, "returned: #{entry.returned}" if entry.returned
       raise PublishFailed, "nacked by the broker" if entry.outcome == :nack
     end
 

@@ -11,14 +11,23 @@ module Acemq
   #   quote = requester.request({ sku: "A-1" }, exchange: "pricing", routing_key: "quote.requested")
   #
   # Raises RequestTimedOut, ResponderFailed or DecodeError for the outcomes of a call,
-  # PublishFailed when the broker did not take the request, ShortStringTooLong (RR-18).
-  # Events (see Observable#on): :unmatched with correlation_id; :channel_closed with
-  # reason when the broker closes the reply queue's channel.
+  # RequesterClosed when the requester is closed while the call is pending (at once),
+  # PublishFailed when the broker did not take the request (PublishReturned: nothing
+  # routed it), ShortStringTooLong (RR-18).
+  # Events (see Observable#on): :unmatched with correlation_id and response_message_id;
+  # :channel_closed with reason when the broker closes the reply queue's channel.
   class Requester
     include Observable
     include Gather
 
-    DEFAULT_TIMEOUT = 30
+    # Seconds; a call given no timeout waits this long (RR-9).
+    DEFAULT_TIMEOUT = RequesterPolicy::DEFAULT.default_timeout_ms / 1000
+    # How long close waits for pending calls to end; each ends as soon as its publish is
+    # confirmed, which the publisher bounds.
+    CLOSE_GRACE = ConfirmedPublisher::CONFIRM_TIMEOUT + 1
+    # Where a type goes when it is not the type property (only a non-default policy puts it there).
+    TYPE_HEADER = "type"
+    private_constant :TYPE_HEADER
 
     attr_reader :reply_queue
 
@@ -26,8 +35,9 @@ module Acemq
       new(connection, **options).open
     end
 
+    # default_timeout: seconds for a call given no timeout (nil: the spec's 30 s, RR-9).
     # publisher: anything with ConfirmedPublisher#publish's signature (tests pass a fake).
-    def initialize(connection, default_timeout: DEFAULT_TIMEOUT, publisher: nil)
+    def initialize(connection, default_timeout: nil, publisher: nil)
       @connection = connection
       @publisher = publisher
       @policy = RequesterPolicy::DEFAULT
@@ -38,6 +48,9 @@ module Acemq
       @gathers = {}  # requestMessageId => Gathering
       @timed_out = 0
       @unmatched = 0
+      @calls = 0     # calls between their start and their end, for close
+      @calls_ended = ConditionVariable.new
+      @closed = false
     end
 
     # Declares and consumes the reply queue; the policy is fixed from here on.
@@ -47,35 +60,51 @@ module Acemq
       # The broker closing this channel ends the reply consumer: the user should know.
       @channel.on_error { |_channel, close| emit(:channel_closed, reason: "#{close.reply_code} #{close.reply_text}") }
       @reply_queue = declare_reply_queue(@channel)
-      @publisher ||= ConfirmedPublisher.new(@connection, honour_returns: @policy.honour_returns)
+      @publisher ||= ConfirmedPublisher.new(@connection)
       self
     end
 
     def timed_out = @lock.synchronize { @timed_out }
     def unmatched = @lock.synchronize { @unmatched }
 
-    # Sends body as JSON and returns the decoded reply.
-    def request(body, routing_key:, exchange: "", timeout: @default_timeout,
-                message_id: SecureRandom.uuid, correlation_id: message_id, headers: {})
+    # The timeout, in seconds, of a call given none.
+    def default_timeout = @default_timeout || @policy.default_timeout_ms / 1000.0
+
+    # Sends body as JSON and returns the decoded reply. type, when given, is the message's
+    # AMQP type property (a short string, RR-18).
+    def request(body, routing_key:, exchange: "", timeout: nil, message_id: SecureRandom.uuid,
+                correlation_id: message_id, headers: {}, type: nil)
+      timeout ||= default_timeout
       slot = Slot.new
-      with_reply_address do |address|
-        @lock.synchronize { @pending[message_id] = slot }
-        begin
-          publish(JSON.generate(body), exchange, routing_key, address,
-                  message_id: message_id, correlation_id: correlation_id, headers: headers)
-        rescue StandardError
-          @lock.synchronize { @pending.delete(message_id) }
-          raise
+      call do
+        with_reply_address do |address|
+          register { @pending[message_id] = slot }
+          begin
+            publish_checked(@policy.honour_returns, JSON.generate(body), exchange, routing_key, address,
+                            message_id: message_id, correlation_id: correlation_id, headers: headers, type: type)
+          rescue StandardError
+            @lock.synchronize { @pending.delete(message_id) }
+            raise
+          end
+          settle(message_id, slot, timeout)
         end
-        settle(message_id, slot, timeout)
       end
     end
 
+    # Ends every pending call at once with RequesterClosed and returns once they all have
+    # ended; then the reply queue goes with its channel. A call made after close raises
+    # RequesterClosed.
     def close
-      @lock.synchronize do
+      ending = @lock.synchronize do
+        @closed = true
+        next false unless @policy.pending_at_close == :end_closed
+
         @pending.each_value { |slot| slot.fill(:closed) }
+        @pending.clear
         @gathers.each_value(&:close)
+        true
       end
+      await_calls(CLOSE_GRACE) if ending
       @publisher&.close
       @channel.close if @channel&.open? && @connection.open?
     rescue Bunny::Exception, Timeout::Error
@@ -83,6 +112,44 @@ module Acemq
     end
 
     private
+
+    # Counts the call from its start to its end, so close can wait for it.
+    def call
+      @lock.synchronize do
+        raise RequesterClosed if @closed
+
+        @calls += 1
+      end
+      begin
+        yield
+      ensure
+        @lock.synchronize do
+          @calls -= 1
+          @calls_ended.broadcast if @calls.zero?
+        end
+      end
+    end
+
+    # Registers a waiting call under @lock, unless close came first.
+    def register
+      @lock.synchronize do
+        raise RequesterClosed if @closed
+
+        yield
+      end
+    end
+
+    def await_calls(grace)
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + grace
+      @lock.synchronize do
+        while @calls.positive?
+          left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          break if left <= 0
+
+          @calls_ended.wait(@lock, left)
+        end
+      end
+    end
 
     def settle(message_id, slot, timeout)
       got, reply = slot.wait(timeout)
@@ -93,10 +160,10 @@ module Acemq
         end
         raise RequestTimedOut.new(message_id, timeout) if removed
 
-        # The reply thread took the entry and is about to fill the slot.
+        # The reply thread (or close) took the entry and is about to fill the slot.
         _, reply = slot.wait(5)
       end
-      raise Error, "requester closed" if reply == :closed
+      raise RequesterClosed if reply == :closed
 
       decode_reply(message_id, reply)
     end
@@ -132,10 +199,24 @@ module Acemq
       yield address
     end
 
+    # RR-13: a returned publish raises PublishReturned, which ends the call as refused;
+    # honour false takes the broker's ack alone as delivery (what RR-13 forbids): the call waits.
+    def publish_checked(honour, ...)
+      publish(...)
+    rescue PublishReturned
+      raise if honour
+    end
+
     def publish(payload, exchange, routing_key, address, message_id:, correlation_id:, headers:, type: nil)
       headers = headers.dup
-      properties = { message_id: message_id, correlation_id: correlation_id, type: type,
+      properties = { message_id: message_id, correlation_id: correlation_id,
                      content_type: Headers::CONTENT_TYPE, persistent: true }
+      # The type is the AMQP type property; a header of that name is the policy's other value.
+      if @policy.type_carrier == :header
+        headers[TYPE_HEADER] = type if type
+      else
+        properties[:type] = type
+      end
       # RR-1, RR-2: the address twice, the header as a long string.
       if @policy.write_header_address
         headers[Headers::REPLY_TO] = @policy.header_address_as_bytes ? ByteArray.new(address) : address
@@ -152,7 +233,7 @@ module Acemq
       correlation_id = Headers.text(props.correlation_id)
       return if deliver_to_gather(headers, correlation_id, body)
       # RR-19: an undecodable reply ends its call; dropping it leaves the call waiting.
-      return count_unmatched(correlation_id) if @policy.undecodable_reply == :drop && undecodable?(headers, body)
+      return count_unmatched(headers, correlation_id) if @policy.undecodable_reply == :drop && undecodable?(headers, body)
 
       slot = @lock.synchronize do
         # RR-8: by correlation id; the oldest waiter is the policy's wrong alternative.
@@ -162,7 +243,7 @@ module Acemq
       if slot
         slot.fill([headers, body])
       else
-        count_unmatched(correlation_id)
+        count_unmatched(headers, correlation_id)
       end
     end
 
@@ -175,9 +256,12 @@ module Acemq
       true
     end
 
-    def count_unmatched(correlation_id)
+    # The event names the reply by both ids it may carry (nil when absent), for request and
+    # gather replies alike.
+    def count_unmatched(headers, correlation_id)
       @lock.synchronize { @unmatched += 1 }
-      emit(:unmatched, correlation_id: correlation_id)
+      emit(:unmatched, correlation_id: correlation_id,
+                       response_message_id: Headers.text(headers[Headers::RESPONSE_MESSAGE_ID]))
     end
   end
 end

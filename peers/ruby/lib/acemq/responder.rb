@@ -27,7 +27,8 @@ module Acemq
 
     attr_reader :queue
 
-    def initialize(connection, queue:, bind: nil, max_attempts: DEFAULT_MAX_ATTEMPTS, concurrency: DEFAULT_CONCURRENCY, &handler)
+    # max_attempts: RR-14's attempts at an undeliverable reply (nil: the spec's 3).
+    def initialize(connection, queue:, bind: nil, max_attempts: nil, concurrency: DEFAULT_CONCURRENCY, &handler)
       raise ArgumentError, "a handler block is required" unless handler
 
       @connection = connection
@@ -76,6 +77,9 @@ module Acemq
 
     def dlq = "#{@queue}.dlq"
 
+    # The attempts made at a request whose reply cannot be delivered.
+    def max_attempts = @max_attempts || @policy.default_max_attempts
+
     private
 
     def handle(info, props, body)
@@ -86,14 +90,19 @@ module Acemq
 
       request = Request.new(
         message_id: message_id, correlation_id: Headers.text(props.correlation_id),
-        reply_to: address, reply_to_source: source, attempt: Headers.attempt(headers),
+        reply_to: address, reply_to_source: source, attempt: Headers.attempt(headers, @policy.attempt_base),
         headers: @policy.strip_engine_headers ? Headers.strip_private(headers) : headers
       )
       result = begin
         reject_strict_header_types(headers)
-        request.body = JSON.parse(Headers.text(body))
+        request.body = decode_request(body)
         emit(:handled, request: request)
         [:ok, JSON.generate(@handler.call(request))]
+      rescue MalformedRequest => e
+        # Dropping it (acked, nothing sent, nothing dead-lettered) is the policy's other value.
+        return @channel.ack(info.delivery_tag) if @policy.malformed_request == :drop
+
+        [:failed, Headers.failure_text(e)]
       rescue StandardError => e
         [:failed, Headers.failure_text(e)]
       end
@@ -106,6 +115,14 @@ module Acemq
       # Never leave a delivery unsettled: it goes back to the queue for another attempt.
       warn "acemq: responder #{@queue}: #{e.class}: #{e.message}"
       safely_requeue(info)
+    end
+
+    # A body that is not JSON fails the request before the handler runs, as a handler
+    # failure would: a failure reply, then the DLQ (RR-10, RR-11).
+    def decode_request(body)
+      JSON.parse(Headers.text(body))
+    rescue JSON::ParserError => e
+      raise MalformedRequest, e.message
     end
 
     # RR-15: counted before the reply leaves, taken back if it does not arrive.
@@ -126,6 +143,7 @@ module Acemq
     end
 
     # RR-10, RR-11: the failure goes back to the caller, then the request to the DLQ once.
+    # A failure reply that cannot be delivered goes to RR-14's retries like any reply.
     def fail_request(info, props, body, request, failure)
       # Before RR-10 a failure sent nothing back: the retry policy had the request.
       return retry_request(info, props, body, request, failure) if @policy.handler_failure == :retry
@@ -135,8 +153,11 @@ module Acemq
       begin
         publish_reply(request, "", Headers::ERROR => failure)
       rescue PublishFailed => e
-        count_answered(-1) if counted
-        return retry_or_dead_letter(info, props, body, request, "#{Headers::UNDELIVERABLE_REPLY}#{e.message}", e.message)
+        # Unchecked (what RR-14 forbids): the failure reply is taken as sent whatever became of it.
+        unless @policy.failure_reply_delivery == :unchecked
+          count_answered(-1) if counted
+          return retry_or_dead_letter(info, props, body, request, "#{Headers::UNDELIVERABLE_REPLY}#{e.message}", e.message)
+        end
       end
       emit(:replied, message_id: request.message_id, failure: failure)
       if @policy.dead_letter_failures
@@ -157,7 +178,7 @@ module Acemq
     end
 
     def retry_request(info, props, body, request, reason)
-      if Headers.retry_decision(request.attempt, @max_attempts) == :dead_letter
+      if Headers.retry_decision(request.attempt, max_attempts) == :dead_letter
         dead_letter_and_ack(info, props, body, reason)
       else
         # Bunny's nack does not requeue unless told to.

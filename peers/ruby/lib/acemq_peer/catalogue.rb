@@ -47,7 +47,17 @@ module AcemqPeer
       "multi-one-copy" => [:gatherer, { multi_copies: :one }],
       "no-early-resolve" => [:gatherer, { gather_resolves_early: false }],
       "no-count-means-one" => [:gatherer, { gather_missing_count: :one }],
-      "stray-reply-to-oldest-gather" => [:gatherer, { gather_stray_reply: :oldest_gather }]
+      "stray-reply-to-oldest-gather" => [:gatherer, { gather_stray_reply: :oldest_gather }],
+      "default-timeout-10s" => [:requester, { default_timeout_ms: 10_000 }],
+      "default-attempts-5" => [:responder, { default_max_attempts: 5 }],
+      "attempt-from-zero" => [:responder, { attempt_base: 0 }],
+      "gather-no-default-correlation" => [:gatherer, { gather_default_correlation: :none }],
+      "gather-timeouts-counted" => [:gatherer, { count_gather_timeouts: true }],
+      "close-abandons-pending" => [:requester, { pending_at_close: :wait }],
+      "gather-ignores-returns" => [:gatherer, { honour_gather_returns: false }],
+      "type-in-header" => [:requester, { type_carrier: :header }],
+      "failure-reply-unchecked" => [:responder, { failure_reply_delivery: :unchecked }],
+      "malformed-request-dropped" => [:responder, { malformed_request: :drop }]
     }.freeze
 
     # profile => { requester: fields, responder: fields }; "current" is every default.

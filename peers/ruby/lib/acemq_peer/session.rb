@@ -16,9 +16,13 @@ module AcemqPeer
   # Serves one peer-protocol session (docs/peer-protocol.md, versions 1 and 2): commands
   # on input, one JSON line per answer or event on output, the log elsewhere.
   class Session
-    PROTOCOLS = [1, 2].freeze
+    PROTOCOLS = [1, 2, 3].freeze # 3: type, the closed outcome, unmatched with both ids
     NAME = "ruby"
     DRAIN_SECONDS = 10
+    # How long requester.close waits for the answers of the calls its close ended.
+    ANSWER_GRACE = 5
+    # A command's key (a symbol: never a JSON field) naming the requester its answer is owed to.
+    OWED = :owed_to
 
     OPS = {
       "hello" => :hello,
@@ -46,6 +50,7 @@ module AcemqPeer
       @amqp_url = nil
       @ca_file = nil
       @protocol = nil
+      @answers = OwedAnswers.new
     end
 
     def run
@@ -98,6 +103,9 @@ module AcemqPeer
     rescue StandardError => e
       @log.error("#{op} #{id}: #{e.class}: #{e.message}\n#{e.backtrace&.first(5)&.join("\n")}")
       write({ id: id, ok: false, error: "#{e.class}: #{e.message}" })
+    ensure
+      # The answer of a call that ended is out: its requester's close may answer now.
+      @answers.paid(command[OWED]) if command&.key?(OWED)
     end
 
     # The highest version both sides speak; a bare `protocol: 1` hello (or none) is version 1.
@@ -134,7 +142,9 @@ module AcemqPeer
     def requester_open(command)
       name = command.fetch("name")
       requester = open_requester(name, command)
-      requester.on(:unmatched) { |e| event("unmatched", requester: name, correlation_id: e[:correlation_id]) }
+      requester.on(:unmatched) do |e|
+        event("unmatched", requester: name, correlation_id: e[:correlation_id], response_message_id: e[:response_message_id])
+      end
       @state_lock.synchronize { @requesters[name] = requester }
       { reply_queue: requester.reply_queue }
     end
@@ -155,23 +165,26 @@ module AcemqPeer
     def requester_close(command)
       name = command.fetch("name")
       requester = @state_lock.synchronize { @requesters.delete(name) } or raise ArgumentError, "no requester #{name.inspect}"
+      # The binding's close returns once every pending call has ended; their answers are
+      # written before this one.
       requester.close
+      @answers.await(name, ANSWER_GRACE)
       release(name)
       {}
     end
 
     def request(command)
-      requester = find(@requesters, command.fetch("requester"))
+      name = command.fetch("requester")
+      requester = find(@requesters, name)
       raise ArgumentError, "missing field \"body\"" unless command.key?("body")
 
       id = command["message_id"] || SecureRandom.uuid
       options = { exchange: command["exchange"] || "", routing_key: command.fetch("routing_key"), message_id: id }
       # Absent stays absent: the binding's own defaults apply (RR-9's 30 s above all).
-      options[:correlation_id] = command["correlation_id"] if command.key?("correlation_id")
-      options[:headers] = command["headers"] if command.key?("headers")
+      %w[correlation_id headers type].each { |key| options[key.to_sym] = command[key] if command.key?(key) }
       options[:timeout] = seconds(command["timeout_ms"]) if command.key?("timeout_ms")
       started = now
-      outcome = begin
+      outcome = owing(command, name) do
         { outcome: "reply", reply: requester.request(command["body"], **options) }
       rescue Acemq::RequestTimedOut
         { outcome: "timeout" }
@@ -179,28 +192,45 @@ module AcemqPeer
         { outcome: "responder_failed", failure: e.failure }
       rescue Acemq::DecodeError => e
         { outcome: "decode_error", error: e.message }
+      rescue Acemq::RequesterClosed
+        { outcome: "closed" }
       end
       outcome.merge(request_id: id, elapsed_ms: elapsed_ms(started))
     end
 
     def gather(command)
-      requester = find(@requesters, command.fetch("requester"))
+      name = command.fetch("requester")
+      requester = find(@requesters, name)
       id = SecureRandom.uuid
       options = { request_id: id }
       %w[expected_reply_count correlation_id type].each { |key| options[key.to_sym] = command[key] if command.key?(key) }
       options[:timeout] = seconds(command["timeout_ms"]) if command.key?("timeout_ms")
+      mode = command.fetch("mode", "multi")
+      raise ArgumentError, "unknown gather mode #{mode.inspect}" unless %w[multi publish].include?(mode)
+
       started = now
-      outcome = begin
-        replies = case command.fetch("mode", "multi")
-                  when "multi" then requester.send_request_multi(command["body"], endpoint: command.fetch("endpoint"), **options)
-                  when "publish" then requester.publish_request(command["body"], exchange: command.fetch("exchange"), **options)
-                  else raise ArgumentError, "unknown gather mode #{command['mode'].inspect}"
+      outcome = owing(command, name) do
+        replies = if mode == "multi"
+                    requester.send_request_multi(command["body"], endpoint: command.fetch("endpoint"), **options)
+                  else
+                    requester.publish_request(command["body"], exchange: command.fetch("exchange"), **options)
                   end
         { outcome: "replies", replies: replies }
       rescue Acemq::RequestTimeoutError => e
         { outcome: "timeout_with_partial", replies: e.partial_replies }
+      rescue Acemq::RequesterClosed
+        { outcome: "closed" }
       end
       outcome.merge(request_id: id, elapsed_ms: elapsed_ms(started))
+    end
+
+    # Runs a binding call; from its end (whatever it raised) until dispatch has written the
+    # command's answer, the answer is owed, and requester.close of that requester waits for it.
+    def owing(command, requester_name)
+      yield
+    ensure
+      @answers.owe(requester_name)
+      command[OWED] = requester_name
     end
 
     def responder_start(command)
@@ -309,9 +339,8 @@ module AcemqPeer
       raise ScenarioFailure, behavior["error_message"] if behavior["reply"] == "fail"
 
       body = request.body
-      echo = { echo: body, responder: name, peer: NAME }
-      echo[:correlationId] = body["correlationId"] if body.is_a?(Hash) && body.key?("correlationId")
-      echo.merge(seen: seen(request))
+      correlation_id = body.is_a?(Hash) ? body["correlationId"] : nil
+      { echo: body, responder: name, peer: NAME, correlationId: correlation_id, seen: seen(request) }
     end
 
     def seen(request)
@@ -403,6 +432,40 @@ module AcemqPeer
     def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
     def elapsed_ms(started) = ((now - started) * 1000).round
+  end
+
+  # Answers of ended calls not yet written, per requester name, so a requester's close is
+  # answered after the calls it ended. A call still waiting in the binding owes nothing yet.
+  class OwedAnswers
+    def initialize
+      @lock = Mutex.new
+      @changed = ConditionVariable.new
+      @owed = Hash.new(0)
+    end
+
+    def owe(name)
+      @lock.synchronize { @owed[name] += 1 }
+    end
+
+    def paid(name)
+      @lock.synchronize do
+        @owed[name] -= 1
+        @owed.delete(name) unless @owed[name].positive?
+        @changed.broadcast
+      end
+    end
+
+    def await(name, grace)
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + grace
+      @lock.synchronize do
+        while @owed.key?(name)
+          left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          break if left <= 0
+
+          @changed.wait(@lock, left)
+        end
+      end
+    end
   end
 
   # Bunny raises connection failures into the session's creating thread by default; a
