@@ -118,7 +118,6 @@ public final class Responder implements AutoCloseable {
     private void onRequest(long tag, AMQP.BasicProperties properties, byte[] body) throws IOException {
         Map<String, Object> headers = properties.getHeaders();
         String messageId = properties.getMessageId();
-        boolean admitted = answered.onDelivery();
         Optional<ReplyAddress> address = ReplyAddress.resolve(headers, properties.getReplyTo(), policy.readOrder());
         if (address.isEmpty()) {
             unanswerable.incrementAndGet();
@@ -160,7 +159,7 @@ public final class Responder implements AutoCloseable {
             return;
         }
 
-        boolean counts = admitted && (failure == null || policy.countFailuresAnswered());
+        boolean counts = failure == null || policy.countFailuresAnswered();
         boolean counted = counts && answered.beforePublish();
         try {
             publisher.publish("", address.get().queue(), replyProperties(properties, failure),

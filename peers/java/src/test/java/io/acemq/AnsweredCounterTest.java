@@ -51,26 +51,21 @@ class AnsweredCounterTest {
     }
 
     @Test
-    void theSpecsCountersExistForEveryDelivery() {
-        AnsweredCounter answered = new AnsweredCounter(ResponderPolicy.SPEC);
-        for (int i = 0; i < 3; i++) {
-            assertTrue(answered.onDelivery());
-        }
-    }
-
-    @Test
-    void countersAfterSubscribeLoseOnlyTheFirstDelivery() {
-        // Whatever the first delivery was, Answered did not exist while it was handled; every
-        // later delivery is counted.
+    void countersAfterSubscribeLosesOnlyTheFirstAnswer() {
         AnsweredCounter answered = new AnsweredCounter(policy("counters_created", "after_first_delivery"));
-        assertFalse(answered.onDelivery());
+        boolean first = answered.beforePublish();
+        assertFalse(first);
+        answered.publishFailed(first);
+        assertEquals(0, answered.get());
         for (int i = 0; i < 3; i++) {
-            assertTrue(answered.onDelivery());
+            assertTrue(answered.beforePublish());
+            answered.published();
         }
+        assertEquals(3, answered.get());
     }
 
     @Test
-    void countersAfterSubscribeLoseExactlyOneUnderConcurrency() throws InterruptedException {
+    void countersAfterSubscribeLosesExactlyOneUnderConcurrency() throws InterruptedException {
         AnsweredCounter answered = new AnsweredCounter(policy("counters_created", "after_first_delivery"));
         int threads = 16;
         int each = 100;
@@ -87,7 +82,7 @@ class AnsweredCounterTest {
                         return;
                     }
                     for (int i = 0; i < each; i++) {
-                        if (!answered.onDelivery()) {
+                        if (!answered.beforePublish()) {
                             lost.incrementAndGet();
                         }
                     }
@@ -99,6 +94,7 @@ class AnsweredCounterTest {
         }
         assertTrue(pool.awaitTermination(10, TimeUnit.SECONDS));
         assertEquals(1, lost.get());
+        assertEquals(threads * each - 1, answered.get());
     }
 
     private static ResponderPolicy policy(String knob, Object value) {

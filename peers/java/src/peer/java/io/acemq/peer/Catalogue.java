@@ -80,13 +80,10 @@ final class Catalogue {
     /**
      * Mutants the table has before catalogue/catalogue.yaml lists them: taken on
      * requester.open and responder.start, but not offered in hello, because the harness refuses
-     * a peer offering a name its catalogue does not know. Empty this set once the catalogue has
-     * them (CatalogueTest fails while a name is both here and in the catalogue).
+     * a peer offering a name its catalogue does not know. Empty once the catalogue has them
+     * (CatalogueTest fails while a name is both here and in the catalogue).
      */
-    static final Set<String> PENDING = Set.of(
-            "default-timeout-10s", "default-attempts-5", "attempt-from-zero", "gather-no-default-correlation",
-            "gather-timeouts-counted", "close-abandons-pending", "gather-ignores-returns", "type-in-header",
-            "failure-reply-unchecked", "malformed-request-dropped");
+    static final Set<String> PENDING = Set.of();
 
     /** "current" is the spec; the rest are the catalogue's profiles that list java. */
     static final Map<String, Profile> PROFILES = index(List.of(
