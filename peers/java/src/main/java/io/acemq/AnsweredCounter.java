@@ -39,9 +39,10 @@ final class AnsweredCounter {
         if (policy.answeredTiming().afterConfirm()) {
             return false;
         }
-        // A counter made lazily by the first delivery does not exist yet while that delivery is
-        // handled, so that one answer is lost. compareAndSet: the responder handles many
-        // deliveries at once and exactly one of them must be the lost one.
+        // A counter made lazily once the first reply has been sent does not exist yet while the
+        // first request answered is handled, so that one answer is lost (Unanswerable is not
+        // affected). compareAndSet: the responder handles many deliveries at once and exactly
+        // one of them must be the lost one.
         if (created.compareAndSet(false, true)) {
             return false;
         }

@@ -39,25 +39,27 @@ final class ConfirmingPublisher implements AutoCloseable {
     private static final Duration CONFIRM_TIMEOUT = Duration.ofSeconds(10);
 
     private final Connection connection;
-    private final boolean honourReturns;
     /** Guards opening a channel and taking a sequence number together with its publish. */
     private final Object lock = new Object();
     private volatile ConfirmChannel current;
     private volatile boolean closed;
 
     ConfirmingPublisher(Connection connection) {
-        this(connection, true);
-    }
-
-    /** {@code honourReturns} false takes the ack of a returned message as delivery (breaks RR-13). */
-    ConfirmingPublisher(Connection connection, boolean honourReturns) {
         this.connection = connection;
-        this.honourReturns = honourReturns;
     }
 
     /** Publishes and waits for this message's confirm; other publishes go on meanwhile. */
     void publish(String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body)
             throws IOException {
+        publish(exchange, routingKey, properties, body, true);
+    }
+
+    /**
+     * As {@link #publish(String, String, AMQP.BasicProperties, byte[])}; {@code honourReturn}
+     * false takes the ack of a returned message as delivery (breaks RR-13).
+     */
+    void publish(String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body,
+            boolean honourReturn) throws IOException {
         ShortStrings.check("message_id", properties.getMessageId());
         ShortStrings.check("correlation_id", properties.getCorrelationId());
         ShortStrings.check("reply_to", properties.getReplyTo());
@@ -66,7 +68,7 @@ final class ConfirmingPublisher implements AutoCloseable {
         Unconfirmed publish;
         synchronized (lock) {
             target = openChannel();
-            publish = target.publish(exchange, routingKey, properties, body);
+            publish = target.publish(exchange, routingKey, properties, body, honourReturn);
         }
         try {
             publish.outcome.get(CONFIRM_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
@@ -153,15 +155,17 @@ final class ConfirmingPublisher implements AutoCloseable {
         final String routingKey;
         final String messageId;
         final String correlationId;
+        final boolean honourReturn;
         final CompletableFuture<Void> outcome = new CompletableFuture<>();
         /** The return's code and text; written and read on the connection's reader thread. */
         String returned;
 
-        Unconfirmed(String exchange, String routingKey, AMQP.BasicProperties properties) {
+        Unconfirmed(String exchange, String routingKey, AMQP.BasicProperties properties, boolean honourReturn) {
             this.exchange = exchange;
             this.routingKey = routingKey;
             this.messageId = properties.getMessageId();
             this.correlationId = properties.getCorrelationId();
+            this.honourReturn = honourReturn;
         }
 
         boolean sameMessage(String exchange, String routingKey, AMQP.BasicProperties properties) {
@@ -190,9 +194,9 @@ final class ConfirmingPublisher implements AutoCloseable {
         }
 
         /** Under the publisher's lock, so the sequence number is this publish's delivery tag. */
-        Unconfirmed publish(String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body)
-                throws IOException {
-            Unconfirmed publish = new Unconfirmed(exchange, routingKey, properties);
+        Unconfirmed publish(String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body,
+                boolean honourReturn) throws IOException {
+            Unconfirmed publish = new Unconfirmed(exchange, routingKey, properties, honourReturn);
             long tag = channel.getNextPublishSeqNo();
             // Registered before the publish: its confirm may come before basicPublish returns.
             unconfirmed.put(tag, publish);
@@ -224,7 +228,7 @@ final class ConfirmingPublisher implements AutoCloseable {
         @Override
         public void handleAck(long deliveryTag, boolean multiple) {
             for (Unconfirmed publish : settle(deliveryTag, multiple)) {
-                if (publish.returned != null && honourReturns) {
+                if (publish.returned != null && publish.honourReturn) {
                     publish.outcome.completeExceptionally(new PublishRefusedException("returned by the broker ("
                             + publish.returned + ") to exchange '" + publish.exchange + "' with routing key '"
                             + publish.routingKey + "'"));

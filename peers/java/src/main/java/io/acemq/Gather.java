@@ -59,11 +59,12 @@ final class Gather {
 
     /**
      * The timeout elapsed: without a count the gather resolves with what arrived (SG-7); with a
-     * count it is a shortfall and rejects with the partial replies (SG-6).
+     * count it is a shortfall and rejects with the partial replies (SG-6). True when this ended
+     * the gather, false when it had ended already.
      */
-    synchronized void expire() {
+    synchronized boolean expire() {
         if (result.isDone()) {
-            return;
+            return false;
         }
         // Resolving a shortfall breaks SG-6: it is taken for success.
         if (expectedReplyCount == null || countReached()
@@ -72,6 +73,7 @@ final class Gather {
         } else {
             result.completeExceptionally(new RequestTimeoutException(requestMessageId, expectedReplyCount, replies));
         }
+        return true;
     }
 
     synchronized void fail(RuntimeException error) {

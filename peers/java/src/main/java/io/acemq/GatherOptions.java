@@ -5,7 +5,7 @@ import java.time.Duration;
 /**
  * Options of one scatter-gather: {@code expectedReplyCount} ({@code null} for "whatever arrives
  * by the timeout"), the timeout ({@code null}: the requester's default), and the business
- * correlation id shared by every copy ({@code null}: the message's own, else its id).
+ * correlation id shared by every copy ({@code null} or empty: the gather's requestMessageId, SG-1).
  */
 public record GatherOptions(Integer expectedReplyCount, Duration timeout, String correlationId) {
     public GatherOptions {
@@ -17,7 +17,7 @@ public record GatherOptions(Integer expectedReplyCount, Duration timeout, String
         }
     }
 
-    /** No count, the requester's default timeout, the message's correlation id. */
+    /** No count, the requester's default timeout, the requestMessageId as correlation id. */
     public static GatherOptions defaults() {
         return new GatherOptions(null, null, null);
     }

@@ -93,14 +93,22 @@ public final class Headers {
      * it is anything else (a string is not a count).
      */
     public static int attempt(Map<String, Object> headers) {
+        return attempt(headers, 1);
+    }
+
+    /**
+     * The delivery count plus {@code base} ({@code base} when there is no usable count): 1 is
+     * the spec's base; a policy numbering attempts from 0 breaks RR-14.
+     */
+    static int attempt(Map<String, Object> headers, int base) {
         Object count = headers == null ? null : headers.get(DELIVERY_COUNT);
         if (count instanceof Long || count instanceof Integer || count instanceof Short || count instanceof Byte) {
             long value = ((Number) count).longValue();
-            if (value >= 0 && value < Integer.MAX_VALUE) {
-                return (int) value + 1;
+            if (value >= 0 && value <= Integer.MAX_VALUE - base) {
+                return (int) value + base;
             }
         }
-        return 1;
+        return base;
     }
 
     /** {@code {Type}: {message}}, the failure text of RR-10, for a thrown error. */

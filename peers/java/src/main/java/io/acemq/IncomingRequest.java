@@ -5,18 +5,16 @@ import java.util.Map;
 
 /**
  * A request as a responder's handler sees it: the engine's {@code x-acemq-*} headers are gone
- * (RR-5), and the reply address is the one the responder chose (RR-3).
+ * (RR-5), the reply address is the one the responder chose (RR-3), and the body is decoded
+ * (a request whose body is not JSON never reaches a handler: the responder answers it with a
+ * {@code MalformedRequest} failure).
  */
 public record IncomingRequest(
         byte[] rawBody,
+        JsonElement body,
         String messageId,
         String correlationId,
         ReplyAddress replyAddress,
         Map<String, Object> headers,
         int attempt) {
-
-    /** The body decoded as JSON; throws {@code JsonParseException} when it is not JSON. */
-    public JsonElement body() {
-        return Json.decode(rawBody);
-    }
 }

@@ -14,7 +14,8 @@ import java.util.TreeSet;
 
 /**
  * Policies from knobs as the conformance catalogue spells them: {@code snake_case} name to a
- * boolean, a value name ({@code "oldest_waiter"}), or a list of value names. Each policy field
+ * boolean, a whole number ({@code default_timeout_ms: 10000}), a value name
+ * ({@code "oldest_waiter"}), or a list of value names. Each policy field
  * is the camelCase of its knob and each enum constant the upper case of its value, so the
  * mapping is mechanical and a knob the binding lacks is refused. Package-private: only the
  * conformance peer's class in this package and the unit tests use it.
@@ -63,6 +64,11 @@ final class PolicyKnobs {
         Class<?> type = component.getType();
         if (type == boolean.class && value instanceof Boolean flag) {
             return flag;
+        }
+        if ((type == int.class || type == long.class) && value instanceof Number number
+                && number.doubleValue() == Math.rint(number.doubleValue())) {
+            // The catalogue's numbers are whole; YAML and JSON readers give them as any Number.
+            return type == int.class ? (Object) Math.toIntExact(number.longValue()) : (Object) number.longValue();
         }
         if (type.isEnum() && value instanceof String name) {
             return enumValue(type, knob, name);

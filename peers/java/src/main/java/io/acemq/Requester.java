@@ -2,7 +2,6 @@ package io.acemq;
 
 import com.google.gson.JsonElement;
 import com.google.gson.JsonParseException;
-import com.google.gson.JsonPrimitive;
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
@@ -43,7 +42,8 @@ public final class Requester implements AutoCloseable {
 
     private final Connection connection;
     private final boolean ownsConnection;
-    private final Options options;
+    /** The timeout of a call given none: the Options', else the binding's own (RR-9). */
+    private final Duration defaultTimeout;
     private final RequesterPolicy policy;
     private final RequesterObserver observer;
     private final Channel replyChannel;
@@ -61,15 +61,23 @@ public final class Requester implements AutoCloseable {
             RequesterPolicy policy) throws IOException {
         this.connection = connection;
         this.ownsConnection = ownsConnection;
-        this.options = Objects.requireNonNull(options, "options");
         this.policy = Objects.requireNonNull(policy, "policy");
+        this.defaultTimeout = defaultTimeout(options, policy);
         this.observer = observer == null ? new RequesterObserver() { } : observer;
         this.replyChannel = connection.createChannel();
-        this.publisher = new ConfirmingPublisher(connection, policy.honourReturns());
+        this.publisher = new ConfirmingPublisher(connection);
         this.replyQueue = declareReplyQueue();
     }
 
-    /** Opens a requester on a connection of its own, closed with it. */
+    /** The timeout of a call given none: the caller's Options', else the binding's own (RR-9: 30 s). */
+    static Duration defaultTimeout(Options options, RequesterPolicy policy) {
+        return options == null ? Duration.ofMillis(policy.defaultTimeoutMs()) : options.defaultTimeout();
+    }
+
+    /**
+     * Opens a requester on a connection of its own, closed with it. {@code options} and
+     * {@code observer} may be {@code null}: the binding's defaults (30 s), no hooks.
+     */
     public static Requester open(ConnectionFactory factory, Options options, RequesterObserver observer)
             throws IOException, TimeoutException {
         return open(factory, options, observer, RequesterPolicy.SPEC);
@@ -122,7 +130,7 @@ public final class Requester implements AutoCloseable {
     }
 
     public JsonElement request(String exchange, String routingKey, JsonElement body) throws IOException, InterruptedException {
-        return request(exchange, routingKey, body, options.defaultTimeout());
+        return request(exchange, routingKey, body, null);
     }
 
     /**
@@ -131,7 +139,13 @@ public final class Requester implements AutoCloseable {
      */
     public JsonElement request(String exchange, String routingKey, JsonElement body, Duration timeout)
             throws IOException, InterruptedException {
-        return await(send(exchange, routingKey, body, timeout, null, Map.of()).result());
+        return request(exchange, routingKey, null, body, timeout);
+    }
+
+    /** As {@link #request(String, String, JsonElement, Duration)}, the message's {@code type} given ({@code null}: none). */
+    public JsonElement request(String exchange, String routingKey, String type, JsonElement body, Duration timeout)
+            throws IOException, InterruptedException {
+        return await(send(exchange, routingKey, type, body, timeout, null, Map.of()).result());
     }
 
     /** As {@link #request(String, String, JsonElement, Duration)}, with objects mapped by Gson. */
@@ -151,12 +165,22 @@ public final class Requester implements AutoCloseable {
      */
     public PendingRequest send(String exchange, String routingKey, JsonElement body, Duration timeout,
             String correlationId, Map<String, Object> headers) throws IOException {
+        return send(exchange, routingKey, null, body, timeout, correlationId, headers);
+    }
+
+    /**
+     * As {@link #send(String, String, JsonElement, Duration, String, Map)}, with the message's
+     * {@code type} (an AMQP short string, RR-18; {@code null}: the request has none).
+     */
+    public PendingRequest send(String exchange, String routingKey, String type, JsonElement body, Duration timeout,
+            String correlationId, Map<String, Object> headers) throws IOException {
         ensureOpen();
         String messageId = newMessageId();
         correlationId = shortString("correlation_id", correlationId);
-        Duration budget = timeout == null ? options.defaultTimeout() : timeout;
+        type = shortString("type", type);
+        Duration budget = timeout == null ? defaultTimeout : timeout;
         AMQP.BasicProperties properties = requestProperties(
-                messageId, correlationId == null ? messageId : correlationId, replyQueueForCall(), null, headers);
+                messageId, correlationId == null ? messageId : correlationId, replyQueueForCall(), type, headers);
         Call call = new Call(messageId, budget);
         synchronized (calls) {
             // Checked under the lock close() takes, so a call registered now is one close() will end.
@@ -165,7 +189,7 @@ public final class Requester implements AutoCloseable {
         }
         call.timer = Timers.after(budget, () -> expire(call));
         try {
-            publisher.publish(exchange, routingKey, properties, Json.encode(body));
+            publisher.publish(exchange, routingKey, properties, Json.encode(body), policy.honourReturns());
         } catch (IOException | RuntimeException e) {
             synchronized (calls) {
                 calls.remove(messageId, call);
@@ -186,7 +210,8 @@ public final class Requester implements AutoCloseable {
     /**
      * Scatter-gather over one endpoint queue (SG-2): a queue gives each message to one of its
      * competing consumers, so {@code expectedReplyCount} copies are published (one without a
-     * count), all sharing {@code message_id} and {@code correlation_id}.
+     * count), all sharing {@code message_id} and {@code correlation_id}; {@code type} (may be
+     * {@code null}) is every copy's AMQP {@code type}.
      */
     public PendingGather sendRequestMultiAsync(String type, JsonElement message, String endpoint, GatherOptions gather)
             throws IOException {
@@ -217,16 +242,8 @@ public final class Requester implements AutoCloseable {
             Consumer<JsonElement> onReply, GatherOptions options) throws IOException {
         ensureOpen();
         String requestMessageId = newMessageId();
-        String correlationId = options.correlationId();
-        // The bus's messages carry their business correlationId; it is the default.
-        if (correlationId == null && message != null && message.isJsonObject()
-                && message.getAsJsonObject().get("correlationId") instanceof JsonPrimitive given && given.isString()) {
-            correlationId = given.getAsString();
-        }
-        if (correlationId == null || correlationId.isEmpty()) {
-            correlationId = requestMessageId;
-        }
-        correlationId = shortString("correlation_id", correlationId);
+        String correlationId = shortString("correlation_id",
+                gatherCorrelationId(policy, options.correlationId(), requestMessageId));
         type = shortString("type", type);
         AMQP.BasicProperties properties = requestProperties(
                 requestMessageId, correlationId, replyQueueForCall(), type, null);
@@ -236,8 +253,13 @@ public final class Requester implements AutoCloseable {
             ensureOpen();
             gathers.put(requestMessageId, gather);
         }
-        Duration budget = options.timeout() == null ? this.options.defaultTimeout() : options.timeout();
-        ScheduledFuture<?> timer = Timers.after(budget, gather::expire);
+        Duration budget = options.timeout() == null ? defaultTimeout : options.timeout();
+        ScheduledFuture<?> timer = Timers.after(budget, () -> {
+            // TimedOut counts requests only (RR-9): a gather ending at its timeout is not one.
+            if (gather.expire() && policy.countGatherTimeouts()) {
+                timedOut.incrementAndGet();
+            }
+        });
         gather.result().whenComplete((replies, error) -> {
             timer.cancel(false);
             gathers.remove(requestMessageId, gather);
@@ -249,7 +271,7 @@ public final class Requester implements AutoCloseable {
                 AMQP.BasicProperties copy = i > 0 && policy.gatherCopyIds() == RequesterPolicy.GatherCopyIds.DISTINCT
                         ? properties.builder().messageId(newMessageId()).build()
                         : properties;
-                publisher.publish(exchange, routingKey, copy, body);
+                publisher.publish(exchange, routingKey, copy, body, policy.honourGatherReturns());
             }
         } catch (IOException | RuntimeException e) {
             gather.fail(e instanceof AcemqException acemq ? acemq : new AcemqException(e.getMessage(), e));
@@ -257,6 +279,20 @@ public final class Requester implements AutoCloseable {
             throw e;
         }
         return new PendingGather(requestMessageId, gather.result());
+    }
+
+    /**
+     * The correlation_id of every copy of a gather (SG-1): the caller's business correlationId,
+     * else the requestMessageId (never a field of the body: the caller gives it, or there is
+     * none); {@code null}, no correlation_id at all, under a policy that breaks SG-1.
+     */
+    static String gatherCorrelationId(RequesterPolicy policy, String given, String requestMessageId) {
+        String correlationId = Headers.nonEmpty(given);
+        if (correlationId == null
+                && policy.gatherDefaultCorrelation() == RequesterPolicy.GatherDefaultCorrelation.REQUEST_MESSAGE_ID) {
+            correlationId = requestMessageId;
+        }
+        return correlationId;
     }
 
     /**
@@ -271,9 +307,20 @@ public final class Requester implements AutoCloseable {
 
     private AMQP.BasicProperties requestProperties(String messageId, String correlationId, String replyTo,
             String type, Map<String, Object> extraHeaders) {
+        return requestProperties(policy, messageId, correlationId, replyTo, type, extraHeaders);
+    }
+
+    /** A request's or gather copy's properties: the reply address (RR-1, RR-2) and the type (SG-2). */
+    static AMQP.BasicProperties requestProperties(RequesterPolicy policy, String messageId, String correlationId,
+            String replyTo, String type, Map<String, Object> extraHeaders) {
         Map<String, Object> headers = new HashMap<>();
         if (extraHeaders != null) {
             headers.putAll(extraHeaders);
+        }
+        boolean typeInHeader = type != null && policy.typeCarrier() == RequesterPolicy.TypeCarrier.HEADER;
+        if (typeInHeader) {
+            // Breaks SG-2.3: a header named type is not the AMQP type property other clients read.
+            headers.put("type", type);
         }
         // RR-1: the address in both places; RR-2: the header as a long string.
         if (policy.writeHeaderAddress()) {
@@ -285,7 +332,7 @@ public final class Requester implements AutoCloseable {
                 .messageId(messageId)
                 .correlationId(correlationId)
                 .replyTo(policy.writeNativeAddress() ? replyTo : null)
-                .type(type)
+                .type(typeInHeader ? null : type)
                 .contentType("application/json")
                 .headers(headers)
                 .build();
@@ -331,14 +378,14 @@ public final class Requester implements AutoCloseable {
         String gatherKey = gatherKey(policy, properties);
         Gather gather = gatherKey == null ? null : gathers.get(gatherKey);
         if (gather != null) {
-            onGatherReply(gather, headers, body, correlationId);
+            onGatherReply(gather, properties, body);
             return;
         }
         String failure = policy.readErrorHeader() ? Headers.text(headers, Headers.ERROR) : null;
         if (failure == null && policy.undecodableReply() == RequesterPolicy.UndecodableReply.DROP
                 && !Json.isJson(body)) {
             // Breaks RR-19: the caller is left to wait out its timeout.
-            countUnmatched(correlationId);
+            countUnmatched(properties);
             return;
         }
         Call call = takeCall(correlationId);
@@ -349,9 +396,9 @@ public final class Requester implements AutoCloseable {
                     : null;
             if (oldest != null) {
                 // Breaks SG-8: a reply for no pending gather lands in another one.
-                onGatherReply(oldest, headers, body, correlationId);
+                onGatherReply(oldest, properties, body);
             } else {
-                countUnmatched(correlationId);
+                countUnmatched(properties);
             }
             return;
         }
@@ -400,9 +447,9 @@ public final class Requester implements AutoCloseable {
     }
 
     /** A failure reply or an undecodable body is kept out of a gather's result (SG-8's choice). */
-    private void onGatherReply(Gather gather, Map<String, Object> headers, byte[] body, String correlationId) {
-        if (Headers.text(headers, Headers.ERROR) != null) {
-            countUnmatched(correlationId);
+    private void onGatherReply(Gather gather, AMQP.BasicProperties properties, byte[] body) {
+        if (Headers.text(properties.getHeaders(), Headers.ERROR) != null) {
+            countUnmatched(properties);
             return;
         }
         JsonElement reply;
@@ -410,17 +457,18 @@ public final class Requester implements AutoCloseable {
             reply = Json.decode(body);
         } catch (JsonParseException e) {
             LOG.warn("gather {}: reply body is not JSON: {}", gather.requestMessageId(), e.getMessage());
-            countUnmatched(correlationId);
+            countUnmatched(properties);
             return;
         }
         if (!gather.offer(reply)) {
-            countUnmatched(correlationId);
+            countUnmatched(properties);
         }
     }
 
-    private void countUnmatched(String correlationId) {
+    /** A reply nobody takes: counted, and named to the observer by both of its ids. */
+    private void countUnmatched(AMQP.BasicProperties reply) {
         unmatched.incrementAndGet();
-        observer.unmatched(correlationId);
+        observer.unmatched(reply.getCorrelationId(), Headers.text(reply.getHeaders(), Headers.RESPONSE_MESSAGE_ID));
     }
 
     private void ensureOpen() {
@@ -430,23 +478,27 @@ public final class Requester implements AutoCloseable {
     }
 
     /**
-     * Ends pending calls and gathers with {@link RequesterClosedException} and closes the
+     * Ends pending calls and gathers with {@link RequesterClosedException} (before it returns,
+     * so none of them is left waiting for a reply that can no longer come, RR-9) and closes the
      * connection; the reply queues go with it. Never waits for a pending call or for a publish
      * waiting on its confirm (that publish fails as the channel goes), and waits for the broker
      * at most {@value #CLOSE_TIMEOUT_MS} ms, so a slow or silent broker cannot hold it up.
      */
     @Override
     public void close() {
-        List<Call> pending;
-        List<Gather> gathering;
+        List<Call> pending = List.of();
+        List<Gather> gathering = List.of();
         synchronized (calls) {
             if (closed) {
                 return;
             }
             closed = true;
-            pending = new ArrayList<>(calls.values());
-            calls.clear();
-            gathering = new ArrayList<>(gathers.values());
+            // Leaving them be breaks RR-9: each waits out its timeout for a reply queue that is gone.
+            if (policy.pendingAtClose() == RequesterPolicy.PendingAtClose.END_CLOSED) {
+                pending = new ArrayList<>(calls.values());
+                calls.clear();
+                gathering = new ArrayList<>(gathers.values());
+            }
         }
         pending.forEach(call -> {
             call.cancelTimer();

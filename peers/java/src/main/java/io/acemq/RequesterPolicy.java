@@ -7,6 +7,12 @@ import java.util.Objects;
  * requester knob of the conformance catalogue, each defaulting to the spec's value.
  * Resolved once when the requester opens; its code paths read these fields and nothing else.
  *
+ * <p>The knobs that are not an enum's: {@code defaultTimeoutMs}, the timeout of a call given
+ * none when the requester was opened without {@link Options} (RR-9: 30 s);
+ * {@code countGatherTimeouts}, whether a gather ending at its timeout counts in TimedOut (the
+ * spec: never, TimedOut counts requests); {@code honourGatherReturns}, whether a returned gather
+ * copy ends the gather as refused (RR-13 for gathers), as {@code honourReturns} does a request.
+ *
  * <p>Package-private on purpose: a service always gets {@link #SPEC}. Only the conformance
  * peer (which ships its own class in this package) chooses another policy.
  */
@@ -28,7 +34,13 @@ record RequesterPolicy(
         boolean gatherResolvesEarly,
         GatherShortfall gatherShortfall,
         GatherMissingCount gatherMissingCount,
-        GatherStrayReply gatherStrayReply) {
+        GatherStrayReply gatherStrayReply,
+        long defaultTimeoutMs,
+        GatherDefaultCorrelation gatherDefaultCorrelation,
+        boolean countGatherTimeouts,
+        PendingAtClose pendingAtClose,
+        boolean honourGatherReturns,
+        TypeCarrier typeCarrier) {
 
     /** How a reply finds its caller (RR-8). */
     enum MatchRepliesBy { CORRELATION_ID, OLDEST_WAITER }
@@ -57,12 +69,23 @@ record RequesterPolicy(
     /** A gather reply for no pending gather (SG-8). */
     enum GatherStrayReply { UNMATCHED, OLDEST_GATHER }
 
+    /** The correlation_id of a gather's copies when the caller gives none (SG-1). */
+    enum GatherDefaultCorrelation { REQUEST_MESSAGE_ID, NONE }
+
+    /** What a call pending when its requester closes does (RR-9): end at once as closed, or wait out its timeout. */
+    enum PendingAtClose { END_CLOSED, WAIT }
+
+    /** Where a request's or gather's type travels (SG-2): the AMQP type property, or a header named type. */
+    enum TypeCarrier { PROPERTY, HEADER }
+
     /** What the wire spec says: every knob at its catalogue default. */
     static final RequesterPolicy SPEC = new RequesterPolicy(
             true, true, false, false, true, MatchRepliesBy.CORRELATION_ID, true, true, true,
             LongShortString.REFUSE, UndecodableReply.DECODE_ERROR, GatherCopyIds.SHARED,
             MultiCopies.EXPECTED_COUNT, GatherDemuxBy.RESPONSE_MESSAGE_ID, true,
-            GatherShortfall.REJECT, GatherMissingCount.BUDGET, GatherStrayReply.UNMATCHED);
+            GatherShortfall.REJECT, GatherMissingCount.BUDGET, GatherStrayReply.UNMATCHED,
+            Options.DEFAULT_TIMEOUT.toMillis(), GatherDefaultCorrelation.REQUEST_MESSAGE_ID, false,
+            PendingAtClose.END_CLOSED, true, TypeCarrier.PROPERTY);
 
     RequesterPolicy {
         Objects.requireNonNull(matchRepliesBy, "matchRepliesBy");
@@ -74,5 +97,11 @@ record RequesterPolicy(
         Objects.requireNonNull(gatherShortfall, "gatherShortfall");
         Objects.requireNonNull(gatherMissingCount, "gatherMissingCount");
         Objects.requireNonNull(gatherStrayReply, "gatherStrayReply");
+        Objects.requireNonNull(gatherDefaultCorrelation, "gatherDefaultCorrelation");
+        Objects.requireNonNull(pendingAtClose, "pendingAtClose");
+        Objects.requireNonNull(typeCarrier, "typeCarrier");
+        if (defaultTimeoutMs < 1) {
+            throw new IllegalArgumentException("defaultTimeoutMs must be positive");
+        }
     }
 }

@@ -2,6 +2,7 @@ package io.acemq;
 
 import com.google.gson.JsonElement;
 import com.google.gson.JsonNull;
+import com.google.gson.JsonParseException;
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
@@ -33,10 +34,13 @@ public final class Responder implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Responder.class);
     /** Requests handled at once by one responder, unless the builder says otherwise. */
     public static final int DEFAULT_CONCURRENCY = 32;
+    /** The failure type of a request whose body is not JSON, the same in every language. */
+    static final String MALFORMED_REQUEST = "MalformedRequest";
 
     private final String queue;
     private final Handler handler;
-    private final Options options;
+    /** Attempts at an undeliverable reply: the Options', else the binding's own (RR-14). */
+    private final int maxAttempts;
     private final ResponderPolicy policy;
     private final ResponderObserver observer;
     private final int concurrency;
@@ -54,8 +58,8 @@ public final class Responder implements AutoCloseable {
     private Responder(Builder builder) {
         this.queue = builder.queue;
         this.handler = Objects.requireNonNull(builder.handler, "handler");
-        this.options = builder.options;
         this.policy = builder.policy;
+        this.maxAttempts = maxAttempts(builder.options, policy);
         this.answered = new AnsweredCounter(policy);
         this.observer = builder.observer == null ? new ResponderObserver() { } : builder.observer;
         this.concurrency = builder.concurrency;
@@ -64,6 +68,11 @@ public final class Responder implements AutoCloseable {
             thread.setDaemon(true);
             return thread;
         });
+    }
+
+    /** Attempts at an undeliverable reply: the service's Options', else the binding's own (RR-14: 3). */
+    static int maxAttempts(Options options, ResponderPolicy policy) {
+        return options == null ? policy.defaultMaxAttempts() : options.maxAttempts();
     }
 
     public static Builder builder(String queue) {
@@ -120,22 +129,22 @@ public final class Responder implements AutoCloseable {
             observer.unanswerable(messageId);
             return;
         }
-        int attempt = Headers.attempt(headers);
+        int attempt = Headers.attempt(headers, policy.attemptBase());
         Map<String, Object> visible = policy.stripEngineHeaders()
                 ? Headers.visibleToHandler(headers)
                 : new TreeMap<>(headers == null ? Map.of() : headers);
-        IncomingRequest request = new IncomingRequest(
-                body, messageId, properties.getCorrelationId(), address.get(), visible, attempt);
 
+        Admission admission = screen(policy, headers, body);
+        if (admission.drop()) {
+            // Breaks RR-19: the caller hears nothing, and nothing says where the request went.
+            channel.basicAck(tag, false);
+            return;
+        }
         JsonElement reply = JsonNull.INSTANCE;
-        String failure = null;
-        String refusedHeader = policy.headerTypes() == ResponderPolicy.HeaderTypes.STRICT
-                ? Headers.firstOfStrictlyRefusedType(headers)
-                : null;
-        if (refusedHeader != null) {
-            // Breaks WF-1: a header type other clients write fails the request, handler not run.
-            failure = "MalformedHeader: " + refusedHeader;
-        } else {
+        String failure = admission.failure();
+        if (failure == null) {
+            IncomingRequest request = new IncomingRequest(body, admission.body(), messageId,
+                    properties.getCorrelationId(), address.get(), visible, attempt);
             observer.handled(request);
             try {
                 JsonElement result = handler.handle(request);
@@ -156,9 +165,15 @@ public final class Responder implements AutoCloseable {
             publisher.publish("", address.get().queue(), replyProperties(properties, failure),
                     failure == null ? Json.encode(reply) : new byte[0]);
         } catch (IOException | RuntimeException e) {
-            answered.publishFailed(counted);
-            onReplyFailed(tag, properties, body, attempt, e.getMessage());
-            return;
+            if (takenAsDelivered(policy, failure)) {
+                // Breaks RR-14.1: a failure reply is a reply; taking it as delivered dead-letters
+                // a request whose caller never heard of its failure.
+                LOG.debug("failure reply to {} not delivered, taken as delivered: {}", messageId, e.getMessage());
+            } else {
+                answered.publishFailed(counted);
+                onReplyFailed(tag, properties, body, attempt, e.getMessage());
+                return;
+            }
         }
         if (counts) {
             answered.published();
@@ -172,6 +187,39 @@ public final class Responder implements AutoCloseable {
         }
     }
 
+    /**
+     * What a request that names a reply address gets before any handler runs: its decoded body
+     * to handle, a failure to reply with (the handler not run), or nothing at all (dropped).
+     */
+    record Admission(JsonElement body, String failure, boolean drop) {
+    }
+
+    static Admission screen(ResponderPolicy policy, Map<String, Object> headers, byte[] body) {
+        String refusedHeader = policy.headerTypes() == ResponderPolicy.HeaderTypes.STRICT
+                ? Headers.firstOfStrictlyRefusedType(headers)
+                : null;
+        if (refusedHeader != null) {
+            // Breaks WF-1: a header type other clients write fails the request, handler not run.
+            return new Admission(null, "MalformedHeader: " + refusedHeader, false);
+        }
+        try {
+            return new Admission(Json.decode(body), null, false);
+        } catch (JsonParseException e) {
+            // RR-19: a body that is not JSON fails the request without running the handler.
+            return policy.malformedRequest() == ResponderPolicy.MalformedRequest.DROP
+                    ? new Admission(null, null, true)
+                    : new Admission(null, MALFORMED_REQUEST + ": " + e.getMessage(), false);
+        }
+    }
+
+    /**
+     * Whether a reply whose publish failed is taken as delivered all the same: never under the
+     * spec (a failure reply is a reply, RR-14); a failure reply under a policy that breaks it.
+     */
+    static boolean takenAsDelivered(ResponderPolicy policy, String failure) {
+        return failure != null && policy.failureReplyDelivery() == ResponderPolicy.FailureReplyDelivery.UNCHECKED;
+    }
+
     private void onReplyFailed(long tag, AMQP.BasicProperties properties, byte[] body, int attempt, String error)
             throws IOException {
         String messageId = properties.getMessageId();
@@ -180,7 +228,7 @@ public final class Responder implements AutoCloseable {
         if (policy.undeliverableReply() == ResponderPolicy.UndeliverableReply.ACK) {
             // Breaks RR-14: the request is gone, neither retried nor dead-lettered.
             channel.basicAck(tag, false);
-        } else if (RetryDecision.after(attempt, options.maxAttempts()) == RetryDecision.DEAD_LETTER) {
+        } else if (RetryDecision.after(attempt, maxAttempts) == RetryDecision.DEAD_LETTER) {
             deadLetter(tag, properties, body, "UndeliverableReply: " + error);
         } else {
             // requeue given explicitly: client libraries disagree on its default.
@@ -191,7 +239,7 @@ public final class Responder implements AutoCloseable {
     /** A handler failure under the retry policy: requeued, and dead-lettered on the last attempt. */
     private void retryFailedHandler(long tag, AMQP.BasicProperties properties, byte[] body, int attempt, String failure)
             throws IOException {
-        if (RetryDecision.after(attempt, options.maxAttempts()) == RetryDecision.DEAD_LETTER) {
+        if (RetryDecision.after(attempt, maxAttempts) == RetryDecision.DEAD_LETTER) {
             deadLetter(tag, properties, body, failure);
         } else {
             channel.basicNack(tag, false, true);
@@ -304,7 +352,8 @@ public final class Responder implements AutoCloseable {
     public static final class Builder {
         private final String queue;
         private Handler handler;
-        private Options options = Options.defaults();
+        /** {@code null}: the binding's defaults (3 attempts). */
+        private Options options;
         private ResponderPolicy policy = ResponderPolicy.SPEC;
         private ResponderObserver observer;
         private String bindExchange;

@@ -9,6 +9,10 @@ import java.util.Objects;
  * responder knob of the conformance catalogue, each defaulting to the spec's value.
  * Resolved once when the responder starts; its code paths read these fields and nothing else.
  *
+ * <p>The knobs that are numbers: {@code defaultMaxAttempts}, the attempts at an undeliverable
+ * reply when the responder was built without {@link Options} (RR-14: 3); {@code attemptBase},
+ * added to {@code x-delivery-count} (absent: 0) to number an attempt (RR-14: 1).
+ *
  * <p>Package-private on purpose: a service always gets {@link #SPEC}. Only the conformance
  * peer (which ships its own class in this package) chooses another policy.
  */
@@ -26,7 +30,11 @@ record ResponderPolicy(
         CountersCreated countersCreated,
         DlqQueueType dlqQueueType,
         boolean responseMessageId,
-        HeaderTypes headerTypes) {
+        HeaderTypes headerTypes,
+        int defaultMaxAttempts,
+        int attemptBase,
+        FailureReplyDelivery failureReplyDelivery,
+        MalformedRequest malformedRequest) {
 
     /** What the reply's correlation_id copies (RR-4). */
     enum ReplyCorrelationFrom { MESSAGE_ID, CORRELATION_ID }
@@ -59,6 +67,15 @@ record ResponderPolicy(
     enum HeaderTypes { LENIENT, STRICT }
 
     /**
+     * Whether a failure reply's delivery is checked like any reply's (RR-14), or taken as
+     * delivered whatever the broker said (breaks RR-14.1: a failure reply is a reply).
+     */
+    enum FailureReplyDelivery { CHECKED, UNCHECKED }
+
+    /** A request whose body is not JSON: a MalformedRequest failure reply and dead-letter, or dropped. */
+    enum MalformedRequest { FAIL_REPLY, DROP }
+
+    /**
      * When Answered is counted (RR-15): before the reply is published, or once it is confirmed
      * and {@code delay} later (a window wide enough for a test to see it every time).
      */
@@ -79,7 +96,8 @@ record ResponderPolicy(
             List.of(ReplyAddress.Source.HEADER, ReplyAddress.Source.NATIVE), ReplyCorrelationFrom.MESSAGE_ID,
             true, HandlerFailure.ERROR_REPLY, true, false, Unanswerable.ACCEPT, UndeliverableReply.REQUEUE,
             AnsweredTiming.BEFORE_PUBLISH, true, CountersCreated.BEFORE_SUBSCRIBE, DlqQueueType.QUORUM,
-            true, HeaderTypes.LENIENT);
+            true, HeaderTypes.LENIENT, Options.DEFAULT_MAX_ATTEMPTS, 1, FailureReplyDelivery.CHECKED,
+            MalformedRequest.FAIL_REPLY);
 
     ResponderPolicy {
         readOrder = List.copyOf(readOrder);
@@ -91,5 +109,13 @@ record ResponderPolicy(
         Objects.requireNonNull(countersCreated, "countersCreated");
         Objects.requireNonNull(dlqQueueType, "dlqQueueType");
         Objects.requireNonNull(headerTypes, "headerTypes");
+        Objects.requireNonNull(failureReplyDelivery, "failureReplyDelivery");
+        Objects.requireNonNull(malformedRequest, "malformedRequest");
+        if (defaultMaxAttempts < 1) {
+            throw new IllegalArgumentException("defaultMaxAttempts must be at least 1");
+        }
+        if (attemptBase < 0) {
+            throw new IllegalArgumentException("attemptBase must not be negative");
+        }
     }
 }

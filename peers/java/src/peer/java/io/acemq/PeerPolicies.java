@@ -29,10 +29,13 @@ public final class PeerPolicies {
         return PolicyKnobs.names(ResponderPolicy.class);
     }
 
-    /** Opens a requester whose policy is the spec's with {@code knobs} applied. */
+    /**
+     * Opens a requester whose policy is the spec's with {@code knobs} applied, without
+     * {@link Options}: a call given no timeout gets the binding's own default.
+     */
     public static Requester openRequester(ConnectionFactory factory, RequesterObserver observer, Map<String, Object> knobs)
             throws IOException, TimeoutException {
-        return Requester.open(factory, Options.defaults(), observer, PolicyKnobs.resolve(RequesterPolicy.SPEC, knobs, null));
+        return Requester.open(factory, null, observer, PolicyKnobs.resolve(RequesterPolicy.SPEC, knobs, null));
     }
 
     /**

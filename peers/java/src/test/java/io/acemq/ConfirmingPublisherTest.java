@@ -81,16 +81,21 @@ class ConfirmingPublisherTest {
     }
 
     @Test
-    void ignoringReturnsTakesTheAckForDelivery() throws Exception {
-        ConfirmingPublisher careless = new ConfirmingPublisher(fake.connection(), false);
-        Future<?> lost = callers.submit(() -> {
-            careless.publish("", "nowhere", properties("m-1"), new byte[0]);
+    void ignoringReturnsTakesTheAckForDeliveryForThatPublishOnly() throws Exception {
+        // One publisher serves requests and gathers: each publish says whether a return counts
+        // (honour_returns for requests, honour_gather_returns for gathers).
+        Future<?> careless = callers.submit(() -> {
+            publisher.publish("", "nowhere", properties("m-1"), new byte[0], false);
             return null;
         });
         fake.awaitPublishes(1);
+        Future<?> careful = publish("nowhere", "m-2");
+        fake.awaitPublishes(2);
         fake.returned("nowhere", "m-1");
-        fake.ack(1, false);
-        lost.get(5, TimeUnit.SECONDS);
+        fake.returned("nowhere", "m-2");
+        fake.ack(2, true);
+        careless.get(5, TimeUnit.SECONDS);
+        assertInstanceOf(PublishRefusedException.class, failure(careful));
     }
 
     private Future<?> publish(String routingKey, String messageId) {

@@ -18,6 +18,7 @@ import io.acemq.PendingGather;
 import io.acemq.PendingRequest;
 import io.acemq.ReplyDecodeException;
 import io.acemq.RequestTimedOutException;
+import io.acemq.RequesterClosedException;
 import io.acemq.RequestTimeoutException;
 import io.acemq.Requester;
 import io.acemq.RequesterObserver;
@@ -38,6 +39,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -49,8 +51,13 @@ import java.util.concurrent.TimeUnit;
  * own, and writes answers and events on stdout, one line each. Logs go to stderr.
  */
 public final class PeerMain {
-    /** The newest protocol spoken; a hello offering only 1 gets version 1 (no load, no connection_lost). */
-    private static final int PROTOCOL = 2;
+    /**
+     * The newest protocol spoken; a hello gets the highest version both speak: 1 (no load, no
+     * connection_lost), 2, or 3 (type, the closed outcome, the fixed unmatched and echo shapes).
+     */
+    private static final int PROTOCOL = 3;
+    /** How long requester.close waits for the answers of the calls it ended. */
+    private static final Duration CLOSE_ANSWERS_BOUND = Duration.ofSeconds(10);
     private static final String PEER = "java";
     private static final Gson GSON = new GsonBuilder().serializeNulls().disableHtmlEscaping().create();
 
@@ -64,6 +71,7 @@ public final class PeerMain {
     private final Map<String, Responder> responders = new ConcurrentHashMap<>();
     /** Raw echo responders (responder.start with client: raw): no counters, no events. */
     private final Map<String, AutoCloseable> rawResponders = new ConcurrentHashMap<>();
+    private final InFlightCalls inFlight = new InFlightCalls();
     private volatile ConnectionFactory factory;
     private volatile int protocol = 1;
 
@@ -111,13 +119,15 @@ public final class PeerMain {
         JsonObject answer = new JsonObject();
         answer.add("id", id);
         answer.addProperty("ok", true);
+        // Completes once this command's answer is written (requester.close waits on its calls').
+        CompletableFuture<Void> written = new CompletableFuture<>();
         try {
             switch (op == null ? "" : op) {
                 case "hello" -> hello(command, answer);
                 case "requester.open" -> openRequester(command, answer);
                 case "requester.close" -> closeRequester(command);
-                case "request" -> request(command, answer);
-                case "gather" -> gather(command, answer);
+                case "request" -> request(command, answer, written);
+                case "gather" -> gather(command, answer, written);
                 case "responder.start" -> startResponder(command);
                 case "responder.stop" -> stopResponder(command);
                 case "counters" -> counters(command, answer);
@@ -146,7 +156,11 @@ public final class PeerMain {
             answer.addProperty("ok", false);
             answer.addProperty("error", describe(e));
         }
-        write(answer);
+        try {
+            write(answer);
+        } finally {
+            written.complete(null);
+        }
     }
 
     private void hello(JsonObject command, JsonObject answer) {
@@ -208,20 +222,28 @@ public final class PeerMain {
         return Path.of(required(tls.getAsJsonObject(), "ca_file"));
     }
 
-    /** The highest version both speak: 2 when offered in {@code protocols} (or asked for), else 1. */
-    private static int negotiate(JsonObject command) {
+    /**
+     * The highest version both speak: the highest of {@code protocols} this peer speaks (1 to
+     * {@value #PROTOCOL}), else the one asked for in {@code protocol}, else 1.
+     */
+    static int negotiate(JsonObject command) {
         JsonElement offered = command.get("protocols");
+        int best = 0;
         if (offered != null && offered.isJsonArray()) {
             for (JsonElement version : offered.getAsJsonArray()) {
-                if (version.getAsInt() == PROTOCOL) {
-                    return PROTOCOL;
+                int each = version.getAsInt();
+                if (each >= 1 && each <= PROTOCOL && each > best) {
+                    best = each;
                 }
             }
         }
+        if (best > 0) {
+            return best;
+        }
         JsonElement asked = command.get("protocol");
         int version = asked == null || asked.isJsonNull() ? 1 : asked.getAsInt();
-        if (version != 1 && version != PROTOCOL) {
-            throw new IllegalArgumentException("this peer speaks protocols 1 and " + PROTOCOL + ", not " + version);
+        if (version < 1 || version > PROTOCOL) {
+            throw new IllegalArgumentException("this peer speaks protocols 1 to " + PROTOCOL + ", not " + version);
         }
         return version;
     }
@@ -234,10 +256,14 @@ public final class PeerMain {
         }
         RequesterObserver observer = new RequesterObserver() {
             @Override
-            public void unmatched(String correlationId) {
+            public void unmatched(String correlationId, String responseMessageId) {
                 JsonObject event = event("unmatched");
                 event.addProperty("requester", name);
                 event.addProperty("correlation_id", correlationId);
+                if (protocol >= 3) {
+                    // Both ids, null when absent: the requester cannot tell which kind of reply it was.
+                    event.addProperty("response_message_id", responseMessageId);
+                }
                 write(event);
             }
         };
@@ -252,26 +278,37 @@ public final class PeerMain {
         answer.addProperty("reply_queue", requester.replyQueue());
     }
 
-    private void closeRequester(JsonObject command) {
+    /** Closes the requester, then answers once the calls the close ended have their answers. */
+    private void closeRequester(JsonObject command) throws InterruptedException {
         String name = required(command, "name");
         Requester requester = requesters.remove(name);
         if (requester == null) {
             throw new IllegalArgumentException("no requester named '" + name + "'");
         }
         requester.close();
+        inFlight.awaitEnded(name, CLOSE_ANSWERS_BOUND);
     }
 
-    private void request(JsonObject command, JsonObject answer) throws Exception {
+    private void request(JsonObject command, JsonObject answer, CompletableFuture<Void> written) throws Exception {
         Requester requester = requester(command);
+        InFlightCalls.Call call = inFlight.begin(required(command, "requester"), written);
         Duration timeout = duration(command, "timeout_ms");
         long started = System.nanoTime();
-        PendingRequest pending = requester.send(
-                textOr(command, "exchange", ""),
-                textOr(command, "routing_key", ""),
-                bodyOf(command),
-                timeout, // absent: the binding's default applies
-                text(command, "correlation_id"),
-                headers(command));
+        PendingRequest pending;
+        try {
+            pending = requester.send(
+                    textOr(command, "exchange", ""),
+                    textOr(command, "routing_key", ""),
+                    text(command, "type"), // absent: the request has no type
+                    bodyOf(command),
+                    timeout, // absent: the binding's default applies
+                    text(command, "correlation_id"),
+                    headers(command));
+        } catch (Exception | Error e) {
+            call.refused(e);
+            throw e;
+        }
+        call.sent(pending.result());
         try {
             JsonElement reply = pending.result().get();
             answer.addProperty("outcome", "reply");
@@ -286,6 +323,8 @@ public final class PeerMain {
             } else if (cause instanceof ReplyDecodeException decode) {
                 answer.addProperty("outcome", "decode_error");
                 answer.addProperty("error", decode.getMessage());
+            } else if (cause instanceof RequesterClosedException && protocol >= 3) {
+                answer.addProperty("outcome", "closed");
             } else {
                 throw cause instanceof Exception exception ? exception : e;
             }
@@ -294,8 +333,9 @@ public final class PeerMain {
         answer.addProperty("elapsed_ms", elapsedMs(started));
     }
 
-    private void gather(JsonObject command, JsonObject answer) throws Exception {
+    private void gather(JsonObject command, JsonObject answer, CompletableFuture<Void> written) throws Exception {
         Requester requester = requester(command);
+        InFlightCalls.Call call = inFlight.begin(required(command, "requester"), written);
         Duration timeout = duration(command, "timeout_ms");
         JsonElement count = command.get("expected_reply_count");
         // Whatever is absent stays null, so the binding's own defaults apply.
@@ -305,13 +345,22 @@ public final class PeerMain {
                 text(command, "correlation_id"));
         String mode = required(command, "mode");
         long started = System.nanoTime();
-        PendingGather pending = switch (mode) {
-            case "multi" -> requester.sendRequestMultiAsync(
-                    text(command, "type"), bodyOf(command), required(command, "endpoint"), options);
-            case "publish" -> requester.publishRequestAsync(
-                    text(command, "type"), bodyOf(command), required(command, "exchange"), reply -> { }, options);
-            default -> throw new IllegalArgumentException("gather mode is 'multi' or 'publish', not '" + mode + "'");
-        };
+        PendingGather pending;
+        try {
+            // type absent: the copies have no type.
+            pending = switch (mode) {
+                case "multi" -> requester.sendRequestMultiAsync(
+                        text(command, "type"), bodyOf(command), required(command, "endpoint"), options);
+                case "publish" -> requester.publishRequestAsync(
+                        text(command, "type"), bodyOf(command), required(command, "exchange"), reply -> { }, options);
+                default -> throw new IllegalArgumentException("gather mode is 'multi' or 'publish', not '" + mode + "'");
+            };
+        } catch (Exception | Error e) {
+            // A returned copy lands here at once (RR-13 for gathers): ok false with the binding's text.
+            call.refused(e);
+            throw e;
+        }
+        call.sent(pending.result());
         try {
             answer.addProperty("outcome", "replies");
             answer.add("replies", array(pending.result().get()));
@@ -319,6 +368,9 @@ public final class PeerMain {
             if (e.getCause() instanceof RequestTimeoutException shortfall) {
                 answer.addProperty("outcome", "timeout_with_partial");
                 answer.add("replies", array(shortfall.getPartialReplies()));
+            } else if (e.getCause() instanceof RequesterClosedException && protocol >= 3) {
+                answer.remove("replies");
+                answer.addProperty("outcome", "closed");
             } else {
                 throw e.getCause() instanceof Exception exception ? exception : e;
             }
@@ -346,20 +398,18 @@ public final class PeerMain {
             throw new IllegalArgumentException("client is 'binding' or 'raw', not '" + client + "'");
         }
         Map<String, Object> knobs = Catalogue.responderKnobs(text(command, "profile"), text(command, "mutant"));
-        Options options = Options.defaults();
         JsonElement maxAttempts = command.get("max_attempts");
-        // Only a given max_attempts replaces the binding's default (3, RR-14).
-        if (maxAttempts != null && !maxAttempts.isJsonNull()) {
-            options = options.withMaxAttempts(maxAttempts.getAsInt());
-        }
         JsonObject behavior = command.has("behavior") && command.get("behavior").isJsonObject()
                 ? command.getAsJsonObject("behavior")
                 : new JsonObject();
         Responder.Builder builder = PeerPolicies.withPolicy(Responder.builder(queue), knobs,
                         Catalogue.ANSWERED_AFTER_CONFIRM_DELAY)
-                .options(options)
                 .handler(behaviorHandler(name, behavior))
                 .observer(new EventObserver(name));
+        // Only a given max_attempts replaces the binding's own default (3, RR-14): no Options otherwise.
+        if (maxAttempts != null && !maxAttempts.isJsonNull()) {
+            builder.options(Options.defaults().withMaxAttempts(maxAttempts.getAsInt()));
+        }
         if (command.has("bind") && command.get("bind").isJsonObject()) {
             JsonObject bind = command.getAsJsonObject("bind");
             builder.bind(required(bind, "exchange"), textOr(bind, "routing_key", ""));
@@ -464,6 +514,9 @@ public final class PeerMain {
             echo.addProperty("peer", PEER);
             if (body.isJsonObject() && body.getAsJsonObject().has("correlationId")) {
                 echo.add("correlationId", body.getAsJsonObject().get("correlationId"));
+            } else if (protocol >= 3) {
+                // Protocol 3: always present, null when the body has none.
+                echo.add("correlationId", JsonNull.INSTANCE);
             }
             echo.add("seen", seen(request));
             return echo;
