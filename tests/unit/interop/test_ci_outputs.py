@@ -102,3 +102,17 @@ def test_compare_flags_new_failures_and_changed_rules_and_not_selection_changes(
     assert result.appeared == ["rr-new[requester=go]"] and result.went == ["rr-requester-b[requester=go]"]
     assert result.regressed
     assert not compare(old, json.loads(json.dumps(old))).regressed
+
+
+def test_a_baseline_from_before_clauses_is_not_a_changed_rule_for_a_clause_of_that_rule() -> None:
+    """Older results name the rule (RR-4) where today's name its clause (RR-4.2): the same FAIL."""
+    new = results_data(run_result())
+    old = json.loads(json.dumps(new))
+    for c in old["cells"]:
+        if c["failed_rule"]:
+            c["failed_rule"] = c["failed_rule"].partition(".")[0]
+    assert not compare(old, new).changed_rules and not compare(new, old).changed_rules
+    for c in old["cells"]:
+        if c["failed_rule"]:
+            c["failed_rule"] = "RR-8"
+    assert compare(old, new).changed_rules

@@ -119,6 +119,11 @@ def test_a_mutant_claimed_must_break_a_clause_the_scenario_asserts(tmp_path: Pat
     path = write(tmp_path, GOOD.replace("roles:", "catches: [native-first]\nroles:"))
     with pytest.raises(UsageError, match=r"demo-round-trip.yaml:4: mutant 'native-first' breaks RR-3.1, which no check of this scenario asserts"):
         load_file(path)
+    # The rule alone is not enough: timeouts-not-counted breaks RR-9.2, and the check asserts RR-9.1.
+    text = GOOD.replace("rules: [RR-8]", "rules: [RR-9]").replace("rule: RR-8.1", "rule: RR-9.1")
+    path = write(tmp_path, text.replace("roles:", "catches: [timeouts-not-counted]\nroles:"))
+    with pytest.raises(UsageError, match=r"breaks RR-9.2, which no check of this scenario asserts \(it asserts RR-9.1\)"):
+        load_file(path)
 
 
 def test_the_clauses_come_from_the_checks_including_consequences(tmp_path: Path) -> None:
