@@ -598,11 +598,6 @@ def _home_with(tmp_path: Path, name: str, content: bytes) -> dict[str, str]:
     return {"ACEMQ_INTEROP_HOME": str(home)}
 
 
-LOADER = pytest.mark.xfail(strict=True, reason="the scenario loader's own checks (branch loader-strict, issue 9 item 7) "
-                                               "turn this into a message; remove this mark once they are merged")
-
-
-@LOADER
 def test_a_scenario_file_with_invalid_utf8_is_a_message(tmp_path) -> None:
     env = _home_with(tmp_path, "rr-bad-bytes.yaml", b'id: rr-bad-bytes\ntitle: "caf\xe9"\n')
     done = cli("list", env=env)
@@ -610,7 +605,6 @@ def test_a_scenario_file_with_invalid_utf8_is_a_message(tmp_path) -> None:
     assert "rr-bad-bytes.yaml" in done.stderr
 
 
-@LOADER
 def test_a_scenario_nested_1000_deep_is_a_message(tmp_path) -> None:
     env = _home_with(tmp_path, "rr-deep.yaml", ("id: rr-deep\nsteps: " + "[" * 1000 + "]" * 1000 + "\n").encode())
     done = cli("list", env=env)
