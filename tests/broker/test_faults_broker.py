@@ -614,7 +614,7 @@ def test_a_scenario_nested_1000_deep_is_a_message(tmp_path) -> None:
 
 def test_rerun_lines_keep_the_flags_that_shaped_the_run_and_no_temporary_logs_are_left(clean_broker, tmp_path) -> None:
     extra = tmp_path / "extra-known.yaml"
-    extra.write_text("[]\n")
+    extra.write_text("known_failures: []\n")
     before = set(Path(tempfile.gettempdir()).glob("acemq-interop-logs-*"))
     done = cli("run", "--peers", "python+late-reply-to-next", "--diagonal", "--scenarios", "rr-requester-late-reply",
                "--broker", broker_url(clean_broker), "--management-url", clean_broker.mgmt_url, "--op-timeout", "15",
