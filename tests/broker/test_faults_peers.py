@@ -96,7 +96,9 @@ def poll(what: str, bound_s: float, check: Callable[[], Any]) -> Any:
 
 def run_vhost(api: Api, before: set[str], bound_s: float = 120) -> str:
     """The vhost the run under test created (the session's broker runs one run at a time)."""
-    return poll("the run's vhost", bound_s, lambda: next(iter(sorted(api.vhosts() - before)), None))
+    # Not the pre-flight's scratch vhost (acemq-interop-preflight-*), made and deleted before the run's.
+    return poll("the run's vhost", bound_s, lambda: next(iter(sorted(
+        v for v in api.vhosts() - before if not v.startswith("acemq-interop-preflight-"))), None))
 
 
 def peer_connections(api: Api, vhost: str) -> list[dict[str, Any]]:
