@@ -131,3 +131,22 @@ def test_a_version_1_peer_kept_outside_is_still_driven_and_certified(broker, tmp
     skipped = [c for c in results["cells"] if c["status"] == "SKIP"]
     # Only the scenarios that need protocol 3 are skipped, and they say so.
     assert skipped and all("speaks peer protocol 1; this scenario needs 3" in c["reason"] for c in skipped), skipped
+
+
+def test_a_version_2_peer_kept_outside_negotiates_2_and_certifies_what_it_can_run(broker, tmp_path) -> None:
+    """The protocol before this one: a peer that lists 1 and 2 answers the harness's offer of
+    [1, 2, 3] with 2, runs every scenario that does not need 3, and the rest are SKIP saying why."""
+    folder = outside_copy(tmp_path, "v2peer")
+    adapter = folder / "acemq_peer.py"
+    text = adapter.read_text()
+    current = re.search(r"^PROTOCOLS = \(1, 2, 3\).*$", text, re.M)
+    assert current is not None
+    adapter.write_text(text.replace(current.group(0), "PROTOCOLS = (1, 2)"))
+    out = tmp_path / "out"
+    done = cli(broker, "run", "--peer-dir", str(folder), "--peers", "v2peer", "--diagonal", "--out", str(out))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["peers"]["v2peer"]["protocol"] == 2
+    assert len(results["cells"]) > 20 and {c["status"] for c in results["cells"]} <= {"PASS", "SKIP"}
+    skipped = [c for c in results["cells"] if c["status"] == "SKIP"]
+    assert skipped and all("speaks peer protocol 2; this scenario needs 3" in c["reason"] for c in skipped), skipped
