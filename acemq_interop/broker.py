@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .errors import BrokerError, UsageError
-from .endpoint import BrokerEndpoint, free_port as _free_port
+from .endpoint import BrokerEndpoint, free_port as _free_port, loopback_endpoint
 from .management import Management
 from .tls import DEFAULT_TLS_PORT, Certificates, rabbitmq_tls_config
 from .signals import deferred as deferred_signals
@@ -97,15 +97,10 @@ class EmbeddedBroker:
         # The owner record first: a run killed from here on leaves a node a later run can
         # prove is nobody's (ownership.py) and sweep.
         write_owner(self._base, self.node)
-        self.endpoint = BrokerEndpoint("127.0.0.1", self.amqp_port, "guest", "guest", f"http://127.0.0.1:{self.mgmt_port}")
-        # --tls: a TLS listener beside the plain one (kept for the harness's own checks); the
-        # endpoint every client of the run gets is the TLS one.
         self._tls = tls
-        self.tls_port: int | None = None
-        if tls is not None:
-            self.tls_port = _free_port()
-            self.endpoint = BrokerEndpoint("127.0.0.1", self.tls_port, "guest", "guest", f"http://127.0.0.1:{self.mgmt_port}",
-                                           ca_file=str(tls.ca_file))
+        self.tls_port: int | None = _free_port() if tls is not None else None
+        self.endpoint = loopback_endpoint(self.amqp_port, self.mgmt_port, self.tls_port,
+                                          str(tls.ca_file) if tls is not None else None)
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)

@@ -20,7 +20,7 @@ import time
 from typing import Callable
 
 from . import docker_engine
-from .endpoint import BrokerEndpoint
+from .endpoint import BrokerEndpoint, loopback_endpoint
 from .errors import BrokerError
 from .tls import Certificates, rabbitmq_tls_config
 
@@ -53,13 +53,10 @@ class ContainerBroker:
         self.container_id: str | None = None
         self._started = False
 
-        self.endpoint = BrokerEndpoint("127.0.0.1", self.amqp_port, "guest", "guest", f"http://127.0.0.1:{self.mgmt_port}")
         self._tls = tls
-        self.tls_port: int | None = None
-        if tls is not None:
-            self.tls_port = _free_port()
-            self.endpoint = BrokerEndpoint("127.0.0.1", self.tls_port, "guest", "guest", f"http://127.0.0.1:{self.mgmt_port}",
-                                           ca_file=str(tls.ca_file))
+        self.tls_port: int | None = _free_port() if tls is not None else None
+        self.endpoint = loopback_endpoint(self.amqp_port, self.mgmt_port, self.tls_port,
+                                          str(tls.ca_file) if tls is not None else None)
 
     def describe(self) -> str:
         return f"image {self.image}"

@@ -45,3 +45,15 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def loopback_endpoint(amqp_port: int, mgmt_port: int, tls_port: int | None = None,
+                      ca_file: str | None = None) -> BrokerEndpoint:
+    """A broker the harness started on 127.0.0.1 (a private node or a container), as guest.
+
+    With --tls the broker has a TLS listener beside the plain one (kept for the harness's own
+    checks), and the endpoint every client of the run gets is the TLS one."""
+    mgmt = f"http://127.0.0.1:{mgmt_port}"
+    if tls_port is None:
+        return BrokerEndpoint("127.0.0.1", amqp_port, "guest", "guest", mgmt)
+    return BrokerEndpoint("127.0.0.1", tls_port, "guest", "guest", mgmt, ca_file=ca_file)
