@@ -53,6 +53,12 @@ class Mutant:
         """The peer command that carries it: gatherer mutants live on a requester."""
         return "responder.start" if self.side == "responder" else "requester.open"
 
+    @property
+    def opened_as(self) -> str:
+        """The object a scenario opens that carries it (`requester` or `responder`): a
+        gatherer mutant lives on a requester."""
+        return "responder" if self.side == "responder" else "requester"
+
 
 @dataclass(frozen=True)
 class Profile:

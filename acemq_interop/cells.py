@@ -64,6 +64,7 @@ def plan(scenarios: list[Scenario], specs: list[PeerSpec], diagonal: bool = Fals
 
     `diagonal` keeps only the cells where one spec plays every role (a binding against
     itself and the probe): how mutants and a new binding are certified without N x N cells.
+    A cell whose mutants all sit on an object their roles never open is left out.
     """
     cells: list[Cell] = []
     for scenario in scenarios:
@@ -79,8 +80,18 @@ def plan(scenarios: list[Scenario], specs: list[PeerSpec], diagonal: bool = Fals
                     assignment.append((role, (choice[0],) if diagonal and choice else tuple(specs)))
                 else:
                     assignment.append((role, None))
-            cells.append(Cell(scenario, tuple(assignment)))
+            if _mutants_act(scenario, assignment):
+                cells.append(Cell(scenario, tuple(assignment)))
     return cells
+
+
+def _mutants_act(scenario: Scenario, assignment: list[tuple[str, Any]]) -> bool:
+    """False when the cell has mutants and none of them runs its code in this scenario (a
+    responder mutant where its peer only opens requesters): that cell is the clean binding's
+    cell again, so it is not planned."""
+    mutated = [(role, s.mutant) for role, who in assignment if who is not None
+               for s in (who if isinstance(who, tuple) else (who,)) if s.mutant]
+    return not mutated or any(scenario.mutant_acts(role, mutant) for role, mutant in mutated)
 
 
 def skip_reason(cell: Cell, hellos: dict[str, dict[str, Any]], unavailable: dict[str, str]) -> str | None:

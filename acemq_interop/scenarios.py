@@ -43,6 +43,14 @@ class Scenario:
     # Derived from the checks, in the order they first appear: every clause a check asserts
     # (`rule:`) or names as the one broken (`consequence_of:`).
     clauses: tuple[str, ...] = ()
+    # Derived from the steps: role -> the binding objects (`requester`, `responder`) its peer opens.
+    opens: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def mutant_acts(self, role: str, mutant: str) -> bool:
+        """Whether a peer playing `role` with `mutant` runs the mutant's code here: a responder
+        mutant on a role that only opens requesters is the clean binding, cell for cell."""
+        known = spec.mutants().get(mutant)
+        return known is None or known.opened_as in self.opens.get(role, frozenset())
 
     @property
     def estimate_s(self) -> float:
@@ -105,6 +113,19 @@ def _needs(roles: dict[str, str], steps: list[dict[str, Any]]) -> dict[str, froz
         if kind.role and kind.binds:
             role_of[args["as"]] = args["role"]
     return {role: frozenset(caps) for role, caps in needs.items()}
+
+
+OPENING_STEPS = ("requester", "responder")
+
+
+def _opens(roles: dict[str, str], steps: list[dict[str, Any]]) -> dict[str, frozenset[str]]:
+    """Which binding objects each role's peer opens (`requester:` and `responder:` steps)."""
+    opens: dict[str, set[str]] = {role: set() for role in roles}
+    for step in steps:
+        (name, args), = step.items()
+        if name in OPENING_STEPS:
+            opens[args["role"]].add(name)
+    return {role: frozenset(objects) for role, objects in opens.items()}
 
 
 def _schema_problem(error: jsonschema.ValidationError) -> tuple[list[Any], str]:
@@ -320,6 +341,10 @@ def _clauses_of(data: dict[str, Any], root: yaml.Node, where: Path) -> tuple[str
             fail(["catches", i], f"mutant '{name}' breaks {mutant.clause}, which no check of this scenario asserts"
                                  + (f" (it asserts {', '.join(sorted(c for c in found if spec.rule_of(c) == mutant.rule))})"
                                     if any(spec.rule_of(c) == mutant.rule for c in found) else ""))
+        opened = set().union(*_opens(data["roles"], data["steps"]).values())
+        if mutant.opened_as not in opened:
+            fail(["catches", i], f"mutant '{name}' lives on a {mutant.opened_as}, which no step of this scenario opens: "
+                                 f"its cells would run the clean binding")
     return tuple(found)
 
 
@@ -349,6 +374,7 @@ def load_file(path: Path) -> Scenario:
         catches=tuple(data.get("catches", [])),
         tags=tuple(data.get("tags", [])),
         needs=_needs(data["roles"], data["steps"]),
+        opens=_opens(data["roles"], data["steps"]),
         min_protocol=int(data.get("min_protocol", 1)),
         clauses=clauses,
     )

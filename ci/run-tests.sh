@@ -20,5 +20,6 @@ trap 'stop_engine' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 status=0
-.venv/bin/python -m pytest -p no:cacheprovider "$@" || status=$?
+# --durations: where the time went, in the CI log (no test is timed).
+.venv/bin/python -m pytest -p no:cacheprovider --durations=25 "$@" || status=$?
 exit "$status"

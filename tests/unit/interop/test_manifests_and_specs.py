@@ -68,6 +68,23 @@ def test_pairs_are_the_full_product_and_diagonal_only_the_diagonal() -> None:
     ]
 
 
+def test_a_mutant_cell_is_planned_only_where_the_mutant_has_code_to_run() -> None:
+    """A responder mutant on a requester-only scenario is the clean binding again: left out.
+    On a pair, it acts only from the responder's role."""
+    scenarios = {s.id: s for s in load_all()}
+    responder_mutant = next(m for m in spec.mutants().values() if m.side == "responder").name
+    requester_only, pair = scenarios["rr-requester-writes-both-addresses"], scenarios["rr-pair-round-trip"]
+    assert requester_only.opens == {"requester": frozenset({"requester"}), "responder": frozenset()}
+    mutated = PeerSpec("a", "current", responder_mutant)
+    assert plan([requester_only], [mutated], diagonal=True) == []
+    assert len(plan([requester_only], [PeerSpec("a")], diagonal=True)) == 1
+    assert [c.id for c in plan([pair], [mutated, PeerSpec("b")])] == [
+        f"rr-pair-round-trip[requester=a+{responder_mutant},responder=a+{responder_mutant}]",
+        f"rr-pair-round-trip[requester=b,responder=a+{responder_mutant}]",
+        "rr-pair-round-trip[requester=b,responder=b]",
+    ]
+
+
 def test_known_failure_patterns_match_cell_ids_literally_but_for_stars() -> None:
     known = KnownFailure("rr-x[requester=*@0.3.0]", "why", "", "f")
     assert known.matches("rr-x[requester=go@0.3.0]")

@@ -246,3 +246,18 @@ def test_the_cli_says_one_line_and_exits_2_for_a_bad_file(tmp_path: Path, conten
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"acemq-interop: {tmp_path / 'scenarios' / 'bad.yml'}:"), done.stderr[-2000:]
     assert len(lines[0]) < 500
+
+
+def test_a_mutant_claimed_must_live_on_an_object_the_scenario_opens(tmp_path: Path) -> None:
+    """late-reply-to-next lives on a requester: a scenario whose peer only runs a responder
+    would run the clean binding in that mutant's cells, so its claim is refused."""
+    responder_only = GOOD.replace("roles: {requester: peer, responder: peer}", "roles: {responder: peer}").replace(
+        "  - requester: {as: q, role: requester}\n", "").replace(
+        "  - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000}",
+        "  - probe_publish: {queue: requests, body: {n: 1}}").replace(
+        "      - {that: call.outcome, equals: reply, rule: RR-8.1}",
+        "      - {that: r.name, present: true, rule: RR-8.1}")
+    load_file(write(tmp_path, responder_only))
+    path = write(tmp_path, responder_only.replace("roles:", "catches: [late-reply-to-next]\nroles:"))
+    with pytest.raises(UsageError, match=r"mutant 'late-reply-to-next' lives on a requester, which no step of this scenario opens"):
+        load_file(path)

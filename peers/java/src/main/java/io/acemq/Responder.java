@@ -11,6 +11,7 @@ import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.ShutdownListener;
 import java.io.IOException;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -19,6 +20,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -36,6 +38,8 @@ public final class Responder implements AutoCloseable {
     public static final int DEFAULT_CONCURRENCY = 32;
     /** The failure type of a request whose body is not JSON, the same in every language. */
     static final String MALFORMED_REQUEST = "MalformedRequest";
+    /** How long close waits for replies already published to be confirmed and their requests acked. */
+    static final Duration SETTLE_BOUND = Duration.ofSeconds(5);
 
     private final String queue;
     private final Handler handler;
@@ -48,6 +52,8 @@ public final class Responder implements AutoCloseable {
     // RR-16: the counters exist, at zero, before the consumer is registered.
     private final AnsweredCounter answered;
     private volatile boolean closing;
+    /** Requests past their handler whose reply or ack is not settled yet: close waits for them. */
+    private final SettlingRequests settling = new SettlingRequests();
     private final AtomicLong unanswerable = new AtomicLong();
     private Connection connection;
     private boolean ownsConnection;
@@ -116,6 +122,9 @@ public final class Responder implements AutoCloseable {
     }
 
     private void onRequest(long tag, AMQP.BasicProperties properties, byte[] body) throws IOException {
+        if (closing) {
+            return; // not acked: the broker requeues it when the channel closes
+        }
         Map<String, Object> headers = properties.getHeaders();
         String messageId = properties.getMessageId();
         Optional<ReplyAddress> address = ReplyAddress.resolve(headers, properties.getReplyTo(), policy.readOrder());
@@ -159,10 +168,22 @@ public final class Responder implements AutoCloseable {
             return;
         }
 
+        settling.enter();
+        try {
+            reply(tag, properties, body, attempt, reply, failure, address.get());
+        } finally {
+            settling.leave();
+        }
+    }
+
+    /** Publishes the reply (or failure reply), then settles the request: ack, requeue or dead-letter. */
+    private void reply(long tag, AMQP.BasicProperties properties, byte[] body, int attempt,
+            JsonElement reply, String failure, ReplyAddress address) throws IOException {
+        String messageId = properties.getMessageId();
         boolean counts = failure == null || policy.countFailuresAnswered();
         boolean counted = counts && answered.beforePublish();
         try {
-            publisher.publish("", address.get().queue(), replyProperties(properties, failure),
+            publisher.publish("", address.queue(), replyProperties(properties, failure),
                     failure == null ? Json.encode(reply) : new byte[0]);
         } catch (IOException | RuntimeException e) {
             if (takenAsDelivered(policy, failure)) {
@@ -299,16 +320,30 @@ public final class Responder implements AutoCloseable {
         channel.addShutdownListener(forward);
     }
 
-    /** Cancels the consumer and closes the channels (and the connection when it owns it). */
+    /**
+     * Stops taking requests and closes the channels (and the connection when it owns it). A
+     * request whose handler has returned is settled first, within {@link #SETTLE_BOUND}: its
+     * reply may already be with the caller, and closing before its ack would put it back on
+     * the queue for the next responder to answer a second time. Handlers still running are
+     * interrupted; the broker requeues their requests.
+     */
     @Override
     public void close() {
         closing = true;
+        try {
+            if (channel != null && channel.isOpen() && consumerTag != null) {
+                channel.basicCancel(consumerTag);
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("cancelling responder consumer: {}", e.toString());
+        }
+        workers.shutdown();
+        if (!settling.awaitNone(SETTLE_BOUND)) {
+            LOG.warn("closing responder on {} with replies still unsettled after {}", queue, SETTLE_BOUND);
+        }
         workers.shutdownNow();
         try {
             if (channel != null && channel.isOpen()) {
-                if (consumerTag != null) {
-                    channel.basicCancel(consumerTag);
-                }
                 channel.close();
             }
         } catch (IOException | TimeoutException | RuntimeException e) {
@@ -323,6 +358,39 @@ public final class Responder implements AutoCloseable {
             } catch (IOException | RuntimeException e) {
                 LOG.debug("closing responder connection: {}", e.toString());
             }
+        }
+    }
+
+    /** A count of requests being settled, and a bounded wait for it to come to zero. */
+    private static final class SettlingRequests {
+        private int count;
+
+        synchronized void enter() {
+            count++;
+        }
+
+        synchronized void leave() {
+            count--;
+            if (count == 0) {
+                notifyAll();
+            }
+        }
+
+        synchronized boolean awaitNone(Duration bound) {
+            long deadline = System.nanoTime() + bound.toNanos();
+            try {
+                while (count > 0) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        return false;
+                    }
+                    TimeUnit.NANOSECONDS.timedWait(this, left);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+            return true;
         }
     }
 
