@@ -59,9 +59,9 @@ class Mutant:
 
     @property
     def opened_as(self) -> str:
-        """The object a scenario opens that carries it (`requester` or `responder`): a
-        gatherer mutant lives on a requester."""
-        return "responder" if self.side == "responder" else "requester"
+        """What a scenario must open and use for it to run: a `requester`, a `responder`, or a
+        requester's gathers (`gatherer`)."""
+        return self.side
 
 
 @dataclass(frozen=True)

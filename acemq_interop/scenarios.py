@@ -119,12 +119,17 @@ OPENING_STEPS = ("requester", "responder")
 
 
 def _opens(roles: dict[str, str], steps: list[dict[str, Any]]) -> dict[str, frozenset[str]]:
-    """Which binding objects each role's peer opens (`requester:` and `responder:` steps)."""
+    """Which binding objects each role's peer opens and uses: `requester` and `responder`
+    (their steps), and `gatherer` where a `gather` step runs on one of its requesters."""
     opens: dict[str, set[str]] = {role: set() for role in roles}
+    role_of: dict[str, str] = {}
     for step in steps:
         (name, args), = step.items()
         if name in OPENING_STEPS:
             opens[args["role"]].add(name)
+            role_of[args["as"]] = args["role"]
+        elif name == "gather" and args.get("requester") in role_of:
+            opens[role_of[args["requester"]]].add("gatherer")
     return {role: frozenset(objects) for role, objects in opens.items()}
 
 

@@ -83,6 +83,12 @@ def test_a_mutant_cell_is_planned_only_where_the_mutant_has_code_to_run() -> Non
         f"rr-pair-round-trip[requester=b,responder=a+{responder_mutant}]",
         "rr-pair-round-trip[requester=b,responder=b]",
     ]
+    # A gatherer mutant acts on gathers: a round trip of requests leaves it nothing to run.
+    gatherer_mutant = next(m for m in spec.mutants().values() if m.side == "gatherer").name
+    assert plan([pair], [PeerSpec("a", "current", gatherer_mutant)], diagonal=True) == []
+    gathering = scenarios["sg-pair-multi-full-count"]
+    assert "gatherer" in gathering.opens["requester"]
+    assert len(plan([gathering], [PeerSpec("a", "current", gatherer_mutant)], diagonal=True)) == 1
 
 
 def test_known_failure_patterns_match_cell_ids_literally_but_for_stars() -> None:
