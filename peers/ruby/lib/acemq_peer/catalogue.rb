@@ -57,7 +57,26 @@ module AcemqPeer
       "gather-ignores-returns" => [:gatherer, { honour_gather_returns: false }],
       "type-in-header" => [:requester, { type_carrier: :header }],
       "failure-reply-unchecked" => [:responder, { failure_reply_delivery: :unchecked }],
-      "malformed-request-dropped" => [:responder, { malformed_request: :drop }]
+      "malformed-request-dropped" => [:responder, { malformed_request: :drop }],
+      "header-only-address" => [:requester, { write_native_address: false }],
+      "mismatched-addresses" => [:requester, { native_address: :stale }],
+      "unmatched-not-counted" => [:requester, { count_unmatched: false }],
+      "unmatched-to-waiter" => [:requester, { unmatched_reply: :oldest_waiter }],
+      "timeout-as-null-reply" => [:requester, { timeout_outcome: :null_reply }],
+      "fails-on-unknown-headers" => [:requester, { unknown_reply_headers: :fail }],
+      "shared-reply-queue" => [:requester, { exclusive_reply_queue: false }],
+      "gather-unmatched-not-counted" => [:gatherer, { count_gather_unmatched: false }],
+      "publish-twice" => [:gatherer, { publish_copies: 2 }],
+      "no-count-no-copy" => [:gatherer, { multi_copies_without_count: 0 }],
+      "header-only-reader" => [:responder, { read_order: %i[header] }],
+      "ignores-bytes-address" => [:responder, { bytes_address: :ignore }],
+      "no-content-type" => [:responder, { reply_content_type: :none }],
+      "strips-x-headers" => [:responder, { strip_prefix: :"x-" }],
+      "failure-with-body" => [:responder, { failure_body: :json }],
+      "qualified-error-type" => [:responder, { error_type_name: :qualified }],
+      "retries-failures" => [:responder, { retry_failures: true }],
+      "unanswerable-not-counted" => [:responder, { count_unanswerable: false }],
+      "last-attempt-acked" => [:responder, { last_attempt: :ack }]
     }.freeze
 
     # profile => { requester: fields, responder: fields }; "current" is every default.
