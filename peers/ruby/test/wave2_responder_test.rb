@@ -1,0 +1,89 @@
+# frozen_string_literal: true
+
+require_relative "test_helper"
+require_relative "responder_test"
+
+# The responder policy fields of issue 12's second wave, on ResponderTest's fakes.
+class Wave2ResponderTest < ResponderTest
+  # Only this class's tests (it inherits ResponderTest's helpers, not its tests).
+  def self.runnable_methods = public_instance_methods(false).grep(/\Atest_/).map(&:to_s)
+
+  module Scenario
+    class Failure < StandardError; end
+  end
+
+  def test_bytes_address_ignore_takes_a_byte_array_as_absent
+    bytes = Acemq::ReceivedByteArray.new("hb".b)
+    r = responder(FakePublisher.new)
+    deliver(r, headers: { "acemq-reply-to" => bytes }, reply_to: "n")
+    assert_equal "hb", @events.assoc(:handled).last[:request].reply_to
+    r = responder(FakePublisher.new, bytes_address: :ignore)
+    deliver(r, headers: { "acemq-reply-to" => bytes }, reply_to: "n")
+    assert_equal ["n", :native], @events.assoc(:handled).last[:request].to_h.values_at(:reply_to, :reply_to_source)
+    r = responder(FakePublisher.new, bytes_address: :ignore)
+    deliver(r, headers: { "acemq-reply-to" => bytes })
+    assert_equal 1, r.unanswerable
+    r = responder(FakePublisher.new, bytes_address: :ignore)
+    deliver(r, headers: { "acemq-reply-to" => "hs" })
+    assert_equal "hs", @events.assoc(:handled).last[:request].reply_to
+  end
+
+  def test_reply_content_type_none_leaves_it_off
+    publisher = FakePublisher.new
+    deliver(responder(publisher, reply_content_type: :none))
+    refute publisher.published.first.properties.key?(:content_type)
+  end
+
+  def test_strip_prefix_x_hides_every_x_header
+    r = responder(FakePublisher.new, strip_prefix: :"x-")
+    deliver(r, headers: { "acemq-reply-to" => "rq", "x-acemq-trace" => "t", "x-custom" => 1 }, delivery_count: 1)
+    request = @events.assoc(:handled).last[:request]
+    assert_equal %w[acemq-reply-to], request.headers.keys
+    assert_equal 2, request.attempt # x-delivery-count is still read
+  end
+
+  def test_failure_body_json_and_qualified_error_type
+    publisher = FakePublisher.new
+    deliver(responder(publisher, failure_body: :json) { raise Scenario::Failure, "no" })
+    failure = publisher.published.first
+    assert_equal "Failure: no", failure.properties[:headers]["acemq-error"]
+    assert_equal({ "error" => "Failure: no" }, JSON.parse(failure.payload))
+
+    publisher = FakePublisher.new
+    deliver(responder(publisher, error_type_name: :qualified) { raise Scenario::Failure, "no" })
+    assert_equal "Wave2ResponderTest::Scenario::Failure: no", publisher.published.first.properties[:headers]["acemq-error"]
+    publisher = FakePublisher.new
+    deliver(responder(publisher, error_type_name: :qualified), body: "{")
+    assert_match(/\AMalformedRequest: /, publisher.published.first.properties[:headers]["acemq-error"])
+  end
+
+  def test_retry_failures_requeues_until_the_last_attempt_then_dead_letters
+    publisher = FakePublisher.new
+    r = responder(publisher, retry_failures: true) { raise Scenario::Failure, "no" }
+    deliver(r)
+    assert_equal [[:nack, 7, false, true]], settled(r)
+    assert_equal ["rq"], publisher.published.map(&:routing_key)
+    deliver(r, delivery_count: 2)
+    assert_equal [:ack, 7], settled(r).last
+    assert_equal %w[rq rq svc.dlq], publisher.published.map(&:routing_key)
+    assert_equal "Failure: no", publisher.published.last.properties[:headers]["acemq-dead-letter-reason"]
+  end
+
+  def test_count_unanswerable_false_acks_and_emits_without_counting
+    r = responder(FakePublisher.new, count_unanswerable: false)
+    deliver(r, headers: {})
+    assert_equal [0, [[:ack, 7]]], [r.unanswerable, settled(r)]
+    assert_equal :unanswerable, @events.last.first
+  end
+
+  def test_last_attempt_ack_acks_without_dead_lettering
+    publisher = returning_publisher
+    r = responder(publisher, last_attempt: :ack)
+    deliver(r)
+    assert_equal [[:nack, 7, false, true]], settled(r) # earlier attempts still retry
+    deliver(r, delivery_count: 2)
+    assert_equal [:ack, 7], settled(r).last
+    assert_equal %w[rq rq], publisher.published.map(&:routing_key)
+    refute @events.assoc(:dead_lettered)
+  end
+end
