@@ -27,6 +27,19 @@ class Wave2RequesterTest < Minitest::Test
     r.request(1, routing_key: "k")
     assert_equal ["rq.stale", "rq"], [publisher.published.first.properties[:reply_to],
                                       publisher.published.first.properties[:headers]["acemq-reply-to"]]
+
+    r, publisher = echoing_requester(native_address: :empty)
+    r.request(1, routing_key: "k")
+    assert_equal ["", "rq"], [publisher.published.first.properties[:reply_to],
+                              publisher.published.first.properties[:headers]["acemq-reply-to"]]
+  end
+
+  # Bunny leaves out only a nil property: an empty reply_to goes on the wire, present and empty.
+  def test_an_empty_reply_to_is_encoded_as_a_present_zero_length_short_string
+    frame = AMQ::Protocol::Basic.encode_properties(0, reply_to: "")
+    flags = frame.byteslice(12, 2).unpack1("n")
+    assert_equal 0x0200, flags & 0x0200
+    assert_equal "\x00".b, frame.byteslice(14, 1)
   end
 
   def test_count_unmatched_false_emits_the_event_without_counting
@@ -65,13 +78,22 @@ class Wave2RequesterTest < Minitest::Test
         Thread.current.report_on_exception = false
         r.request(1, routing_key: "k", timeout: 2)
       end
-      reply_to(r, sent.pop, "5", headers: { "x-trace".b => "t".b })
+      reply_to(r, sent.pop, "5", headers: { "traceparent".b => "t".b })
       if error
         assert_raises(error) { call.value }
       else
         assert_equal 5, call.value
       end
     end
+  end
+
+  # A strict reader still lets the broker's and clients' own x- headers by.
+  def test_x_headers_pass_a_strict_reader
+    sent = Queue.new
+    r = requester(FakePublisher.new { |m| sent << m }, unknown_reply_headers: :fail)
+    call = Thread.new { r.request(1, routing_key: "k", timeout: 2) }
+    reply_to(r, sent.pop, "5", headers: { "x-dotnet-pub-seq-no".b => 7 })
+    assert_equal 5, call.value
   end
 
   def test_gather_unmatched_is_counted_by_its_own_field

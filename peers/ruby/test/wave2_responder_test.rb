@@ -48,6 +48,17 @@ class Wave2ResponderTest < ResponderTest
     failure = publisher.published.first
     assert_equal "Failure: no", failure.properties[:headers]["acemq-error"]
     assert_equal({ "error" => "Failure: no" }, JSON.parse(failure.payload))
+    # Every failure reply carries it, not only a handler's: MalformedRequest too.
+    publisher = FakePublisher.new
+    deliver(responder(publisher, failure_body: :json), body: "{")
+    failure = publisher.published.first
+    assert_match(/\AMalformedRequest: /, failure.properties[:headers]["acemq-error"])
+    assert_equal({ "error" => failure.properties[:headers]["acemq-error"] }, JSON.parse(failure.payload))
+    # And MalformedHeader (a strict reader's).
+    publisher = FakePublisher.new
+    deliver(responder(publisher, failure_body: :json, header_types: :strict), headers: { "acemq-reply-to" => "rq", "x-flag" => false })
+    failure = publisher.published.first
+    assert_equal({ "error" => "MalformedHeader: x-flag" }, JSON.parse(failure.payload))
 
     publisher = FakePublisher.new
     deliver(responder(publisher, error_type_name: :qualified) { raise Scenario::Failure, "no" })

@@ -66,11 +66,11 @@ module Acemq
     :pending_at_close,          # close: :end_closed (pending calls end at once) or :wait (they wait out their timeout)
     :honour_gather_returns,     # RR-13: basic.return of a gather's publish ends the gather as refused
     :type_carrier,              # the type argument travels as the AMQP :property or an application :header
-    :native_address,            # RR-1: reply_to holds the :reply_queue, or its name plus ".stale"
+    :native_address,            # RR-1, RR-3: reply_to holds the :reply_queue, its name plus ".stale", or an :empty string
     :count_unmatched,           # RR-8: a reply that finds no pending call counts in unmatched
     :unmatched_reply,           # RR-8: a reply that finds no pending call is :drop-ped or given to the :oldest_waiter
     :timeout_outcome,           # RR-9: a request not answered in time ends as a :timeout or a :null_reply
-    :unknown_reply_headers,     # RR-5: a reply header other than acemq-error and responseMessageId: :ignore or :fail
+    :unknown_reply_headers,     # RR-5: a reply header other than acemq-error, responseMessageId and x-...: :ignore or :fail
     :exclusive_reply_queue,     # RR-7: the reply queue is declared exclusive
     :count_gather_unmatched,    # SG-8: a gather reply for no pending gather counts in unmatched
     :publish_copies,            # SG-2: messages publish_request publishes (1, or 2)
@@ -104,7 +104,7 @@ module Acemq
     gather_stray_reply: %i[unmatched oldest_gather], default_timeout_ms: POSITIVE_INTEGER,
     gather_default_correlation: %i[request_message_id none], count_gather_timeouts: BOOLEAN,
     pending_at_close: %i[end_closed wait], honour_gather_returns: BOOLEAN, type_carrier: %i[property header],
-    native_address: %i[reply_queue stale], count_unmatched: BOOLEAN, unmatched_reply: %i[drop oldest_waiter],
+    native_address: %i[reply_queue stale empty], count_unmatched: BOOLEAN, unmatched_reply: %i[drop oldest_waiter],
     timeout_outcome: %i[timeout null_reply], unknown_reply_headers: %i[ignore fail], exclusive_reply_queue: BOOLEAN,
     count_gather_unmatched: BOOLEAN, publish_copies: [1, 2], multi_copies_without_count: [1, 0]
   }.freeze

@@ -29,7 +29,10 @@ module Acemq
     TYPE_HEADER = "type"
     # The headers a reply is expected to carry (RR-5.3: any other is ignored).
     KNOWN_REPLY_HEADERS = [Headers::ERROR, Headers::RESPONSE_MESSAGE_ID].freeze
-    private_constant :TYPE_HEADER, :KNOWN_REPLY_HEADERS
+    # Headers a strict reader still lets by: the broker's and clients' own (RabbitMQ.Client 7
+    # puts x-dotnet-pub-seq-no on every message it publishes with confirms).
+    CLIENT_HEADER_PREFIX = "x-"
+    private_constant :TYPE_HEADER, :KNOWN_REPLY_HEADERS, :CLIENT_HEADER_PREFIX
 
     attr_reader :reply_queue
 
@@ -179,8 +182,8 @@ module Acemq
     def decode_reply(message_id, reply)
       headers, body = reply
       # RR-5.3: a header the requester does not know is ignored; failing over it is the policy's other value.
-      if @policy.unknown_reply_headers == :fail && (headers.keys - KNOWN_REPLY_HEADERS).any?
-        raise DecodeError.new(message_id, "unexpected reply headers: #{(headers.keys - KNOWN_REPLY_HEADERS).join(', ')}")
+      if @policy.unknown_reply_headers == :fail && (unknown = unknown_reply_headers(headers)).any?
+        raise DecodeError.new(message_id, "unexpected reply headers: #{unknown.join(', ')}")
       end
 
       # RR-10: the error header is read before the body is decoded.
@@ -191,6 +194,11 @@ module Acemq
       JSON.parse(Headers.text(body))
     rescue JSON::ParserError => e
       raise DecodeError.new(message_id, e.message)
+    end
+
+    # What a strict reader (the policy's :fail) would not know: neither ours nor an x- one.
+    def unknown_reply_headers(headers)
+      (headers.keys - KNOWN_REPLY_HEADERS).reject { |name| name.start_with?(CLIENT_HEADER_PREFIX) }
     end
 
     def declare_reply_queue(channel)
@@ -234,12 +242,22 @@ module Acemq
       if @policy.write_header_address
         headers[Headers::REPLY_TO] = @policy.header_address_as_bytes ? ByteArray.new(address) : address
       end
-      # RR-1.3: the same address in both; a stale name in reply_to is the policy's other value.
-      properties[:reply_to] = @policy.native_address == :stale ? "#{address}.stale" : address if @policy.write_native_address
+      properties[:reply_to] = native_address(address) if @policy.write_native_address
       properties[:headers] = headers unless headers.empty?
       # RR-18: the publisher refuses a long short string; truncating sends 255 bytes instead.
       properties = Headers.truncate_short_strings(properties) if @policy.long_short_string == :truncate
       @publisher.publish(payload, exchange: exchange, routing_key: routing_key, **properties.compact)
+    end
+
+    # RR-1.3: the same address in both. A stale name, or an empty string (present, zero
+    # length: Bunny sends "" as set; only nil leaves the property out), is the policy's other
+    # values.
+    def native_address(address)
+      case @policy.native_address
+      when :stale then "#{address}.stale"
+      when :empty then ""
+      else address
+      end
     end
 
     def on_reply(props, body)

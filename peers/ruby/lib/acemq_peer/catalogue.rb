@@ -17,6 +17,8 @@ module AcemqPeer
     ANSWERED_LATE = AnsweredTiming.new(:after_confirm, 1.0).freeze
 
     # name => [side, policy fields]. Gatherer mutants act on a requester's gathers.
+    # Not offered: narrow-int-header (only where the client can write B, u or i: Bunny's
+    # table encoder writes every Integer as a signed 64-bit `l`).
     MUTANTS = {
       "native-only" => [:requester, { write_header_address: false }],
       "header-bytes" => [:requester, { header_address_as_bytes: true }],
@@ -60,6 +62,7 @@ module AcemqPeer
       "malformed-request-dropped" => [:responder, { malformed_request: :drop }],
       "header-only-address" => [:requester, { write_native_address: false }],
       "mismatched-addresses" => [:requester, { native_address: :stale }],
+      "empty-native-address" => [:requester, { native_address: :empty }],
       "unmatched-not-counted" => [:requester, { count_unmatched: false }],
       "unmatched-to-waiter" => [:requester, { unmatched_reply: :oldest_waiter }],
       "timeout-as-null-reply" => [:requester, { timeout_outcome: :null_reply }],
