@@ -97,4 +97,51 @@ class Wave2ResponderTest < ResponderTest
     assert_equal %w[rq rq], publisher.published.map(&:routing_key)
     refute @events.assoc(:dead_lettered)
   end
+
+  # Channels that record each queue declare; a passive declare of a queue not in `existing`
+  # raises NotFound and closes that channel, as the broker's 404 does.
+  class DeclareChannel
+    attr_reader :declares
+
+    def initialize(existing, log)
+      @existing = existing
+      @declares = log
+      @open = true
+    end
+
+    def queue(name, **opts)
+      raise Bunny::ChannelAlreadyClosed.new("closed", self) unless @open
+
+      @declares << [self, name, opts]
+      if opts[:passive] && !@existing.include?(name)
+        @open = false
+        raise Bunny::NotFound.new("NOT_FOUND - no queue '#{name}'", self, nil)
+      end
+      name
+    end
+
+    def close = @open = false
+    def open? = @open
+  end
+
+  DeclareConnection = Struct.new(:existing, :log, :channels) do
+    def create_channel(*) = DeclareChannel.new(existing, log).tap { |c| channels << c }
+  end
+
+  def declares(request_queue, existing)
+    connection = DeclareConnection.new(existing, [], [])
+    r = Acemq::Internal::Responder.new(connection, Acemq::Internal::ResponderPolicy.build(request_queue: request_queue), queue: "svc") { {} }
+    main = connection.create_channel
+    r.instance_variable_set(:@channel, main)
+    r.send(:declare_request_queue)
+    connection.log.map { |channel, name, opts| [channel.equal?(main) ? :main : :probe, name, opts] }
+  end
+
+  def test_request_queue_classic_if_missing_probes_passively_then_declares_classic
+    assert_equal [[:main, "svc", { durable: true, arguments: { "x-queue-type" => "quorum" } }]], declares(:quorum, [])
+    # Missing: the probe channel's 404 leaves the main channel open for a classic declare.
+    assert_equal [[:probe, "svc", { passive: true }], [:main, "svc", { durable: true }]], declares(:classic_if_missing, [])
+    # Present: used as it is, nothing declared with arguments.
+    assert_equal [[:probe, "svc", { passive: true }], [:main, "svc", { passive: true }]], declares(:classic_if_missing, ["svc"])
+  end
 end

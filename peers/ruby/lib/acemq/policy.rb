@@ -142,6 +142,7 @@ module Acemq
     :error_type_name,         # RR-10: the ExceptionType in acemq-error, :simple or :qualified
     :retry_failures,          # RR-11: after a failure reply, requeue until the last attempt, then dead-letter
     :count_unanswerable,      # RR-12: a request with no reply address counts in unanswerable
+    :request_queue,           # RR-17: :quorum, or :classic_if_missing (passive first; classic when missing)
     :last_attempt,            # RR-14: the last attempt at an undeliverable reply: :dead_letter or :ack
     keyword_init: true
   ) do
@@ -156,7 +157,8 @@ module Acemq
     response_message_id: true, header_types: :lenient, default_max_attempts: Headers::DEFAULT_MAX_ATTEMPTS,
     attempt_base: 1, failure_reply_delivery: :checked, malformed_request: :fail_reply, bytes_address: :accept,
     reply_content_type: :"application/json", strip_prefix: :"x-acemq-", failure_body: :empty,
-    error_type_name: :simple, retry_failures: false, count_unanswerable: true, last_attempt: :dead_letter
+    error_type_name: :simple, retry_failures: false, count_unanswerable: true, request_queue: :quorum,
+    last_attempt: :dead_letter
   ).freeze
 
   ResponderPolicy::CHOICES = {
@@ -171,7 +173,7 @@ module Acemq
     malformed_request: %i[fail_reply drop], bytes_address: %i[accept ignore],
     reply_content_type: %i[application/json none], strip_prefix: %i[x-acemq- x-], failure_body: %i[empty json],
     error_type_name: %i[simple qualified], retry_failures: BOOLEAN, count_unanswerable: BOOLEAN,
-    last_attempt: %i[dead_letter ack]
+    request_queue: %i[quorum classic_if_missing], last_attempt: %i[dead_letter ack]
   }.freeze
 
   private_constant :PolicyFields, :BOOLEAN, :POSITIVE_INTEGER, :RequesterPolicy, :ResponderPolicy, :AnsweredTiming

@@ -65,7 +65,7 @@ module Acemq
       @channel.on_error { |_channel, close| emit(:channel_closed, reason: "#{close.reply_code} #{close.reply_text}") }
       @channel.prefetch(@concurrency)
       # RR-17: both durable quorum queues, declared before the consumer.
-      request_queue = @channel.queue(@queue, durable: true, arguments: { "x-queue-type" => "quorum" })
+      request_queue = declare_request_queue
       @channel.queue(dlq, durable: true, arguments: { "x-queue-type" => @policy.dlq_queue_type.to_s })
       request_queue.bind(@bind[:exchange], routing_key: @bind[:routing_key].to_s) if @bind
       @publisher = ConfirmedPublisher.new(@connection)
@@ -98,6 +98,23 @@ module Acemq
     def max_attempts = @max_attempts || @policy.default_max_attempts
 
     private
+
+    # The policy's request_queue: :quorum declares it durable quorum (RR-17.1);
+    # :classic_if_missing (what RR-17.1 forbids) takes an existing queue as it is and
+    # declares a missing one classic. The passive probe runs on a channel of its own:
+    # a 404 closes the channel it was asked on.
+    def declare_request_queue
+      return @channel.queue(@queue, durable: true, arguments: { "x-queue-type" => "quorum" }) if @policy.request_queue == :quorum
+
+      probe = @connection.create_channel
+      begin
+        probe.queue(@queue, passive: true)
+        probe.close
+        @channel.queue(@queue, passive: true)
+      rescue Bunny::NotFound
+        @channel.queue(@queue, durable: true)
+      end
+    end
 
     def handle(info, props, body)
       # A delivery that reaches its thread after stop began is left for the broker to requeue.

@@ -79,7 +79,8 @@ module AcemqPeer
       "qualified-error-type" => [:responder, { error_type_name: :qualified }],
       "retries-failures" => [:responder, { retry_failures: true }],
       "unanswerable-not-counted" => [:responder, { count_unanswerable: false }],
-      "last-attempt-acked" => [:responder, { last_attempt: :ack }]
+      "last-attempt-acked" => [:responder, { last_attempt: :ack }],
+      "classic-request-queue" => [:responder, { request_queue: :classic_if_missing }]
     }.freeze
 
     # profile => { requester: fields, responder: fields }; "current" is every default.
