@@ -71,11 +71,16 @@ module Acemq
   # PublishReturned at once; closing the requester raises RequesterClosed at once. A gather
   # never counts in timed_out. type, when given, is every message's AMQP type property.
   module Gather
+    # How many ended gathers a requester remembers, to tell a late gather reply (SG-8) from a request's (RR-8).
+    ENDED_GATHERS_KEPT = 1024
+    private_constant :ENDED_GATHERS_KEPT
+
     # Publishes expected_reply_count copies (one without a count) to the endpoint queue:
     # a queue hands each message to one of its competing consumers (SG-2).
     def send_request_multi(body, endpoint:, expected_reply_count: nil, timeout: nil,
                            correlation_id: nil, type: nil, request_id: SecureRandom.uuid)
-      copies = expected_reply_count || 1
+      # SG-2.1: one copy without a count; none (a loop up to an absent count) is the policy's other value.
+      copies = expected_reply_count || @policy.multi_copies_without_count
       copies = 1 if @policy.multi_copies == :one # then one message reaches one worker
       gather(body, "", endpoint, copies, expected_reply_count, timeout, correlation_id, type, request_id, nil)
     end
@@ -83,7 +88,8 @@ module Acemq
     # Publishes once to a fanout exchange; on_reply is called per reply, in arrival order.
     def publish_request(body, exchange:, expected_reply_count: nil, timeout: nil,
                         correlation_id: nil, type: nil, request_id: SecureRandom.uuid, &on_reply)
-      gather(body, exchange, "", 1, expected_reply_count, timeout, correlation_id, type, request_id, on_reply)
+      # SG-2.2: one message; the policy's other value publishes it twice.
+      gather(body, exchange, "", @policy.publish_copies, expected_reply_count, timeout, correlation_id, type, request_id, on_reply)
     end
 
     private
@@ -108,11 +114,19 @@ module Acemq
             ending = gathering.wait(timeout)
           ensure
             # From here on a reply for this gather is Unmatched (SG-8).
-            @lock.synchronize { @gathers.delete(request_id) }
+            @lock.synchronize { end_gathering(request_id) }
           end
           finish_gather(ending, request_id, expected)
         end
       end
+    end
+
+    # Under @lock: no longer pending, remembered as ended (bounded) so its late replies are
+    # known as a gather's (SG-8).
+    def end_gathering(request_id)
+      @gathers.delete(request_id)
+      @ended_gathers[request_id] = true
+      @ended_gathers.shift while @ended_gathers.size > ENDED_GATHERS_KEPT
     end
 
     # A gather ended by close raises RequesterClosed; a shortfall RequestTimeoutError (SG-6).

@@ -37,9 +37,10 @@ module Acemq
       (headers || {}).each_with_object({}) { |(k, v), out| out[text(k.to_s)] = v }
     end
 
-    # What a handler may see: everything outside the x-acemq- namespace (RR-5).
-    def strip_private(headers)
-      headers.reject { |name, _| name.start_with?(PRIVATE_PREFIX) }
+    # What a handler may see: everything outside the x-acemq- namespace (RR-5). Another
+    # prefix is only ever a non-default policy's.
+    def strip_private(headers, prefix = PRIVATE_PREFIX)
+      headers.reject { |name, _| name.start_with?(prefix) }
     end
 
     # RR-14.3: the quorum queue counts deliveries; amq-protocol decodes every AMQP integer
@@ -65,8 +66,12 @@ module Acemq
       [nil, nil]
     end
 
-    # RR-10: "{ExceptionType}: {message}" with the unqualified type name.
-    def failure_text(error)
+    # RR-10: "{ExceptionType}: {message}" with the unqualified type name. qualified: the
+    # Ruby name with its modules (Module::Class), what RR-10.2 forbids (only a non-default
+    # policy asks for it).
+    def failure_text(error, qualified: false)
+      return "#{error.class.name || 'Error'}: #{error.message}" if qualified
+
       failure_text_from(error.class.name || "Error", error.message)
     end
 

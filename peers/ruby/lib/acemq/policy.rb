@@ -66,6 +66,15 @@ module Acemq
     :pending_at_close,          # close: :end_closed (pending calls end at once) or :wait (they wait out their timeout)
     :honour_gather_returns,     # RR-13: basic.return of a gather's publish ends the gather as refused
     :type_carrier,              # the type argument travels as the AMQP :property or an application :header
+    :native_address,            # RR-1, RR-3: reply_to holds the :reply_queue, its name plus ".stale", or an :empty string
+    :count_unmatched,           # RR-8: a reply that finds no pending call counts in unmatched
+    :unmatched_reply,           # RR-8: a reply that finds no pending call is :drop-ped or given to the :oldest_waiter
+    :timeout_outcome,           # RR-9: a request not answered in time ends as a :timeout or a :null_reply
+    :unknown_reply_headers,     # RR-5: a reply header other than acemq-error, responseMessageId and x-...: :ignore or :fail
+    :exclusive_reply_queue,     # RR-7: the reply queue is declared exclusive
+    :count_gather_unmatched,    # SG-8: a gather reply for no pending gather counts in unmatched
+    :publish_copies,            # SG-2: messages publish_request publishes (1, or 2)
+    :multi_copies_without_count, # SG-2: copies send_request_multi publishes given no expected count (1, or 0)
     keyword_init: true
   ) do
     include PolicyFields
@@ -79,7 +88,9 @@ module Acemq
     gather_demux_by: :response_message_id, gather_resolves_early: true, gather_shortfall: :reject,
     gather_missing_count: :budget, gather_stray_reply: :unmatched, default_timeout_ms: 30_000,
     gather_default_correlation: :request_message_id, count_gather_timeouts: false, pending_at_close: :end_closed,
-    honour_gather_returns: true, type_carrier: :property
+    honour_gather_returns: true, type_carrier: :property, native_address: :reply_queue, count_unmatched: true,
+    unmatched_reply: :drop, timeout_outcome: :timeout, unknown_reply_headers: :ignore, exclusive_reply_queue: true,
+    count_gather_unmatched: true, publish_copies: 1, multi_copies_without_count: 1
   ).freeze
 
   RequesterPolicy::CHOICES = {
@@ -92,7 +103,10 @@ module Acemq
     gather_shortfall: %i[reject resolve], gather_missing_count: %i[budget one],
     gather_stray_reply: %i[unmatched oldest_gather], default_timeout_ms: POSITIVE_INTEGER,
     gather_default_correlation: %i[request_message_id none], count_gather_timeouts: BOOLEAN,
-    pending_at_close: %i[end_closed wait], honour_gather_returns: BOOLEAN, type_carrier: %i[property header]
+    pending_at_close: %i[end_closed wait], honour_gather_returns: BOOLEAN, type_carrier: %i[property header],
+    native_address: %i[reply_queue stale empty], count_unmatched: BOOLEAN, unmatched_reply: %i[drop oldest_waiter],
+    timeout_outcome: %i[timeout null_reply], unknown_reply_headers: %i[ignore fail], exclusive_reply_queue: BOOLEAN,
+    count_gather_unmatched: BOOLEAN, publish_copies: [1, 2], multi_copies_without_count: [1, 0]
   }.freeze
 
   # RR-15's when: :before_publish, or :after_confirm plus a delay in seconds (a real
@@ -121,6 +135,15 @@ module Acemq
     :attempt_base,            # RR-14: the attempt number is x-delivery-count + this (absent: 0 + this)
     :failure_reply_delivery,  # RR-14: a failure reply's publish is :checked (returned: retry) or :unchecked
     :malformed_request,       # a body that is not JSON: :fail_reply (MalformedRequest, then the DLQ) or :drop
+    :bytes_address,           # RR-2: an acemq-reply-to byte array is read as UTF-8 (:accept) or taken as absent (:ignore)
+    :reply_content_type,      # RR-4: a reply's content_type, :"application/json" or :none
+    :strip_prefix,            # RR-5: the header prefix removed before the handler, :"x-acemq-" or :"x-"
+    :failure_body,            # RR-10: a failure reply's body, :empty or :json ({"error": the acemq-error text})
+    :error_type_name,         # RR-10: the ExceptionType in acemq-error, :simple or :qualified
+    :retry_failures,          # RR-11: after a failure reply, requeue until the last attempt, then dead-letter
+    :count_unanswerable,      # RR-12: a request with no reply address counts in unanswerable
+    :request_queue,           # RR-17: :quorum, or :classic_if_missing (passive first; classic when missing)
+    :last_attempt,            # RR-14: the last attempt at an undeliverable reply: :dead_letter or :ack
     keyword_init: true
   ) do
     include PolicyFields
@@ -132,7 +155,10 @@ module Acemq
     unanswerable: :accept, undeliverable_reply: :requeue, answered_timing: AnsweredTiming::BEFORE_PUBLISH,
     rollback_answered: true, counters_created: :before_subscribe, dlq_queue_type: :quorum,
     response_message_id: true, header_types: :lenient, default_max_attempts: Headers::DEFAULT_MAX_ATTEMPTS,
-    attempt_base: 1, failure_reply_delivery: :checked, malformed_request: :fail_reply
+    attempt_base: 1, failure_reply_delivery: :checked, malformed_request: :fail_reply, bytes_address: :accept,
+    reply_content_type: :"application/json", strip_prefix: :"x-acemq-", failure_body: :empty,
+    error_type_name: :simple, retry_failures: false, count_unanswerable: true, request_queue: :quorum,
+    last_attempt: :dead_letter
   ).freeze
 
   ResponderPolicy::CHOICES = {
@@ -144,7 +170,10 @@ module Acemq
     rollback_answered: BOOLEAN, counters_created: %i[before_subscribe after_first_delivery],
     dlq_queue_type: %i[quorum classic], response_message_id: BOOLEAN, header_types: %i[lenient strict],
     default_max_attempts: POSITIVE_INTEGER, attempt_base: [1, 0], failure_reply_delivery: %i[checked unchecked],
-    malformed_request: %i[fail_reply drop]
+    malformed_request: %i[fail_reply drop], bytes_address: %i[accept ignore],
+    reply_content_type: %i[application/json none], strip_prefix: %i[x-acemq- x-], failure_body: %i[empty json],
+    error_type_name: %i[simple qualified], retry_failures: BOOLEAN, count_unanswerable: BOOLEAN,
+    request_queue: %i[quorum classic_if_missing], last_attempt: %i[dead_letter ack]
   }.freeze
 
   private_constant :PolicyFields, :BOOLEAN, :POSITIVE_INTEGER, :RequesterPolicy, :ResponderPolicy, :AnsweredTiming

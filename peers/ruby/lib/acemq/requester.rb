@@ -27,7 +27,12 @@ module Acemq
     CLOSE_GRACE = ConfirmedPublisher::CONFIRM_TIMEOUT + 1
     # Where a type goes when it is not the type property (only a non-default policy puts it there).
     TYPE_HEADER = "type"
-    private_constant :TYPE_HEADER
+    # The headers a reply is expected to carry (RR-5.3: any other is ignored).
+    KNOWN_REPLY_HEADERS = [Headers::ERROR, Headers::RESPONSE_MESSAGE_ID].freeze
+    # Headers a strict reader still lets by: the broker's and clients' own (RabbitMQ.Client 7
+    # puts x-dotnet-pub-seq-no on every message it publishes with confirms).
+    CLIENT_HEADER_PREFIX = "x-"
+    private_constant :TYPE_HEADER, :KNOWN_REPLY_HEADERS, :CLIENT_HEADER_PREFIX
 
     attr_reader :reply_queue
 
@@ -46,6 +51,7 @@ module Acemq
       @declare_lock = Mutex.new
       @pending = {}  # message_id => Slot, oldest first
       @gathers = {}  # requestMessageId => Gathering
+      @ended_gathers = {} # requestMessageIds of gathers that ended, oldest first (bounded): SG-8's replies
       @timed_out = 0
       @unmatched = 0
       @calls = 0     # calls between their start and their end, for close
@@ -158,7 +164,12 @@ module Acemq
         removed = @lock.synchronize do
           @pending.delete(message_id).tap { @timed_out += 1 if _1 && @policy.count_timeouts }
         end
-        raise RequestTimedOut.new(message_id, timeout) if removed
+        if removed
+          # What RR-9 forbids: a silence passed off as an answer (null), though still counted.
+          return nil if @policy.timeout_outcome == :null_reply
+
+          raise RequestTimedOut.new(message_id, timeout)
+        end
 
         # The reply thread (or close) took the entry and is about to fill the slot.
         _, reply = slot.wait(5)
@@ -170,6 +181,11 @@ module Acemq
 
     def decode_reply(message_id, reply)
       headers, body = reply
+      # RR-5.3: a header the requester does not know is ignored; failing over it is the policy's other value.
+      if @policy.unknown_reply_headers == :fail && (unknown = unknown_reply_headers(headers)).any?
+        raise DecodeError.new(message_id, "unexpected reply headers: #{unknown.join(', ')}")
+      end
+
       # RR-10: the error header is read before the body is decoded.
       if @policy.read_error_header && headers.key?(Headers::ERROR)
         raise ResponderFailed.new(message_id, Headers.text(headers[Headers::ERROR]).to_s)
@@ -180,11 +196,16 @@ module Acemq
       raise DecodeError.new(message_id, e.message)
     end
 
+    # What a strict reader (the policy's :fail) would not know: neither ours nor an x- one.
+    def unknown_reply_headers(headers)
+      (headers.keys - KNOWN_REPLY_HEADERS).reject { |name| name.start_with?(CLIENT_HEADER_PREFIX) }
+    end
+
     def declare_reply_queue(channel)
       # Classic by explicit request (RR-7): a server's default may be quorum, which
       # refuses exclusive and auto-delete queues.
       arguments = @policy.explicit_reply_queue_type ? { "x-queue-type" => "classic" } : {}
-      queue = channel.queue("", exclusive: true, auto_delete: true, durable: false, arguments: arguments)
+      queue = channel.queue("", exclusive: @policy.exclusive_reply_queue, auto_delete: true, durable: false, arguments: arguments)
       queue.subscribe(manual_ack: false) { |_info, props, body| on_reply(props, body) }
       Headers.text(queue.name)
     end
@@ -221,11 +242,22 @@ module Acemq
       if @policy.write_header_address
         headers[Headers::REPLY_TO] = @policy.header_address_as_bytes ? ByteArray.new(address) : address
       end
-      properties[:reply_to] = address if @policy.write_native_address
+      properties[:reply_to] = native_address(address) if @policy.write_native_address
       properties[:headers] = headers unless headers.empty?
       # RR-18: the publisher refuses a long short string; truncating sends 255 bytes instead.
       properties = Headers.truncate_short_strings(properties) if @policy.long_short_string == :truncate
       @publisher.publish(payload, exchange: exchange, routing_key: routing_key, **properties.compact)
+    end
+
+    # RR-1.3: the same address in both. A stale name, or an empty string (present, zero
+    # length: Bunny sends "" as set; only nil leaves the property out), is the policy's other
+    # values.
+    def native_address(address)
+      case @policy.native_address
+      when :stale then "#{address}.stale"
+      when :empty then ""
+      else address
+      end
     end
 
     def on_reply(props, body)
@@ -238,13 +270,23 @@ module Acemq
       slot = @lock.synchronize do
         # RR-8: by correlation id; the oldest waiter is the policy's wrong alternative.
         key = @policy.match_replies_by == :oldest_waiter ? @pending.keys.first : correlation_id
-        @pending.delete(key)
+        # What RR-8.3 forbids: a reply nobody waits for given to the oldest call still waiting.
+        @pending.delete(key) || (@policy.unmatched_reply == :oldest_waiter ? @pending.shift&.last : nil)
       end
       if slot
         slot.fill([headers, body])
       else
-        count_unmatched(headers, correlation_id)
+        count_unmatched(headers, correlation_id, counted: counts_unmatched?(headers, correlation_id))
       end
+    end
+
+    # A reply for no pending call is a gather's (SG-8) while a gather is pending or when it
+    # names a gather that ended; a request's (RR-8) otherwise. Each has its policy field.
+    def counts_unmatched?(headers, correlation_id)
+      gather_reply = @lock.synchronize do
+        @gathers.any? || [Headers.text(headers[Headers::RESPONSE_MESSAGE_ID]), correlation_id].any? { @ended_gathers.key?(_1) }
+      end
+      gather_reply ? @policy.count_gather_unmatched : @policy.count_unmatched
     end
 
     def undecodable?(headers, body)
@@ -258,8 +300,9 @@ module Acemq
 
     # The event names the reply by both ids it may carry (nil when absent), for request and
     # gather replies alike.
-    def count_unmatched(headers, correlation_id)
-      @lock.synchronize { @unmatched += 1 }
+    # counted false: only the event (what RR-8.2 and SG-8.1 forbid, by policy).
+    def count_unmatched(headers, correlation_id, counted: true)
+      @lock.synchronize { @unmatched += 1 } if counted
       emit(:unmatched, correlation_id: correlation_id,
                        response_message_id: Headers.text(headers[Headers::RESPONSE_MESSAGE_ID]))
     end

@@ -23,6 +23,7 @@ module Acemq
     # Handler threads and prefetch: each waits for its reply's confirm before acking (RR-14,
     # RR-15), so this bounds the replies in flight; 32, as the Go and .NET bindings.
     DEFAULT_CONCURRENCY = 32
+    # How long stop waits for requests whose handler has returned to be settled.
     STOP_GRACE = 5
 
     attr_reader :queue
@@ -43,6 +44,14 @@ module Acemq
       @answered = 0
       @unanswerable = 0
       @first_answer_seen = false
+      # stop: no new request is taken once stopping; settling counts the requests past
+      # their handler not yet settled (acked, requeued or dead-lettered), which stop waits
+      # for; abandoning (after that wait) makes a handler that returns later leave its
+      # request unsettled, for the broker to requeue.
+      @stopping = false
+      @abandoning = false
+      @settling = 0
+      @settled = ConditionVariable.new
     end
 
     def answered = @lock.synchronize { @answered }
@@ -50,13 +59,13 @@ module Acemq
 
     def start
       @policy = @policy.freeze
-      # On stop, handlers still running get STOP_GRACE to finish; what they leave
-      # unacknowledged goes back to the queue when the channel closes.
-      @channel = @connection.create_channel(nil, @concurrency, false, STOP_GRACE)
+      # No shutdown timeout for the consumer threads: Bunny's cancel would wait for the
+      # first idle thread, not for the answered requests; stop does its own wait.
+      @channel = @connection.create_channel(nil, @concurrency, false, nil)
       @channel.on_error { |_channel, close| emit(:channel_closed, reason: "#{close.reply_code} #{close.reply_text}") }
       @channel.prefetch(@concurrency)
       # RR-17: both durable quorum queues, declared before the consumer.
-      request_queue = @channel.queue(@queue, durable: true, arguments: { "x-queue-type" => "quorum" })
+      request_queue = declare_request_queue
       @channel.queue(dlq, durable: true, arguments: { "x-queue-type" => @policy.dlq_queue_type.to_s })
       request_queue.bind(@bind[:exchange], routing_key: @bind[:routing_key].to_s) if @bind
       @publisher = ConfirmedPublisher.new(@connection)
@@ -64,13 +73,21 @@ module Acemq
       self
     end
 
+    # Cancels the consumer, waits (at most STOP_GRACE) until every request whose handler
+    # has returned is settled, then closes. Closing first would put a request whose reply
+    # is already with its caller (its confirm, then its ack, still on the way) back on the
+    # queue, for the next responder to answer a second time. Handlers still running are
+    # abandoned: their requests, and the deliveries not yet started, go back to the queue
+    # when the channel closes.
     def stop
+      @lock.synchronize { @stopping = true }
       # After the broker closed the connection there is nothing left to cancel or close.
       return unless @connection.open?
 
-      @consumer&.cancel
+      cancel_consumer
+      await_settled(STOP_GRACE)
       @publisher&.close
-      @channel.close if @channel&.open?
+      @channel.close if @channel&.open? && @connection.open?
     rescue Bunny::Exception, Timeout::Error
       nil
     end
@@ -82,16 +99,36 @@ module Acemq
 
     private
 
+    # The policy's request_queue: :quorum declares it durable quorum (RR-17.1);
+    # :classic_if_missing (what RR-17.1 forbids) takes an existing queue as it is and
+    # declares a missing one classic. The passive probe runs on a channel of its own:
+    # a 404 closes the channel it was asked on.
+    def declare_request_queue
+      return @channel.queue(@queue, durable: true, arguments: { "x-queue-type" => "quorum" }) if @policy.request_queue == :quorum
+
+      probe = @connection.create_channel
+      begin
+        probe.queue(@queue, passive: true)
+        probe.close
+        @channel.queue(@queue, passive: true)
+      rescue Bunny::NotFound
+        @channel.queue(@queue, durable: true)
+      end
+    end
+
     def handle(info, props, body)
+      # A delivery that reaches its thread after stop began is left for the broker to requeue.
+      return if @lock.synchronize { @stopping }
+
       headers = Headers.normalize(props.headers)
       message_id = Headers.text(props.message_id)
-      address, source = Headers.reply_address(headers, props.reply_to, @policy.read_order)
-      return accept_unanswerable(info, props, body, message_id) unless address
+      address, source = Headers.reply_address(address_headers(headers), props.reply_to, @policy.read_order)
+      return settling { accept_unanswerable(info, props, body, message_id) } unless address
 
       request = Request.new(
         message_id: message_id, correlation_id: Headers.text(props.correlation_id),
         reply_to: address, reply_to_source: source, attempt: Headers.attempt(headers, @policy.attempt_base),
-        headers: @policy.strip_engine_headers ? Headers.strip_private(headers) : headers
+        headers: @policy.strip_engine_headers ? Headers.strip_private(headers, @policy.strip_prefix.to_s) : headers
       )
       result = begin
         reject_strict_header_types(headers)
@@ -100,21 +137,72 @@ module Acemq
         [:ok, JSON.generate(@handler.call(request))]
       rescue MalformedRequest => e
         # Dropping it (acked, nothing sent, nothing dead-lettered) is the policy's other value.
-        return @channel.ack(info.delivery_tag) if @policy.malformed_request == :drop
-
+        @policy.malformed_request == :drop ? [:drop] : [:failed, Headers.failure_text(e)]
+      rescue MalformedHeader => e
         [:failed, Headers.failure_text(e)]
       rescue StandardError => e
-        [:failed, Headers.failure_text(e)]
+        [:failed, Headers.failure_text(e, qualified: @policy.error_type_name == :qualified)]
       end
-      if result.first == :ok
-        answer(info, props, body, request, result.last)
-      else
-        fail_request(info, props, body, request, result.last)
+      settling do
+        case result.first
+        when :ok then answer(info, props, body, request, result.last)
+        when :drop then @channel.ack(info.delivery_tag)
+        else fail_request(info, props, body, request, result.last)
+        end
       end
     rescue StandardError => e
       # Never leave a delivery unsettled: it goes back to the queue for another attempt.
       warn "acemq: responder #{@queue}: #{e.class}: #{e.message}"
       safely_requeue(info)
+    end
+
+    # Runs the settling of a request (reply, then ack / nack / dead-letter) counted, so stop
+    # can wait for it; after stop's wait it is abandoned instead (the broker requeues it).
+    def settling
+      abandoned = @lock.synchronize do
+        @settling += 1 unless @abandoning
+        @abandoning
+      end
+      return if abandoned
+
+      begin
+        yield
+      ensure
+        @lock.synchronize do
+          @settling -= 1
+          @settled.broadcast if @settling.zero?
+        end
+      end
+    end
+
+    def await_settled(grace)
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + grace
+      @lock.synchronize do
+        while @settling.positive?
+          left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          break if left <= 0
+
+          @settled.wait(@lock, left)
+        end
+        unless @settling.zero?
+          warn "acemq: responder #{@queue}: stopping with #{@settling} request(s) unsettled after #{grace}s"
+        end
+        @abandoning = true
+      end
+    end
+
+    def cancel_consumer
+      @consumer&.cancel
+    rescue Bunny::Exception, Timeout::Error => e
+      warn "acemq: responder #{@queue}: cancelling the consumer: #{e.class}: #{e.message}"
+    end
+
+    # RR-2: a byte-array acemq-reply-to is read as UTF-8 like a long string; taking it as
+    # absent (then reading reply_to, RR-3) is the policy's other value.
+    def address_headers(headers)
+      return headers unless @policy.bytes_address == :ignore && headers[Headers::REPLY_TO].is_a?(ReceivedByteArray)
+
+      headers.reject { |name, _| name == Headers::REPLY_TO }
     end
 
     # A body that is not JSON fails the request before the handler runs, as a handler
@@ -150,8 +238,10 @@ module Acemq
 
       counted = @policy.count_failures_answered
       count_answered(1) if counted
+      # RR-10.1: the body is empty; the error as a JSON body is the policy's other value.
+      payload = @policy.failure_body == :json ? JSON.generate({ error: failure }) : ""
       begin
-        publish_reply(request, "", Headers::ERROR => failure)
+        publish_reply(request, payload, Headers::ERROR => failure)
       rescue PublishFailed => e
         # Unchecked (what RR-14 forbids): the failure reply is taken as sent whatever became of it.
         unless @policy.failure_reply_delivery == :unchecked
@@ -160,7 +250,10 @@ module Acemq
         end
       end
       emit(:replied, message_id: request.message_id, failure: failure)
-      if @policy.dead_letter_failures
+      # What RR-11.2 forbids: the failed request requeued (handled and answered again) until its last attempt.
+      if @policy.retry_failures
+        retry_request(info, props, body, request, failure)
+      elsif @policy.dead_letter_failures
         dead_letter_and_ack(info, props, body, failure)
       else
         @channel.ack(info.delivery_tag)
@@ -173,12 +266,16 @@ module Acemq
       if @policy.undeliverable_reply == :ack # what RR-14 forbids: acknowledged into nowhere
         @channel.ack(info.delivery_tag)
       else
-        retry_request(info, props, body, request, reason)
+        retry_request(info, props, body, request, reason, last_ack: @policy.last_attempt == :ack)
       end
     end
 
-    def retry_request(info, props, body, request, reason)
+    # last_ack: the policy's last_attempt: :ack (what RR-14.2 forbids) acks the last attempt
+    # at an undeliverable reply instead of dead-lettering it.
+    def retry_request(info, props, body, request, reason, last_ack: false)
       if Headers.retry_decision(request.attempt, max_attempts) == :dead_letter
+        return @channel.ack(info.delivery_tag) if last_ack
+
         dead_letter_and_ack(info, props, body, reason)
       else
         # Bunny's nack does not requeue unless told to.
@@ -188,7 +285,8 @@ module Acemq
 
     # RR-12: nothing to reply to, so count it and accept it.
     def accept_unanswerable(info, props, body, message_id)
-      @lock.synchronize { @unanswerable += 1 }
+      # Not counting it (only the event) is the policy's other value.
+      @lock.synchronize { @unanswerable += 1 } if @policy.count_unanswerable
       if @policy.unanswerable == :dead_letter
         dead_letter_and_ack(info, props, body, "Unanswerable: the request names no reply address")
       else
@@ -205,7 +303,9 @@ module Acemq
       end
       # RR-4.2: the request's message_id, not its correlation_id.
       correlation_id = @policy.reply_correlation_from == :message_id ? request.message_id : request.correlation_id
-      properties = { correlation_id: correlation_id, content_type: Headers::CONTENT_TYPE,
+      # RR-4.3: application/json; none is the policy's other value.
+      content_type = @policy.reply_content_type == :none ? nil : Headers::CONTENT_TYPE
+      properties = { correlation_id: correlation_id, content_type: content_type,
                      headers: headers, persistent: false }
       @publisher.publish(payload, exchange: "", routing_key: request.reply_to, **properties.compact)
     end

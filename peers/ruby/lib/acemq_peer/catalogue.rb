@@ -17,6 +17,8 @@ module AcemqPeer
     ANSWERED_LATE = AnsweredTiming.new(:after_confirm, 1.0).freeze
 
     # name => [side, policy fields]. Gatherer mutants act on a requester's gathers.
+    # Not offered: narrow-int-header (only where the client can write B, u or i: Bunny's
+    # table encoder writes every Integer as a signed 64-bit `l`).
     MUTANTS = {
       "native-only" => [:requester, { write_header_address: false }],
       "header-bytes" => [:requester, { header_address_as_bytes: true }],
@@ -57,7 +59,28 @@ module AcemqPeer
       "gather-ignores-returns" => [:gatherer, { honour_gather_returns: false }],
       "type-in-header" => [:requester, { type_carrier: :header }],
       "failure-reply-unchecked" => [:responder, { failure_reply_delivery: :unchecked }],
-      "malformed-request-dropped" => [:responder, { malformed_request: :drop }]
+      "malformed-request-dropped" => [:responder, { malformed_request: :drop }],
+      "header-only-address" => [:requester, { write_native_address: false }],
+      "mismatched-addresses" => [:requester, { native_address: :stale }],
+      "empty-native-address" => [:requester, { native_address: :empty }],
+      "unmatched-not-counted" => [:requester, { count_unmatched: false }],
+      "unmatched-to-waiter" => [:requester, { unmatched_reply: :oldest_waiter }],
+      "timeout-as-null-reply" => [:requester, { timeout_outcome: :null_reply }],
+      "fails-on-unknown-headers" => [:requester, { unknown_reply_headers: :fail }],
+      "shared-reply-queue" => [:requester, { exclusive_reply_queue: false }],
+      "gather-unmatched-not-counted" => [:gatherer, { count_gather_unmatched: false }],
+      "publish-twice" => [:gatherer, { publish_copies: 2 }],
+      "no-count-no-copy" => [:gatherer, { multi_copies_without_count: 0 }],
+      "header-only-reader" => [:responder, { read_order: %i[header] }],
+      "ignores-bytes-address" => [:responder, { bytes_address: :ignore }],
+      "no-content-type" => [:responder, { reply_content_type: :none }],
+      "strips-x-headers" => [:responder, { strip_prefix: :"x-" }],
+      "failure-with-body" => [:responder, { failure_body: :json }],
+      "qualified-error-type" => [:responder, { error_type_name: :qualified }],
+      "retries-failures" => [:responder, { retry_failures: true }],
+      "unanswerable-not-counted" => [:responder, { count_unanswerable: false }],
+      "last-attempt-acked" => [:responder, { last_attempt: :ack }],
+      "classic-request-queue" => [:responder, { request_queue: :classic_if_missing }]
     }.freeze
 
     # profile => { requester: fields, responder: fields }; "current" is every default.
