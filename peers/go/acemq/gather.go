@@ -72,7 +72,11 @@ func (g *gathering) complete() bool {
 // same message id and correlation id.
 func (r *Requester) SendRequestMulti(ctx context.Context, endpoint string, message interface{}, opts GatherOptions) ([]json.RawMessage, error) {
 	copies := opts.ExpectedReplyCount
-	if copies < 1 || r.pol.MultiCopies == policy.OneCopy {
+	if copies < 1 {
+		// SG-2: one copy without a count; a policy may send none.
+		copies = r.pol.MultiCopiesWithoutCount
+	}
+	if r.pol.MultiCopies == policy.OneCopy {
 		copies = 1
 	}
 	return r.gather(ctx, "", endpoint, copies, message, nil, opts)
@@ -85,7 +89,8 @@ func (r *Requester) SendRequestMulti(ctx context.Context, endpoint string, messa
 // a *ReturnedError. A gather that reaches its timeout is not counted in
 // TimedOut, which counts requests.
 func (r *Requester) PublishRequest(ctx context.Context, exchange string, message interface{}, onReply func(json.RawMessage), opts GatherOptions) ([]json.RawMessage, error) {
-	return r.gather(ctx, exchange, "", 1, message, onReply, opts)
+	// SG-2: one message; the exchange copies it. A policy may send more.
+	return r.gather(ctx, exchange, "", r.pol.PublishCopies, message, onReply, opts)
 }
 
 func (r *Requester) gather(ctx context.Context, exchange, key string, copies int, message interface{}, onReply func(json.RawMessage), opts GatherOptions) ([]json.RawMessage, error) {
@@ -189,6 +194,9 @@ func (r *Requester) registerGather(g *gathering) error {
 	r.seq++
 	g.seq = r.seq
 	r.gathers[g.id] = g
+	if r.pastGathers != nil {
+		r.pastGathers[g.id] = true
+	}
 	r.pending.Add(1)
 	return nil
 }

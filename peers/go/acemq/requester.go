@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,6 +88,11 @@ type Requester struct {
 	// perCall holds the channels of per-call reply queues (a policy that
 	// declares one per request), which live until Close.
 	perCall []*amqp.Channel
+	// pastGathers holds the ids of the gathers this requester has run, so
+	// that a reply finding nobody waiting is known to be a gather's or a
+	// request's; only a policy that counts one kind and not the other keeps
+	// it.
+	pastGathers map[string]bool
 
 	timedOut  int64
 	unmatched int64
@@ -108,7 +114,10 @@ func NewRequester(conn *amqp.Connection, opts RequesterOptions) (*Requester, err
 		gathers: map[string]*gathering{},
 		done:    make(chan struct{}),
 	}
-	ch, name, deliveries, err := openReplyQueue(conn, r.replyQueueArgs())
+	if pol.CountUnmatched != pol.CountGatherUnmatched {
+		r.pastGathers = map[string]bool{}
+	}
+	ch, name, deliveries, err := openReplyQueue(conn, pol.ExclusiveReplyQueue, r.replyQueueArgs())
 	if err != nil {
 		return nil, err
 	}
@@ -144,13 +153,14 @@ func (r *Requester) replyQueueArgs() amqp.Table {
 }
 
 // openReplyQueue declares a reply queue on a channel of its own and consumes
-// it.
-func openReplyQueue(conn *amqp.Connection, args amqp.Table) (*amqp.Channel, string, <-chan amqp.Delivery, error) {
+// it. The queue is exclusive (RR-7) unless a policy says otherwise: then
+// another connection could consume the replies.
+func openReplyQueue(conn *amqp.Connection, exclusive bool, args amqp.Table) (*amqp.Channel, string, <-chan amqp.Delivery, error) {
 	ch, err := conn.Channel()
 	if err != nil {
 		return nil, "", nil, err
 	}
-	q, err := ch.QueueDeclare("", false, true, true, false, args)
+	q, err := ch.QueueDeclare("", false, true, exclusive, false, args)
 	if err != nil {
 		ch.Close()
 		return nil, "", nil, err
@@ -180,7 +190,7 @@ func (r *Requester) replyQueueForCall() (string, error) {
 	if !r.pol.ReplyQueuePerRequest {
 		return r.replyQueue, nil
 	}
-	ch, name, deliveries, err := openReplyQueue(r.conn, r.replyQueueArgs())
+	ch, name, deliveries, err := openReplyQueue(r.conn, r.pol.ExclusiveReplyQueue, r.replyQueueArgs())
 	if err != nil {
 		return "", err
 	}
@@ -296,6 +306,11 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 			if r.pol.CountTimeouts {
 				atomic.AddInt64(&r.timedOut, 1)
 			}
+			if r.pol.TimeoutOutcome == policy.TimeoutIsNullReply {
+				// The caller is told it got a reply, of null (RR-9 says
+				// it timed out).
+				return json.Unmarshal([]byte("null"), reply)
+			}
 			return fmt.Errorf("%w: no reply to %s within %s", ErrTimedOut, id, cfg.timeout)
 		}
 	case <-ctx.Done():
@@ -374,6 +389,10 @@ func (r *Requester) requestPublishing(messageID, correlationID, replyTo string, 
 	}
 	if r.pol.WriteNativeAddress {
 		msg.ReplyTo = replyTo
+		if r.pol.NativeAddress == policy.StaleAddress {
+			// The two addresses disagree (RR-1 wants the same queue).
+			msg.ReplyTo = replyTo + ".stale"
+		}
 	}
 	return msg
 }
@@ -416,6 +435,12 @@ func (r *Requester) forget(id string) bool {
 }
 
 func (r *Requester) decode(d amqp.Delivery, reply interface{}) error {
+	if r.pol.UnknownReplyHeaders == policy.FailUnknownHeaders {
+		// RR-5 says a requester ignores headers it does not know.
+		if name, ok := unknownReplyHeader(d.Headers); ok {
+			return &DecodeError{Err: fmt.Errorf("unexpected reply header %q", name)}
+		}
+	}
 	if r.pol.ReadErrorHeader {
 		if failure, ok := HeaderString(d.Headers, ErrorHeader); ok {
 			return &ResponderFailedError{Failure: failure}
@@ -425,6 +450,22 @@ func (r *Requester) decode(d amqp.Delivery, reply interface{}) error {
 		return &DecodeError{Err: err}
 	}
 	return nil
+}
+
+// unknownReplyHeader is the first header name, in sorted order, that is
+// neither acemq-error nor responseMessageId.
+func unknownReplyHeader(h amqp.Table) (string, bool) {
+	var names []string
+	for k := range h {
+		if k != ErrorHeader && k != ResponseMessageIDHeader {
+			names = append(names, k)
+		}
+	}
+	if len(names) == 0 {
+		return "", false
+	}
+	sort.Strings(names)
+	return names[0], true
 }
 
 func (r *Requester) consume(deliveries <-chan amqp.Delivery) {
@@ -463,12 +504,30 @@ func (r *Requester) dispatch(d amqp.Delivery) {
 		c.reply <- d
 		return
 	}
+	counted := r.countsUnmatched(d)
 	r.mu.Unlock()
-	atomic.AddInt64(&r.unmatched, 1)
+	if counted {
+		atomic.AddInt64(&r.unmatched, 1)
+	}
 	if r.opts.OnUnmatched != nil {
 		responseID, _ := HeaderString(d.Headers, ResponseMessageIDHeader)
 		r.opts.OnUnmatched(UnmatchedReply{CorrelationID: d.CorrelationId, ResponseMessageID: responseID})
 	}
+}
+
+// countsUnmatched says whether a reply nobody takes is counted in Unmatched:
+// always (RR-8, SG-8), unless a policy leaves out requests' or gathers'
+// replies. A reply is a gather's when its responseMessageId names a gather
+// this requester ran. Called under r.mu.
+func (r *Requester) countsUnmatched(d amqp.Delivery) bool {
+	if r.pastGathers == nil {
+		return r.pol.CountUnmatched
+	}
+	id, _ := HeaderString(d.Headers, ResponseMessageIDHeader)
+	if r.pastGathers[id] {
+		return r.pol.CountGatherUnmatched
+	}
+	return r.pol.CountUnmatched
 }
 
 // dropsUndecodable is a Drop policy for a reply body that is not JSON; RR-19
@@ -483,7 +542,11 @@ func (r *Requester) dropsUndecodable(d amqp.Delivery) bool {
 
 func (r *Requester) callFor(d amqp.Delivery) (string, *call) {
 	if r.pol.MatchRepliesBy == policy.ByCorrelationID {
-		return d.CorrelationId, r.calls[d.CorrelationId]
+		if c := r.calls[d.CorrelationId]; c != nil || r.pol.UnmatchedReply != policy.UnmatchedToOldestWaiter {
+			return d.CorrelationId, c
+		}
+		// A reply for nobody goes to the oldest call waiting (RR-8 says
+		// drop it).
 	}
 	var oldestID string
 	var oldest *call

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,7 +50,8 @@ func section(lines []string, key string) []string {
 	return out
 }
 
-// flow parses "k: v, k2: [a, b]" into k -> "v", k2 -> "[a, b]".
+// flow parses "k: v, k2: [a, b]" into k -> "v", k2 -> "[a, b]"; a quoted
+// scalar ("x-") is unquoted.
 func flow(text string) map[string]string {
 	out := map[string]string{}
 	depth, start := 0, 0
@@ -70,7 +72,11 @@ func flow(text string) map[string]string {
 	parts = append(parts, text[start:])
 	for _, p := range parts {
 		if k, v, ok := strings.Cut(p, ":"); ok {
-			out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			v = strings.TrimSpace(v)
+			if u, err := strconv.Unquote(v); err == nil && strings.HasPrefix(v, `"`) {
+				v = u
+			}
+			out[strings.TrimSpace(k)] = v
 		}
 	}
 	return out
