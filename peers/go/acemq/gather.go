@@ -71,15 +71,20 @@ func (g *gathering) complete() bool {
 // it publishes ExpectedReplyCount copies (one without a count), all with the
 // same message id and correlation id.
 func (r *Requester) SendRequestMulti(ctx context.Context, endpoint string, message interface{}, opts GatherOptions) ([]json.RawMessage, error) {
-	copies := opts.ExpectedReplyCount
-	if copies < 1 {
-		// SG-2: one copy without a count; a policy may send none.
-		copies = r.pol.MultiCopiesWithoutCount
-	}
+	return r.gather(ctx, "", endpoint, r.multiCopies(opts.ExpectedReplyCount), message, nil, opts)
+}
+
+// multiCopies is how many copies sendRequestMulti publishes for an expected
+// count (0: none given): that many, one without a count (SG-2), or what a
+// policy says.
+func (r *Requester) multiCopies(expected int) int {
 	if r.pol.MultiCopies == policy.OneCopy {
-		copies = 1
+		return 1
 	}
-	return r.gather(ctx, "", endpoint, copies, message, nil, opts)
+	if expected < 1 {
+		return r.pol.MultiCopiesWithoutCount
+	}
+	return expected
 }
 
 // PublishRequest publishes one message to a fanout exchange, which gives a
@@ -194,7 +199,10 @@ func (r *Requester) registerGather(g *gathering) error {
 	r.seq++
 	g.seq = r.seq
 	r.gathers[g.id] = g
-	if r.pastGathers != nil {
+	if r.remembersGathers() {
+		if r.pastGathers == nil {
+			r.pastGathers = map[string]bool{}
+		}
 		r.pastGathers[g.id] = true
 	}
 	r.pending.Add(1)

@@ -114,9 +114,6 @@ func NewRequester(conn *amqp.Connection, opts RequesterOptions) (*Requester, err
 		gathers: map[string]*gathering{},
 		done:    make(chan struct{}),
 	}
-	if pol.CountUnmatched != pol.CountGatherUnmatched {
-		r.pastGathers = map[string]bool{}
-	}
 	ch, name, deliveries, err := openReplyQueue(conn, pol.ExclusiveReplyQueue, r.replyQueueArgs())
 	if err != nil {
 		return nil, err
@@ -303,15 +300,7 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 		return r.decode(d, reply)
 	case <-timer.C:
 		if r.forget(id) {
-			if r.pol.CountTimeouts {
-				atomic.AddInt64(&r.timedOut, 1)
-			}
-			if r.pol.TimeoutOutcome == policy.TimeoutIsNullReply {
-				// The caller is told it got a reply, of null (RR-9 says
-				// it timed out).
-				return json.Unmarshal([]byte("null"), reply)
-			}
-			return fmt.Errorf("%w: no reply to %s within %s", ErrTimedOut, id, cfg.timeout)
+			return r.timedOutCall(id, cfg.timeout, reply)
 		}
 	case <-ctx.Done():
 		if r.forget(id) {
@@ -324,6 +313,19 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 	}
 	// The reply won the race against the timer: it is already ours.
 	return r.decode(<-c.reply, reply)
+}
+
+// timedOutCall counts a call that got no reply in time and ends it with an
+// error wrapping ErrTimedOut, or under a null-reply policy as a reply of
+// null (RR-9 says it timed out).
+func (r *Requester) timedOutCall(id string, timeout time.Duration, reply interface{}) error {
+	if r.pol.CountTimeouts {
+		atomic.AddInt64(&r.timedOut, 1)
+	}
+	if r.pol.TimeoutOutcome == policy.TimeoutIsNullReply {
+		return json.Unmarshal([]byte("null"), reply)
+	}
+	return fmt.Errorf("%w: no reply to %s within %s", ErrTimedOut, id, timeout)
 }
 
 // send publishes a request or a gather's copy. A publish the broker returned
@@ -520,7 +522,7 @@ func (r *Requester) dispatch(d amqp.Delivery) {
 // replies. A reply is a gather's when its responseMessageId names a gather
 // this requester ran. Called under r.mu.
 func (r *Requester) countsUnmatched(d amqp.Delivery) bool {
-	if r.pastGathers == nil {
+	if !r.remembersGathers() {
 		return r.pol.CountUnmatched
 	}
 	id, _ := HeaderString(d.Headers, ResponseMessageIDHeader)
@@ -528,6 +530,12 @@ func (r *Requester) countsUnmatched(d amqp.Delivery) bool {
 		return r.pol.CountGatherUnmatched
 	}
 	return r.pol.CountUnmatched
+}
+
+// remembersGathers says whether the policy counts one kind of unmatched
+// reply and not the other, and so needs to know the past gathers' ids.
+func (r *Requester) remembersGathers() bool {
+	return r.pol.CountUnmatched != r.pol.CountGatherUnmatched
 }
 
 // dropsUndecodable is a Drop policy for a reply body that is not JSON; RR-19
