@@ -199,12 +199,6 @@ func (r *Requester) registerGather(g *gathering) error {
 	r.seq++
 	g.seq = r.seq
 	r.gathers[g.id] = g
-	if r.remembersGathers() {
-		if r.pastGathers == nil {
-			r.pastGathers = map[string]bool{}
-		}
-		r.pastGathers[g.id] = true
-	}
 	r.pending.Add(1)
 	return nil
 }

@@ -56,32 +56,40 @@ func TestTimeoutEndsTheCallUnlessThePolicyMakesItANullReply(t *testing.T) {
 	}
 }
 
-// stray dispatches a request's reply and a gather's reply that nobody waits
-// for, after a gather g-1 has ended, and returns Unmatched and the observer's
-// count.
+// stray dispatches, with nobody waiting, two requests' replies (a late one
+// for m-1, which gave up, and one naming no request and carrying no
+// responseMessageId) and two gathers' (a late one for g-1, which ended, and
+// one naming no gather), and returns Unmatched and the observer's count.
 func stray(t *testing.T, r *Requester) (counted int64, heard int) {
 	t.Helper()
 	r.opts.OnUnmatched = func(UnmatchedReply) { heard++ }
+	if _, err := r.register("m-1"); err != nil {
+		t.Fatal(err)
+	}
+	r.forget("m-1")
 	r.endGather(startGather(t, r, "g-1", 0, nil))
-	r.dispatch(amqp.Delivery{CorrelationId: "m-9", Headers: amqp.Table{ResponseMessageIDHeader: "m-9"}})
+	r.dispatch(amqp.Delivery{CorrelationId: "m-1", Headers: amqp.Table{ResponseMessageIDHeader: "m-1"}})
+	r.dispatch(amqp.Delivery{CorrelationId: "m-9"})
 	r.dispatch(reply("g-1", "g-1", `1`))
+	r.dispatch(reply("g-9", "c-9", `9`))
 	return r.Unmatched(), heard
 }
 
 func TestUnmatchedRepliesAreCountedUnlessAPolicySkipsOneKind(t *testing.T) {
-	if counted, heard := stray(t, newTestRequester()); counted != 2 || heard != 2 {
+	def := newTestRequester()
+	if counted, heard := stray(t, def); counted != 4 || heard != 4 {
 		t.Errorf("default: Unmatched %d, heard %d", counted, heard)
 	}
+	if def.pastRequests != nil {
+		t.Error("the default policy remembers past requests")
+	}
 	noRequests := newTestRequester(func(p *policy.Requester) { p.CountUnmatched = false })
-	if counted, heard := stray(t, noRequests); counted != 1 || heard != 2 {
-		t.Errorf("requests' not counted: Unmatched %d, heard %d; want the gather's only", counted, heard)
+	if counted, heard := stray(t, noRequests); counted != 2 || heard != 4 {
+		t.Errorf("requests' not counted: Unmatched %d, heard %d; want the gathers' only", counted, heard)
 	}
 	noGathers := newTestRequester(func(p *policy.Requester) { p.CountGatherUnmatched = false })
-	if counted, heard := stray(t, noGathers); counted != 1 || heard != 2 {
-		t.Errorf("gathers' not counted: Unmatched %d, heard %d; want the request's only", counted, heard)
-	}
-	if newTestRequester().pastGathers != nil {
-		t.Error("the default policy remembers past gathers")
+	if counted, heard := stray(t, noGathers); counted != 2 || heard != 4 {
+		t.Errorf("gathers' not counted: Unmatched %d, heard %d; want the requests' only", counted, heard)
 	}
 }
 

@@ -88,11 +88,11 @@ type Requester struct {
 	// perCall holds the channels of per-call reply queues (a policy that
 	// declares one per request), which live until Close.
 	perCall []*amqp.Channel
-	// pastGathers holds the ids of the gathers this requester has run, so
-	// that a reply finding nobody waiting is known to be a gather's or a
-	// request's; only a policy that counts one kind and not the other keeps
-	// it.
-	pastGathers map[string]bool
+	// pastRequests holds the message ids of the requests this requester
+	// has sent, so that a reply finding nobody waiting is known to be a
+	// request's or a gather's; only a policy that counts one kind and not
+	// the other keeps it.
+	pastRequests map[string]bool
 
 	timedOut  int64
 	unmatched int64
@@ -420,6 +420,12 @@ func (r *Requester) register(id string) (*call, error) {
 	r.seq++
 	c := &call{seq: r.seq, reply: make(chan amqp.Delivery, 1)}
 	r.calls[id] = c
+	if r.remembersPast() {
+		if r.pastRequests == nil {
+			r.pastRequests = map[string]bool{}
+		}
+		r.pastRequests[id] = true
+	}
 	// Under r.mu and before Close sets closed: Close's Wait sees it.
 	r.pending.Add(1)
 	return c, nil
@@ -519,22 +525,23 @@ func (r *Requester) dispatch(d amqp.Delivery) {
 
 // countsUnmatched says whether a reply nobody takes is counted in Unmatched:
 // always (RR-8, SG-8), unless a policy leaves out requests' or gathers'
-// replies. A reply is a gather's when its responseMessageId names a gather
-// this requester ran. Called under r.mu.
+// replies. A reply is a request's when its correlation_id names a request
+// this requester sent, or when it has no responseMessageId (which only a
+// gather reads); else a gather's. Called under r.mu.
 func (r *Requester) countsUnmatched(d amqp.Delivery) bool {
-	if !r.remembersGathers() {
+	if !r.remembersPast() {
 		return r.pol.CountUnmatched
 	}
-	id, _ := HeaderString(d.Headers, ResponseMessageIDHeader)
-	if r.pastGathers[id] {
-		return r.pol.CountGatherUnmatched
+	_, named := HeaderString(d.Headers, ResponseMessageIDHeader)
+	if r.pastRequests[d.CorrelationId] || !named {
+		return r.pol.CountUnmatched
 	}
-	return r.pol.CountUnmatched
+	return r.pol.CountGatherUnmatched
 }
 
-// remembersGathers says whether the policy counts one kind of unmatched
-// reply and not the other, and so needs to know the past gathers' ids.
-func (r *Requester) remembersGathers() bool {
+// remembersPast says whether the policy counts one kind of unmatched reply
+// and not the other, and so needs to know the past requests' ids.
+func (r *Requester) remembersPast() bool {
 	return r.pol.CountUnmatched != r.pol.CountGatherUnmatched
 }
 
