@@ -23,10 +23,30 @@ func TestNativeAddressIsTheReplyQueueUnlessStale(t *testing.T) {
 	if got := stale.requestPublishing("m", "c", "q", nil, nil); got.ReplyTo != "q.stale" || got.Headers[ReplyToHeader] != "q" {
 		t.Errorf("stale: reply_to %q, header %v", got.ReplyTo, got.Headers[ReplyToHeader])
 	}
+	empty := newTestRequester(func(p *policy.Requester) { p.NativeAddress = policy.EmptyAddress })
+	if got := empty.requestPublishing("m", "c", "q", nil, nil); got.ReplyTo != "" || got.Headers[ReplyToHeader] != "q" {
+		t.Errorf("empty: reply_to %q, header %v", got.ReplyTo, got.Headers[ReplyToHeader])
+	}
+}
+
+func TestNoNarrowIntHeaderUnlessThePolicyAddsOne(t *testing.T) {
+	for _, h := range newTestRequester().requestPublishing("m", "c", "q", nil, amqp.Table{"k": int64(1)}).Headers {
+		if _, narrow := h.(uint8); narrow {
+			t.Errorf("default request carries a uint8 header")
+		}
+	}
+	narrow := newTestRequester(func(p *policy.Requester) { p.NarrowIntHeader = true })
+	got := narrow.requestPublishing("m", "c", "q", nil, nil)
+	if v, ok := got.Headers[hopsHeader].(uint8); !ok || v != 1 {
+		t.Errorf("narrow: %s = %#v, want uint8(1)", hopsHeader, got.Headers[hopsHeader])
+	}
+	if err := got.Headers.Validate(); err != nil {
+		t.Errorf("narrow: amqp091-go refuses the table: %v", err)
+	}
 }
 
 func TestUnknownReplyHeadersAreIgnoredUnlessThePolicyFails(t *testing.T) {
-	d := amqp.Delivery{Headers: amqp.Table{ResponseMessageIDHeader: "m", "x-trace": "t"}, Body: []byte(`1`)}
+	d := amqp.Delivery{Headers: amqp.Table{ResponseMessageIDHeader: "m", "traceparent": "t"}, Body: []byte(`1`)}
 	var v json.RawMessage
 	if err := newTestRequester().decode(d, &v); err != nil || string(v) != "1" {
 		t.Errorf("default: %s, %v", v, err)
@@ -34,7 +54,12 @@ func TestUnknownReplyHeadersAreIgnoredUnlessThePolicyFails(t *testing.T) {
 	failing := newTestRequester(func(p *policy.Requester) { p.UnknownReplyHeaders = policy.FailUnknownHeaders })
 	var undecodable *DecodeError
 	if err := failing.decode(d, &v); !errors.As(err, &undecodable) {
-		t.Errorf("fail policy with x-trace: %v, want a DecodeError", err)
+		t.Errorf("fail policy with traceparent: %v, want a DecodeError", err)
+	}
+	// x- headers are the broker's and clients' own: they pass.
+	client := amqp.Delivery{Headers: amqp.Table{ResponseMessageIDHeader: "m", "x-dotnet-pub-seq-no": int64(7)}, Body: []byte(`2`)}
+	if err := failing.decode(client, &v); err != nil || string(v) != "2" {
+		t.Errorf("fail policy with x-dotnet-pub-seq-no: %s, %v", v, err)
 	}
 	known := amqp.Delivery{Headers: amqp.Table{ResponseMessageIDHeader: "m", ErrorHeader: "E: x"}}
 	var failed *ResponderFailedError

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -368,6 +369,9 @@ func (r *Requester) closing() <-chan struct{} {
 	return r.done
 }
 
+// hopsHeader is the header a narrow_int_header policy adds.
+const hopsHeader = InternalHeaderPrefix + "hops"
+
 // requestPublishing addresses a request. The reply address goes in both the
 // native reply_to and the acemq-reply-to header, because older bindings in
 // other languages read only one of them.
@@ -391,10 +395,19 @@ func (r *Requester) requestPublishing(messageID, correlationID, replyTo string, 
 	}
 	if r.pol.WriteNativeAddress {
 		msg.ReplyTo = replyTo
-		if r.pol.NativeAddress == policy.StaleAddress {
+		switch r.pol.NativeAddress {
+		case policy.StaleAddress:
 			// The two addresses disagree (RR-1 wants the same queue).
 			msg.ReplyTo = replyTo + ".stale"
+		case policy.EmptyAddress:
+			// RR-3.3 forbids an empty address; amqp091-go leaves an
+			// empty reply_to out of the frame, so it goes out absent.
+			msg.ReplyTo = ""
 		}
+	}
+	if r.pol.NarrowIntHeader {
+		// A Go uint8 goes out as 'B', which WF-2 forbids.
+		msg.Headers[hopsHeader] = uint8(1)
 	}
 	return msg
 }
@@ -461,11 +474,12 @@ func (r *Requester) decode(d amqp.Delivery, reply interface{}) error {
 }
 
 // unknownReplyHeader is the first header name, in sorted order, that is
-// neither acemq-error nor responseMessageId.
+// neither acemq-error nor responseMessageId nor an x- one (the broker's and
+// clients' own, e.g. RabbitMQ.Client 7's x-dotnet-pub-seq-no, pass).
 func unknownReplyHeader(h amqp.Table) (string, bool) {
 	var names []string
 	for k := range h {
-		if k != ErrorHeader && k != ResponseMessageIDHeader {
+		if k != ErrorHeader && k != ResponseMessageIDHeader && !strings.HasPrefix(k, "x-") {
 			names = append(names, k)
 		}
 	}

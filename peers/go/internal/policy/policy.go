@@ -126,6 +126,9 @@ const (
 
 	ReplyQueueAddress NativeAddress = "reply_queue"
 	StaleAddress      NativeAddress = "stale"
+	// EmptyAddress sets reply_to to "": amqp091-go sends no reply_to
+	// property for an empty string, so on the wire it is absent.
+	EmptyAddress NativeAddress = "empty"
 
 	DropUnmatched           UnmatchedRule = "drop"
 	UnmatchedToOldestWaiter UnmatchedRule = "oldest_waiter"
@@ -180,12 +183,15 @@ type Requester struct {
 	HonourGatherReturns      bool              `policy:"honour_gather_returns"`
 	TypeCarrier              TypeCarrier       `policy:"type_carrier"`
 	NativeAddress            NativeAddress     `policy:"native_address"`
-	CountUnmatched           bool              `policy:"count_unmatched"`
-	UnmatchedReply           UnmatchedRule     `policy:"unmatched_reply"`
-	TimeoutOutcome           TimeoutOutcome    `policy:"timeout_outcome"`
-	UnknownReplyHeaders      UnknownHeaders    `policy:"unknown_reply_headers"`
-	ExclusiveReplyQueue      bool              `policy:"exclusive_reply_queue"`
-	CountGatherUnmatched     bool              `policy:"count_gather_unmatched"`
+	// NarrowIntHeader adds x-acemq-hops = uint8(1), which amqp091-go writes
+	// as field type 'B' (WF-2 forbids B, u and i).
+	NarrowIntHeader      bool           `policy:"narrow_int_header"`
+	CountUnmatched       bool           `policy:"count_unmatched"`
+	UnmatchedReply       UnmatchedRule  `policy:"unmatched_reply"`
+	TimeoutOutcome       TimeoutOutcome `policy:"timeout_outcome"`
+	UnknownReplyHeaders  UnknownHeaders `policy:"unknown_reply_headers"`
+	ExclusiveReplyQueue  bool           `policy:"exclusive_reply_queue"`
+	CountGatherUnmatched bool           `policy:"count_gather_unmatched"`
 	// PublishCopies is how many messages publishRequest publishes (SG-2: 1).
 	PublishCopies int `policy:"publish_copies"`
 	// MultiCopiesWithoutCount is how many copies sendRequestMulti publishes
