@@ -131,8 +131,13 @@ func TestMutantTableMatchesTheCatalogue(t *testing.T) {
 		if m == nil {
 			continue
 		}
-		names = append(names, m[1])
 		mu, err := findMutant(&m[1])
+		if err != nil && strings.Contains(l, "only_where:") {
+			// A defect only some clients can have; amqp091-go cannot have this one
+			// (e.g. it never sends an empty reply_to: an empty string is left out).
+			continue
+		}
+		names = append(names, m[1])
 		if err != nil {
 			t.Errorf("%s: %v", m[1], err)
 			continue
