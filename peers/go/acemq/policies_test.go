@@ -264,3 +264,13 @@ func TestCloseWaitsOnlyForRequestsAlreadySettling(t *testing.T) {
 		<-d
 	}
 }
+
+func TestRequestQueueIsQuorumUnlessClassicIfMissing(t *testing.T) {
+	if got := newTestResponder().requestQueueArgs(); got["x-queue-type"] != "quorum" {
+		t.Errorf("default request queue args %v, want x-queue-type quorum", got)
+	}
+	classic := newTestResponder(func(p *policy.Responder) { p.RequestQueue = policy.ClassicIfMissing })
+	if got := classic.requestQueueArgs(); len(got) != 0 {
+		t.Errorf("classic_if_missing request queue args %v, want none (the server's default)", got)
+	}
+}

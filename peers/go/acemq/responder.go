@@ -3,6 +3,7 @@ package acemq
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 	"sync"
@@ -191,7 +192,7 @@ func NewResponder(conn *amqp.Connection, queue string, handler Handler, opts Res
 		return nil, err
 	}
 	r := &Responder{queue: queue, handler: handler, opts: opts, pol: pol, ch: ch, tag: "acemq-" + NewMessageID()}
-	if err := r.declare(); err != nil {
+	if err := r.declare(conn); err != nil {
 		ch.Close()
 		return nil, err
 	}
@@ -225,10 +226,9 @@ func (o ResponderOptions) resolve() (ResponderOptions, policy.Responder) {
 	return o, pol
 }
 
-func (r *Responder) declare() error {
-	quorum := amqp.Table{"x-queue-type": string(policy.Quorum)}
+func (r *Responder) declare(conn *amqp.Connection) error {
 	dlq := amqp.Table{"x-queue-type": string(r.pol.DLQQueueType)}
-	if _, err := r.ch.QueueDeclare(r.queue, true, false, false, false, quorum); err != nil {
+	if err := r.declareRequestQueue(conn); err != nil {
 		return err
 	}
 	if _, err := r.ch.QueueDeclare(r.queue+".dlq", true, false, false, false, dlq); err != nil {
@@ -240,6 +240,40 @@ func (r *Responder) declare() error {
 		}
 	}
 	return r.ch.Qos(r.opts.Prefetch, 0, false)
+}
+
+// declareRequestQueue declares the request queue durable with
+// requestQueueArgs. Under ClassicIfMissing it first declares it passively and
+// keeps an existing queue as it is; that probe runs on a channel of its own,
+// since a 404 for a missing queue closes the channel it was asked on.
+func (r *Responder) declareRequestQueue(conn *amqp.Connection) error {
+	if r.pol.RequestQueue == policy.ClassicIfMissing {
+		probe, err := conn.Channel()
+		if err != nil {
+			return err
+		}
+		_, err = probe.QueueDeclarePassive(r.queue, true, false, false, false, nil)
+		var amqpErr *amqp.Error
+		switch {
+		case err == nil:
+			return probe.Close()
+		case !errors.As(err, &amqpErr) || amqpErr.Code != amqp.NotFound:
+			probe.Close()
+			return err
+		}
+		// The broker has closed the probe channel: nothing to close.
+	}
+	_, err := r.ch.QueueDeclare(r.queue, true, false, false, false, r.requestQueueArgs())
+	return err
+}
+
+// requestQueueArgs is the request queue's declare arguments: a quorum queue
+// (RR-17), or under ClassicIfMissing none, so the server's default (classic).
+func (r *Responder) requestQueueArgs() amqp.Table {
+	if r.pol.RequestQueue == policy.ClassicIfMissing {
+		return nil
+	}
+	return amqp.Table{"x-queue-type": string(policy.Quorum)}
 }
 
 // Answered counts replies sent. It is incremented before a reply is

@@ -91,6 +91,7 @@ var mutants = named([]mutant{
 	resp(func(p *policy.Responder) { p.ErrorTypeName = policy.QualifiedTypeName }),
 	resp(func(p *policy.Responder) { p.RetryFailures = true }),
 	resp(func(p *policy.Responder) { p.CountUnanswerable = false }),
+	resp(func(p *policy.Responder) { p.RequestQueue = policy.ClassicIfMissing }),
 	resp(func(p *policy.Responder) { p.LastAttempt = policy.AckLastAttempt }),
 },
 	"native-only", "header-bytes", "queue-per-request", "late-reply-to-next", "ignores-error-header",
@@ -105,7 +106,8 @@ var mutants = named([]mutant{
 	"header-only-address", "mismatched-addresses", "narrow-int-header", "unmatched-not-counted", "unmatched-to-waiter", "timeout-as-null-reply",
 	"fails-on-unknown-headers", "shared-reply-queue", "gather-unmatched-not-counted", "publish-twice", "no-count-no-copy",
 	"header-only-reader", "ignores-bytes-address", "no-content-type", "strips-x-headers", "failure-with-body",
-	"qualified-error-type", "retries-failures", "unanswerable-not-counted", "last-attempt-acked",
+	"qualified-error-type", "retries-failures", "unanswerable-not-counted", "classic-request-queue",
+	"last-attempt-acked",
 )
 
 func named(ms []mutant, names ...string) []mutant {

@@ -58,6 +58,7 @@ type (
 	FailureBody      string
 	ErrorTypeName    string
 	LastAttemptRule  string
+	RequestQueueRule string
 )
 
 const (
@@ -153,6 +154,11 @@ const (
 
 	DeadLetterLastAttempt LastAttemptRule = "dead_letter"
 	AckLastAttempt        LastAttemptRule = "ack"
+
+	QuorumRequestQueue RequestQueueRule = "quorum"
+	// ClassicIfMissing declares the request queue passively first and keeps
+	// it as it is; only a missing queue is declared, durable and classic.
+	ClassicIfMissing RequestQueueRule = "classic_if_missing"
 )
 
 // Requester is the requester's (and gatherer's) policy.
@@ -234,6 +240,8 @@ type Responder struct {
 	RetryFailures     bool            `policy:"retry_failures"`
 	CountUnanswerable bool            `policy:"count_unanswerable"`
 	LastAttempt       LastAttemptRule `policy:"last_attempt"`
+	// RequestQueue is how the request queue is declared (RR-17: quorum).
+	RequestQueue RequestQueueRule `policy:"request_queue"`
 }
 
 // DefaultRequester is every requester knob at the catalogue's default.
@@ -301,6 +309,7 @@ func DefaultResponder() Responder {
 		ErrorTypeName:        SimpleTypeName,
 		CountUnanswerable:    true,
 		LastAttempt:          DeadLetterLastAttempt,
+		RequestQueue:         QuorumRequestQueue,
 	}
 }
 
