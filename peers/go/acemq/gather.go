@@ -71,11 +71,20 @@ func (g *gathering) complete() bool {
 // it publishes ExpectedReplyCount copies (one without a count), all with the
 // same message id and correlation id.
 func (r *Requester) SendRequestMulti(ctx context.Context, endpoint string, message interface{}, opts GatherOptions) ([]json.RawMessage, error) {
-	copies := opts.ExpectedReplyCount
-	if copies < 1 || r.pol.MultiCopies == policy.OneCopy {
-		copies = 1
+	return r.gather(ctx, "", endpoint, r.multiCopies(opts.ExpectedReplyCount), message, nil, opts)
+}
+
+// multiCopies is how many copies sendRequestMulti publishes for an expected
+// count (0: none given): that many, one without a count (SG-2), or what a
+// policy says.
+func (r *Requester) multiCopies(expected int) int {
+	if r.pol.MultiCopies == policy.OneCopy {
+		return 1
 	}
-	return r.gather(ctx, "", endpoint, copies, message, nil, opts)
+	if expected < 1 {
+		return r.pol.MultiCopiesWithoutCount
+	}
+	return expected
 }
 
 // PublishRequest publishes one message to a fanout exchange, which gives a
@@ -85,7 +94,8 @@ func (r *Requester) SendRequestMulti(ctx context.Context, endpoint string, messa
 // a *ReturnedError. A gather that reaches its timeout is not counted in
 // TimedOut, which counts requests.
 func (r *Requester) PublishRequest(ctx context.Context, exchange string, message interface{}, onReply func(json.RawMessage), opts GatherOptions) ([]json.RawMessage, error) {
-	return r.gather(ctx, exchange, "", 1, message, onReply, opts)
+	// SG-2: one message; the exchange copies it. A policy may send more.
+	return r.gather(ctx, exchange, "", r.pol.PublishCopies, message, onReply, opts)
 }
 
 func (r *Requester) gather(ctx context.Context, exchange, key string, copies int, message interface{}, onReply func(json.RawMessage), opts GatherOptions) ([]json.RawMessage, error) {

@@ -167,10 +167,14 @@ func deliveryCount(h amqp.Table) int {
 }
 
 // StripInternal returns a copy of h without the x-acemq- headers.
-func StripInternal(h amqp.Table) amqp.Table {
+func StripInternal(h amqp.Table) amqp.Table { return stripPrefix(h, InternalHeaderPrefix) }
+
+// stripPrefix returns a copy of h without the headers whose name starts
+// with prefix (the policy's; RR-5 says x-acemq-).
+func stripPrefix(h amqp.Table, prefix string) amqp.Table {
 	out := make(amqp.Table, len(h))
 	for k, v := range h {
-		if !strings.HasPrefix(k, InternalHeaderPrefix) {
+		if !strings.HasPrefix(k, prefix) {
 			out[k] = v
 		}
 	}
@@ -181,6 +185,13 @@ func StripInternal(h amqp.Table) amqp.Table {
 // "{TypeName}: {message}", the type named without package or pointer mark.
 func FailureText(err error) string {
 	return failureText(typeName(err), err.Error())
+}
+
+// qualifiedFailureText is a qualified error-type policy's acemq-error text:
+// the type as Go names it with its package ("main.ScenarioFailure"), where
+// RR-10.2 wants the bare name.
+func qualifiedFailureText(err error) string {
+	return strings.TrimLeft(typeName(err), "*&") + ": " + err.Error()
 }
 
 // failureText is the acemq-error text from a type name as any language

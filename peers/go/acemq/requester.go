@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,6 +89,11 @@ type Requester struct {
 	// perCall holds the channels of per-call reply queues (a policy that
 	// declares one per request), which live until Close.
 	perCall []*amqp.Channel
+	// pastRequests holds the message ids of the requests this requester
+	// has sent, so that a reply finding nobody waiting is known to be a
+	// request's or a gather's; only a policy that counts one kind and not
+	// the other keeps it.
+	pastRequests map[string]bool
 
 	timedOut  int64
 	unmatched int64
@@ -108,7 +115,7 @@ func NewRequester(conn *amqp.Connection, opts RequesterOptions) (*Requester, err
 		gathers: map[string]*gathering{},
 		done:    make(chan struct{}),
 	}
-	ch, name, deliveries, err := openReplyQueue(conn, r.replyQueueArgs())
+	ch, name, deliveries, err := openReplyQueue(conn, pol.ExclusiveReplyQueue, r.replyQueueArgs())
 	if err != nil {
 		return nil, err
 	}
@@ -144,13 +151,14 @@ func (r *Requester) replyQueueArgs() amqp.Table {
 }
 
 // openReplyQueue declares a reply queue on a channel of its own and consumes
-// it.
-func openReplyQueue(conn *amqp.Connection, args amqp.Table) (*amqp.Channel, string, <-chan amqp.Delivery, error) {
+// it. The queue is exclusive (RR-7) unless a policy says otherwise: then
+// another connection could consume the replies.
+func openReplyQueue(conn *amqp.Connection, exclusive bool, args amqp.Table) (*amqp.Channel, string, <-chan amqp.Delivery, error) {
 	ch, err := conn.Channel()
 	if err != nil {
 		return nil, "", nil, err
 	}
-	q, err := ch.QueueDeclare("", false, true, true, false, args)
+	q, err := ch.QueueDeclare("", false, true, exclusive, false, args)
 	if err != nil {
 		ch.Close()
 		return nil, "", nil, err
@@ -180,7 +188,7 @@ func (r *Requester) replyQueueForCall() (string, error) {
 	if !r.pol.ReplyQueuePerRequest {
 		return r.replyQueue, nil
 	}
-	ch, name, deliveries, err := openReplyQueue(r.conn, r.replyQueueArgs())
+	ch, name, deliveries, err := openReplyQueue(r.conn, r.pol.ExclusiveReplyQueue, r.replyQueueArgs())
 	if err != nil {
 		return "", err
 	}
@@ -293,10 +301,7 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 		return r.decode(d, reply)
 	case <-timer.C:
 		if r.forget(id) {
-			if r.pol.CountTimeouts {
-				atomic.AddInt64(&r.timedOut, 1)
-			}
-			return fmt.Errorf("%w: no reply to %s within %s", ErrTimedOut, id, cfg.timeout)
+			return r.timedOutCall(id, cfg.timeout, reply)
 		}
 	case <-ctx.Done():
 		if r.forget(id) {
@@ -309,6 +314,19 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 	}
 	// The reply won the race against the timer: it is already ours.
 	return r.decode(<-c.reply, reply)
+}
+
+// timedOutCall counts a call that got no reply in time and ends it with an
+// error wrapping ErrTimedOut, or under a null-reply policy as a reply of
+// null (RR-9 says it timed out).
+func (r *Requester) timedOutCall(id string, timeout time.Duration, reply interface{}) error {
+	if r.pol.CountTimeouts {
+		atomic.AddInt64(&r.timedOut, 1)
+	}
+	if r.pol.TimeoutOutcome == policy.TimeoutIsNullReply {
+		return json.Unmarshal([]byte("null"), reply)
+	}
+	return fmt.Errorf("%w: no reply to %s within %s", ErrTimedOut, id, timeout)
 }
 
 // send publishes a request or a gather's copy. A publish the broker returned
@@ -351,6 +369,9 @@ func (r *Requester) closing() <-chan struct{} {
 	return r.done
 }
 
+// hopsHeader is the header a narrow_int_header policy adds.
+const hopsHeader = InternalHeaderPrefix + "hops"
+
 // requestPublishing addresses a request. The reply address goes in both the
 // native reply_to and the acemq-reply-to header, because older bindings in
 // other languages read only one of them.
@@ -374,6 +395,19 @@ func (r *Requester) requestPublishing(messageID, correlationID, replyTo string, 
 	}
 	if r.pol.WriteNativeAddress {
 		msg.ReplyTo = replyTo
+		switch r.pol.NativeAddress {
+		case policy.StaleAddress:
+			// The two addresses disagree (RR-1 wants the same queue).
+			msg.ReplyTo = replyTo + ".stale"
+		case policy.EmptyAddress:
+			// RR-3.3 forbids an empty address; amqp091-go leaves an
+			// empty reply_to out of the frame, so it goes out absent.
+			msg.ReplyTo = ""
+		}
+	}
+	if r.pol.NarrowIntHeader {
+		// A Go uint8 goes out as 'B', which WF-2 forbids.
+		msg.Headers[hopsHeader] = uint8(1)
 	}
 	return msg
 }
@@ -399,6 +433,12 @@ func (r *Requester) register(id string) (*call, error) {
 	r.seq++
 	c := &call{seq: r.seq, reply: make(chan amqp.Delivery, 1)}
 	r.calls[id] = c
+	if r.remembersPast() {
+		if r.pastRequests == nil {
+			r.pastRequests = map[string]bool{}
+		}
+		r.pastRequests[id] = true
+	}
 	// Under r.mu and before Close sets closed: Close's Wait sees it.
 	r.pending.Add(1)
 	return c, nil
@@ -416,6 +456,12 @@ func (r *Requester) forget(id string) bool {
 }
 
 func (r *Requester) decode(d amqp.Delivery, reply interface{}) error {
+	if r.pol.UnknownReplyHeaders == policy.FailUnknownHeaders {
+		// RR-5 says a requester ignores headers it does not know.
+		if name, ok := unknownReplyHeader(d.Headers); ok {
+			return &DecodeError{Err: fmt.Errorf("unexpected reply header %q", name)}
+		}
+	}
 	if r.pol.ReadErrorHeader {
 		if failure, ok := HeaderString(d.Headers, ErrorHeader); ok {
 			return &ResponderFailedError{Failure: failure}
@@ -425,6 +471,23 @@ func (r *Requester) decode(d amqp.Delivery, reply interface{}) error {
 		return &DecodeError{Err: err}
 	}
 	return nil
+}
+
+// unknownReplyHeader is the first header name, in sorted order, that is
+// neither acemq-error nor responseMessageId nor an x- one (the broker's and
+// clients' own, e.g. RabbitMQ.Client 7's x-dotnet-pub-seq-no, pass).
+func unknownReplyHeader(h amqp.Table) (string, bool) {
+	var names []string
+	for k := range h {
+		if k != ErrorHeader && k != ResponseMessageIDHeader && !strings.HasPrefix(k, "x-") {
+			names = append(names, k)
+		}
+	}
+	if len(names) == 0 {
+		return "", false
+	}
+	sort.Strings(names)
+	return names[0], true
 }
 
 func (r *Requester) consume(deliveries <-chan amqp.Delivery) {
@@ -463,12 +526,37 @@ func (r *Requester) dispatch(d amqp.Delivery) {
 		c.reply <- d
 		return
 	}
+	counted := r.countsUnmatched(d)
 	r.mu.Unlock()
-	atomic.AddInt64(&r.unmatched, 1)
+	if counted {
+		atomic.AddInt64(&r.unmatched, 1)
+	}
 	if r.opts.OnUnmatched != nil {
 		responseID, _ := HeaderString(d.Headers, ResponseMessageIDHeader)
 		r.opts.OnUnmatched(UnmatchedReply{CorrelationID: d.CorrelationId, ResponseMessageID: responseID})
 	}
+}
+
+// countsUnmatched says whether a reply nobody takes is counted in Unmatched:
+// always (RR-8, SG-8), unless a policy leaves out requests' or gathers'
+// replies. A reply is a request's when its correlation_id names a request
+// this requester sent, or when it has no responseMessageId (which only a
+// gather reads); else a gather's. Called under r.mu.
+func (r *Requester) countsUnmatched(d amqp.Delivery) bool {
+	if !r.remembersPast() {
+		return r.pol.CountUnmatched
+	}
+	_, named := HeaderString(d.Headers, ResponseMessageIDHeader)
+	if r.pastRequests[d.CorrelationId] || !named {
+		return r.pol.CountUnmatched
+	}
+	return r.pol.CountGatherUnmatched
+}
+
+// remembersPast says whether the policy counts one kind of unmatched reply
+// and not the other, and so needs to know the past requests' ids.
+func (r *Requester) remembersPast() bool {
+	return r.pol.CountUnmatched != r.pol.CountGatherUnmatched
 }
 
 // dropsUndecodable is a Drop policy for a reply body that is not JSON; RR-19
@@ -483,7 +571,11 @@ func (r *Requester) dropsUndecodable(d amqp.Delivery) bool {
 
 func (r *Requester) callFor(d amqp.Delivery) (string, *call) {
 	if r.pol.MatchRepliesBy == policy.ByCorrelationID {
-		return d.CorrelationId, r.calls[d.CorrelationId]
+		if c := r.calls[d.CorrelationId]; c != nil || r.pol.UnmatchedReply != policy.UnmatchedToOldestWaiter {
+			return d.CorrelationId, c
+		}
+		// A reply for nobody goes to the oldest call waiting (RR-8 says
+		// drop it).
 	}
 	var oldestID string
 	var oldest *call

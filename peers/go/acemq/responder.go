@@ -3,8 +3,10 @@ package acemq
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -117,6 +119,68 @@ type Responder struct {
 	// lazyCountersMade is used only when the policy creates the counters
 	// after the first delivery; set to 1 by that delivery.
 	lazyCountersMade int32
+
+	// settling tracks the requests being settled, which Close waits for.
+	settling settling
+}
+
+// settleBound is how long Close waits for the requests whose handler has
+// returned to be settled (their reply confirmed, then acked, requeued or
+// dead-lettered).
+const settleBound = 5 * time.Second
+
+// settling counts the requests past their handler whose reply and ack are
+// under way. Once Close has begun, no request starts settling: a request
+// not settled by then goes back to the queue with the channel.
+type settling struct {
+	mu      sync.Mutex
+	closing bool
+	n       int
+	// drained is made when closing begins and closed when n is zero.
+	drained chan struct{}
+}
+
+// enter reports whether a request may be settled; if so, leave must follow.
+func (s *settling) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.n++
+	return true
+}
+
+func (s *settling) leave() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n--
+	if s.closing && s.n == 0 {
+		close(s.drained)
+	}
+}
+
+// stopping reports whether closing has begun.
+func (s *settling) stopping() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// begin stops new requests from settling and returns what closes when the
+// ones under way are done; false if closing had begun already.
+func (s *settling) begin() (<-chan struct{}, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return s.drained, false
+	}
+	s.closing = true
+	s.drained = make(chan struct{})
+	if s.n == 0 {
+		close(s.drained)
+	}
+	return s.drained, true
 }
 
 // NewResponder declares queue and {queue}.dlq as durable quorum queues,
@@ -128,7 +192,7 @@ func NewResponder(conn *amqp.Connection, queue string, handler Handler, opts Res
 		return nil, err
 	}
 	r := &Responder{queue: queue, handler: handler, opts: opts, pol: pol, ch: ch, tag: "acemq-" + NewMessageID()}
-	if err := r.declare(); err != nil {
+	if err := r.declare(conn); err != nil {
 		ch.Close()
 		return nil, err
 	}
@@ -162,10 +226,9 @@ func (o ResponderOptions) resolve() (ResponderOptions, policy.Responder) {
 	return o, pol
 }
 
-func (r *Responder) declare() error {
-	quorum := amqp.Table{"x-queue-type": string(policy.Quorum)}
+func (r *Responder) declare(conn *amqp.Connection) error {
 	dlq := amqp.Table{"x-queue-type": string(r.pol.DLQQueueType)}
-	if _, err := r.ch.QueueDeclare(r.queue, true, false, false, false, quorum); err != nil {
+	if err := r.declareRequestQueue(conn); err != nil {
 		return err
 	}
 	if _, err := r.ch.QueueDeclare(r.queue+".dlq", true, false, false, false, dlq); err != nil {
@@ -179,6 +242,40 @@ func (r *Responder) declare() error {
 	return r.ch.Qos(r.opts.Prefetch, 0, false)
 }
 
+// declareRequestQueue declares the request queue durable with
+// requestQueueArgs. Under ClassicIfMissing it first declares it passively and
+// keeps an existing queue as it is; that probe runs on a channel of its own,
+// since a 404 for a missing queue closes the channel it was asked on.
+func (r *Responder) declareRequestQueue(conn *amqp.Connection) error {
+	if r.pol.RequestQueue == policy.ClassicIfMissing {
+		probe, err := conn.Channel()
+		if err != nil {
+			return err
+		}
+		_, err = probe.QueueDeclarePassive(r.queue, true, false, false, false, nil)
+		var amqpErr *amqp.Error
+		switch {
+		case err == nil:
+			return probe.Close()
+		case !errors.As(err, &amqpErr) || amqpErr.Code != amqp.NotFound:
+			probe.Close()
+			return err
+		}
+		// The broker has closed the probe channel: nothing to close.
+	}
+	_, err := r.ch.QueueDeclare(r.queue, true, false, false, false, r.requestQueueArgs())
+	return err
+}
+
+// requestQueueArgs is the request queue's declare arguments: a quorum queue
+// (RR-17), or under ClassicIfMissing none, so the server's default (classic).
+func (r *Responder) requestQueueArgs() amqp.Table {
+	if r.pol.RequestQueue == policy.ClassicIfMissing {
+		return nil
+	}
+	return amqp.Table{"x-queue-type": string(policy.Quorum)}
+}
+
 // Answered counts replies sent. It is incremented before a reply is
 // published, so a caller holding its answer finds it counted, and taken back
 // if the publish fails.
@@ -187,11 +284,26 @@ func (r *Responder) Answered() int64 { return atomic.LoadInt64(&r.answered) }
 // Unanswerable counts requests that named no reply address.
 func (r *Responder) Unanswerable() int64 { return atomic.LoadInt64(&r.unanswerable) }
 
-// Close cancels the consumer and closes the responder's channels. Requests
-// still being handled go back to the queue unacknowledged.
+// Close stops taking requests, then closes the responder's channels. A
+// request whose handler has returned is settled first (within 5 s): its
+// reply may already be with the caller, and closing before its ack would put
+// it back on the queue for another responder to answer a second time.
+// Handlers still running are abandoned: their context is cancelled and their
+// requests go back to the queue unacknowledged.
 func (r *Responder) Close() error {
+	drained, first := r.settling.begin()
+	if !first {
+		return nil
+	}
 	r.cancel()
-	r.ch.Cancel(r.tag, false)
+	if err := r.ch.Cancel(r.tag, false); err != nil {
+		log.Printf("acemq: cannot cancel the consumer on %s: %v", r.queue, err)
+	}
+	select {
+	case <-drained:
+	case <-time.After(settleBound):
+		log.Printf("acemq: closing the responder on %s with requests still unsettled after %s", r.queue, settleBound)
+	}
 	err := r.ch.Close()
 	if perr := r.pub.close(); err == nil {
 		err = perr
@@ -205,15 +317,29 @@ func (r *Responder) consume(deliveries <-chan amqp.Delivery) {
 	}
 }
 
+// settle runs f, which answers and settles a request, unless Close has
+// begun: then the request is left unacknowledged and goes back to the queue.
+func (r *Responder) settle(f func()) {
+	if !r.settling.enter() {
+		return
+	}
+	defer r.settling.leave()
+	f()
+}
+
 func (r *Responder) handle(d amqp.Delivery) {
-	replyTo, source := replyAddress(d.Headers, d.ReplyTo, r.pol.ReadOrder)
+	if r.settling.stopping() {
+		// Delivered while closing: not handled, the broker requeues it.
+		return
+	}
+	replyTo, source := replyAddress(r.addressHeaders(d.Headers), d.ReplyTo, r.pol.ReadOrder)
 	if replyTo == "" {
-		r.acceptUnanswerable(d)
+		r.settle(func() { r.acceptUnanswerable(d) })
 		return
 	}
 	headers := d.Headers
 	if r.pol.StripEngineHeaders {
-		headers = StripInternal(d.Headers)
+		headers = stripPrefix(d.Headers, r.pol.StripPrefix)
 	}
 	req := &Request{
 		Body:          d.Body,
@@ -228,31 +354,55 @@ func (r *Responder) handle(d amqp.Delivery) {
 		// Header types other clients write are refused (WF-1 says accept
 		// them), and the handler never runs.
 		if err := strictHeaderError(d.Headers); err != nil {
-			r.replyFailure(d, req, FailureText(err))
+			r.settle(func() { r.replyFailure(d, req, FailureText(err), false) })
 			return
 		}
 	}
 	if err := checkJSON(d.Body); err != nil {
-		r.malformed(d, req, err)
+		r.settle(func() { r.malformed(d, req, err) })
 		return
 	}
 	if h := r.opts.Hooks.Handled; h != nil {
 		h(req)
 	}
 	result, err := r.invoke(req)
-	if r.ctx.Err() != nil {
-		// Stopped while handling: the broker requeues the request with the
-		// channel, so another responder answers it.
-		return
+	// Stopped while handling: settle does nothing, and the broker requeues
+	// the request with the channel, so another responder answers it.
+	r.settle(func() {
+		if err == nil {
+			var body []byte
+			if body, err = json.Marshal(result); err == nil {
+				r.reply(d, req, body)
+				return
+			}
+		}
+		r.replyFailure(d, req, r.handlerFailureText(err), true)
+	})
+}
+
+// addressHeaders is the headers the reply address is read from: under an
+// ignore-bytes policy without an acemq-reply-to written as a byte array
+// (RR-2 says read it as UTF-8).
+func (r *Responder) addressHeaders(h amqp.Table) amqp.Table {
+	if _, isBytes := h[ReplyToHeader].([]byte); !isBytes || r.pol.BytesAddress != policy.IgnoreBytesAddress {
+		return h
 	}
-	if err == nil {
-		var body []byte
-		if body, err = json.Marshal(result); err == nil {
-			r.reply(d, req, body)
-			return
+	out := make(amqp.Table, len(h))
+	for k, v := range h {
+		if k != ReplyToHeader {
+			out[k] = v
 		}
 	}
-	r.replyFailure(d, req, FailureText(err))
+	return out
+}
+
+// handlerFailureText is the acemq-error text of a handler's error: the
+// type's bare name (RR-10.2), or under a qualified policy its Go name.
+func (r *Responder) handlerFailureText(err error) string {
+	if r.pol.ErrorTypeName == policy.QualifiedTypeName {
+		return qualifiedFailureText(err)
+	}
+	return FailureText(err)
 }
 
 // checkJSON is a *MalformedRequest when body is not JSON: the decoder's own
@@ -273,7 +423,7 @@ func (r *Responder) malformed(d amqp.Delivery, req *Request, err error) {
 		r.ack(d)
 		return
 	}
-	r.replyFailure(d, req, FailureText(err))
+	r.replyFailure(d, req, FailureText(err), false)
 }
 
 // PanicError is the failure of a handler that panicked.
@@ -334,8 +484,9 @@ func (r *Responder) reply(d amqp.Delivery, req *Request, body []byte) {
 // replyFailure tells the caller the handler failed and dead-letters the
 // request once: the caller has its answer, and a retry would answer twice.
 // A failure reply that cannot be delivered gave the caller no answer, so it
-// goes to the retry policy like any other reply (RR-14).
-func (r *Responder) replyFailure(d amqp.Delivery, req *Request, failure string) {
+// goes to the retry policy like any other reply (RR-14). handlerFailed is
+// set for a handler's own failure (not a malformed request or header).
+func (r *Responder) replyFailure(d amqp.Delivery, req *Request, failure string, handlerFailed bool) {
 	if r.pol.HandlerFailure == policy.Retry {
 		r.retryFailure(d, req, failure)
 		return
@@ -344,7 +495,7 @@ func (r *Responder) replyFailure(d amqp.Delivery, req *Request, failure string) 
 	if counted {
 		atomic.AddInt64(&r.answered, 1)
 	}
-	err := r.pub.publish("", req.ReplyTo, r.replyPublishing(req, nil, failure))
+	err := r.pub.publish("", req.ReplyTo, r.replyPublishing(req, r.failureBody(failure), failure))
 	if err != nil && r.pol.FailureReplyDelivery == policy.Checked {
 		if counted {
 			atomic.AddInt64(&r.answered, -1)
@@ -355,11 +506,27 @@ func (r *Responder) replyFailure(d amqp.Delivery, req *Request, failure string) 
 	if h := r.opts.Hooks.Replied; h != nil {
 		h(req.MessageID, failure)
 	}
+	if handlerFailed && r.pol.RetryFailures && retryDecision(req.Attempt, r.opts.MaxAttempts) {
+		// The handler runs and replies again (RR-11 says dead-letter at
+		// once: the caller has its answer).
+		r.requeue(d)
+		return
+	}
 	if !r.pol.DeadLetterFailures {
 		r.ack(d)
 		return
 	}
 	r.deadLetter(d, failure)
+}
+
+// failureBody is a failure reply's body: empty (RR-10), or under a json
+// policy {"error": the failure text}.
+func (r *Responder) failureBody(failure string) []byte {
+	if r.pol.FailureBody != policy.JSONFailureBody {
+		return nil
+	}
+	body, _ := json.Marshal(map[string]string{"error": failure})
+	return body
 }
 
 // retryFailure is a Retry handler-failure policy: no reply is sent, the
@@ -384,6 +551,11 @@ func (r *Responder) undeliverable(d amqp.Delivery, req *Request, err error) {
 		return
 	}
 	if !retryDecision(req.Attempt, r.opts.MaxAttempts) {
+		if r.pol.LastAttempt == policy.AckLastAttempt {
+			// Gone without a trace (RR-14 says dead-letter it).
+			r.ack(d)
+			return
+		}
 		r.deadLetter(d, "UndeliverableReply: "+err.Error())
 		return
 	}
@@ -393,7 +565,9 @@ func (r *Responder) undeliverable(d amqp.Delivery, req *Request, err error) {
 // acceptUnanswerable counts and acknowledges a request with no reply
 // address: redelivering it would not make an address appear.
 func (r *Responder) acceptUnanswerable(d amqp.Delivery) {
-	atomic.AddInt64(&r.unanswerable, 1)
+	if r.pol.CountUnanswerable {
+		atomic.AddInt64(&r.unanswerable, 1)
+	}
 	if r.pol.Unanswerable == policy.DeadLetterIt {
 		r.deadLetter(d, "Unanswerable: the request names no reply address")
 	} else {
@@ -468,8 +642,12 @@ func (r *Responder) replyPublishing(req *Request, body []byte, failure string) a
 	if r.pol.ReplyCorrelationFrom == policy.FromCorrelationID {
 		correlationID = req.CorrelationID
 	}
+	contentType := contentTypeJSON
+	if r.pol.ReplyContentType == policy.NoContentType {
+		contentType = "" // amqp091-go then sends none (RR-4 wants JSON's)
+	}
 	return amqp.Publishing{
-		ContentType:   contentTypeJSON,
+		ContentType:   contentType,
 		CorrelationId: correlationID,
 		Headers:       headers,
 		Body:          body,

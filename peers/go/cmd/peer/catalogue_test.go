@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,7 +50,8 @@ func section(lines []string, key string) []string {
 	return out
 }
 
-// flow parses "k: v, k2: [a, b]" into k -> "v", k2 -> "[a, b]".
+// flow parses "k: v, k2: [a, b]" into k -> "v", k2 -> "[a, b]"; a quoted
+// scalar ("x-") is unquoted.
 func flow(text string) map[string]string {
 	out := map[string]string{}
 	depth, start := 0, 0
@@ -70,7 +72,11 @@ func flow(text string) map[string]string {
 	parts = append(parts, text[start:])
 	for _, p := range parts {
 		if k, v, ok := strings.Cut(p, ":"); ok {
-			out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			v = strings.TrimSpace(v)
+			if u, err := strconv.Unquote(v); err == nil && strings.HasPrefix(v, `"`) {
+				v = u
+			}
+			out[strings.TrimSpace(k)] = v
 		}
 	}
 	return out
@@ -125,8 +131,13 @@ func TestMutantTableMatchesTheCatalogue(t *testing.T) {
 		if m == nil {
 			continue
 		}
-		names = append(names, m[1])
 		mu, err := findMutant(&m[1])
+		if err != nil && strings.Contains(l, "only_where:") {
+			// A defect only some clients can have; amqp091-go cannot have this one
+			// (e.g. it never sends an empty reply_to: an empty string is left out).
+			continue
+		}
+		names = append(names, m[1])
 		if err != nil {
 			t.Errorf("%s: %v", m[1], err)
 			continue

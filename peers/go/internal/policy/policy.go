@@ -48,6 +48,17 @@ type (
 	TypeCarrier       string
 	FailureDelivery   string
 	MalformedRule     string
+
+	NativeAddress    string
+	UnmatchedRule    string
+	TimeoutOutcome   string
+	UnknownHeaders   string
+	BytesAddressRule string
+	ContentType      string
+	FailureBody      string
+	ErrorTypeName    string
+	LastAttemptRule  string
+	RequestQueueRule string
 )
 
 const (
@@ -113,6 +124,41 @@ const (
 
 	FailReply     MalformedRule = "fail_reply"
 	DropMalformed MalformedRule = "drop"
+
+	ReplyQueueAddress NativeAddress = "reply_queue"
+	StaleAddress      NativeAddress = "stale"
+	// EmptyAddress sets reply_to to "": amqp091-go sends no reply_to
+	// property for an empty string, so on the wire it is absent.
+	EmptyAddress NativeAddress = "empty"
+
+	DropUnmatched           UnmatchedRule = "drop"
+	UnmatchedToOldestWaiter UnmatchedRule = "oldest_waiter"
+
+	TimeoutIsTimeout   TimeoutOutcome = "timeout"
+	TimeoutIsNullReply TimeoutOutcome = "null_reply"
+
+	IgnoreUnknownHeaders UnknownHeaders = "ignore"
+	FailUnknownHeaders   UnknownHeaders = "fail"
+
+	AcceptBytesAddress BytesAddressRule = "accept"
+	IgnoreBytesAddress BytesAddressRule = "ignore"
+
+	JSONContentType ContentType = "application/json"
+	NoContentType   ContentType = "none"
+
+	EmptyFailureBody FailureBody = "empty"
+	JSONFailureBody  FailureBody = "json"
+
+	SimpleTypeName    ErrorTypeName = "simple"
+	QualifiedTypeName ErrorTypeName = "qualified"
+
+	DeadLetterLastAttempt LastAttemptRule = "dead_letter"
+	AckLastAttempt        LastAttemptRule = "ack"
+
+	QuorumRequestQueue RequestQueueRule = "quorum"
+	// ClassicIfMissing declares the request queue passively first and keeps
+	// it as it is; only a missing queue is declared, durable and classic.
+	ClassicIfMissing RequestQueueRule = "classic_if_missing"
 )
 
 // Requester is the requester's (and gatherer's) policy.
@@ -142,6 +188,21 @@ type Requester struct {
 	PendingAtClose           PendingRule       `policy:"pending_at_close"`
 	HonourGatherReturns      bool              `policy:"honour_gather_returns"`
 	TypeCarrier              TypeCarrier       `policy:"type_carrier"`
+	NativeAddress            NativeAddress     `policy:"native_address"`
+	// NarrowIntHeader adds x-acemq-hops = uint8(1), which amqp091-go writes
+	// as field type 'B' (WF-2 forbids B, u and i).
+	NarrowIntHeader      bool           `policy:"narrow_int_header"`
+	CountUnmatched       bool           `policy:"count_unmatched"`
+	UnmatchedReply       UnmatchedRule  `policy:"unmatched_reply"`
+	TimeoutOutcome       TimeoutOutcome `policy:"timeout_outcome"`
+	UnknownReplyHeaders  UnknownHeaders `policy:"unknown_reply_headers"`
+	ExclusiveReplyQueue  bool           `policy:"exclusive_reply_queue"`
+	CountGatherUnmatched bool           `policy:"count_gather_unmatched"`
+	// PublishCopies is how many messages publishRequest publishes (SG-2: 1).
+	PublishCopies int `policy:"publish_copies"`
+	// MultiCopiesWithoutCount is how many copies sendRequestMulti publishes
+	// when given no expected count (SG-2: 1).
+	MultiCopiesWithoutCount int `policy:"multi_copies_without_count"`
 }
 
 // Responder is the responder's policy.
@@ -166,9 +227,21 @@ type Responder struct {
 	// DefaultMaxAttempts is the attempts of a responder given none (RR-14: 3).
 	DefaultMaxAttempts int `policy:"default_max_attempts"`
 	// AttemptBase is added to x-delivery-count to number an attempt (RR-14: 1).
-	AttemptBase          int             `policy:"attempt_base"`
-	FailureReplyDelivery FailureDelivery `policy:"failure_reply_delivery"`
-	MalformedRequest     MalformedRule   `policy:"malformed_request"`
+	AttemptBase          int              `policy:"attempt_base"`
+	FailureReplyDelivery FailureDelivery  `policy:"failure_reply_delivery"`
+	MalformedRequest     MalformedRule    `policy:"malformed_request"`
+	BytesAddress         BytesAddressRule `policy:"bytes_address"`
+	ReplyContentType     ContentType      `policy:"reply_content_type"`
+	// StripPrefix is the header prefix removed before the handler (RR-5:
+	// x-acemq-), when StripEngineHeaders is on.
+	StripPrefix       string          `policy:"strip_prefix"`
+	FailureBody       FailureBody     `policy:"failure_body"`
+	ErrorTypeName     ErrorTypeName   `policy:"error_type_name"`
+	RetryFailures     bool            `policy:"retry_failures"`
+	CountUnanswerable bool            `policy:"count_unanswerable"`
+	LastAttempt       LastAttemptRule `policy:"last_attempt"`
+	// RequestQueue is how the request queue is declared (RR-17: quorum).
+	RequestQueue RequestQueueRule `policy:"request_queue"`
 }
 
 // DefaultRequester is every requester knob at the catalogue's default.
@@ -196,6 +269,15 @@ func DefaultRequester() Requester {
 		PendingAtClose:           EndClosed,
 		HonourGatherReturns:      true,
 		TypeCarrier:              TypeProperty,
+		NativeAddress:            ReplyQueueAddress,
+		CountUnmatched:           true,
+		UnmatchedReply:           DropUnmatched,
+		TimeoutOutcome:           TimeoutIsTimeout,
+		UnknownReplyHeaders:      IgnoreUnknownHeaders,
+		ExclusiveReplyQueue:      true,
+		CountGatherUnmatched:     true,
+		PublishCopies:            1,
+		MultiCopiesWithoutCount:  1,
 	}
 }
 
@@ -220,6 +302,14 @@ func DefaultResponder() Responder {
 		AttemptBase:          1,
 		FailureReplyDelivery: Checked,
 		MalformedRequest:     FailReply,
+		BytesAddress:         AcceptBytesAddress,
+		ReplyContentType:     JSONContentType,
+		StripPrefix:          "x-acemq-",
+		FailureBody:          EmptyFailureBody,
+		ErrorTypeName:        SimpleTypeName,
+		CountUnanswerable:    true,
+		LastAttempt:          DeadLetterLastAttempt,
+		RequestQueue:         QuorumRequestQueue,
 	}
 }
 
