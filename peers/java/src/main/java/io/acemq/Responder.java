@@ -2,6 +2,7 @@ package io.acemq;
 
 import com.google.gson.JsonElement;
 import com.google.gson.JsonNull;
+import com.google.gson.JsonObject;
 import com.google.gson.JsonParseException;
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
@@ -127,9 +128,13 @@ public final class Responder implements AutoCloseable {
         }
         Map<String, Object> headers = properties.getHeaders();
         String messageId = properties.getMessageId();
-        Optional<ReplyAddress> address = ReplyAddress.resolve(headers, properties.getReplyTo(), policy.readOrder());
+        Optional<ReplyAddress> address = ReplyAddress.resolve(headers, properties.getReplyTo(), policy.readOrder(),
+                policy.bytesAddress() == ResponderPolicy.BytesAddress.ACCEPT);
         if (address.isEmpty()) {
-            unanswerable.incrementAndGet();
+            // Not counting it breaks RR-12.1; the observer hears of it all the same.
+            if (policy.countUnanswerable()) {
+                unanswerable.incrementAndGet();
+            }
             if (policy.unanswerable() == ResponderPolicy.Unanswerable.DEAD_LETTER) {
                 deadLetter(tag, properties, body, "Unanswerable: the request names no reply address");
             } else {
@@ -140,7 +145,7 @@ public final class Responder implements AutoCloseable {
         }
         int attempt = Headers.attempt(headers, policy.attemptBase());
         Map<String, Object> visible = policy.stripEngineHeaders()
-                ? Headers.visibleToHandler(headers)
+                ? Headers.visibleToHandler(headers, policy.stripPrefix())
                 : new TreeMap<>(headers == null ? Map.of() : headers);
 
         Admission admission = screen(policy, headers, body);
@@ -159,7 +164,7 @@ public final class Responder implements AutoCloseable {
                 JsonElement result = handler.handle(request);
                 reply = result == null ? JsonNull.INSTANCE : result;
             } catch (Exception e) {
-                failure = Headers.failureText(e);
+                failure = failureText(policy, e);
             }
         }
         if (failure != null && policy.handlerFailure() == ResponderPolicy.HandlerFailure.RETRY) {
@@ -183,8 +188,7 @@ public final class Responder implements AutoCloseable {
         boolean counts = failure == null || policy.countFailuresAnswered();
         boolean counted = counts && answered.beforePublish();
         try {
-            publisher.publish("", address.queue(), replyProperties(properties, failure),
-                    failure == null ? Json.encode(reply) : new byte[0]);
+            publisher.publish("", address.queue(), replyProperties(properties, failure), replyBody(policy, reply, failure));
         } catch (IOException | RuntimeException e) {
             if (takenAsDelivered(policy, failure)) {
                 // Breaks RR-14.1: a failure reply is a reply; taking it as delivered dead-letters
@@ -200,7 +204,11 @@ public final class Responder implements AutoCloseable {
             answered.published();
         }
         observer.replied(messageId, failure);
-        if (failure != null && policy.deadLetterFailures()) {
+        if (failure != null && policy.retryFailures()
+                && RetryDecision.after(attempt, maxAttempts) != RetryDecision.DEAD_LETTER) {
+            // Breaks RR-11.2: the caller has its answer, and the retry answers it again.
+            channel.basicNack(tag, false, true);
+        } else if (failure != null && policy.deadLetterFailures()) {
             // RR-11: the caller has its answer; a retry would answer twice.
             deadLetter(tag, properties, body, failure);
         } else {
@@ -233,6 +241,26 @@ public final class Responder implements AutoCloseable {
         }
     }
 
+    /** {@code {ExceptionType}: {message}} (RR-10): the unqualified type name, or the qualified one under a policy breaking RR-10.2. */
+    static String failureText(ResponderPolicy policy, Exception error) {
+        return policy.errorTypeName() == ResponderPolicy.ErrorTypeName.QUALIFIED
+                ? error.getClass().getName() + ": " + (error.getMessage() == null ? "" : error.getMessage())
+                : Headers.failureText(error);
+    }
+
+    /** A reply's body: the handler's result as JSON; a failure's is empty (RR-10.1), or JSON under a policy breaking it. */
+    static byte[] replyBody(ResponderPolicy policy, JsonElement reply, String failure) {
+        if (failure == null) {
+            return Json.encode(reply);
+        }
+        if (policy.failureBody() == ResponderPolicy.FailureBody.JSON) {
+            JsonObject body = new JsonObject();
+            body.addProperty("error", failure);
+            return Json.encode(body);
+        }
+        return new byte[0];
+    }
+
     /**
      * Whether a reply whose publish failed is taken as delivered all the same: never under the
      * spec (a failure reply is a reply, RR-14); a failure reply under a policy that breaks it.
@@ -250,6 +278,11 @@ public final class Responder implements AutoCloseable {
             // Breaks RR-14: the request is gone, neither retried nor dead-lettered.
             channel.basicAck(tag, false);
         } else if (RetryDecision.after(attempt, maxAttempts) == RetryDecision.DEAD_LETTER) {
+            if (policy.lastAttempt() == ResponderPolicy.LastAttempt.ACK) {
+                // Breaks RR-14.2: the request is gone, with nothing in {queue}.dlq to say why.
+                channel.basicAck(tag, false);
+                return;
+            }
             deadLetter(tag, properties, body, "UndeliverableReply: " + error);
         } else {
             // requeue given explicitly: client libraries disagree on its default.
@@ -301,7 +334,8 @@ public final class Responder implements AutoCloseable {
                 .correlationId(policy.replyCorrelationFrom() == ResponderPolicy.ReplyCorrelationFrom.CORRELATION_ID
                         ? request.getCorrelationId()
                         : requestId)
-                .contentType("application/json")
+                // RR-4: every reply says it is JSON; none breaks RR-4.3.
+                .contentType(policy.replyContentType() == ResponderPolicy.ReplyContentType.NONE ? null : "application/json")
                 .headers(headers)
                 .build();
     }

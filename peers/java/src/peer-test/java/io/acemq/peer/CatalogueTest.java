@@ -129,7 +129,7 @@ class CatalogueTest {
         return names;
     }
 
-    /** {@code {a: true, b: word, c: [x, y], d: 5}} as a map of Boolean, String, List and Integer values. */
+    /** {@code {a: true, b: word, c: [x, y], d: 5, e: "x-"}} as a map of Boolean, String, List and Integer values. */
     private static Map<String, Object> flow(String text) {
         Map<String, Object> map = new LinkedHashMap<>();
         Matcher entry = Pattern.compile("(\\w+): *(\\[[^\\]]*\\]|[^,}]+)").matcher(text.substring(1, text.length() - 1));
@@ -144,6 +144,8 @@ class CatalogueTest {
                 parsed = items;
             } else if (value.equals("true") || value.equals("false")) {
                 parsed = Boolean.valueOf(value);
+            } else if (value.matches("\"[^\"]*\"")) {
+                parsed = value.substring(1, value.length() - 1); // strip_prefix: "x-"
             } else if (value.matches("-?\\d+")) {
                 parsed = Integer.valueOf(value);
             } else {
