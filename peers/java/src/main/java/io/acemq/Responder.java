@@ -131,16 +131,23 @@ public final class Responder implements AutoCloseable {
         Optional<ReplyAddress> address = ReplyAddress.resolve(headers, properties.getReplyTo(), policy.readOrder(),
                 policy.bytesAddress() == ResponderPolicy.BytesAddress.ACCEPT);
         if (address.isEmpty()) {
-            // Not counting it breaks RR-12.1; the observer hears of it all the same.
-            if (policy.countUnanswerable()) {
-                unanswerable.incrementAndGet();
+            if (!settling.enter()) {
+                return; // stopping: left unacked, the broker requeues it
             }
-            if (policy.unanswerable() == ResponderPolicy.Unanswerable.DEAD_LETTER) {
-                deadLetter(tag, properties, body, "Unanswerable: the request names no reply address");
-            } else {
-                channel.basicAck(tag, false);
+            try {
+                // Not counting it breaks RR-12.1; the observer hears of it all the same.
+                if (policy.countUnanswerable()) {
+                    unanswerable.incrementAndGet();
+                }
+                if (policy.unanswerable() == ResponderPolicy.Unanswerable.DEAD_LETTER) {
+                    deadLetter(tag, properties, body, "Unanswerable: the request names no reply address");
+                } else {
+                    channel.basicAck(tag, false);
+                }
+                observer.unanswerable(messageId);
+            } finally {
+                settling.leave();
             }
-            observer.unanswerable(messageId);
             return;
         }
         int attempt = Headers.attempt(headers, policy.attemptBase());
@@ -151,7 +158,13 @@ public final class Responder implements AutoCloseable {
         Admission admission = screen(policy, headers, body);
         if (admission.drop()) {
             // Breaks RR-19: the caller hears nothing, and nothing says where the request went.
-            channel.basicAck(tag, false);
+            if (settling.enter()) {
+                try {
+                    channel.basicAck(tag, false);
+                } finally {
+                    settling.leave();
+                }
+            }
             return;
         }
         JsonElement reply = JsonNull.INSTANCE;
@@ -167,15 +180,19 @@ public final class Responder implements AutoCloseable {
                 failure = failureText(policy, e);
             }
         }
-        if (failure != null && policy.handlerFailure() == ResponderPolicy.HandlerFailure.RETRY) {
-            // Breaks RR-10: the caller hears nothing and the request comes back until its last attempt.
-            retryFailedHandler(tag, properties, body, attempt, failure);
+        // A handler that returns once the stop has begun is abandoned with the rest: no reply (an
+        // interrupted handler's failure would answer for a request the next responder answers
+        // again), no ack; the broker requeues it when the channel closes.
+        if (!settling.enter()) {
             return;
         }
-
-        settling.enter();
         try {
-            reply(tag, properties, body, attempt, reply, failure, address.get());
+            if (failure != null && policy.handlerFailure() == ResponderPolicy.HandlerFailure.RETRY) {
+                // Breaks RR-10: the caller hears nothing and the request comes back until its last attempt.
+                retryFailedHandler(tag, properties, body, attempt, failure);
+            } else {
+                reply(tag, properties, body, attempt, reply, failure, address.get());
+            }
         } finally {
             settling.leave();
         }
@@ -359,7 +376,8 @@ public final class Responder implements AutoCloseable {
      * request whose handler has returned is settled first, within {@link #SETTLE_BOUND}: its
      * reply may already be with the caller, and closing before its ack would put it back on
      * the queue for the next responder to answer a second time. Handlers still running are
-     * interrupted; the broker requeues their requests.
+     * abandoned (interrupted, and neither answered nor acked when they return); the broker
+     * requeues their requests.
      */
     @Override
     public void close() {
@@ -372,7 +390,8 @@ public final class Responder implements AutoCloseable {
             LOG.debug("cancelling responder consumer: {}", e.toString());
         }
         workers.shutdown();
-        if (!settling.awaitNone(SETTLE_BOUND)) {
+        // From here no request starts settling: what has (its handler returned) is waited for.
+        if (!settling.closeAndAwaitNone(SETTLE_BOUND)) {
             LOG.warn("closing responder on {} with replies still unsettled after {}", queue, SETTLE_BOUND);
         }
         workers.shutdownNow();
@@ -395,12 +414,21 @@ public final class Responder implements AutoCloseable {
         }
     }
 
-    /** A count of requests being settled, and a bounded wait for it to come to zero. */
-    private static final class SettlingRequests {
+    /**
+     * A count of requests being settled, and a bounded wait for it to come to zero. Once the
+     * wait has begun no request enters: one whose handler returns later is abandoned.
+     */
+    static final class SettlingRequests {
         private int count;
+        private boolean closed;
 
-        synchronized void enter() {
+        /** False once the responder is stopping: the request must be left to the broker, not settled. */
+        synchronized boolean enter() {
+            if (closed) {
+                return false;
+            }
             count++;
+            return true;
         }
 
         synchronized void leave() {
@@ -410,7 +438,9 @@ public final class Responder implements AutoCloseable {
             }
         }
 
-        synchronized boolean awaitNone(Duration bound) {
+        /** Shuts the gate, then waits up to {@code bound} for the requests inside; false when some still are. */
+        synchronized boolean closeAndAwaitNone(Duration bound) {
+            closed = true;
             long deadline = System.nanoTime() + bound.toNanos();
             try {
                 while (count > 0) {
