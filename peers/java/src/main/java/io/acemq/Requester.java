@@ -332,8 +332,13 @@ public final class Requester implements AutoCloseable {
                     ? replyTo.getBytes(StandardCharsets.UTF_8)
                     : replyTo);
         }
-        // A reply_to other than the header's breaks RR-1.3: readers disagree on where to answer.
-        String nativeReplyTo = policy.nativeAddress() == RequesterPolicy.NativeAddress.STALE ? replyTo + ".stale" : replyTo;
+        // A reply_to other than the header's breaks RR-1.3: readers disagree on where to answer;
+        // an empty one (present, zero length) breaks RR-3.3.
+        String nativeReplyTo = switch (policy.nativeAddress()) {
+            case REPLY_QUEUE -> replyTo;
+            case STALE -> replyTo + ".stale";
+            case EMPTY -> "";
+        };
         return new AMQP.BasicProperties.Builder()
                 .messageId(messageId)
                 .correlationId(correlationId)
@@ -481,7 +486,8 @@ public final class Requester implements AutoCloseable {
             return null;
         }
         return new TreeSet<>(headers.keySet()).stream()
-                .filter(name -> !name.equals(Headers.ERROR) && !name.equals(Headers.RESPONSE_MESSAGE_ID))
+                .filter(name -> !name.equals(Headers.ERROR) && !name.equals(Headers.RESPONSE_MESSAGE_ID)
+                        && !name.startsWith("x-"))
                 .findFirst()
                 .orElse(null);
     }

@@ -91,8 +91,12 @@ record RequesterPolicy(
     /** Where a request's or gather's type travels (SG-2): the AMQP type property, or a header named type. */
     enum TypeCarrier { PROPERTY, HEADER }
 
-    /** What {@code reply_to} holds (RR-1): the reply queue, or its name with {@code .stale} appended. */
-    enum NativeAddress { REPLY_QUEUE, STALE }
+    /**
+     * What {@code reply_to} holds (RR-1, RR-3): the reply queue, its name with {@code .stale}
+     * appended, or an empty string (amqp-client writes a non-null empty property as present,
+     * length 0).
+     */
+    enum NativeAddress { REPLY_QUEUE, STALE, EMPTY }
 
     /** A reply that finds no pending call (RR-8): dropped, or handed to the oldest call still waiting. */
     enum UnmatchedReply { DROP, OLDEST_WAITER }
@@ -100,7 +104,10 @@ record RequesterPolicy(
     /** How a call not answered in time ends (RR-9): the timeout outcome, or a reply with a null body. */
     enum TimeoutOutcome { TIMEOUT, NULL_REPLY }
 
-    /** A reply carrying a header other than acemq-error and responseMessageId (RR-5): ignored, or a decode error. */
+    /**
+     * A reply carrying a header it does not know (RR-5): ignored, or a decode error. Known are
+     * acemq-error, responseMessageId and every {@code x-} name (broker and client headers).
+     */
     enum UnknownReplyHeaders { IGNORE, FAIL }
 
     /** What the wire spec says: every knob at its catalogue default. */

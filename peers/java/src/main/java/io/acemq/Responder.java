@@ -265,7 +265,10 @@ public final class Responder implements AutoCloseable {
                 : Headers.failureText(error);
     }
 
-    /** A reply's body: the handler's result as JSON; a failure's is empty (RR-10.1), or JSON under a policy breaking it. */
+    /**
+     * A reply's body: the handler's result as JSON; a failure's is empty (RR-10.1), or JSON under a
+     * policy breaking it: every failure reply, handler failure, MalformedRequest and MalformedHeader alike.
+     */
     static byte[] replyBody(ResponderPolicy policy, JsonElement reply, String failure) {
         if (failure == null) {
             return Json.encode(reply);

@@ -47,6 +47,10 @@ class PolicyDecisionsTest {
                 requester(Map.of("native_address", "stale")), "m", "m", "amq.gen-1", null, null);
         assertEquals("amq.gen-1.stale", stale.getReplyTo());
         assertEquals("amq.gen-1", stale.getHeaders().get(Headers.REPLY_TO));
+        AMQP.BasicProperties empty = Requester.requestProperties(
+                requester(Map.of("native_address", "empty")), "m", "m", "amq.gen-1", null, null);
+        assertEquals("", empty.getReplyTo());
+        assertEquals("amq.gen-1", empty.getHeaders().get(Headers.REPLY_TO));
         AMQP.BasicProperties headerOnly = Requester.requestProperties(
                 requester(Map.of("write_native_address", false)), "m", "m", "amq.gen-1", null, null);
         assertNull(headerOnly.getReplyTo());
@@ -57,7 +61,10 @@ class PolicyDecisionsTest {
     void unknownReplyHeadersAreThoseOtherThanTheSpecsTwo() {
         assertNull(Requester.unknownReplyHeader(null));
         assertNull(Requester.unknownReplyHeader(Map.of(Headers.ERROR, "E: x", Headers.RESPONSE_MESSAGE_ID, "m")));
-        assertEquals("x-extra", Requester.unknownReplyHeader(Map.of(Headers.RESPONSE_MESSAGE_ID, "m", "x-extra", 1)));
+        // x- headers are the broker's and clients' (x-dotnet-pub-seq-no): let by.
+        assertNull(Requester.unknownReplyHeader(Map.of(Headers.RESPONSE_MESSAGE_ID, "m", "x-dotnet-pub-seq-no", 1)));
+        assertEquals("traceparent", Requester.unknownReplyHeader(
+                Map.of(Headers.RESPONSE_MESSAGE_ID, "m", "x-extra", 1, "traceparent", "00-ab")));
     }
 
     @Test
@@ -90,6 +97,11 @@ class PolicyDecisionsTest {
         assertEquals("{\"error\":\"Boom: no\"}", new String(
                 Responder.replyBody(responder(Map.of("failure_body", "json")), null, "Boom: no"), StandardCharsets.UTF_8));
         assertEquals("7", new String(Responder.replyBody(ResponderPolicy.SPEC, new JsonPrimitive(7), null), StandardCharsets.UTF_8));
+        // Every failure reply gets it, the handler not run too (RR-10.1 for MalformedRequest).
+        String malformed = Responder.screen(ResponderPolicy.SPEC, Map.of(), "{not json".getBytes(StandardCharsets.UTF_8)).failure();
+        assertTrue(malformed.startsWith("MalformedRequest: "), malformed);
+        assertTrue(new String(Responder.replyBody(responder(Map.of("failure_body", "json")), null, malformed),
+                StandardCharsets.UTF_8).startsWith("{\"error\":\"MalformedRequest: "));
 
         Exception error = new IllegalStateException("no stock");
         assertEquals("IllegalStateException: no stock", Responder.failureText(ResponderPolicy.SPEC, error));
