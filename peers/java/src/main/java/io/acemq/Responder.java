@@ -11,6 +11,7 @@ import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.ShutdownListener;
+import com.rabbitmq.client.ShutdownSignalException;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.HashMap;
@@ -104,8 +105,7 @@ public final class Responder implements AutoCloseable {
         connection = target;
         ownsConnection = owns;
         channel = connection.createChannel();
-        Map<String, Object> quorum = Map.of("x-queue-type", "quorum");
-        channel.queueDeclare(queue, true, false, false, quorum);
+        declareRequestQueue();
         // RR-17: a classic dead-letter queue would lose the quorum queue's guarantees.
         channel.queueDeclare(deadLetterQueue(), true, false, false,
                 Map.of("x-queue-type", policy.dlqQueueType().argument));
@@ -116,6 +116,38 @@ public final class Responder implements AutoCloseable {
         channel.basicQos(concurrency);
         publisher = new ConfirmingPublisher(connection);
         consumerTag = channel.basicConsume(queue, false, new RequestConsumer(channel));
+    }
+
+    /** RR-17: a quorum request queue, whose requests carry x-delivery-count (RR-14 counts attempts from it). */
+    private void declareRequestQueue() throws IOException {
+        if (policy.requestQueue() == ResponderPolicy.RequestQueue.CLASSIC_IF_MISSING && requestQueueExists()) {
+            return; // used as it is, whatever its type
+        }
+        channel.queueDeclare(queue, true, false, false, policy.requestQueue().arguments);
+    }
+
+    /** A passive declare on a throwaway channel: a missing queue's 404 closes the channel it is asked on. */
+    private boolean requestQueueExists() throws IOException {
+        Channel probe = connection.createChannel();
+        try {
+            probe.queueDeclarePassive(queue);
+            return true;
+        } catch (IOException e) {
+            if (e.getCause() instanceof ShutdownSignalException signal
+                    && signal.getReason() instanceof AMQP.Channel.Close close
+                    && close.getReplyCode() == AMQP.NOT_FOUND) {
+                return false;
+            }
+            throw e;
+        } finally {
+            if (probe.isOpen()) {
+                try {
+                    probe.close();
+                } catch (TimeoutException | IOException e) {
+                    LOG.debug("closing the passive-declare channel failed", e);
+                }
+            }
+        }
     }
 
     private String deadLetterQueue() {

@@ -2,6 +2,7 @@ package io.acemq;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -44,7 +45,8 @@ record ResponderPolicy(
         ErrorTypeName errorTypeName,
         boolean retryFailures,
         boolean countUnanswerable,
-        LastAttempt lastAttempt) {
+        LastAttempt lastAttempt,
+        RequestQueue requestQueue) {
 
     /** What the reply's correlation_id copies (RR-4). */
     enum ReplyCorrelationFrom { MESSAGE_ID, CORRELATION_ID }
@@ -101,6 +103,23 @@ record ResponderPolicy(
     enum LastAttempt { DEAD_LETTER, ACK }
 
     /**
+     * The request queue (RR-17): declared quorum, or looked up passively and used as it is,
+     * declared classic (no {@code x-queue-type}) only when missing. The latter breaks RR-17.1:
+     * a classic queue's requests carry no {@code x-delivery-count}.
+     */
+    enum RequestQueue {
+        QUORUM(Map.of("x-queue-type", "quorum")),
+        CLASSIC_IF_MISSING(Map.of());
+
+        /** The arguments the queue is declared with when it is declared. */
+        final Map<String, Object> arguments;
+
+        RequestQueue(Map<String, Object> arguments) {
+            this.arguments = arguments;
+        }
+    }
+
+    /**
      * When Answered is counted (RR-15): before the reply is published, or once it is confirmed
      * and {@code delay} later (a window wide enough for a test to see it every time).
      */
@@ -123,7 +142,8 @@ record ResponderPolicy(
             AnsweredTiming.BEFORE_PUBLISH, true, CountersCreated.BEFORE_SUBSCRIBE, DlqQueueType.QUORUM,
             true, HeaderTypes.LENIENT, Options.DEFAULT_MAX_ATTEMPTS, 1, FailureReplyDelivery.CHECKED,
             MalformedRequest.FAIL_REPLY, BytesAddress.ACCEPT, ReplyContentType.APPLICATION_JSON,
-            Headers.ENGINE_PREFIX, FailureBody.EMPTY, ErrorTypeName.SIMPLE, false, true, LastAttempt.DEAD_LETTER);
+            Headers.ENGINE_PREFIX, FailureBody.EMPTY, ErrorTypeName.SIMPLE, false, true, LastAttempt.DEAD_LETTER,
+            RequestQueue.QUORUM);
 
     ResponderPolicy {
         readOrder = List.copyOf(readOrder);
@@ -142,6 +162,7 @@ record ResponderPolicy(
         Objects.requireNonNull(failureBody, "failureBody");
         Objects.requireNonNull(errorTypeName, "errorTypeName");
         Objects.requireNonNull(lastAttempt, "lastAttempt");
+        Objects.requireNonNull(requestQueue, "requestQueue");
         if (stripPrefix == null || stripPrefix.isEmpty()) {
             throw new IllegalArgumentException("stripPrefix must name a header prefix");
         }

@@ -109,4 +109,14 @@ class PolicyDecisionsTest {
         assertEquals("java.lang.IllegalStateException: no stock", qualified);
         assertTrue(qualified.contains("."), qualified);
     }
+
+    @Test
+    void theRequestQueueIsQuorumOrClassicWhenMissing() {
+        assertEquals(ResponderPolicy.RequestQueue.QUORUM, ResponderPolicy.SPEC.requestQueue());
+        assertEquals(Map.of("x-queue-type", "quorum"), ResponderPolicy.SPEC.requestQueue().arguments);
+        ResponderPolicy classic = responder(Map.of("request_queue", "classic_if_missing"));
+        assertEquals(ResponderPolicy.RequestQueue.CLASSIC_IF_MISSING, classic.requestQueue());
+        // No x-queue-type: the server's default, a classic queue.
+        assertEquals(Map.of(), classic.requestQueue().arguments);
+    }
 }

@@ -95,7 +95,8 @@ final class Catalogue {
             mutant("qualified-error-type", Side.RESPONDER, Map.of("error_type_name", "qualified")),
             mutant("retries-failures", Side.RESPONDER, Map.of("retry_failures", true)),
             mutant("unanswerable-not-counted", Side.RESPONDER, Map.of("count_unanswerable", false)),
-            mutant("last-attempt-acked", Side.RESPONDER, Map.of("last_attempt", "ack"))),
+            mutant("last-attempt-acked", Side.RESPONDER, Map.of("last_attempt", "ack")),
+            mutant("classic-request-queue", Side.RESPONDER, Map.of("request_queue", "classic_if_missing"))),
             Mutant::name);
 
     /**
