@@ -56,10 +56,15 @@ public final class Headers {
 
     /** The headers a handler is shown: everything but the engine's namespace (RR-5). */
     public static Map<String, Object> visibleToHandler(Map<String, Object> headers) {
+        return visibleToHandler(headers, ENGINE_PREFIX);
+    }
+
+    /** Every header but those starting with {@code prefix}: any other than {@code x-acemq-} breaks RR-5.2. */
+    static Map<String, Object> visibleToHandler(Map<String, Object> headers, String prefix) {
         Map<String, Object> visible = new TreeMap<>();
         if (headers != null) {
             headers.forEach((name, value) -> {
-                if (!name.startsWith(ENGINE_PREFIX)) {
+                if (!name.startsWith(prefix)) {
                     visible.put(name, value);
                 }
             });

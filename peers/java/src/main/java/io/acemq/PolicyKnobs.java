@@ -15,9 +15,11 @@ import java.util.TreeSet;
 /**
  * Policies from knobs as the conformance catalogue spells them: {@code snake_case} name to a
  * boolean, a whole number ({@code default_timeout_ms: 10000}), a value name
- * ({@code "oldest_waiter"}), or a list of value names. Each policy field
- * is the camelCase of its knob and each enum constant the upper case of its value, so the
- * mapping is mechanical and a knob the binding lacks is refused. Package-private: only the
+ * ({@code "oldest_waiter"}), a string ({@code strip_prefix: "x-acemq-"}), or a list of value
+ * names. Each policy field is the camelCase of its knob and each enum constant the upper case
+ * of its value, every character that cannot be in a Java name as {@code _}
+ * ({@code application/json}: {@code APPLICATION_JSON}), so the mapping is mechanical and a
+ * knob the binding lacks is refused. Package-private: only the
  * conformance peer's class in this package and the unit tests use it.
  */
 final class PolicyKnobs {
@@ -73,6 +75,9 @@ final class PolicyKnobs {
         if (type.isEnum() && value instanceof String name) {
             return enumValue(type, knob, name);
         }
+        if (type == String.class && value instanceof String text) {
+            return text;
+        }
         if (type == List.class && value instanceof List<?> names) {
             // The one list knob is read_order, a list of reply address sources.
             List<Object> sources = new ArrayList<>();
@@ -94,7 +99,7 @@ final class PolicyKnobs {
 
     private static Object enumValue(Class<?> type, String knob, String name) {
         for (Object constant : type.getEnumConstants()) {
-            if (((Enum<?>) constant).name().equals(name.toUpperCase(Locale.ROOT))) {
+            if (((Enum<?>) constant).name().equals(name.toUpperCase(Locale.ROOT).replaceAll("[^A-Z0-9_]", "_"))) {
                 return constant;
             }
         }

@@ -34,9 +34,19 @@ public record ReplyAddress(String queue, Source source) {
 
     /** As {@link #resolve(Map, String)}, looking only at the places named, in that order. */
     static Optional<ReplyAddress> resolve(Map<String, Object> headers, String nativeReplyTo, List<Source> readOrder) {
+        return resolve(headers, nativeReplyTo, readOrder, true);
+    }
+
+    /**
+     * As {@link #resolve(Map, String, List)}; {@code acceptBytes} false takes a header written
+     * as a byte array for absent, which breaks RR-2.2.
+     */
+    static Optional<ReplyAddress> resolve(Map<String, Object> headers, String nativeReplyTo, List<Source> readOrder,
+            boolean acceptBytes) {
         for (Source source : readOrder) {
+            Object header = headers == null ? null : headers.get(Headers.REPLY_TO);
             String value = Headers.nonEmpty(source == Source.HEADER
-                    ? Headers.text(headers, Headers.REPLY_TO)
+                    ? (acceptBytes || !(header instanceof byte[]) ? Headers.text(header) : null)
                     : nativeReplyTo);
             if (value != null) {
                 return Optional.of(new ReplyAddress(value, source));

@@ -1,6 +1,7 @@
 package io.acemq;
 
 import com.google.gson.JsonElement;
+import com.google.gson.JsonNull;
 import com.google.gson.JsonParseException;
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
@@ -20,6 +21,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.TreeSet;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -215,7 +217,8 @@ public final class Requester implements AutoCloseable {
      */
     public PendingGather sendRequestMultiAsync(String type, JsonElement message, String endpoint, GatherOptions gather)
             throws IOException {
-        int copies = gather.expectedReplyCount() == null ? 1 : gather.expectedReplyCount();
+        // No count is one copy (SG-2); a loop up to an absent count (zero copies) breaks SG-2.1.
+        int copies = gather.expectedReplyCount() == null ? policy.multiCopiesWithoutCount() : gather.expectedReplyCount();
         if (policy.multiCopies() == RequesterPolicy.MultiCopies.ONE) {
             // Breaks SG-2: one copy reaches only one of the endpoint's competing consumers.
             copies = 1;
@@ -235,7 +238,8 @@ public final class Requester implements AutoCloseable {
      */
     public PendingGather publishRequestAsync(String type, JsonElement message, String exchange,
             Consumer<JsonElement> onReply, GatherOptions gather) throws IOException {
-        return scatter(type, message, exchange, "", 1, onReply, gather);
+        // One message (SG-2): the broker gives each bound queue its copy; publishing more breaks SG-2.2.
+        return scatter(type, message, exchange, "", policy.publishCopies(), onReply, gather);
     }
 
     private PendingGather scatter(String type, JsonElement message, String exchange, String routingKey, int copies,
@@ -328,10 +332,17 @@ public final class Requester implements AutoCloseable {
                     ? replyTo.getBytes(StandardCharsets.UTF_8)
                     : replyTo);
         }
+        // A reply_to other than the header's breaks RR-1.3: readers disagree on where to answer;
+        // an empty one (present, zero length) breaks RR-3.3.
+        String nativeReplyTo = switch (policy.nativeAddress()) {
+            case REPLY_QUEUE -> replyTo;
+            case STALE -> replyTo + ".stale";
+            case EMPTY -> "";
+        };
         return new AMQP.BasicProperties.Builder()
                 .messageId(messageId)
                 .correlationId(correlationId)
-                .replyTo(policy.writeNativeAddress() ? replyTo : null)
+                .replyTo(policy.writeNativeAddress() ? nativeReplyTo : null)
                 .type(typeInHeader ? null : type)
                 .contentType("application/json")
                 .headers(headers)
@@ -353,7 +364,8 @@ public final class Requester implements AutoCloseable {
             Map<String, Object> arguments = policy.explicitReplyQueueType()
                     ? Map.of("x-queue-type", "classic")
                     : Map.of();
-            String queue = replyChannel.queueDeclare("", false, true, true, arguments).getQueue();
+            // Non-exclusive breaks RR-7.2: another connection could consume this requester's replies.
+            String queue = replyChannel.queueDeclare("", false, policy.exclusiveReplyQueue(), true, arguments).getQueue();
             replyChannel.basicConsume(queue, true, new ReplyConsumer(replyChannel));
             return queue;
         }
@@ -367,6 +379,11 @@ public final class Requester implements AutoCloseable {
         if (removed) {
             if (policy.countTimeouts()) {
                 timedOut.incrementAndGet();
+            }
+            if (policy.timeoutOutcome() == RequesterPolicy.TimeoutOutcome.NULL_REPLY) {
+                // Breaks RR-9.1: the caller cannot tell a timeout from a reply of null.
+                call.future.complete(JsonNull.INSTANCE);
+                return;
             }
             call.future.completeExceptionally(new RequestTimedOutException(call.id, call.timeout));
         }
@@ -385,26 +402,36 @@ public final class Requester implements AutoCloseable {
         if (failure == null && policy.undecodableReply() == RequesterPolicy.UndecodableReply.DROP
                 && !Json.isJson(body)) {
             // Breaks RR-19: the caller is left to wait out its timeout.
-            countUnmatched(properties);
+            countUnmatched(properties, false);
             return;
         }
         Call call = takeCall(correlationId);
+        if (call == null && policy.unmatchedReply() == RequesterPolicy.UnmatchedReply.OLDEST_WAITER) {
+            // Breaks RR-8.3: a reply nobody waits for answers whoever asked next.
+            call = takeOldestCall();
+        }
         if (call == null) {
-            Gather oldest = gatherKey != null
-                    && policy.gatherStrayReply() == RequesterPolicy.GatherStrayReply.OLDEST_GATHER
-                    ? oldestGather()
-                    : null;
-            if (oldest != null) {
+            // Gathers are pending and none has this reply's key: a stray or late gather reply (SG-8).
+            Gather oldest = gatherKey != null ? oldestGather() : null;
+            if (oldest != null && policy.gatherStrayReply() == RequesterPolicy.GatherStrayReply.OLDEST_GATHER) {
                 // Breaks SG-8: a reply for no pending gather lands in another one.
                 onGatherReply(oldest, properties, body);
             } else {
-                countUnmatched(properties);
+                countUnmatched(properties, oldest != null);
             }
             return;
         }
         call.cancelTimer();
         if (failure != null) {
             call.future.completeExceptionally(new ResponderFailedException(failure));
+            return;
+        }
+        String unknown = policy.unknownReplyHeaders() == RequesterPolicy.UnknownReplyHeaders.FAIL
+                ? unknownReplyHeader(headers)
+                : null;
+        if (unknown != null) {
+            // Breaks RR-5.3: a header the binding does not know fails the call.
+            call.future.completeExceptionally(new ReplyDecodeException("reply carries unknown header " + unknown, null));
             return;
         }
         try {
@@ -434,22 +461,41 @@ public final class Requester implements AutoCloseable {
     private Call takeCall(String correlationId) {
         synchronized (calls) {
             if (policy.matchRepliesBy() == RequesterPolicy.MatchRepliesBy.OLDEST_WAITER) {
-                Iterator<Call> oldest = calls.values().iterator();
-                if (!oldest.hasNext()) {
-                    return null;
-                }
-                Call call = oldest.next();
-                oldest.remove();
-                return call;
+                return takeOldestCall();
             }
             return correlationId == null ? null : calls.remove(correlationId);
         }
     }
 
+    /** The call pending longest, taken off the pending calls; {@code null} when none is. */
+    private Call takeOldestCall() {
+        synchronized (calls) {
+            Iterator<Call> oldest = calls.values().iterator();
+            if (!oldest.hasNext()) {
+                return null;
+            }
+            Call call = oldest.next();
+            oldest.remove();
+            return call;
+        }
+    }
+
+    /** The first header, by name, that is neither acemq-error nor responseMessageId; {@code null} for none. */
+    static String unknownReplyHeader(Map<String, Object> headers) {
+        if (headers == null) {
+            return null;
+        }
+        return new TreeSet<>(headers.keySet()).stream()
+                .filter(name -> !name.equals(Headers.ERROR) && !name.equals(Headers.RESPONSE_MESSAGE_ID)
+                        && !name.startsWith("x-"))
+                .findFirst()
+                .orElse(null);
+    }
+
     /** A failure reply or an undecodable body is kept out of a gather's result (SG-8's choice). */
     private void onGatherReply(Gather gather, AMQP.BasicProperties properties, byte[] body) {
         if (Headers.text(properties.getHeaders(), Headers.ERROR) != null) {
-            countUnmatched(properties);
+            countUnmatched(properties, true);
             return;
         }
         JsonElement reply;
@@ -457,17 +503,22 @@ public final class Requester implements AutoCloseable {
             reply = Json.decode(body);
         } catch (JsonParseException e) {
             LOG.warn("gather {}: reply body is not JSON: {}", gather.requestMessageId(), e.getMessage());
-            countUnmatched(properties);
+            countUnmatched(properties, true);
             return;
         }
         if (!gather.offer(reply)) {
-            countUnmatched(properties);
+            countUnmatched(properties, true);
         }
     }
 
-    /** A reply nobody takes: counted, and named to the observer by both of its ids. */
-    private void countUnmatched(AMQP.BasicProperties reply) {
-        unmatched.incrementAndGet();
+    /**
+     * A reply nobody takes: counted (RR-8; SG-8 for a gather's), and named to the observer by
+     * both of its ids. Not counting it breaks RR-8.2 or SG-8.1; the observer hears of it all the same.
+     */
+    private void countUnmatched(AMQP.BasicProperties reply, boolean gatherReply) {
+        if (gatherReply ? policy.countGatherUnmatched() : policy.countUnmatched()) {
+            unmatched.incrementAndGet();
+        }
         observer.unmatched(reply.getCorrelationId(), Headers.text(reply.getHeaders(), Headers.RESPONSE_MESSAGE_ID));
     }
 

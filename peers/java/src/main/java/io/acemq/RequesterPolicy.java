@@ -11,7 +11,11 @@ import java.util.Objects;
  * none when the requester was opened without {@link Options} (RR-9: 30 s);
  * {@code countGatherTimeouts}, whether a gather ending at its timeout counts in TimedOut (the
  * spec: never, TimedOut counts requests); {@code honourGatherReturns}, whether a returned gather
- * copy ends the gather as refused (RR-13 for gathers), as {@code honourReturns} does a request.
+ * copy ends the gather as refused (RR-13 for gathers), as {@code honourReturns} does a request;
+ * {@code countUnmatched} and {@code countGatherUnmatched}, whether a reply nobody takes counts in
+ * Unmatched (RR-8, SG-8; its observer hears of it either way); {@code exclusiveReplyQueue}
+ * (RR-7); {@code publishCopies}, the messages publishRequest publishes (SG-2: 1);
+ * {@code multiCopiesWithoutCount}, the copies sendRequestMulti publishes given no count (SG-2: 1).
  *
  * <p>Package-private on purpose: a service always gets {@link #SPEC}. Only the conformance
  * peer (which ships its own class in this package) chooses another policy.
@@ -40,7 +44,16 @@ record RequesterPolicy(
         boolean countGatherTimeouts,
         PendingAtClose pendingAtClose,
         boolean honourGatherReturns,
-        TypeCarrier typeCarrier) {
+        TypeCarrier typeCarrier,
+        NativeAddress nativeAddress,
+        boolean countUnmatched,
+        UnmatchedReply unmatchedReply,
+        TimeoutOutcome timeoutOutcome,
+        UnknownReplyHeaders unknownReplyHeaders,
+        boolean exclusiveReplyQueue,
+        boolean countGatherUnmatched,
+        int publishCopies,
+        int multiCopiesWithoutCount) {
 
     /** How a reply finds its caller (RR-8). */
     enum MatchRepliesBy { CORRELATION_ID, OLDEST_WAITER }
@@ -78,6 +91,25 @@ record RequesterPolicy(
     /** Where a request's or gather's type travels (SG-2): the AMQP type property, or a header named type. */
     enum TypeCarrier { PROPERTY, HEADER }
 
+    /**
+     * What {@code reply_to} holds (RR-1, RR-3): the reply queue, its name with {@code .stale}
+     * appended, or an empty string (amqp-client writes a non-null empty property as present,
+     * length 0).
+     */
+    enum NativeAddress { REPLY_QUEUE, STALE, EMPTY }
+
+    /** A reply that finds no pending call (RR-8): dropped, or handed to the oldest call still waiting. */
+    enum UnmatchedReply { DROP, OLDEST_WAITER }
+
+    /** How a call not answered in time ends (RR-9): the timeout outcome, or a reply with a null body. */
+    enum TimeoutOutcome { TIMEOUT, NULL_REPLY }
+
+    /**
+     * A reply carrying a header it does not know (RR-5): ignored, or a decode error. Known are
+     * acemq-error, responseMessageId and every {@code x-} name (broker and client headers).
+     */
+    enum UnknownReplyHeaders { IGNORE, FAIL }
+
     /** What the wire spec says: every knob at its catalogue default. */
     static final RequesterPolicy SPEC = new RequesterPolicy(
             true, true, false, false, true, MatchRepliesBy.CORRELATION_ID, true, true, true,
@@ -85,7 +117,8 @@ record RequesterPolicy(
             MultiCopies.EXPECTED_COUNT, GatherDemuxBy.RESPONSE_MESSAGE_ID, true,
             GatherShortfall.REJECT, GatherMissingCount.BUDGET, GatherStrayReply.UNMATCHED,
             Options.DEFAULT_TIMEOUT.toMillis(), GatherDefaultCorrelation.REQUEST_MESSAGE_ID, false,
-            PendingAtClose.END_CLOSED, true, TypeCarrier.PROPERTY);
+            PendingAtClose.END_CLOSED, true, TypeCarrier.PROPERTY, NativeAddress.REPLY_QUEUE, true,
+            UnmatchedReply.DROP, TimeoutOutcome.TIMEOUT, UnknownReplyHeaders.IGNORE, true, true, 1, 1);
 
     RequesterPolicy {
         Objects.requireNonNull(matchRepliesBy, "matchRepliesBy");
@@ -100,8 +133,15 @@ record RequesterPolicy(
         Objects.requireNonNull(gatherDefaultCorrelation, "gatherDefaultCorrelation");
         Objects.requireNonNull(pendingAtClose, "pendingAtClose");
         Objects.requireNonNull(typeCarrier, "typeCarrier");
+        Objects.requireNonNull(nativeAddress, "nativeAddress");
+        Objects.requireNonNull(unmatchedReply, "unmatchedReply");
+        Objects.requireNonNull(timeoutOutcome, "timeoutOutcome");
+        Objects.requireNonNull(unknownReplyHeaders, "unknownReplyHeaders");
         if (defaultTimeoutMs < 1) {
             throw new IllegalArgumentException("defaultTimeoutMs must be positive");
+        }
+        if (publishCopies < 1 || multiCopiesWithoutCount < 0) {
+            throw new IllegalArgumentException("publishCopies must be at least 1, multiCopiesWithoutCount not negative");
         }
     }
 }

@@ -2,6 +2,7 @@ package io.acemq;
 
 import com.google.gson.JsonElement;
 import com.google.gson.JsonNull;
+import com.google.gson.JsonObject;
 import com.google.gson.JsonParseException;
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
@@ -10,6 +11,7 @@ import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.ShutdownListener;
+import com.rabbitmq.client.ShutdownSignalException;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.HashMap;
@@ -103,8 +105,7 @@ public final class Responder implements AutoCloseable {
         connection = target;
         ownsConnection = owns;
         channel = connection.createChannel();
-        Map<String, Object> quorum = Map.of("x-queue-type", "quorum");
-        channel.queueDeclare(queue, true, false, false, quorum);
+        declareRequestQueue();
         // RR-17: a classic dead-letter queue would lose the quorum queue's guarantees.
         channel.queueDeclare(deadLetterQueue(), true, false, false,
                 Map.of("x-queue-type", policy.dlqQueueType().argument));
@@ -117,6 +118,38 @@ public final class Responder implements AutoCloseable {
         consumerTag = channel.basicConsume(queue, false, new RequestConsumer(channel));
     }
 
+    /** RR-17: a quorum request queue, whose requests carry x-delivery-count (RR-14 counts attempts from it). */
+    private void declareRequestQueue() throws IOException {
+        if (policy.requestQueue() == ResponderPolicy.RequestQueue.CLASSIC_IF_MISSING && requestQueueExists()) {
+            return; // used as it is, whatever its type
+        }
+        channel.queueDeclare(queue, true, false, false, policy.requestQueue().arguments);
+    }
+
+    /** A passive declare on a throwaway channel: a missing queue's 404 closes the channel it is asked on. */
+    private boolean requestQueueExists() throws IOException {
+        Channel probe = connection.createChannel();
+        try {
+            probe.queueDeclarePassive(queue);
+            return true;
+        } catch (IOException e) {
+            if (e.getCause() instanceof ShutdownSignalException signal
+                    && signal.getReason() instanceof AMQP.Channel.Close close
+                    && close.getReplyCode() == AMQP.NOT_FOUND) {
+                return false;
+            }
+            throw e;
+        } finally {
+            if (probe.isOpen()) {
+                try {
+                    probe.close();
+                } catch (TimeoutException | IOException e) {
+                    LOG.debug("closing the passive-declare channel failed", e);
+                }
+            }
+        }
+    }
+
     private String deadLetterQueue() {
         return queue + ".dlq";
     }
@@ -127,26 +160,43 @@ public final class Responder implements AutoCloseable {
         }
         Map<String, Object> headers = properties.getHeaders();
         String messageId = properties.getMessageId();
-        Optional<ReplyAddress> address = ReplyAddress.resolve(headers, properties.getReplyTo(), policy.readOrder());
+        Optional<ReplyAddress> address = ReplyAddress.resolve(headers, properties.getReplyTo(), policy.readOrder(),
+                policy.bytesAddress() == ResponderPolicy.BytesAddress.ACCEPT);
         if (address.isEmpty()) {
-            unanswerable.incrementAndGet();
-            if (policy.unanswerable() == ResponderPolicy.Unanswerable.DEAD_LETTER) {
-                deadLetter(tag, properties, body, "Unanswerable: the request names no reply address");
-            } else {
-                channel.basicAck(tag, false);
+            if (!settling.enter()) {
+                return; // stopping: left unacked, the broker requeues it
             }
-            observer.unanswerable(messageId);
+            try {
+                // Not counting it breaks RR-12.1; the observer hears of it all the same.
+                if (policy.countUnanswerable()) {
+                    unanswerable.incrementAndGet();
+                }
+                if (policy.unanswerable() == ResponderPolicy.Unanswerable.DEAD_LETTER) {
+                    deadLetter(tag, properties, body, "Unanswerable: the request names no reply address");
+                } else {
+                    channel.basicAck(tag, false);
+                }
+                observer.unanswerable(messageId);
+            } finally {
+                settling.leave();
+            }
             return;
         }
         int attempt = Headers.attempt(headers, policy.attemptBase());
         Map<String, Object> visible = policy.stripEngineHeaders()
-                ? Headers.visibleToHandler(headers)
+                ? Headers.visibleToHandler(headers, policy.stripPrefix())
                 : new TreeMap<>(headers == null ? Map.of() : headers);
 
         Admission admission = screen(policy, headers, body);
         if (admission.drop()) {
             // Breaks RR-19: the caller hears nothing, and nothing says where the request went.
-            channel.basicAck(tag, false);
+            if (settling.enter()) {
+                try {
+                    channel.basicAck(tag, false);
+                } finally {
+                    settling.leave();
+                }
+            }
             return;
         }
         JsonElement reply = JsonNull.INSTANCE;
@@ -159,18 +209,22 @@ public final class Responder implements AutoCloseable {
                 JsonElement result = handler.handle(request);
                 reply = result == null ? JsonNull.INSTANCE : result;
             } catch (Exception e) {
-                failure = Headers.failureText(e);
+                failure = failureText(policy, e);
             }
         }
-        if (failure != null && policy.handlerFailure() == ResponderPolicy.HandlerFailure.RETRY) {
-            // Breaks RR-10: the caller hears nothing and the request comes back until its last attempt.
-            retryFailedHandler(tag, properties, body, attempt, failure);
+        // A handler that returns once the stop has begun is abandoned with the rest: no reply (an
+        // interrupted handler's failure would answer for a request the next responder answers
+        // again), no ack; the broker requeues it when the channel closes.
+        if (!settling.enter()) {
             return;
         }
-
-        settling.enter();
         try {
-            reply(tag, properties, body, attempt, reply, failure, address.get());
+            if (failure != null && policy.handlerFailure() == ResponderPolicy.HandlerFailure.RETRY) {
+                // Breaks RR-10: the caller hears nothing and the request comes back until its last attempt.
+                retryFailedHandler(tag, properties, body, attempt, failure);
+            } else {
+                reply(tag, properties, body, attempt, reply, failure, address.get());
+            }
         } finally {
             settling.leave();
         }
@@ -183,8 +237,7 @@ public final class Responder implements AutoCloseable {
         boolean counts = failure == null || policy.countFailuresAnswered();
         boolean counted = counts && answered.beforePublish();
         try {
-            publisher.publish("", address.queue(), replyProperties(properties, failure),
-                    failure == null ? Json.encode(reply) : new byte[0]);
+            publisher.publish("", address.queue(), replyProperties(properties, failure), replyBody(policy, reply, failure));
         } catch (IOException | RuntimeException e) {
             if (takenAsDelivered(policy, failure)) {
                 // Breaks RR-14.1: a failure reply is a reply; taking it as delivered dead-letters
@@ -200,7 +253,11 @@ public final class Responder implements AutoCloseable {
             answered.published();
         }
         observer.replied(messageId, failure);
-        if (failure != null && policy.deadLetterFailures()) {
+        if (failure != null && policy.retryFailures()
+                && RetryDecision.after(attempt, maxAttempts) != RetryDecision.DEAD_LETTER) {
+            // Breaks RR-11.2: the caller has its answer, and the retry answers it again.
+            channel.basicNack(tag, false, true);
+        } else if (failure != null && policy.deadLetterFailures()) {
             // RR-11: the caller has its answer; a retry would answer twice.
             deadLetter(tag, properties, body, failure);
         } else {
@@ -233,6 +290,29 @@ public final class Responder implements AutoCloseable {
         }
     }
 
+    /** {@code {ExceptionType}: {message}} (RR-10): the unqualified type name, or the qualified one under a policy breaking RR-10.2. */
+    static String failureText(ResponderPolicy policy, Exception error) {
+        return policy.errorTypeName() == ResponderPolicy.ErrorTypeName.QUALIFIED
+                ? error.getClass().getName() + ": " + (error.getMessage() == null ? "" : error.getMessage())
+                : Headers.failureText(error);
+    }
+
+    /**
+     * A reply's body: the handler's result as JSON; a failure's is empty (RR-10.1), or JSON under a
+     * policy breaking it: every failure reply, handler failure, MalformedRequest and MalformedHeader alike.
+     */
+    static byte[] replyBody(ResponderPolicy policy, JsonElement reply, String failure) {
+        if (failure == null) {
+            return Json.encode(reply);
+        }
+        if (policy.failureBody() == ResponderPolicy.FailureBody.JSON) {
+            JsonObject body = new JsonObject();
+            body.addProperty("error", failure);
+            return Json.encode(body);
+        }
+        return new byte[0];
+    }
+
     /**
      * Whether a reply whose publish failed is taken as delivered all the same: never under the
      * spec (a failure reply is a reply, RR-14); a failure reply under a policy that breaks it.
@@ -250,6 +330,11 @@ public final class Responder implements AutoCloseable {
             // Breaks RR-14: the request is gone, neither retried nor dead-lettered.
             channel.basicAck(tag, false);
         } else if (RetryDecision.after(attempt, maxAttempts) == RetryDecision.DEAD_LETTER) {
+            if (policy.lastAttempt() == ResponderPolicy.LastAttempt.ACK) {
+                // Breaks RR-14.2: the request is gone, with nothing in {queue}.dlq to say why.
+                channel.basicAck(tag, false);
+                return;
+            }
             deadLetter(tag, properties, body, "UndeliverableReply: " + error);
         } else {
             // requeue given explicitly: client libraries disagree on its default.
@@ -301,7 +386,8 @@ public final class Responder implements AutoCloseable {
                 .correlationId(policy.replyCorrelationFrom() == ResponderPolicy.ReplyCorrelationFrom.CORRELATION_ID
                         ? request.getCorrelationId()
                         : requestId)
-                .contentType("application/json")
+                // RR-4: every reply says it is JSON; none breaks RR-4.3.
+                .contentType(policy.replyContentType() == ResponderPolicy.ReplyContentType.NONE ? null : "application/json")
                 .headers(headers)
                 .build();
     }
@@ -325,7 +411,8 @@ public final class Responder implements AutoCloseable {
      * request whose handler has returned is settled first, within {@link #SETTLE_BOUND}: its
      * reply may already be with the caller, and closing before its ack would put it back on
      * the queue for the next responder to answer a second time. Handlers still running are
-     * interrupted; the broker requeues their requests.
+     * abandoned (interrupted, and neither answered nor acked when they return); the broker
+     * requeues their requests.
      */
     @Override
     public void close() {
@@ -338,7 +425,8 @@ public final class Responder implements AutoCloseable {
             LOG.debug("cancelling responder consumer: {}", e.toString());
         }
         workers.shutdown();
-        if (!settling.awaitNone(SETTLE_BOUND)) {
+        // From here no request starts settling: what has (its handler returned) is waited for.
+        if (!settling.closeAndAwaitNone(SETTLE_BOUND)) {
             LOG.warn("closing responder on {} with replies still unsettled after {}", queue, SETTLE_BOUND);
         }
         workers.shutdownNow();
@@ -361,12 +449,21 @@ public final class Responder implements AutoCloseable {
         }
     }
 
-    /** A count of requests being settled, and a bounded wait for it to come to zero. */
-    private static final class SettlingRequests {
+    /**
+     * A count of requests being settled, and a bounded wait for it to come to zero. Once the
+     * wait has begun no request enters: one whose handler returns later is abandoned.
+     */
+    static final class SettlingRequests {
         private int count;
+        private boolean closed;
 
-        synchronized void enter() {
+        /** False once the responder is stopping: the request must be left to the broker, not settled. */
+        synchronized boolean enter() {
+            if (closed) {
+                return false;
+            }
             count++;
+            return true;
         }
 
         synchronized void leave() {
@@ -376,7 +473,9 @@ public final class Responder implements AutoCloseable {
             }
         }
 
-        synchronized boolean awaitNone(Duration bound) {
+        /** Shuts the gate, then waits up to {@code bound} for the requests inside; false when some still are. */
+        synchronized boolean closeAndAwaitNone(Duration bound) {
+            closed = true;
             long deadline = System.nanoTime() + bound.toNanos();
             try {
                 while (count > 0) {

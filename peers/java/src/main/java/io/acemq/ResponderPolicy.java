@@ -2,6 +2,7 @@ package io.acemq;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -11,7 +12,9 @@ import java.util.Objects;
  *
  * <p>The knobs that are numbers: {@code defaultMaxAttempts}, the attempts at an undeliverable
  * reply when the responder was built without {@link Options} (RR-14: 3); {@code attemptBase},
- * added to {@code x-delivery-count} (absent: 0) to number an attempt (RR-14: 1).
+ * added to {@code x-delivery-count} (absent: 0) to number an attempt (RR-14: 1). The string:
+ * {@code stripPrefix}, the header prefix removed before the handler (RR-5: {@code x-acemq-}).
+ * The booleans {@code retryFailures} (RR-11: false) and {@code countUnanswerable} (RR-12: true).
  *
  * <p>Package-private on purpose: a service always gets {@link #SPEC}. Only the conformance
  * peer (which ships its own class in this package) chooses another policy.
@@ -34,7 +37,16 @@ record ResponderPolicy(
         int defaultMaxAttempts,
         int attemptBase,
         FailureReplyDelivery failureReplyDelivery,
-        MalformedRequest malformedRequest) {
+        MalformedRequest malformedRequest,
+        BytesAddress bytesAddress,
+        ReplyContentType replyContentType,
+        String stripPrefix,
+        FailureBody failureBody,
+        ErrorTypeName errorTypeName,
+        boolean retryFailures,
+        boolean countUnanswerable,
+        LastAttempt lastAttempt,
+        RequestQueue requestQueue) {
 
     /** What the reply's correlation_id copies (RR-4). */
     enum ReplyCorrelationFrom { MESSAGE_ID, CORRELATION_ID }
@@ -75,6 +87,38 @@ record ResponderPolicy(
     /** A request whose body is not JSON: a MalformedRequest failure reply and dead-letter, or dropped. */
     enum MalformedRequest { FAIL_REPLY, DROP }
 
+    /** An acemq-reply-to written as a byte array (RR-2): read as UTF-8, or taken as absent. */
+    enum BytesAddress { ACCEPT, IGNORE }
+
+    /** The content_type of a reply (RR-4): application/json, or none at all. */
+    enum ReplyContentType { APPLICATION_JSON, NONE }
+
+    /** The body of a failure reply (RR-10): empty, or {@code {"error": the acemq-error text}}. */
+    enum FailureBody { EMPTY, JSON }
+
+    /** The ExceptionType of acemq-error (RR-10): the unqualified name, or the qualified one. */
+    enum ErrorTypeName { SIMPLE, QUALIFIED }
+
+    /** The last attempt at an undeliverable reply (RR-14): dead-letter the request, or ack it. */
+    enum LastAttempt { DEAD_LETTER, ACK }
+
+    /**
+     * The request queue (RR-17): declared quorum, or looked up passively and used as it is,
+     * declared classic (no {@code x-queue-type}) only when missing. The latter breaks RR-17.1:
+     * a classic queue's requests carry no {@code x-delivery-count}.
+     */
+    enum RequestQueue {
+        QUORUM(Map.of("x-queue-type", "quorum")),
+        CLASSIC_IF_MISSING(Map.of());
+
+        /** The arguments the queue is declared with when it is declared. */
+        final Map<String, Object> arguments;
+
+        RequestQueue(Map<String, Object> arguments) {
+            this.arguments = arguments;
+        }
+    }
+
     /**
      * When Answered is counted (RR-15): before the reply is published, or once it is confirmed
      * and {@code delay} later (a window wide enough for a test to see it every time).
@@ -97,7 +141,9 @@ record ResponderPolicy(
             true, HandlerFailure.ERROR_REPLY, true, false, Unanswerable.ACCEPT, UndeliverableReply.REQUEUE,
             AnsweredTiming.BEFORE_PUBLISH, true, CountersCreated.BEFORE_SUBSCRIBE, DlqQueueType.QUORUM,
             true, HeaderTypes.LENIENT, Options.DEFAULT_MAX_ATTEMPTS, 1, FailureReplyDelivery.CHECKED,
-            MalformedRequest.FAIL_REPLY);
+            MalformedRequest.FAIL_REPLY, BytesAddress.ACCEPT, ReplyContentType.APPLICATION_JSON,
+            Headers.ENGINE_PREFIX, FailureBody.EMPTY, ErrorTypeName.SIMPLE, false, true, LastAttempt.DEAD_LETTER,
+            RequestQueue.QUORUM);
 
     ResponderPolicy {
         readOrder = List.copyOf(readOrder);
@@ -111,6 +157,15 @@ record ResponderPolicy(
         Objects.requireNonNull(headerTypes, "headerTypes");
         Objects.requireNonNull(failureReplyDelivery, "failureReplyDelivery");
         Objects.requireNonNull(malformedRequest, "malformedRequest");
+        Objects.requireNonNull(bytesAddress, "bytesAddress");
+        Objects.requireNonNull(replyContentType, "replyContentType");
+        Objects.requireNonNull(failureBody, "failureBody");
+        Objects.requireNonNull(errorTypeName, "errorTypeName");
+        Objects.requireNonNull(lastAttempt, "lastAttempt");
+        Objects.requireNonNull(requestQueue, "requestQueue");
+        if (stripPrefix == null || stripPrefix.isEmpty()) {
+            throw new IllegalArgumentException("stripPrefix must name a header prefix");
+        }
         if (defaultMaxAttempts < 1) {
             throw new IllegalArgumentException("defaultMaxAttempts must be at least 1");
         }

@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -28,16 +29,16 @@ class CatalogueTest {
 
     @Test
     void mutantsAreTheCatalogues() {
-        Pattern line = Pattern.compile("^  ([a-z0-9-]+): *\\{side: (\\w+), clause: [^,]+, policy: (\\{[^}]*\\}),");
-        Map<String, Catalogue.Mutant> expected = new LinkedHashMap<>();
-        for (String text : section("mutants:")) {
-            Matcher m = line.matcher(text);
-            if (m.find()) {
-                expected.put(m.group(1), new Catalogue.Mutant(m.group(1),
-                        Catalogue.Side.valueOf(m.group(2).toUpperCase()), flow(m.group(3))));
-            }
-        }
+        Map<String, Catalogue.Mutant> expected = catalogueMutants();
         assertTrue(expected.size() >= 40, "the catalogue's mutant lines were not read: " + expected.keySet());
+        Set<String> onlyWhere = onlyWhereMutants();
+        for (String unofferable : Catalogue.UNOFFERABLE.keySet()) {
+            // Only a mutant the catalogue says some clients cannot have may be missing here.
+            assertTrue(onlyWhere.contains(unofferable),
+                    unofferable + " is in Catalogue.UNOFFERABLE but the catalogue has no only_where mutant of that name");
+            assertFalse(Catalogue.MUTANTS.containsKey(unofferable), unofferable + " is both unofferable and in the table");
+            expected.remove(unofferable);
+        }
         for (String pending : Catalogue.PENDING) {
             assertFalse(expected.containsKey(pending),
                     "the catalogue lists " + pending + " now: drop it from Catalogue.PENDING so hello offers it");
@@ -45,6 +46,15 @@ class CatalogueTest {
         Map<String, Catalogue.Mutant> listed = new LinkedHashMap<>(Catalogue.MUTANTS);
         listed.keySet().removeAll(Catalogue.PENDING);
         assertEquals(expected, listed);
+    }
+
+    @Test
+    void unofferableMutantsAreRefusedAndNotOffered() {
+        for (String unofferable : Catalogue.UNOFFERABLE.keySet()) {
+            assertFalse(Catalogue.mutantNames().contains(unofferable), unofferable);
+            assertThrows(IllegalArgumentException.class, () -> Catalogue.mutant(unofferable));
+        }
+        assertTrue(Catalogue.UNOFFERABLE.containsKey("narrow-int-header"));
     }
 
     @Test
@@ -98,6 +108,17 @@ class CatalogueTest {
         // With the knobs of the mutants the catalogue does not list yet.
         TreeSet<String> requester = knobs("requester");
         TreeSet<String> responder = knobs("responder");
+        // Without the knobs only an unofferable mutant sets: the binding cannot have them.
+        Map<String, Catalogue.Mutant> catalogue = catalogueMutants();
+        for (String unofferable : Catalogue.UNOFFERABLE.keySet()) {
+            for (String knob : catalogue.get(unofferable).knobs().keySet()) {
+                boolean offeredSetsIt = Catalogue.MUTANTS.values().stream().anyMatch(m -> m.knobs().containsKey(knob));
+                if (!offeredSetsIt) {
+                    requester.remove(knob);
+                    responder.remove(knob);
+                }
+            }
+        }
         for (String pending : Catalogue.PENDING) {
             Catalogue.Mutant mutant = Catalogue.mutant(pending);
             (mutant.actsOnRequester() ? requester : responder).addAll(mutant.knobs().keySet());
@@ -116,6 +137,34 @@ class CatalogueTest {
         assertEquals(Map.of("write_header_address", false), Catalogue.requesterKnobs("0.3.0", "no-strip"));
     }
 
+    private static final Pattern MUTANT_LINE =
+            Pattern.compile("^  ([a-z0-9-]+): *\\{side: (\\w+), clause: [^,]+, policy: (\\{[^}]*\\}),( only_where: )?");
+
+    /** Every mutant line of the catalogue, as the table would have it. */
+    private static Map<String, Catalogue.Mutant> catalogueMutants() {
+        Map<String, Catalogue.Mutant> mutants = new LinkedHashMap<>();
+        for (String text : section("mutants:")) {
+            Matcher m = MUTANT_LINE.matcher(text);
+            if (m.find()) {
+                mutants.put(m.group(1), new Catalogue.Mutant(m.group(1),
+                        Catalogue.Side.valueOf(m.group(2).toUpperCase()), flow(m.group(3))));
+            }
+        }
+        return mutants;
+    }
+
+    /** The catalogue's mutants that only some clients can have ({@code only_where:}). */
+    private static Set<String> onlyWhereMutants() {
+        Set<String> names = new TreeSet<>();
+        for (String text : section("mutants:")) {
+            Matcher m = MUTANT_LINE.matcher(text);
+            if (m.find() && m.group(4) != null) {
+                names.add(m.group(1));
+            }
+        }
+        return names;
+    }
+
     private static TreeSet<String> knobs(String side) {
         TreeSet<String> names = new TreeSet<>();
         boolean in = false;
@@ -129,7 +178,7 @@ class CatalogueTest {
         return names;
     }
 
-    /** {@code {a: true, b: word, c: [x, y], d: 5}} as a map of Boolean, String, List and Integer values. */
+    /** {@code {a: true, b: word, c: [x, y], d: 5, e: "x-"}} as a map of Boolean, String, List and Integer values. */
     private static Map<String, Object> flow(String text) {
         Map<String, Object> map = new LinkedHashMap<>();
         Matcher entry = Pattern.compile("(\\w+): *(\\[[^\\]]*\\]|[^,}]+)").matcher(text.substring(1, text.length() - 1));
@@ -144,6 +193,8 @@ class CatalogueTest {
                 parsed = items;
             } else if (value.equals("true") || value.equals("false")) {
                 parsed = Boolean.valueOf(value);
+            } else if (value.matches("\"[^\"]*\"")) {
+                parsed = value.substring(1, value.length() - 1); // strip_prefix: "x-"
             } else if (value.matches("-?\\d+")) {
                 parsed = Integer.valueOf(value);
             } else {
