@@ -143,7 +143,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     {
         var headers = properties.Headers;
         var attempt = Wire.Attempt(headers, _policy.AttemptBase);
-        var address = Wire.ResolveReplyAddress(headers, properties.ReplyTo, _policy.ReadOrder);
+        var address = Wire.ResolveReplyAddress(headers, properties.ReplyTo, _policy.ReadOrder, _policy.BytesAddress == BytesAddress.Accept);
         if (address is not { } replyTo)
         {
             await UnanswerableAsync(tag, properties, body).ConfigureAwait(false);
@@ -151,7 +151,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         }
 
         var shown = _policy.StripEngineHeaders
-            ? Wire.StripEngineHeaders(headers)
+            ? Wire.StripEngineHeaders(headers, _policy.StripPrefix)
             : new Dictionary<string, object?>(headers ?? new Dictionary<string, object?>(), StringComparer.Ordinal);
         var request = new RequestContext(
             Queue, properties.MessageId, properties.CorrelationId, replyTo.Address, replyTo.Source, shown, attempt);
@@ -200,7 +200,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         }
         catch (Exception e) when (!_work.IsCancellationRequested)
         {
-            var failure = Wire.FailureText(e);
+            var failure = _policy.ErrorTypeName == ErrorTypeName.Qualified ? Wire.QualifiedFailureText(e) : Wire.FailureText(e);
             if (_policy.HandlerFailure == HandlerFailure.Retry)
             {
                 // Nothing goes back: the retry policy has the request and the caller times out.
@@ -237,7 +237,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 
         try
         {
-            await Publishing.PublishAsync(_channel, "", request.ReplyTo, ReplyProperties(request, failure), reply, _stopping.Token)
+            await Publishing.PublishAsync(_channel, "", request.ReplyTo, ReplyProperties(request, failure), ReplyBody(reply, failure), _stopping.Token)
                 .ConfigureAwait(false);
         }
         catch (Exception e) when (!_stopping.IsCancellationRequested)
@@ -264,6 +264,13 @@ public sealed class Responder : IAsyncDisposable, IDisposable
                 return;
             }
 
+            if (_policy.LastAttempt == LastAttempt.Ack && Wire.Retry(request.Attempt, _maxAttempts) == RetryDecision.DeadLetter)
+            {
+                // Breaks RR-14.2: the last attempt accepts the request unanswered; nothing is kept of it.
+                await _channel.BasicAckAsync(tag, multiple: false).ConfigureAwait(false);
+                return;
+            }
+
             await RetryOrDeadLetterAsync(tag, requestProperties, requestBody, request.Attempt, Wire.UndeliverableReplyPrefix + e.Message)
                 .ConfigureAwait(false);
             return;
@@ -283,9 +290,22 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             return;
         }
 
+        if (_policy.RetryFailures)
+        {
+            // Breaks RR-11.2: the handler runs (and the caller hears of its failure) once per attempt.
+            await RetryOrDeadLetterAsync(tag, requestProperties, requestBody, request.Attempt, failure).ConfigureAwait(false);
+            return;
+        }
+
         // The caller has its answer: the request is dead-lettered once, never retried.
         await DeadLetterAndAckAsync(tag, requestProperties, requestBody, failure).ConfigureAwait(false);
     }
+
+    /// <summary>A reply's body: the handler's, or for a failure nothing (RR-10.1) unless the policy sends the text as JSON.</summary>
+    private byte[] ReplyBody(byte[] reply, string? failure) =>
+        failure is not null && _policy.FailureBody == FailureBody.Json
+            ? JsonCodec.Encode(new Dictionary<string, string> { ["error"] = failure })
+            : reply;
 
     private BasicProperties ReplyProperties(RequestContext request, string? failure)
     {
@@ -308,7 +328,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 
             // RR-4: the request's message_id; copying its correlation_id instead breaks the rule.
             CorrelationId = _policy.ReplyCorrelationFrom == ReplyCorrelation.CorrelationId ? request.CorrelationId : request.MessageId,
-            ContentType = Wire.JsonContentType,
+            ContentType = _policy.ReplyContentType,
             Headers = headers,
         };
     }
@@ -331,7 +351,11 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     private async Task UnanswerableAsync(ulong tag, IReadOnlyBasicProperties properties, byte[] body)
     {
         // Redelivering would not make a reply address appear: count it and accept it.
-        Interlocked.Increment(ref _unanswerable);
+        if (_policy.CountUnanswerable)
+        {
+            Interlocked.Increment(ref _unanswerable);
+        }
+
         if (_policy.Unanswerable == UnanswerableRequest.DeadLetter)
         {
             if (!await DeadLetterAndAckAsync(tag, properties, body, "Unanswerable: the request names no reply address").ConfigureAwait(false))

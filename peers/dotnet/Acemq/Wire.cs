@@ -60,11 +60,11 @@ public static class Wire
 
     /// <summary>The reply address found first in <paramref name="readOrder"/>; null when none is there (RR-12).</summary>
     internal static (string Address, ReplyToSource Source)? ResolveReplyAddress(
-        IDictionary<string, object?>? headers, string? replyTo, IReadOnlyList<ReplyToSource> readOrder)
+        IDictionary<string, object?>? headers, string? replyTo, IReadOnlyList<ReplyToSource> readOrder, bool readBytes = true)
     {
         foreach (var source in readOrder)
         {
-            var address = NonEmpty(source == ReplyToSource.Header ? HeaderText(headers, ReplyToHeader) : replyTo);
+            var address = NonEmpty(source == ReplyToSource.Header ? HeaderAddress(headers, readBytes) : replyTo);
             if (address is not null)
             {
                 return (address, source);
@@ -74,8 +74,18 @@ public static class Wire
         return null;
     }
 
+    /// <summary>The acemq-reply-to header as text; a byte array (<see cref="BinaryTableValue"/>) only when <paramref name="readBytes"/> (RR-2.2).</summary>
+    private static string? HeaderAddress(IDictionary<string, object?>? headers, bool readBytes) =>
+        !readBytes && headers is not null && headers.TryGetValue(ReplyToHeader, out var value) && value is BinaryTableValue
+            ? null
+            : HeaderText(headers, ReplyToHeader);
+
     /// <summary>The headers a handler is shown: everything but the engine's <c>x-acemq-</c> namespace.</summary>
-    public static IReadOnlyDictionary<string, object?> StripEngineHeaders(IDictionary<string, object?>? headers)
+    public static IReadOnlyDictionary<string, object?> StripEngineHeaders(IDictionary<string, object?>? headers) =>
+        StripEngineHeaders(headers, EnginePrefix);
+
+    /// <summary>The headers a handler is shown: everything whose name does not start with <paramref name="prefix"/>.</summary>
+    internal static IReadOnlyDictionary<string, object?> StripEngineHeaders(IDictionary<string, object?>? headers, string prefix)
     {
         var shown = new Dictionary<string, object?>(StringComparer.Ordinal);
         if (headers is null)
@@ -85,7 +95,7 @@ public static class Wire
 
         foreach (var (name, value) in headers)
         {
-            if (!name.StartsWith(EnginePrefix, StringComparison.Ordinal))
+            if (!name.StartsWith(prefix, StringComparison.Ordinal))
             {
                 shown[name] = value;
             }
@@ -133,6 +143,10 @@ public static class Wire
 
     /// <summary>The failure text of a handler exception: the unqualified type name and the message.</summary>
     public static string FailureText(Exception exception) => FailureText(exception.GetType().Name, exception.Message);
+
+    /// <summary>The failure text naming the exception by its namespace-qualified type name, where RR-10.2 says unqualified.</summary>
+    internal static string QualifiedFailureText(Exception exception) =>
+        $"{exception.GetType().FullName ?? exception.GetType().Name}: {exception.Message}";
 
     /// <summary>
     /// <c>{ExceptionType}: {message}</c> from a type name as any language spells it: the part
