@@ -24,7 +24,20 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     private readonly int _maxAttempts;
     private readonly ResponderOptions _options;
     private readonly ResponderPolicy _policy;
+    /// <summary>How long a stop waits for the requests already answered to be settled.</summary>
+    internal static readonly TimeSpan SettleBound = TimeSpan.FromSeconds(5);
+
+    // Cancelled when a stop begins: handlers under way are abandoned (told through their
+    // token; their requests go back to the queue) and no new request is taken.
     private readonly CancellationTokenSource _stopping = new();
+
+    // Cancelled when a stop has waited for what it settles, just before the channel closes:
+    // it ends the publishes (replies, dead-letters) still waiting for their confirms.
+    private readonly CancellationTokenSource _closing = new();
+
+    // Deliveries being decided and settled: all of a delivery's handling but its handler.
+    private readonly CallsInFlight _settling = new();
+    private int _stopped;
 
     // Cancelled when the broker or the network closes the channel: a handler under way is
     // told through its token, since its reply can no longer leave nor its request be settled,
@@ -123,8 +136,15 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         var tag = delivery.DeliveryTag;
         var properties = delivery.BasicProperties;
         var body = delivery.Body.ToArray();
+        _settling.Enter();
         try
         {
+            if (_stopping.IsCancellationRequested)
+            {
+                // Delivered before the consumer was cancelled: left for another consumer.
+                return;
+            }
+
             await HandleAsync(tag, properties, body).ConfigureAwait(false);
         }
         catch (Exception e) when (_stopping.IsCancellationRequested || !_channel.IsOpen)
@@ -136,6 +156,10 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         {
             Report($"request {properties.MessageId}: {e}");
             await SettleAsync(() => _channel.BasicNackAsync(tag, multiple: false, requeue: true)).ConfigureAwait(false);
+        }
+        finally
+        {
+            _settling.Exit();
         }
     }
 
@@ -194,12 +218,21 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 
         Notify(o => o.Handling(request));
         byte[] reply;
+        // A stop does not wait for a handler, only for what comes after it: counted again
+        // (before looking at the stop, so a stop sees either the count or is seen here) once it has returned.
+        _settling.Exit();
         try
         {
             reply = await _handler.Handle(decoded, request, _work.Token).ConfigureAwait(false);
         }
         catch (Exception e) when (!_work.IsCancellationRequested)
         {
+            _settling.Enter();
+            if (AbandonedByStop(request))
+            {
+                return;
+            }
+
             var failure = _policy.ErrorTypeName == ErrorTypeName.Qualified ? Wire.QualifiedFailureText(e) : Wire.FailureText(e);
             if (_policy.HandlerFailure == HandlerFailure.Retry)
             {
@@ -211,8 +244,31 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             await ReplyAsync(tag, request, properties, body, [], failure).ConfigureAwait(false);
             return;
         }
+        catch
+        {
+            _settling.Enter();
+            throw;
+        }
+
+        _settling.Enter();
+        if (AbandonedByStop(request))
+        {
+            return;
+        }
 
         await ReplyAsync(tag, request, properties, body, reply, failure: null).ConfigureAwait(false);
+    }
+
+    /// <summary>Whether a stop began while the handler ran: its request is left unsettled, for the broker to requeue.</summary>
+    private bool AbandonedByStop(RequestContext request)
+    {
+        if (!_stopping.IsCancellationRequested)
+        {
+            return false;
+        }
+
+        Report($"request {request.MessageId} left unacknowledged: the responder stopped while its handler ran");
+        return true;
     }
 
     private async Task ReplyAsync(
@@ -237,10 +293,10 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 
         try
         {
-            await Publishing.PublishAsync(_channel, "", request.ReplyTo, ReplyProperties(request, failure), ReplyBody(reply, failure), _stopping.Token)
+            await Publishing.PublishAsync(_channel, "", request.ReplyTo, ReplyProperties(request, failure), ReplyBody(reply, failure), _closing.Token)
                 .ConfigureAwait(false);
         }
-        catch (Exception e) when (!_stopping.IsCancellationRequested)
+        catch (Exception e) when (!_closing.IsCancellationRequested)
         {
             if (counted && _policy.RollbackAnswered)
             {
@@ -402,9 +458,9 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 
         try
         {
-            await Publishing.PublishAsync(_channel, "", DeadLetterQueue, copy, body, _stopping.Token).ConfigureAwait(false);
+            await Publishing.PublishAsync(_channel, "", DeadLetterQueue, copy, body, _closing.Token).ConfigureAwait(false);
         }
-        catch (Exception e) when (!_stopping.IsCancellationRequested)
+        catch (Exception e) when (!_closing.IsCancellationRequested)
         {
             Report($"dead-lettering {properties.MessageId} to {DeadLetterQueue} failed, requeued: {e.Message}");
             await _channel.BasicNackAsync(tag, multiple: false, requeue: true).ConfigureAwait(false);
@@ -467,9 +523,16 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         }
     }
 
+    /// <summary>
+    /// Stops: cancels the consumer, abandons the handlers still running (their requests go
+    /// back to the queue), then waits, at most <see cref="SettleBound"/>, until every request
+    /// whose handler has returned is settled, and only then closes the channel. Closing
+    /// before the ack of a request whose reply is already with its caller would put that
+    /// request back on the queue, for the next responder to answer a second time.
+    /// </summary>
     public async ValueTask DisposeAsync()
     {
-        if (_stopping.IsCancellationRequested)
+        if (Interlocked.Exchange(ref _stopped, 1) != 0)
         {
             return;
         }
@@ -487,6 +550,16 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         }
 
         await _stopping.CancelAsync().ConfigureAwait(false);
+        try
+        {
+            await _settling.WhenIdleAsync().WaitAsync(SettleBound).ConfigureAwait(false);
+        }
+        catch (TimeoutException)
+        {
+            Report($"closing with requests still unsettled after {SettleBound.TotalSeconds:0} s; the broker requeues them");
+        }
+
+        await _closing.CancelAsync().ConfigureAwait(false);
         try
         {
             await _channel.CloseAsync().ConfigureAwait(false);
