@@ -71,6 +71,8 @@ internal static class PolicyTable
         Res("malformed-request-dropped", p => p with { MalformedRequest = MalformedRequestHandling.Drop }),
         Req("header-only-address", p => p with { WriteNativeAddress = false }),
         Req("mismatched-addresses", p => p with { NativeAddress = NativeAddress.Stale }),
+        Req("empty-native-address", p => p with { NativeAddress = NativeAddress.Empty }),
+        Req("narrow-int-header", p => p with { NarrowIntHeader = true }),
         Req("unmatched-not-counted", p => p with { CountUnmatched = false }),
         Req("unmatched-to-waiter", p => p with { UnmatchedReply = UnmatchedReply.OldestWaiter }),
         Req("timeout-as-null-reply", p => p with { TimeoutOutcome = TimeoutOutcome.NullReply }),

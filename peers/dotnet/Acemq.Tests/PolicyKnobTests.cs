@@ -22,10 +22,36 @@ public class PolicyKnobTests
         Assert.Equal("amq.gen-1.stale", stale.ReplyTo);
         Assert.Equal("amq.gen-1", stale.Headers![Wire.ReplyToHeader]);
 
+        var empty = Requester.RequestProperties(
+            RequesterPolicy.Default with { NativeAddress = NativeAddress.Empty }, "m", "m", "amq.gen-1", type: null, headers: null);
+        Assert.Equal("", empty.ReplyTo);
+        Assert.True(empty.IsReplyToPresent());
+        Assert.Equal("amq.gen-1", empty.Headers![Wire.ReplyToHeader]);
+
         var headerOnly = Requester.RequestProperties(
             RequesterPolicy.Default with { WriteNativeAddress = false }, "m", "m", "amq.gen-1", type: null, headers: null);
         Assert.Null(headerOnly.ReplyTo);
         Assert.Equal("amq.gen-1", headerOnly.Headers![Wire.ReplyToHeader]);
+    }
+
+    [Fact]
+    public void A_hop_count_header_is_added_as_an_unsigned_byte_only_by_the_policy()
+    {
+        var right = Requester.RequestProperties(RequesterPolicy.Default, "m", "m", "amq.gen-1", type: null, headers: null);
+        Assert.False(right.Headers!.ContainsKey(Wire.HopsHeader));
+        var narrow = Requester.RequestProperties(
+            RequesterPolicy.Default with { NarrowIntHeader = true }, "m", "m", "amq.gen-1", type: null, headers: null);
+        Assert.IsType<byte>(narrow.Headers![Wire.HopsHeader]);
+        Assert.Equal((byte)1, narrow.Headers[Wire.HopsHeader]);
+    }
+
+    [Fact]
+    public void Only_headers_not_named_x_and_not_the_specs_are_unknown_to_a_strict_reader()
+    {
+        Assert.False(Wire.IsUnknownReplyHeader(Wire.ErrorHeader));
+        Assert.False(Wire.IsUnknownReplyHeader(Wire.ResponseMessageIdHeader));
+        Assert.False(Wire.IsUnknownReplyHeader("x-dotnet-pub-seq-no"));
+        Assert.True(Wire.IsUnknownReplyHeader("traceparent"));
     }
 
     [Fact]
@@ -74,7 +100,7 @@ public class PolicyKnobTests
     public void Every_new_knob_defaults_to_the_spec()
     {
         var requester = RequesterPolicy.Default;
-        Assert.True(requester is { CountUnmatched: true, CountGatherUnmatched: true, ExclusiveReplyQueue: true, PublishCopies: 1, MultiCopiesWithoutCount: 1 });
+        Assert.True(requester is { NarrowIntHeader: false, CountUnmatched: true, CountGatherUnmatched: true, ExclusiveReplyQueue: true, PublishCopies: 1, MultiCopiesWithoutCount: 1 });
         Assert.Equal((UnmatchedReply.Drop, TimeoutOutcome.Timeout, UnknownReplyHeaders.Ignore),
             (requester.UnmatchedReply, requester.TimeoutOutcome, requester.UnknownReplyHeaders));
 

@@ -30,7 +30,7 @@ internal enum TypeCarrier { Property, Header }
 
 internal enum GatherDefaultCorrelation { RequestMessageId, None }
 
-internal enum NativeAddress { ReplyQueue, Stale }
+internal enum NativeAddress { ReplyQueue, Stale, Empty }
 
 internal enum UnmatchedReply { Drop, OldestWaiter }
 
@@ -83,6 +83,9 @@ internal sealed record RequesterPolicy
     /// <summary>What reply_to holds: the reply queue (RR-1.3: the same address as the header).</summary>
     public NativeAddress NativeAddress { get; init; } = NativeAddress.ReplyQueue;
 
+    /// <summary>Whether requests and gather copies carry an x-acemq-hops header written as an unsigned byte (WF-2.1: never).</summary>
+    public bool NarrowIntHeader { get; init; }
+
     /// <summary>Whether a reply to no pending call is counted in Unmatched (RR-8.2).</summary>
     public bool CountUnmatched { get; init; } = true;
 
@@ -92,7 +95,7 @@ internal sealed record RequesterPolicy
     /// <summary>How a request not answered in time ends (RR-9.1).</summary>
     public TimeoutOutcome TimeoutOutcome { get; init; } = TimeoutOutcome.Timeout;
 
-    /// <summary>What a reply header other than acemq-error and responseMessageId does: nothing (RR-5.3).</summary>
+    /// <summary>What a reply header it does not know (not acemq-error, responseMessageId or x-...) does: nothing (RR-5.3).</summary>
     public UnknownReplyHeaders UnknownReplyHeaders { get; init; } = UnknownReplyHeaders.Ignore;
 
     /// <summary>Whether the reply queue is declared exclusive (RR-7.2).</summary>

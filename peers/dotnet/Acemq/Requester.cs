@@ -398,6 +398,13 @@ public sealed class Requester : IAsyncDisposable, IDisposable
                 : replyTo;
         }
 
+        if (policy.NarrowIntHeader)
+        {
+            // Breaks WF-2.1: RabbitMQ.Client writes a byte as the unsigned octet B, a type
+            // some clients (Java's amqp-client) cannot read.
+            table[Wire.HopsHeader] = (byte)1;
+        }
+
         if (policy.LongShortString == LongShortString.Truncate)
         {
             // Breaks RR-18: cut where the rule says refuse.
@@ -426,9 +433,14 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         };
     }
 
-    /// <summary>The native reply_to: the same queue the header names (RR-1.3), unless the policy writes a stale one.</summary>
-    private static string NativeReplyTo(RequesterPolicy policy, string replyQueue) =>
-        policy.NativeAddress == NativeAddress.Stale ? replyQueue + ".stale" : replyQueue;
+    /// <summary>The native reply_to: the same queue the header names (RR-1.3), unless the policy writes a stale or empty one.</summary>
+    private static string NativeReplyTo(RequesterPolicy policy, string replyQueue) => policy.NativeAddress switch
+    {
+        NativeAddress.Stale => replyQueue + ".stale",
+        // Breaks RR-3.3: RabbitMQ.Client writes a non-null empty string as a present, zero-length reply_to.
+        NativeAddress.Empty => "",
+        _ => replyQueue,
+    };
 
     private async Task SendAsync(
         IChannel publisher, string exchange, string routingKey, BasicProperties properties, byte[] body, bool honourReturns,
@@ -497,7 +509,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         var headers = properties.Headers;
         var reply = new Reply(delivery.Body.ToArray(), Wire.HeaderText(headers, ErrorHeader), properties.CorrelationId)
         {
-            UnknownHeader = headers?.Keys.FirstOrDefault(name => name is not ErrorHeader and not Wire.ResponseMessageIdHeader),
+            UnknownHeader = headers?.Keys.FirstOrDefault(Wire.IsUnknownReplyHeader),
         };
 
         var gatherKey = _policy.GatherDemuxBy == GatherDemux.CorrelationId

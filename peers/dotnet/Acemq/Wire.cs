@@ -28,6 +28,9 @@ public static class Wire
     /// <summary>An application header named like the AMQP property; only a defective writer puts the type there.</summary>
     internal const string TypeHeader = "type";
 
+    /// <summary>A hop count header only a defective writer adds, as a narrow unsigned integer (WF-2.1).</summary>
+    internal const string HopsHeader = "x-acemq-hops";
+
     public const string DeliveryCountHeader = "x-delivery-count";
     public const string EnginePrefix = "x-acemq-";
     public const string JsonContentType = "application/json";
@@ -81,6 +84,14 @@ public static class Wire
             : HeaderText(headers, ReplyToHeader);
 
     /// <summary>The headers a handler is shown: everything but the engine's <c>x-acemq-</c> namespace.</summary>
+    /// <summary>
+    /// Whether a strict reader would call a reply header unknown: not one of the two the spec
+    /// gives a reply, and not an <c>x-</c> header (brokers and clients add those: RabbitMQ.Client 7
+    /// puts x-dotnet-pub-seq-no on everything it publishes with confirms).
+    /// </summary>
+    internal static bool IsUnknownReplyHeader(string name) =>
+        name is not ErrorHeader and not ResponseMessageIdHeader && !name.StartsWith("x-", StringComparison.Ordinal);
+
     public static IReadOnlyDictionary<string, object?> StripEngineHeaders(IDictionary<string, object?>? headers) =>
         StripEngineHeaders(headers, EnginePrefix);
 
