@@ -89,6 +89,7 @@ internal static class PolicyTable
         Res("qualified-error-type", p => p with { ErrorTypeName = ErrorTypeName.Qualified }),
         Res("retries-failures", p => p with { RetryFailures = true }),
         Res("unanswerable-not-counted", p => p with { CountUnanswerable = false }),
+        Res("classic-request-queue", p => p with { RequestQueue = RequestQueue.ClassicIfMissing }),
         Res("last-attempt-acked", p => p with { LastAttempt = LastAttempt.Ack }),
     ];
 

@@ -109,4 +109,13 @@ public class PolicyKnobTests
         Assert.True(responder is { RetryFailures: false, CountUnanswerable: true, BytesAddress: BytesAddress.Accept });
         Assert.Equal((FailureBody.Empty, ErrorTypeName.Simple, LastAttempt.DeadLetter), (responder.FailureBody, responder.ErrorTypeName, responder.LastAttempt));
     }
+
+    [Fact]
+    public void Request_queue_is_quorum_unless_classic_if_missing_finds_it_missing()
+    {
+        Assert.Equal(RequestQueue.Quorum, ResponderPolicy.Default.RequestQueue);
+        Assert.Equal("quorum", Responder.RequestQueueArguments(RequestQueue.Quorum, exists: true)!["x-queue-type"]);
+        Assert.Null(Responder.RequestQueueArguments(RequestQueue.ClassicIfMissing, exists: true));
+        Assert.Empty(Responder.RequestQueueArguments(RequestQueue.ClassicIfMissing, exists: false)!);
+    }
 }

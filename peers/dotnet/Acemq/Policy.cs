@@ -137,6 +137,8 @@ internal enum ErrorTypeName { Simple, Qualified }
 
 internal enum LastAttempt { DeadLetter, Ack }
 
+internal enum RequestQueue { Quorum, ClassicIfMissing }
+
 /// <summary>
 /// When Answered is counted (RR-15). <see cref="AfterConfirm"/> carries how long after the
 /// confirm the count lands: the window in which a caller holding its answer sees it uncounted.
@@ -204,4 +206,7 @@ internal sealed record ResponderPolicy
 
     /// <summary>The last attempt at an undeliverable reply (RR-14.2: dead-letter the request).</summary>
     public LastAttempt LastAttempt { get; init; } = LastAttempt.DeadLetter;
+
+    /// <summary>How the request queue is declared (RR-17.1: quorum, always).</summary>
+    public RequestQueue RequestQueue { get; init; } = RequestQueue.Quorum;
 }

@@ -1,5 +1,6 @@
 using RabbitMQ.Client;
 using RabbitMQ.Client.Events;
+using RabbitMQ.Client.Exceptions;
 
 namespace Acemq;
 
@@ -97,11 +98,14 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         Wire.EnsureShortString("queue", queue + ".dlq");
         // As many deliveries are handled at once as the prefetch lets in: each waits for its own
         // reply's confirm, and the client's confirm tracking ties every return to its publish.
+        var requestQueueArguments = RequestQueueArguments(
+            options.Policy.RequestQueue,
+            options.Policy.RequestQueue == RequestQueue.Quorum || await QueueExistsAsync(connection, queue, ct).ConfigureAwait(false));
         var channel = await connection.CreateChannelAsync(Publishing.ConfirmedConsuming(options.Prefetch), ct).ConfigureAwait(false);
         try
         {
             var responder = new Responder(channel, queue, handler, options);
-            await responder.SubscribeAsync(ct).ConfigureAwait(false);
+            await responder.SubscribeAsync(requestQueueArguments, ct).ConfigureAwait(false);
             return responder;
         }
         catch
@@ -111,10 +115,43 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         }
     }
 
-    private async Task SubscribeAsync(CancellationToken ct)
+    /// <summary>
+    /// The request queue's declare arguments; null when it is not declared at all (an existing
+    /// queue taken as it is). Quorum always (RR-17.1): its x-delivery-count numbers the attempts.
+    /// </summary>
+    internal static Dictionary<string, object?>? RequestQueueArguments(RequestQueue policy, bool exists) => policy switch
+    {
+        RequestQueue.ClassicIfMissing when exists => null,
+        // No x-queue-type: the server's default, classic.
+        RequestQueue.ClassicIfMissing => [],
+        _ => QuorumQueue,
+    };
+
+    /// <summary>
+    /// Whether the queue exists, by a passive declare on a channel of its own: the 404 that
+    /// answers a missing queue closes the channel it was asked on.
+    /// </summary>
+    private static async Task<bool> QueueExistsAsync(IConnection connection, string queue, CancellationToken ct)
+    {
+        await using var probe = await connection.CreateChannelAsync(cancellationToken: ct).ConfigureAwait(false);
+        try
+        {
+            await probe.QueueDeclarePassiveAsync(queue, ct).ConfigureAwait(false);
+            return true;
+        }
+        catch (OperationInterruptedException e) when (e.ShutdownReason?.ReplyCode == Constants.NotFound)
+        {
+            return false;
+        }
+    }
+
+    private async Task SubscribeAsync(Dictionary<string, object?>? requestQueueArguments, CancellationToken ct)
     {
         var dlqArguments = _policy.DlqQueueType == DlqQueueType.Classic ? ClassicQueue : QuorumQueue;
-        foreach (var (name, arguments) in new[] { (Queue, QuorumQueue), (DeadLetterQueue, dlqArguments) })
+        var declares = requestQueueArguments is null
+            ? new[] { (DeadLetterQueue, dlqArguments) }
+            : new[] { (Queue, requestQueueArguments), (DeadLetterQueue, dlqArguments) };
+        foreach (var (name, arguments) in declares)
         {
             await _channel.QueueDeclareAsync(name, durable: true, exclusive: false, autoDelete: false, arguments, cancellationToken: ct)
                 .ConfigureAwait(false);
