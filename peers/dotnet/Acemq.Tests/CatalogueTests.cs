@@ -125,6 +125,8 @@ public class CatalogueTests
         Enum e => Snake(e.ToString()),
         AnsweredTiming t => t.IsAfterConfirm ? "after_confirm" : "before_publish",
         IEnumerable<ReplyToSource> order => $"[{string.Join(", ", order.Select(o => Snake(o.ToString())))}]",
+        string text => text,
+        null => "none",
         _ => throw new InvalidOperationException($"no catalogue spelling for {value}"),
     };
 

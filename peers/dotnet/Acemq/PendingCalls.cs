@@ -1,7 +1,44 @@
 namespace Acemq;
 
 /// <summary>A reply as it arrived, before it is decoded.</summary>
-internal sealed record Reply(byte[] Body, string? Error, string? CorrelationId);
+internal sealed record Reply(byte[] Body, string? Error, string? CorrelationId)
+{
+    /// <summary>The first header that is neither acemq-error nor responseMessageId, if any.</summary>
+    public string? UnknownHeader { get; init; }
+}
+
+/// <summary>The last <c>capacity</c> ids added, for a lookup of "was this one of ours".</summary>
+internal sealed class RecentIds(int capacity)
+{
+    private readonly object _gate = new();
+    private readonly HashSet<string> _ids = new(StringComparer.Ordinal);
+    private readonly Queue<string> _order = new();
+
+    public void Add(string id)
+    {
+        lock (_gate)
+        {
+            if (!_ids.Add(id))
+            {
+                return;
+            }
+
+            _order.Enqueue(id);
+            if (_order.Count > capacity)
+            {
+                _ids.Remove(_order.Dequeue());
+            }
+        }
+    }
+
+    public bool Contains(string id)
+    {
+        lock (_gate)
+        {
+            return _ids.Contains(id);
+        }
+    }
+}
 
 /// <summary>
 /// The calls waiting for a reply on one reply queue, matched by correlation id. Kept in

@@ -30,6 +30,14 @@ internal enum TypeCarrier { Property, Header }
 
 internal enum GatherDefaultCorrelation { RequestMessageId, None }
 
+internal enum NativeAddress { ReplyQueue, Stale, Empty }
+
+internal enum UnmatchedReply { Drop, OldestWaiter }
+
+internal enum TimeoutOutcome { Timeout, NullReply }
+
+internal enum UnknownReplyHeaders { Ignore, Fail }
+
 /// <summary>The requester's (and its gathers') policy: <c>policies.requester</c> of the catalogue.</summary>
 internal sealed record RequesterPolicy
 {
@@ -71,6 +79,36 @@ internal sealed record RequesterPolicy
 
     /// <summary>The correlation_id of a gather given none (SG-1.2).</summary>
     public GatherDefaultCorrelation GatherDefaultCorrelation { get; init; } = GatherDefaultCorrelation.RequestMessageId;
+
+    /// <summary>What reply_to holds: the reply queue (RR-1.3: the same address as the header).</summary>
+    public NativeAddress NativeAddress { get; init; } = NativeAddress.ReplyQueue;
+
+    /// <summary>Whether requests and gather copies carry an x-acemq-hops header written as an unsigned byte (WF-2.1: never).</summary>
+    public bool NarrowIntHeader { get; init; }
+
+    /// <summary>Whether a reply to no pending call is counted in Unmatched (RR-8.2).</summary>
+    public bool CountUnmatched { get; init; } = true;
+
+    /// <summary>What a reply to no pending call becomes: dropped (RR-8.3).</summary>
+    public UnmatchedReply UnmatchedReply { get; init; } = UnmatchedReply.Drop;
+
+    /// <summary>How a request not answered in time ends (RR-9.1).</summary>
+    public TimeoutOutcome TimeoutOutcome { get; init; } = TimeoutOutcome.Timeout;
+
+    /// <summary>What a reply header it does not know (not acemq-error, responseMessageId or x-...) does: nothing (RR-5.3).</summary>
+    public UnknownReplyHeaders UnknownReplyHeaders { get; init; } = UnknownReplyHeaders.Ignore;
+
+    /// <summary>Whether the reply queue is declared exclusive (RR-7.2).</summary>
+    public bool ExclusiveReplyQueue { get; init; } = true;
+
+    /// <summary>Whether a gather reply to no pending gather is counted in Unmatched (SG-8.1).</summary>
+    public bool CountGatherUnmatched { get; init; } = true;
+
+    /// <summary>The messages publishRequest publishes to its exchange (SG-2.2: one).</summary>
+    public int PublishCopies { get; init; } = 1;
+
+    /// <summary>The copies sendRequestMulti publishes given no expectedReplyCount (SG-2.1: one).</summary>
+    public int MultiCopiesWithoutCount { get; init; } = 1;
 }
 
 internal enum ReplyCorrelation { MessageId, CorrelationId }
@@ -90,6 +128,16 @@ internal enum HeaderTypes { Lenient, Strict }
 internal enum FailureReplyDelivery { Checked, Unchecked }
 
 internal enum MalformedRequestHandling { FailReply, Drop }
+
+internal enum BytesAddress { Accept, Ignore }
+
+internal enum FailureBody { Empty, Json }
+
+internal enum ErrorTypeName { Simple, Qualified }
+
+internal enum LastAttempt { DeadLetter, Ack }
+
+internal enum RequestQueue { Quorum, ClassicIfMissing }
 
 /// <summary>
 /// When Answered is counted (RR-15). <see cref="AfterConfirm"/> carries how long after the
@@ -134,4 +182,31 @@ internal sealed record ResponderPolicy
 
     /// <summary>What a request body the decoder refuses gets (RR-19.2).</summary>
     public MalformedRequestHandling MalformedRequest { get; init; } = MalformedRequestHandling.FailReply;
+
+    /// <summary>Whether an acemq-reply-to written as a byte array is read, as UTF-8 (RR-2.2).</summary>
+    public BytesAddress BytesAddress { get; init; } = BytesAddress.Accept;
+
+    /// <summary>The content_type of every reply (RR-4.3); null sends none.</summary>
+    public string? ReplyContentType { get; init; } = Wire.JsonContentType;
+
+    /// <summary>The header prefix removed before the handler (RR-5.2: the engine's x-acemq-).</summary>
+    public string StripPrefix { get; init; } = Wire.EnginePrefix;
+
+    /// <summary>The body of a failure reply (RR-10.1: empty).</summary>
+    public FailureBody FailureBody { get; init; } = FailureBody.Empty;
+
+    /// <summary>How acemq-error names a handler's exception type (RR-10.2: unqualified).</summary>
+    public ErrorTypeName ErrorTypeName { get; init; } = ErrorTypeName.Simple;
+
+    /// <summary>Whether a request that got a failure reply is requeued until its last attempt (RR-11.2: never).</summary>
+    public bool RetryFailures { get; init; }
+
+    /// <summary>Whether a request naming no reply address is counted in Unanswerable (RR-12.1).</summary>
+    public bool CountUnanswerable { get; init; } = true;
+
+    /// <summary>The last attempt at an undeliverable reply (RR-14.2: dead-letter the request).</summary>
+    public LastAttempt LastAttempt { get; init; } = LastAttempt.DeadLetter;
+
+    /// <summary>How the request queue is declared (RR-17.1: quorum, always).</summary>
+    public RequestQueue RequestQueue { get; init; } = RequestQueue.Quorum;
 }

@@ -37,12 +37,16 @@ public sealed class Requester : IAsyncDisposable, IDisposable
     private long _unmatched;
     private int _lost;
 
+    // Only for a policy that counts one kind of unmatched reply and not the other.
+    private readonly RecentIds? _sentRequests;
+
     private Requester(IConnection connection, IChannel replies, RequesterOptions options, string replyQueue)
     {
         _connection = connection;
         _replies = replies;
         _options = options;
         _policy = options.Policy;
+        _sentRequests = _policy is { CountUnmatched: true, CountGatherUnmatched: true } ? null : new RecentIds(4096);
         ReplyQueue = replyQueue;
         _consumer = new AsyncEventingBasicConsumer(replies);
         _consumer.ReceivedAsync += OnReplyAsync;
@@ -86,7 +90,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
     private static async Task<string> DeclareReplyQueueAsync(IChannel channel, RequesterPolicy policy, CancellationToken ct)
     {
         var ok = await channel.QueueDeclareAsync(
-            queue: "", durable: false, exclusive: true, autoDelete: true,
+            queue: "", durable: false, exclusive: policy.ExclusiveReplyQueue, autoDelete: true,
             arguments: policy.ExplicitReplyQueueType ? ClassicQueue : null,
             cancellationToken: ct).ConfigureAwait(false);
         return ok.QueueName;
@@ -145,6 +149,8 @@ public sealed class Requester : IAsyncDisposable, IDisposable
 
         // Registered before publishing: a fast responder can answer before the confirm arrives.
         var waiter = _calls.Add(messageId);
+        _sentRequests?.Add(messageId);
+
         try
         {
             var publisher = await PublisherAsync(cancellationToken).ConfigureAwait(false);
@@ -170,7 +176,22 @@ public sealed class Requester : IAsyncDisposable, IDisposable
                 Interlocked.Increment(ref _timedOut);
             }
 
+            if (_policy.TimeoutOutcome == TimeoutOutcome.NullReply)
+            {
+                // Breaks RR-9.1: the caller cannot tell "no answer" from an answer of null.
+                return JsonCodec.Decode<TRes>("null"u8);
+            }
+
             throw new RequestTimedOutException(messageId, timeout) { RequestId = messageId };
+        }
+
+        if (_policy.UnknownReplyHeaders == UnknownReplyHeaders.Fail && reply.UnknownHeader is { } unknown)
+        {
+            // Breaks RR-5.3: a reader must ignore the headers it does not know.
+            throw new ReplyDecodeException($"the reply carries an unexpected header '{unknown}'", new FormatException(unknown))
+            {
+                RequestId = messageId,
+            };
         }
 
         // The header is checked before the body: a failure reply's body is empty.
@@ -245,7 +266,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         }
 
         // One copy per expected reply, so that as many competing consumers each get one (SG-2).
-        var copies = _policy.MultiCopies == MultiCopies.One ? 1 : options.ExpectedReplyCount ?? 1;
+        var copies = _policy.MultiCopies == MultiCopies.One ? 1 : options.ExpectedReplyCount ?? _policy.MultiCopiesWithoutCount;
         return GatherAsync<TReq, TRes>(type, message, "", options.Endpoint, copies, options, onReply: null, cancellationToken);
     }
 
@@ -264,7 +285,8 @@ public sealed class Requester : IAsyncDisposable, IDisposable
 
         var exchange = options.Exchange ?? type
             ?? throw new ArgumentException("publishRequest needs an exchange, or a type to name it", nameof(options));
-        return GatherAsync(type, message, exchange, "", 1, options, onReply, cancellationToken);
+        // One message: the exchange gives every bound queue its copy (SG-2.2).
+        return GatherAsync(type, message, exchange, "", _policy.PublishCopies, options, onReply, cancellationToken);
     }
 
     private Task<IReadOnlyList<TRes>> GatherAsync<TReq, TRes>(
@@ -376,6 +398,13 @@ public sealed class Requester : IAsyncDisposable, IDisposable
                 : replyTo;
         }
 
+        if (policy.NarrowIntHeader)
+        {
+            // Breaks WF-2.1: RabbitMQ.Client writes a byte as the unsigned octet B, a type
+            // some clients (Java's amqp-client) cannot read.
+            table[Wire.HopsHeader] = (byte)1;
+        }
+
         if (policy.LongShortString == LongShortString.Truncate)
         {
             // Breaks RR-18: cut where the rule says refuse.
@@ -396,13 +425,22 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         {
             MessageId = messageId,
             CorrelationId = correlationId,
-            ReplyTo = policy.WriteNativeAddress ? replyTo : null,
+            ReplyTo = policy.WriteNativeAddress ? NativeReplyTo(policy, replyTo) : null,
             Type = type,
             ContentType = Wire.JsonContentType,
             DeliveryMode = DeliveryModes.Persistent,
             Headers = table.Count > 0 ? table : null,
         };
     }
+
+    /// <summary>The native reply_to: the same queue the header names (RR-1.3), unless the policy writes a stale or empty one.</summary>
+    private static string NativeReplyTo(RequesterPolicy policy, string replyQueue) => policy.NativeAddress switch
+    {
+        NativeAddress.Stale => replyQueue + ".stale",
+        // Breaks RR-3.3: RabbitMQ.Client writes a non-null empty string as a present, zero-length reply_to.
+        NativeAddress.Empty => "",
+        _ => replyQueue,
+    };
 
     private async Task SendAsync(
         IChannel publisher, string exchange, string routingKey, BasicProperties properties, byte[] body, bool honourReturns,
@@ -469,7 +507,10 @@ public sealed class Requester : IAsyncDisposable, IDisposable
     {
         var properties = delivery.BasicProperties;
         var headers = properties.Headers;
-        var reply = new Reply(delivery.Body.ToArray(), Wire.HeaderText(headers, ErrorHeader), properties.CorrelationId);
+        var reply = new Reply(delivery.Body.ToArray(), Wire.HeaderText(headers, ErrorHeader), properties.CorrelationId)
+        {
+            UnknownHeader = headers?.Keys.FirstOrDefault(Wire.IsUnknownReplyHeader),
+        };
 
         var gatherKey = _policy.GatherDemuxBy == GatherDemux.CorrelationId
             ? properties.CorrelationId
@@ -500,14 +541,39 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             return Task.CompletedTask;
         }
 
-        Interlocked.Increment(ref _unmatched);
+        if (CountsUnmatched(properties.CorrelationId, gatherKey))
+        {
+            Interlocked.Increment(ref _unmatched);
+        }
+
         _options.Observer?.Unmatched(properties.CorrelationId, Wire.HeaderText(headers, Wire.ResponseMessageIdHeader));
         return Task.CompletedTask;
     }
 
-    /// <summary>The caller a reply is for (RR-8), or whoever waited longest under an oldest-waiter policy.</summary>
+    /// <summary>
+    /// Whether an unmatched reply is counted (RR-8.2, SG-8.1: always). A policy that counts only
+    /// one kind tells them apart by memory: a reply correlated to a request this requester sent
+    /// is a request's, else one naming a responseMessageId is a gather's.
+    /// </summary>
+    private bool CountsUnmatched(string? correlationId, string? gatherKey)
+    {
+        if (_policy is { CountUnmatched: true, CountGatherUnmatched: true })
+        {
+            return true;
+        }
+
+        var gatherReply = gatherKey is not null && !(correlationId is not null && _sentRequests!.Contains(correlationId));
+        return gatherReply ? _policy.CountGatherUnmatched : _policy.CountUnmatched;
+    }
+
+    /// <summary>
+    /// The caller a reply is for (RR-8), or whoever waited longest under an oldest-waiter policy
+    /// (for every reply, or only for one that correlates with no waiting call).
+    /// </summary>
     private TaskCompletionSource<Reply>? TakeCaller(string? correlationId) =>
-        _policy.MatchRepliesBy == ReplyMatch.OldestWaiter ? _calls.TakeOldest() : _calls.TakeMatching(correlationId);
+        _policy.MatchRepliesBy == ReplyMatch.OldestWaiter
+            ? _calls.TakeOldest()
+            : _calls.TakeMatching(correlationId) ?? (_policy.UnmatchedReply == UnmatchedReply.OldestWaiter ? _calls.TakeOldest() : null);
 
     /// <summary>Tells the observer once when the broker or the network, not this code, closed what the requester needs.</summary>
     private Task OnShutdownAsync(object sender, ShutdownEventArgs reason)

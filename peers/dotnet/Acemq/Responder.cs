@@ -1,5 +1,6 @@
 using RabbitMQ.Client;
 using RabbitMQ.Client.Events;
+using RabbitMQ.Client.Exceptions;
 
 namespace Acemq;
 
@@ -24,7 +25,20 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     private readonly int _maxAttempts;
     private readonly ResponderOptions _options;
     private readonly ResponderPolicy _policy;
+    /// <summary>How long a stop waits for the requests already answered to be settled.</summary>
+    internal static readonly TimeSpan SettleBound = TimeSpan.FromSeconds(5);
+
+    // Cancelled when a stop begins: handlers under way are abandoned (told through their
+    // token; their requests go back to the queue) and no new request is taken.
     private readonly CancellationTokenSource _stopping = new();
+
+    // Cancelled when a stop has waited for what it settles, just before the channel closes:
+    // it ends the publishes (replies, dead-letters) still waiting for their confirms.
+    private readonly CancellationTokenSource _closing = new();
+
+    // Deliveries being decided and settled: all of a delivery's handling but its handler.
+    private readonly CallsInFlight _settling = new();
+    private int _stopped;
 
     // Cancelled when the broker or the network closes the channel: a handler under way is
     // told through its token, since its reply can no longer leave nor its request be settled,
@@ -84,11 +98,14 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         Wire.EnsureShortString("queue", queue + ".dlq");
         // As many deliveries are handled at once as the prefetch lets in: each waits for its own
         // reply's confirm, and the client's confirm tracking ties every return to its publish.
+        var requestQueueArguments = RequestQueueArguments(
+            options.Policy.RequestQueue,
+            options.Policy.RequestQueue == RequestQueue.Quorum || await QueueExistsAsync(connection, queue, ct).ConfigureAwait(false));
         var channel = await connection.CreateChannelAsync(Publishing.ConfirmedConsuming(options.Prefetch), ct).ConfigureAwait(false);
         try
         {
             var responder = new Responder(channel, queue, handler, options);
-            await responder.SubscribeAsync(ct).ConfigureAwait(false);
+            await responder.SubscribeAsync(requestQueueArguments, ct).ConfigureAwait(false);
             return responder;
         }
         catch
@@ -98,10 +115,43 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         }
     }
 
-    private async Task SubscribeAsync(CancellationToken ct)
+    /// <summary>
+    /// The request queue's declare arguments; null when it is not declared at all (an existing
+    /// queue taken as it is). Quorum always (RR-17.1): its x-delivery-count numbers the attempts.
+    /// </summary>
+    internal static Dictionary<string, object?>? RequestQueueArguments(RequestQueue policy, bool exists) => policy switch
+    {
+        RequestQueue.ClassicIfMissing when exists => null,
+        // No x-queue-type: the server's default, classic.
+        RequestQueue.ClassicIfMissing => [],
+        _ => QuorumQueue,
+    };
+
+    /// <summary>
+    /// Whether the queue exists, by a passive declare on a channel of its own: the 404 that
+    /// answers a missing queue closes the channel it was asked on.
+    /// </summary>
+    private static async Task<bool> QueueExistsAsync(IConnection connection, string queue, CancellationToken ct)
+    {
+        await using var probe = await connection.CreateChannelAsync(cancellationToken: ct).ConfigureAwait(false);
+        try
+        {
+            await probe.QueueDeclarePassiveAsync(queue, ct).ConfigureAwait(false);
+            return true;
+        }
+        catch (OperationInterruptedException e) when (e.ShutdownReason?.ReplyCode == Constants.NotFound)
+        {
+            return false;
+        }
+    }
+
+    private async Task SubscribeAsync(Dictionary<string, object?>? requestQueueArguments, CancellationToken ct)
     {
         var dlqArguments = _policy.DlqQueueType == DlqQueueType.Classic ? ClassicQueue : QuorumQueue;
-        foreach (var (name, arguments) in new[] { (Queue, QuorumQueue), (DeadLetterQueue, dlqArguments) })
+        var declares = requestQueueArguments is null
+            ? new[] { (DeadLetterQueue, dlqArguments) }
+            : new[] { (Queue, requestQueueArguments), (DeadLetterQueue, dlqArguments) };
+        foreach (var (name, arguments) in declares)
         {
             await _channel.QueueDeclareAsync(name, durable: true, exclusive: false, autoDelete: false, arguments, cancellationToken: ct)
                 .ConfigureAwait(false);
@@ -123,8 +173,15 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         var tag = delivery.DeliveryTag;
         var properties = delivery.BasicProperties;
         var body = delivery.Body.ToArray();
+        _settling.Enter();
         try
         {
+            if (_stopping.IsCancellationRequested)
+            {
+                // Delivered before the consumer was cancelled: left for another consumer.
+                return;
+            }
+
             await HandleAsync(tag, properties, body).ConfigureAwait(false);
         }
         catch (Exception e) when (_stopping.IsCancellationRequested || !_channel.IsOpen)
@@ -137,13 +194,17 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             Report($"request {properties.MessageId}: {e}");
             await SettleAsync(() => _channel.BasicNackAsync(tag, multiple: false, requeue: true)).ConfigureAwait(false);
         }
+        finally
+        {
+            _settling.Exit();
+        }
     }
 
     private async Task HandleAsync(ulong tag, IReadOnlyBasicProperties properties, byte[] body)
     {
         var headers = properties.Headers;
         var attempt = Wire.Attempt(headers, _policy.AttemptBase);
-        var address = Wire.ResolveReplyAddress(headers, properties.ReplyTo, _policy.ReadOrder);
+        var address = Wire.ResolveReplyAddress(headers, properties.ReplyTo, _policy.ReadOrder, _policy.BytesAddress == BytesAddress.Accept);
         if (address is not { } replyTo)
         {
             await UnanswerableAsync(tag, properties, body).ConfigureAwait(false);
@@ -151,7 +212,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         }
 
         var shown = _policy.StripEngineHeaders
-            ? Wire.StripEngineHeaders(headers)
+            ? Wire.StripEngineHeaders(headers, _policy.StripPrefix)
             : new Dictionary<string, object?>(headers ?? new Dictionary<string, object?>(), StringComparer.Ordinal);
         var request = new RequestContext(
             Queue, properties.MessageId, properties.CorrelationId, replyTo.Address, replyTo.Source, shown, attempt);
@@ -194,13 +255,22 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 
         Notify(o => o.Handling(request));
         byte[] reply;
+        // A stop does not wait for a handler, only for what comes after it: counted again
+        // (before looking at the stop, so a stop sees either the count or is seen here) once it has returned.
+        _settling.Exit();
         try
         {
             reply = await _handler.Handle(decoded, request, _work.Token).ConfigureAwait(false);
         }
         catch (Exception e) when (!_work.IsCancellationRequested)
         {
-            var failure = Wire.FailureText(e);
+            _settling.Enter();
+            if (AbandonedByStop(request))
+            {
+                return;
+            }
+
+            var failure = _policy.ErrorTypeName == ErrorTypeName.Qualified ? Wire.QualifiedFailureText(e) : Wire.FailureText(e);
             if (_policy.HandlerFailure == HandlerFailure.Retry)
             {
                 // Nothing goes back: the retry policy has the request and the caller times out.
@@ -211,8 +281,31 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             await ReplyAsync(tag, request, properties, body, [], failure).ConfigureAwait(false);
             return;
         }
+        catch
+        {
+            _settling.Enter();
+            throw;
+        }
+
+        _settling.Enter();
+        if (AbandonedByStop(request))
+        {
+            return;
+        }
 
         await ReplyAsync(tag, request, properties, body, reply, failure: null).ConfigureAwait(false);
+    }
+
+    /// <summary>Whether a stop began while the handler ran: its request is left unsettled, for the broker to requeue.</summary>
+    private bool AbandonedByStop(RequestContext request)
+    {
+        if (!_stopping.IsCancellationRequested)
+        {
+            return false;
+        }
+
+        Report($"request {request.MessageId} left unacknowledged: the responder stopped while its handler ran");
+        return true;
     }
 
     private async Task ReplyAsync(
@@ -237,10 +330,10 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 
         try
         {
-            await Publishing.PublishAsync(_channel, "", request.ReplyTo, ReplyProperties(request, failure), reply, _stopping.Token)
+            await Publishing.PublishAsync(_channel, "", request.ReplyTo, ReplyProperties(request, failure), ReplyBody(reply, failure), _closing.Token)
                 .ConfigureAwait(false);
         }
-        catch (Exception e) when (!_stopping.IsCancellationRequested)
+        catch (Exception e) when (!_closing.IsCancellationRequested)
         {
             if (counted && _policy.RollbackAnswered)
             {
@@ -264,6 +357,13 @@ public sealed class Responder : IAsyncDisposable, IDisposable
                 return;
             }
 
+            if (_policy.LastAttempt == LastAttempt.Ack && Wire.Retry(request.Attempt, _maxAttempts) == RetryDecision.DeadLetter)
+            {
+                // Breaks RR-14.2: the last attempt accepts the request unanswered; nothing is kept of it.
+                await _channel.BasicAckAsync(tag, multiple: false).ConfigureAwait(false);
+                return;
+            }
+
             await RetryOrDeadLetterAsync(tag, requestProperties, requestBody, request.Attempt, Wire.UndeliverableReplyPrefix + e.Message)
                 .ConfigureAwait(false);
             return;
@@ -283,9 +383,22 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             return;
         }
 
+        if (_policy.RetryFailures)
+        {
+            // Breaks RR-11.2: the handler runs (and the caller hears of its failure) once per attempt.
+            await RetryOrDeadLetterAsync(tag, requestProperties, requestBody, request.Attempt, failure).ConfigureAwait(false);
+            return;
+        }
+
         // The caller has its answer: the request is dead-lettered once, never retried.
         await DeadLetterAndAckAsync(tag, requestProperties, requestBody, failure).ConfigureAwait(false);
     }
+
+    /// <summary>A reply's body: the handler's, or for a failure nothing (RR-10.1) unless the policy sends the text as JSON.</summary>
+    private byte[] ReplyBody(byte[] reply, string? failure) =>
+        failure is not null && _policy.FailureBody == FailureBody.Json
+            ? JsonCodec.Encode(new Dictionary<string, string> { ["error"] = failure })
+            : reply;
 
     private BasicProperties ReplyProperties(RequestContext request, string? failure)
     {
@@ -308,7 +421,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 
             // RR-4: the request's message_id; copying its correlation_id instead breaks the rule.
             CorrelationId = _policy.ReplyCorrelationFrom == ReplyCorrelation.CorrelationId ? request.CorrelationId : request.MessageId,
-            ContentType = Wire.JsonContentType,
+            ContentType = _policy.ReplyContentType,
             Headers = headers,
         };
     }
@@ -331,7 +444,11 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     private async Task UnanswerableAsync(ulong tag, IReadOnlyBasicProperties properties, byte[] body)
     {
         // Redelivering would not make a reply address appear: count it and accept it.
-        Interlocked.Increment(ref _unanswerable);
+        if (_policy.CountUnanswerable)
+        {
+            Interlocked.Increment(ref _unanswerable);
+        }
+
         if (_policy.Unanswerable == UnanswerableRequest.DeadLetter)
         {
             if (!await DeadLetterAndAckAsync(tag, properties, body, "Unanswerable: the request names no reply address").ConfigureAwait(false))
@@ -378,9 +495,9 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 
         try
         {
-            await Publishing.PublishAsync(_channel, "", DeadLetterQueue, copy, body, _stopping.Token).ConfigureAwait(false);
+            await Publishing.PublishAsync(_channel, "", DeadLetterQueue, copy, body, _closing.Token).ConfigureAwait(false);
         }
-        catch (Exception e) when (!_stopping.IsCancellationRequested)
+        catch (Exception e) when (!_closing.IsCancellationRequested)
         {
             Report($"dead-lettering {properties.MessageId} to {DeadLetterQueue} failed, requeued: {e.Message}");
             await _channel.BasicNackAsync(tag, multiple: false, requeue: true).ConfigureAwait(false);
@@ -443,9 +560,16 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         }
     }
 
+    /// <summary>
+    /// Stops: cancels the consumer, abandons the handlers still running (their requests go
+    /// back to the queue), then waits, at most <see cref="SettleBound"/>, until every request
+    /// whose handler has returned is settled, and only then closes the channel. Closing
+    /// before the ack of a request whose reply is already with its caller would put that
+    /// request back on the queue, for the next responder to answer a second time.
+    /// </summary>
     public async ValueTask DisposeAsync()
     {
-        if (_stopping.IsCancellationRequested)
+        if (Interlocked.Exchange(ref _stopped, 1) != 0)
         {
             return;
         }
@@ -463,6 +587,16 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         }
 
         await _stopping.CancelAsync().ConfigureAwait(false);
+        try
+        {
+            await _settling.WhenIdleAsync().WaitAsync(SettleBound).ConfigureAwait(false);
+        }
+        catch (TimeoutException)
+        {
+            Report($"closing with requests still unsettled after {SettleBound.TotalSeconds:0} s; the broker requeues them");
+        }
+
+        await _closing.CancelAsync().ConfigureAwait(false);
         try
         {
             await _channel.CloseAsync().ConfigureAwait(false);

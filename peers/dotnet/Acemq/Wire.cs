@@ -28,6 +28,9 @@ public static class Wire
     /// <summary>An application header named like the AMQP property; only a defective writer puts the type there.</summary>
     internal const string TypeHeader = "type";
 
+    /// <summary>A hop count header only a defective writer adds, as a narrow unsigned integer (WF-2.1).</summary>
+    internal const string HopsHeader = "x-acemq-hops";
+
     public const string DeliveryCountHeader = "x-delivery-count";
     public const string EnginePrefix = "x-acemq-";
     public const string JsonContentType = "application/json";
@@ -60,11 +63,11 @@ public static class Wire
 
     /// <summary>The reply address found first in <paramref name="readOrder"/>; null when none is there (RR-12).</summary>
     internal static (string Address, ReplyToSource Source)? ResolveReplyAddress(
-        IDictionary<string, object?>? headers, string? replyTo, IReadOnlyList<ReplyToSource> readOrder)
+        IDictionary<string, object?>? headers, string? replyTo, IReadOnlyList<ReplyToSource> readOrder, bool readBytes = true)
     {
         foreach (var source in readOrder)
         {
-            var address = NonEmpty(source == ReplyToSource.Header ? HeaderText(headers, ReplyToHeader) : replyTo);
+            var address = NonEmpty(source == ReplyToSource.Header ? HeaderAddress(headers, readBytes) : replyTo);
             if (address is not null)
             {
                 return (address, source);
@@ -74,8 +77,26 @@ public static class Wire
         return null;
     }
 
+    /// <summary>The acemq-reply-to header as text; a byte array (<see cref="BinaryTableValue"/>) only when <paramref name="readBytes"/> (RR-2.2).</summary>
+    private static string? HeaderAddress(IDictionary<string, object?>? headers, bool readBytes) =>
+        !readBytes && headers is not null && headers.TryGetValue(ReplyToHeader, out var value) && value is BinaryTableValue
+            ? null
+            : HeaderText(headers, ReplyToHeader);
+
     /// <summary>The headers a handler is shown: everything but the engine's <c>x-acemq-</c> namespace.</summary>
-    public static IReadOnlyDictionary<string, object?> StripEngineHeaders(IDictionary<string, object?>? headers)
+    /// <summary>
+    /// Whether a strict reader would call a reply header unknown: not one of the two the spec
+    /// gives a reply, and not an <c>x-</c> header (brokers and clients add those: RabbitMQ.Client 7
+    /// puts x-dotnet-pub-seq-no on everything it publishes with confirms).
+    /// </summary>
+    internal static bool IsUnknownReplyHeader(string name) =>
+        name is not ErrorHeader and not ResponseMessageIdHeader && !name.StartsWith("x-", StringComparison.Ordinal);
+
+    public static IReadOnlyDictionary<string, object?> StripEngineHeaders(IDictionary<string, object?>? headers) =>
+        StripEngineHeaders(headers, EnginePrefix);
+
+    /// <summary>The headers a handler is shown: everything whose name does not start with <paramref name="prefix"/>.</summary>
+    internal static IReadOnlyDictionary<string, object?> StripEngineHeaders(IDictionary<string, object?>? headers, string prefix)
     {
         var shown = new Dictionary<string, object?>(StringComparer.Ordinal);
         if (headers is null)
@@ -85,7 +106,7 @@ public static class Wire
 
         foreach (var (name, value) in headers)
         {
-            if (!name.StartsWith(EnginePrefix, StringComparison.Ordinal))
+            if (!name.StartsWith(prefix, StringComparison.Ordinal))
             {
                 shown[name] = value;
             }
@@ -133,6 +154,10 @@ public static class Wire
 
     /// <summary>The failure text of a handler exception: the unqualified type name and the message.</summary>
     public static string FailureText(Exception exception) => FailureText(exception.GetType().Name, exception.Message);
+
+    /// <summary>The failure text naming the exception by its namespace-qualified type name, where RR-10.2 says unqualified.</summary>
+    internal static string QualifiedFailureText(Exception exception) =>
+        $"{exception.GetType().FullName ?? exception.GetType().Name}: {exception.Message}";
 
     /// <summary>
     /// <c>{ExceptionType}: {message}</c> from a type name as any language spells it: the part
