@@ -225,9 +225,15 @@ export class Responder<TReq = unknown, TRes = unknown> {
     const policy = this.policy;
     const props = msg.properties;
     const messageId = nonEmpty(props.messageId as string | undefined) ?? null;
-    const address = chooseReplyAddress(props.headers, props.replyTo as string | undefined, policy.readOrder);
+    const address = chooseReplyAddress(
+      props.headers,
+      props.replyTo as string | undefined,
+      policy.readOrder,
+      policy.bytesAddress === 'accept',
+    );
     if (!address) {
-      this.unanswerableCount++;
+      // RR-12.1: counted (uncounted, a breach; the observer still hears of it).
+      if (policy.countUnanswerable) this.unanswerableCount++;
       if (policy.unanswerable === 'dead_letter') {
         await this.deadLetter(msg, 'Unanswerable: the request names no reply address');
       } else {
@@ -243,7 +249,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
       correlationId: nonEmpty(props.correlationId as string | undefined) ?? null,
       replyTo: address.address,
       replyToSource: address.source,
-      headers: handlerHeaders(props.headers, policy.stripEngineHeaders),
+      headers: handlerHeaders(props.headers, policy.stripEngineHeaders, policy.stripPrefix),
       attempt: attemptNumber(props.headers, policy.attemptBase),
     };
     // Strict header typing (a breach of WF-1): a header of a type it does not expect fails
@@ -269,9 +275,16 @@ export class Responder<TReq = unknown, TRes = unknown> {
     try {
       result = await this.handler(request, context);
     } catch (err) {
-      await this.handleFailure(msg, context, failureText(err));
+      await this.handleFailure(msg, context, failureText(err, policy.errorTypeName === 'qualified'), true);
       return;
     }
+    await this.answer(msg, context, result);
+  }
+
+  /** The handler returned: RR-15's count, the reply, and the ack or the retry policy. */
+  private async answer(msg: ConsumeMessage, context: RequestContext, result: TRes): Promise<void> {
+    const policy = this.policy;
+    const messageId = context.messageId;
 
     // RR-15: counted before the publish, unless the policy counts after the confirm; with
     // lazily made counters (a breach of RR-16) the first delivery is never counted.
@@ -292,21 +305,26 @@ export class Responder<TReq = unknown, TRes = unknown> {
     if (!uncounted && timing.at === 'after_confirm') setTimeout(() => this.answeredCount++, timing.delayMs);
   }
 
-  /** A failing handler: RR-10 and RR-11, or the retry policy when it sends no failure reply. */
-  private async handleFailure(msg: ConsumeMessage, context: RequestContext, failure: string): Promise<void> {
+  /**
+   * A failing request: RR-10 and RR-11, or the retry policy when it sends no failure reply.
+   * `byHandler` is a handler's own failure, not one the responder found before running it.
+   */
+  private async handleFailure(msg: ConsumeMessage, context: RequestContext, failure: string, byHandler = false): Promise<void> {
     if (this.policy.handlerFailure === 'retry') {
       await this.retryOrDeadLetter(msg, context, failure, failure);
       return;
     }
-    await this.replyWithFailure(msg, context, failure);
+    await this.replyWithFailure(msg, context, failure, byHandler);
   }
 
   /** RR-10 then RR-11: the failure goes back to the caller, the request to `{queue}.dlq`. */
-  private async replyWithFailure(msg: ConsumeMessage, context: RequestContext, failure: string): Promise<void> {
+  private async replyWithFailure(msg: ConsumeMessage, context: RequestContext, failure: string, byHandler: boolean): Promise<void> {
     const counted = this.policy.countFailuresAnswered;
     if (counted) this.answeredCount++;
+    // RR-10.1: an empty body, the failure in the header only (also in the body, a breach).
+    const body = this.policy.failureBody === 'json' ? encodeJson({ error: failure }) : Buffer.alloc(0);
     try {
-      await this.sendReply(context, Buffer.alloc(0), { [ERROR_HEADER]: failure });
+      await this.sendReply(context, body, { [ERROR_HEADER]: failure });
     } catch (err) {
       if (counted) this.answeredCount--;
       // RR-14.1: a failure reply is a reply, so one that was not delivered is retried and
@@ -322,7 +340,10 @@ export class Responder<TReq = unknown, TRes = unknown> {
       return;
     }
     this.options.observer?.replied?.({ messageId: context.messageId, failure });
-    if (this.policy.deadLetterFailures) await this.deadLetter(msg, failure);
+    // RR-11.2: answered, so not retried (requeued until the last attempt, a breach).
+    if (byHandler && this.policy.retryFailures && retryDecision(context.attempt, this.maxAttempts) === 'requeue') {
+      this.channel.nack(msg, false, true);
+    } else if (this.policy.deadLetterFailures) await this.deadLetter(msg, failure);
     else this.channel.ack(msg);
   }
 
@@ -338,7 +359,8 @@ export class Responder<TReq = unknown, TRes = unknown> {
     try {
       await this.publisher.publish('', context.replyTo, body, {
         correlationId: correlationId ?? undefined,
-        contentType: JSON_CONTENT_TYPE,
+        // RR-4.3 (none at all, a breach).
+        contentType: this.policy.replyContentType === 'none' ? undefined : this.policy.replyContentType,
         headers: replyHeaders,
       });
     } catch (err) {
@@ -359,7 +381,9 @@ export class Responder<TReq = unknown, TRes = unknown> {
       // Acknowledged into nowhere (a breach of RR-14): nothing retried, nothing dead-lettered.
       this.channel.ack(msg);
     } else if (retryDecision(context.attempt, this.maxAttempts) === 'dead_letter') {
-      await this.deadLetter(msg, reason ?? `UndeliverableReply: ${error}`);
+      // RR-14.2: the last attempt dead-letters (acked into nowhere, a breach).
+      if (reason === undefined && this.policy.lastAttempt === 'ack') this.channel.ack(msg);
+      else await this.deadLetter(msg, reason ?? `UndeliverableReply: ${error}`);
     } else {
       // amqplib requeues by default; said explicitly because the retry depends on it.
       this.channel.nack(msg, false, true);

@@ -221,4 +221,97 @@ describe('Responder', () => {
     assert.equal(f.published.length, 0);
     assert.equal(f.acked.length, 1);
   });
+
+  it('requeues a failed request after its failure reply until the last attempt when the policy retries failures (RR-11.2)', async () => {
+    const fail = () => {
+      throw new Error('no price');
+    };
+    const spec = responder({}, false, fail);
+    await deliver(spec.responder, 'm1');
+    assert.deepEqual(spec.published.map((p) => p.routingKey), ['rq', 'svc.dlq'], 'the spec dead-letters at once');
+    const f = responder({ retryFailures: true }, false, fail);
+    const counts = await deliverUntilAcked(f, 'm1', undefined);
+    assert.equal(counts.length, 3);
+    assert.equal(f.handled, 3);
+    assert.equal(f.nacked.length, 2);
+    assert.deepEqual(f.published.map((p) => p.routingKey), ['rq', 'rq', 'rq', 'svc.dlq']);
+    assert.equal(f.published[3]?.options.headers?.['acemq-dead-letter-reason'], 'Error: no price');
+  });
+
+  it('acks the last attempt at an undeliverable reply without a dead-letter when the policy says ack (RR-14.2)', async () => {
+    const f = responder({ lastAttempt: 'ack' }, true);
+    const dead: unknown[] = [];
+    (f.responder as unknown as { options: ResponderOptions }).options.observer = { deadLettered: (e) => dead.push(e) };
+    assert.equal((await deliverUntilAcked(f, 'm1', undefined)).length, 3);
+    assert.equal(f.nacked.length, 2);
+    assert.equal(f.published.length, 0);
+    assert.deepEqual(dead, []);
+  });
+
+  it('sends a failure reply with an empty body and the simple type name, or what the policy says (RR-10)', async () => {
+    class ScenarioFailure extends Error {}
+    const fail = () => {
+      throw new ScenarioFailure('no price');
+    };
+    const spec = responder({}, false, fail);
+    await deliver(spec.responder, 'm1');
+    assert.equal(spec.published[0]?.body.length, 0);
+    assert.equal(spec.published[0]?.options.headers?.['acemq-error'], 'ScenarioFailure: no price');
+    const f = responder({ failureBody: 'json', errorTypeName: 'qualified' }, false, fail);
+    await deliver(f.responder, 'm1');
+    const text = 'acemq.ScenarioFailure: no price';
+    assert.equal(f.published[0]?.options.headers?.['acemq-error'], text);
+    assert.deepEqual(JSON.parse(String(f.published[0]?.body)), { error: text });
+    assert.equal(f.published[0]?.options.contentType, 'application/json');
+    // Only a handler's own exception is qualified.
+    const malformed = responder({ errorTypeName: 'qualified' });
+    await deliver(malformed.responder, 'm1', {}, 'not json {');
+    assert.match(String(malformed.published[0]?.options.headers?.['acemq-error']), /^MalformedRequest: /);
+  });
+
+  it('reads a byte-array acemq-reply-to, or takes it as absent when the policy ignores it (RR-2.2)', async () => {
+    const props = { replyTo: 'native-q', headers: { 'acemq-reply-to': Buffer.from('header-q') } };
+    const spec = responder();
+    await deliver(spec.responder, 'm1', props);
+    assert.equal(spec.published[0]?.routingKey, 'header-q');
+    const f = responder({ bytesAddress: 'ignore' });
+    await deliver(f.responder, 'm1', props);
+    assert.equal(f.published[0]?.routingKey, 'native-q');
+    await deliver(f.responder, 'm2', { headers: { 'acemq-reply-to': Buffer.from('header-q') } });
+    assert.equal(f.responder.unanswerable, 1);
+    await deliver(f.responder, 'm3', { replyTo: 'native-q', headers: { 'acemq-reply-to': 'string-q' } });
+    assert.equal(f.published[1]?.routingKey, 'string-q', 'a string header is still read');
+  });
+
+  it('sends application/json replies, or none when the policy says so (RR-4.3)', async () => {
+    const spec = responder();
+    await deliver(spec.responder, 'm1');
+    assert.equal(spec.published[0]?.options.contentType, 'application/json');
+    const f = responder({ replyContentType: 'none' });
+    await deliver(f.responder, 'm1');
+    assert.equal(f.published[0]?.options.contentType, undefined);
+  });
+
+  it('strips x-acemq-* before the handler, or every x- header when the policy says so (RR-5.2)', async () => {
+    const seen: string[][] = [];
+    const observed: ResponderOptions = { observer: { handled: (context) => seen.push(Object.keys(context.headers).sort()) } };
+    const headers = { 'acemq-reply-to': 'rq', 'x-acemq-hop': '1', 'x-trace': 't', 'x-delivery-count': 1, app: 'a' };
+    await deliver(responder({}, false, undefined, observed).responder, 'm1', { headers });
+    await deliver(responder({ stripPrefix: 'x-' }, false, undefined, observed).responder, 'm1', { headers });
+    assert.deepEqual(seen, [['acemq-reply-to', 'app', 'x-delivery-count', 'x-trace'], ['acemq-reply-to', 'app']]);
+    assert.equal(seen.length, 2);
+  });
+
+  it('counts a request with no reply address, or only tells the observer when the policy does not count (RR-12.1)', async () => {
+    const heard: unknown[] = [];
+    const observed: ResponderOptions = { observer: { unanswerable: (e) => heard.push(e) } };
+    const spec = responder({}, false, undefined, observed);
+    await deliver(spec.responder, 'm1', { headers: {} });
+    assert.equal(spec.responder.unanswerable, 1);
+    const f = responder({ countUnanswerable: false }, false, undefined, observed);
+    await deliver(f.responder, 'm2', { headers: {} });
+    assert.equal(f.responder.unanswerable, 0);
+    assert.equal(f.acked.length, 1);
+    assert.equal(heard.length, 2);
+  });
 });
