@@ -71,6 +71,9 @@ export interface ResponderOptions {
   socketOptions?: SocketOptions | undefined;
 }
 
+/** How long stop() waits for answered requests to be settled before it closes anyway. */
+const STOP_SETTLE_BOUND_MS = 5_000;
+
 /** The reply publish failed: the request goes to the retry policy (RR-14). */
 class ReplyNotDelivered extends Error {}
 
@@ -105,6 +108,8 @@ export class Responder<TReq = unknown, TRes = unknown> {
   private countersMade: boolean;
   private consumerTag: string | undefined;
   private stopped = false;
+  /** Requests past their handler whose settling is not done yet: stop() waits for them. */
+  private readonly unsettled = new Set<Promise<void>>();
   private lostReported = false;
   private readonly maxAttempts: number;
 
@@ -178,12 +183,45 @@ export class Responder<TReq = unknown, TRes = unknown> {
     return this.unanswerableCount;
   }
 
-  /** Cancels the consumer and closes the connection; unacknowledged requests go back. */
+  /**
+   * Cancels the consumer, waits (at most 5 s) until every request whose handler has returned
+   * is settled, then closes the connection. Its reply may already be with the caller:
+   * closing before its ack would put it back on the queue for the next responder to answer
+   * a second time. Requests whose handler is still running are abandoned and go back.
+   */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     if (this.consumerTag !== undefined) await this.channel.cancel(this.consumerTag).catch(() => undefined);
+    if (!(await this.settled(STOP_SETTLE_BOUND_MS))) {
+      console.error(`responder ${this.queue}: stopping with ${this.unsettled.size} answered requests not settled after ${STOP_SETTLE_BOUND_MS} ms`);
+    }
     await this.connection.close().catch(() => undefined);
+  }
+
+  /** Tracks a request past its handler until its ack, requeue or dead-letter is done. */
+  private settling(work: Promise<void>): Promise<void> {
+    this.unsettled.add(work);
+    const forget = () => this.unsettled.delete(work);
+    work.then(forget, forget);
+    return work;
+  }
+
+  /** True once nothing is being settled, false if that took longer than `boundMs`. */
+  private async settled(boundMs: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), boundMs);
+    });
+    try {
+      while (this.unsettled.size > 0) {
+        const all = Promise.allSettled([...this.unsettled]).then(() => true as const);
+        if (!(await Promise.race([all, expired]))) return false;
+      }
+      return true;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**
@@ -235,7 +273,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
       // RR-12.1: counted (uncounted, a breach; the observer still hears of it).
       if (policy.countUnanswerable) this.unanswerableCount++;
       if (policy.unanswerable === 'dead_letter') {
-        await this.deadLetter(msg, 'Unanswerable: the request names no reply address');
+        await this.settling(this.deadLetter(msg, 'Unanswerable: the request names no reply address'));
       } else {
         this.channel.ack(msg);
       }
@@ -256,7 +294,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
     // the request as a throwing handler would, and the handler never runs.
     const malformed = policy.headerTypes === 'strict' ? firstMalformedHeader(props.headers) : undefined;
     if (malformed !== undefined) {
-      await this.handleFailure(msg, context, `MalformedHeader: ${malformed}`);
+      await this.settling(this.handleFailure(msg, context, `MalformedHeader: ${malformed}`));
       return;
     }
     // RR-19.2: the handler takes a decoded request, so a body that is not JSON never reaches
@@ -266,7 +304,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
       request = decodeJson(msg.content) as TReq;
     } catch (err) {
       if (policy.malformedRequest === 'drop') this.channel.ack(msg);
-      else await this.handleFailure(msg, context, `MalformedRequest: ${err instanceof Error ? err.message : String(err)}`);
+      else await this.settling(this.handleFailure(msg, context, `MalformedRequest: ${err instanceof Error ? err.message : String(err)}`));
       return;
     }
     this.options.observer?.handled?.(context);
@@ -275,10 +313,12 @@ export class Responder<TReq = unknown, TRes = unknown> {
     try {
       result = await this.handler(request, context);
     } catch (err) {
-      await this.handleFailure(msg, context, failureText(err, policy.errorTypeName === 'qualified'), true);
+      if (this.stopped) return; // abandoned: the request goes back to the queue with the channel
+      await this.settling(this.handleFailure(msg, context, failureText(err, policy.errorTypeName === 'qualified'), true));
       return;
     }
-    await this.answer(msg, context, result);
+    if (this.stopped) return;
+    await this.settling(this.answer(msg, context, result));
   }
 
   /** The handler returned: RR-15's count, the reply, and the ack or the retry policy. */

@@ -315,3 +315,51 @@ describe('Responder', () => {
     assert.equal(heard.length, 2);
   });
 });
+
+describe('Responder stop', () => {
+  /** A responder whose reply confirms wait until `confirm()`; the connection records when it closed. */
+  function slowConfirms(handler: () => unknown) {
+    const events: string[] = [];
+    const confirms: Array<() => void> = [];
+    const channel = {
+      ack: () => events.push('ack'),
+      nack: () => events.push('nack'),
+      cancel: async () => {
+        events.push('cancel');
+        return {};
+      },
+    };
+    const publisher = {
+      publish: () => new Promise<void>((resolve) => confirms.push(resolve)),
+    };
+    const connection = { close: async () => events.push('close') };
+    const ctor = Responder as unknown as new (...args: unknown[]) => Responder;
+    const r = new ctor(connection, channel, publisher, 'svc', handler, {}, responderPolicy());
+    (r as unknown as { consumerTag: string }).consumerTag = 'ctag';
+    const confirm = () => confirms.splice(0).forEach((resolve) => resolve());
+    return { r, events, confirms, confirm };
+  }
+
+  it('settles a request whose handler returned before it closes, and abandons one still running', async () => {
+    let release!: () => void;
+    const running = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let calls = 0;
+    const f = slowConfirms(() => (++calls === 1 ? { ok: 1 } : running.then(() => ({ ok: 2 }))));
+    const answered = deliver(f.r, 'm1');
+    const abandoned = deliver(f.r, 'm2');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(f.confirms.length, 1, "m1's reply is waiting for its confirm");
+    const stopping = f.r.stop();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.deepEqual(f.events, ['cancel'], 'not closed while an answered request is unsettled');
+    f.confirm();
+    await stopping;
+    assert.deepEqual(f.events, ['cancel', 'ack', 'close']);
+    release();
+    await Promise.all([answered, abandoned]);
+    assert.deepEqual(f.events, ['cancel', 'ack', 'close'], 'the abandoned request is neither answered nor settled');
+    assert.equal(f.confirms.length, 0);
+  });
+});
