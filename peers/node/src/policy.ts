@@ -59,15 +59,17 @@ export interface RequesterPolicy {
   readonly typeCarrier: 'property' | 'header';
   /** correlation_id of a gather given none: its requestMessageId, or nothing (SG-1). */
   readonly gatherDefaultCorrelation: 'request_message_id' | 'none';
-  /** What reply_to holds: the reply queue, or its name with `.stale` appended (RR-1.3). */
-  readonly nativeAddress: 'reply_queue' | 'stale';
+  /** What reply_to holds: the reply queue, its name with `.stale` appended (RR-1.3), or an empty string (RR-3.3). */
+  readonly nativeAddress: 'reply_queue' | 'stale' | 'empty';
+  /** Add an x-acemq-hops header of 1 written as an unsigned 8-bit integer, AMQP `B` (WF-2.1). */
+  readonly narrowIntHeader: boolean;
   /** Count a reply that finds no pending request in Unmatched (RR-8.2). */
   readonly countUnmatched: boolean;
   /** A reply that finds no pending call: dropped, or handed to the oldest waiting request (RR-8.3). */
   readonly unmatchedReply: 'drop' | 'oldest_waiter';
   /** How a request not answered in time ends: a timeout, or a reply with a null body (RR-9.1). */
   readonly timeoutOutcome: 'timeout' | 'null_reply';
-  /** A reply carrying a header other than acemq-error and responseMessageId (RR-5.3). */
+  /** A reply carrying a header it does not know, not named x-... (RR-5.3). */
   readonly unknownReplyHeaders: 'ignore' | 'fail';
   /** Declare the reply queue exclusive (RR-7.2). */
   readonly exclusiveReplyQueue: boolean;
@@ -138,6 +140,8 @@ export interface ResponderPolicy {
   readonly retryFailures: boolean;
   /** Count a request with no reply address in Unanswerable (RR-12.1). */
   readonly countUnanswerable: boolean;
+  /** How the request queue is declared: quorum, or passively first and classic when missing (RR-17.1). */
+  readonly requestQueue: 'quorum' | 'classic_if_missing';
   /** The last attempt at an undeliverable reply: dead-letter the request, or ack it (RR-14.2). */
   readonly lastAttempt: 'dead_letter' | 'ack';
 }
@@ -168,6 +172,7 @@ export const DEFAULT_REQUESTER_POLICY: RequesterPolicy = Object.freeze({
   typeCarrier: 'property',
   gatherDefaultCorrelation: 'request_message_id',
   nativeAddress: 'reply_queue',
+  narrowIntHeader: false,
   countUnmatched: true,
   unmatchedReply: 'drop',
   timeoutOutcome: 'timeout',
@@ -204,6 +209,7 @@ export const DEFAULT_RESPONDER_POLICY: ResponderPolicy = Object.freeze({
   errorTypeName: 'simple',
   retryFailures: false,
   countUnanswerable: true,
+  requestQueue: 'quorum',
   lastAttempt: 'dead_letter',
 });
 

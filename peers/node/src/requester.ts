@@ -102,8 +102,14 @@ export function openRequester(url: string, options: RequesterOptions, policy: Re
 /** How many gather ids a requester keeps to recognise their late replies (SG-8). */
 const RECENT_GATHERS = 4096;
 
-/** The reply headers RR-5.3 names; any other is ignored. */
+/**
+ * The reply headers RR-5.3 names; any other is ignored. A strict reader (a breach) fails on
+ * any other whose name does not start with `x-` (broker and client headers pass it).
+ */
 const KNOWN_REPLY_HEADERS: ReadonlySet<string> = new Set([ERROR_HEADER, RESPONSE_MESSAGE_ID_HEADER]);
+
+/** The header a narrow-integer breach of WF-2.1 adds: a hop count nobody reads. */
+const HOPS_HEADER = 'x-acemq-hops';
 
 interface Waiter {
   settle(message: ConsumeMessage): void;
@@ -346,12 +352,15 @@ export class Requester {
 
   /** RR-1: the reply address in both places, as the policy says. */
   private addressing(replyTo: string): Pick<Options.Publish, 'replyTo' | 'headers'> {
-    const { writeHeaderAddress, writeNativeAddress, headerAddressAsBytes, nativeAddress } = this.policy;
+    const { writeHeaderAddress, writeNativeAddress, headerAddressAsBytes, nativeAddress, narrowIntHeader } = this.policy;
     const headers: Headers = {};
     // A string, not a Buffer, by default: amqplib writes a Buffer as a byte array (RR-2).
     if (writeHeaderAddress) headers[REPLY_TO_HEADER] = headerAddressAsBytes ? Buffer.from(replyTo, 'utf8') : replyTo;
-    // RR-1.3: both places name the same queue (a stale name, a breach).
-    const native = nativeAddress === 'stale' ? `${replyTo}.stale` : replyTo;
+    // WF-2.1: header values in the portable types only (an unsigned 8-bit integer, a breach).
+    if (narrowIntHeader) headers[HOPS_HEADER] = { '!': 'uint8', value: 1 };
+    // RR-1.3: both places name the same queue (a stale name, a breach). amqplib sends an
+    // empty string as a present, zero-length reply_to (RR-3.3: an empty one, a breach).
+    const native = nativeAddress === 'stale' ? `${replyTo}.stale` : nativeAddress === 'empty' ? '' : replyTo;
     return writeNativeAddress ? { replyTo: native, headers } : { headers };
   }
 
@@ -382,7 +391,9 @@ export class Requester {
     }
     // RR-5.3: headers a requester does not know are ignored (failing the call, a breach).
     if (this.policy.unknownReplyHeaders === 'fail') {
-      const unknown = Object.keys(msg.properties.headers ?? {}).find((name) => !KNOWN_REPLY_HEADERS.has(name));
+      const unknown = Object.keys(msg.properties.headers ?? {}).find(
+        (name) => !KNOWN_REPLY_HEADERS.has(name) && !name.startsWith('x-'),
+      );
       if (unknown !== undefined) throw new ReplyDecodeError(requestId, `unexpected reply header ${unknown}`);
     }
     try {

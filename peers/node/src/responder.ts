@@ -158,7 +158,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
     try {
       const channel = await connection.createConfirmChannel();
       const queueType = (type: string) => ({ durable: true, arguments: { 'x-queue-type': type } });
-      await channel.assertQueue(queue, queueType('quorum'));
+      await declareRequestQueue(connection, channel, queue, policy.requestQueue);
       await channel.assertQueue(deadLetterQueue(queue), queueType(policy.dlqQueueType));
       if (options.bind) await channel.bindQueue(queue, options.bind.exchange, options.bind.routingKey);
       await channel.prefetch(options.prefetch ?? 10);
@@ -459,6 +459,38 @@ export class Responder<TReq = unknown, TRes = unknown> {
     this.channel.ack(msg);
     this.options.observer?.deadLettered?.({ messageId: nonEmpty(props.messageId as string | undefined) ?? null, reason });
   }
+}
+
+/**
+ * RR-17.1: the request queue is a durable quorum queue. Declared passively first and classic
+ * when missing (a breach), a queue that exists is used as it is and a new one is classic,
+ * whose requests carry no x-delivery-count to count attempts by (RR-14).
+ */
+export async function declareRequestQueue(
+  connection: Pick<ChannelModel, 'createChannel'>,
+  channel: Pick<ConfirmChannel, 'assertQueue'>,
+  queue: string,
+  how: ResponderPolicy['requestQueue'],
+): Promise<void> {
+  if (how === 'quorum') await channel.assertQueue(queue, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+  else if (!(await queueExists(connection, queue))) await channel.assertQueue(queue, { durable: true });
+}
+
+/**
+ * A passive declare on a throwaway channel: a missing queue is a 404 that closes the channel
+ * it was asked on, so it must not be the responder's.
+ */
+async function queueExists(connection: Pick<ChannelModel, 'createChannel'>, queue: string): Promise<boolean> {
+  const probe = await connection.createChannel();
+  probe.on('error', () => undefined); // the 404's channel close, answered by the rejection below
+  try {
+    await probe.checkQueue(queue);
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 404) return false;
+    throw err;
+  }
+  await probe.close().catch(() => undefined);
+  return true;
 }
 
 export function deadLetterQueue(queue: string): string {

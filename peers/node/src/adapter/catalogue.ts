@@ -60,6 +60,8 @@ export const MUTANTS: Readonly<Record<string, { side: Side; policy: Knobs }>> = 
   'malformed-request-dropped': { side: 'responder', policy: { malformed_request: 'drop' } },
   'header-only-address': { side: 'requester', policy: { write_native_address: false } },
   'mismatched-addresses': { side: 'requester', policy: { native_address: 'stale' } },
+  'empty-native-address': { side: 'requester', policy: { native_address: 'empty' } },
+  'narrow-int-header': { side: 'requester', policy: { narrow_int_header: true } },
   'unmatched-not-counted': { side: 'requester', policy: { count_unmatched: false } },
   'unmatched-to-waiter': { side: 'requester', policy: { unmatched_reply: 'oldest_waiter' } },
   'timeout-as-null-reply': { side: 'requester', policy: { timeout_outcome: 'null_reply' } },
@@ -76,6 +78,7 @@ export const MUTANTS: Readonly<Record<string, { side: Side; policy: Knobs }>> = 
   'qualified-error-type': { side: 'responder', policy: { error_type_name: 'qualified' } },
   'retries-failures': { side: 'responder', policy: { retry_failures: true } },
   'unanswerable-not-counted': { side: 'responder', policy: { count_unanswerable: false } },
+  'classic-request-queue': { side: 'responder', policy: { request_queue: 'classic_if_missing' } },
   'last-attempt-acked': { side: 'responder', policy: { last_attempt: 'ack' } },
 };
 

@@ -125,6 +125,24 @@ describe('Requester policy', () => {
     assert.deepEqual([sent[0]?.options.replyTo, sent[0]?.options.headers?.['acemq-reply-to']], ['rq.stale', 'rq']);
   });
 
+  it('sends reply_to empty but present when the policy says so, the header right (RR-3.3)', async () => {
+    const { requester: r, published } = requester({ nativeAddress: 'empty' });
+    await r.request('', 'q', {}, { timeoutMs: 10 }).catch(() => undefined);
+    assert.deepEqual([published[0]?.options.replyTo, published[0]?.options.headers?.['acemq-reply-to']], ['', 'rq']);
+  });
+
+  it('adds no x-acemq-hops, or a uint8 one on every request and gather copy when the policy says so (WF-2.1)', async () => {
+    const { requester: spec, published: clean } = requester();
+    await spec.request('', 'q', {}, { timeoutMs: 10 }).catch(() => undefined);
+    assert.equal(clean[0]?.options.headers?.['x-acemq-hops'], undefined);
+    const { requester: r, published } = requester({ narrowIntHeader: true });
+    await r.request('', 'q', {}, { timeoutMs: 10 }).catch(() => undefined);
+    await r.sendRequestMulti('t', {}, { endpoint: 'q', expectedReplyCount: 2, timeoutMs: 10 }).catch(() => undefined);
+    await r.publishRequest(undefined, {}, () => undefined, { exchange: 'fan', timeoutMs: 10 });
+    assert.equal(published.length, 4);
+    for (const p of published) assert.deepEqual(p.options.headers?.['x-acemq-hops'], { '!': 'uint8', value: 1 });
+  });
+
   it('publishes publishRequest once and a countless sendRequestMulti once, or what the policy says (SG-2)', async () => {
     const { requester: r, published } = requester();
     await r.publishRequest(undefined, {}, () => undefined, { exchange: 'fan', timeoutMs: 10 });
@@ -159,13 +177,13 @@ describe('Requester policy', () => {
       const { requester: r, published } = requester(fails ? { unknownReplyHeaders: 'fail' } : {});
       const call = r.request('', 'q', {}, { timeoutMs: 1_000 });
       await tick();
-      reply(r, lastId(published), { responseMessageId: lastId(published), 'x-trace': 't' });
+      reply(r, lastId(published), { responseMessageId: lastId(published), traceparent: 't' });
       if (known) assert.deepEqual(await call, { ok: 1 });
       else await assert.rejects(call, ReplyDecodeError);
       const ok = r.request('', 'q', {}, { timeoutMs: 1_000 });
       await tick();
-      reply(r, lastId(published), { responseMessageId: lastId(published) });
-      assert.deepEqual(await ok, { ok: 1 }, 'the spec headers alone decode');
+      reply(r, lastId(published), { responseMessageId: lastId(published), 'x-dotnet-pub-seq-no': 7 });
+      assert.deepEqual(await ok, { ok: 1 }, 'the spec headers and x- headers decode');
     }
   });
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ConsumeMessage, Options } from 'amqplib';
 import { type ResponderPolicy, responderPolicy } from '../policy';
-import { Responder, type ResponderOptions } from '../responder';
+import { Responder, type ResponderOptions, declareRequestQueue } from '../responder';
 
 interface Published {
   routingKey: string;
@@ -267,6 +267,43 @@ describe('Responder', () => {
     const malformed = responder({ errorTypeName: 'qualified' });
     await deliver(malformed.responder, 'm1', {}, 'not json {');
     assert.match(String(malformed.published[0]?.options.headers?.['acemq-error']), /^MalformedRequest: /);
+  });
+
+  it('puts the JSON body on every failure reply when the policy says so, the responder\'s own too (RR-10.1)', async () => {
+    const f = responder({ failureBody: 'json', headerTypes: 'strict' });
+    await deliver(f.responder, 'm1', {}, 'not json {');
+    await deliver(f.responder, 'm2', { headers: { 'acemq-reply-to': 'rq', flag: true } });
+    const replies = f.published.filter((p) => p.routingKey === 'rq'); // the rest went to svc.dlq
+    assert.equal(replies.length, 2);
+    for (const p of replies) assert.deepEqual(JSON.parse(String(p.body)), { error: p.options.headers?.['acemq-error'] });
+    assert.match(String(replies[0]?.options.headers?.['acemq-error']), /^MalformedRequest: /);
+    assert.match(String(replies[1]?.options.headers?.['acemq-error']), /^MalformedHeader: /);
+  });
+
+  it('declares the request queue quorum, or passively first and classic only when missing (RR-17.1)', async () => {
+    for (const [how, exists, expected] of [
+      ['quorum', true, [{ durable: true, arguments: { 'x-queue-type': 'quorum' } }]],
+      ['classic_if_missing', true, []],
+      ['classic_if_missing', false, [{ durable: true }]],
+    ] as const) {
+      const asserted: unknown[] = [];
+      const probes: string[] = [];
+      const connection = {
+        createChannel: async () => ({
+          on: () => undefined,
+          checkQueue: async (queue: string) => {
+            probes.push(queue);
+            if (!exists) throw Object.assign(new Error('NOT_FOUND'), { code: 404 });
+            return { queue };
+          },
+          close: async () => undefined,
+        }),
+      };
+      const channel = { assertQueue: async (queue: string, options: unknown) => asserted.push([queue, options]) };
+      await declareRequestQueue(connection as never, channel as never, 'svc', how);
+      assert.deepEqual(asserted, expected.map((options) => ['svc', options]), `${how}, exists=${exists}`);
+      assert.deepEqual(probes, how === 'quorum' ? [] : ['svc']);
+    }
   });
 
   it('reads a byte-array acemq-reply-to, or takes it as absent when the policy ignores it (RR-2.2)', async () => {
