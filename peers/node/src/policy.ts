@@ -8,7 +8,7 @@
 // openers `openRequester` (requester.ts) and `startResponder` (responder.ts), which are
 // kept out of index.ts for the same reason. Values keep the catalogue's spelling.
 
-import { DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT_MS } from './wire';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT_MS, JSON_CONTENT_TYPE, STRIPPED_PREFIX } from './wire';
 
 export interface RequesterPolicy {
   /** Write the reply address in acemq-reply-to (RR-1). */
@@ -59,6 +59,26 @@ export interface RequesterPolicy {
   readonly typeCarrier: 'property' | 'header';
   /** correlation_id of a gather given none: its requestMessageId, or nothing (SG-1). */
   readonly gatherDefaultCorrelation: 'request_message_id' | 'none';
+  /** What reply_to holds: the reply queue, its name with `.stale` appended (RR-1.3), or an empty string (RR-3.3). */
+  readonly nativeAddress: 'reply_queue' | 'stale' | 'empty';
+  /** Add an x-acemq-hops header of 1 written as an unsigned 8-bit integer, AMQP `B` (WF-2.1). */
+  readonly narrowIntHeader: boolean;
+  /** Count a reply that finds no pending request in Unmatched (RR-8.2). */
+  readonly countUnmatched: boolean;
+  /** A reply that finds no pending call: dropped, or handed to the oldest waiting request (RR-8.3). */
+  readonly unmatchedReply: 'drop' | 'oldest_waiter';
+  /** How a request not answered in time ends: a timeout, or a reply with a null body (RR-9.1). */
+  readonly timeoutOutcome: 'timeout' | 'null_reply';
+  /** A reply carrying a header it does not know, not named x-... (RR-5.3). */
+  readonly unknownReplyHeaders: 'ignore' | 'fail';
+  /** Declare the reply queue exclusive (RR-7.2). */
+  readonly exclusiveReplyQueue: boolean;
+  /** Count a gather reply for no pending gather in Unmatched (SG-8.1). */
+  readonly countGatherUnmatched: boolean;
+  /** Messages publishRequest publishes to the exchange (SG-2.2). */
+  readonly publishCopies: number;
+  /** Copies sendRequestMulti publishes when given no expectedReplyCount (SG-2.1). */
+  readonly multiCopiesWithoutCount: number;
 }
 
 export type AddressSource = 'header' | 'native';
@@ -106,6 +126,24 @@ export interface ResponderPolicy {
   readonly failureReplyDelivery: 'checked' | 'unchecked';
   /** A request body that is not JSON: a MalformedRequest failure reply, or dropped (RR-19.2). */
   readonly malformedRequest: 'fail_reply' | 'drop';
+  /** An acemq-reply-to written as a byte array: read as UTF-8, or taken as absent (RR-2.2). */
+  readonly bytesAddress: 'accept' | 'ignore';
+  /** The content_type of a reply; `none` sends none (RR-4.3). */
+  readonly replyContentType: 'application/json' | 'none';
+  /** The header prefix removed before the handler when stripping (RR-5.2). */
+  readonly stripPrefix: string;
+  /** The body of a failure reply: empty, or `{"error": the acemq-error text}` (RR-10.1). */
+  readonly failureBody: 'empty' | 'json';
+  /** The ExceptionType of acemq-error: the unqualified name, or a module-qualified one (RR-10.2). */
+  readonly errorTypeName: 'simple' | 'qualified';
+  /** After a handler's failure reply, requeue the request until its last attempt (RR-11.2). */
+  readonly retryFailures: boolean;
+  /** Count a request with no reply address in Unanswerable (RR-12.1). */
+  readonly countUnanswerable: boolean;
+  /** How the request queue is declared: quorum, or passively first and classic when missing (RR-17.1). */
+  readonly requestQueue: 'quorum' | 'classic_if_missing';
+  /** The last attempt at an undeliverable reply: dead-letter the request, or ack it (RR-14.2). */
+  readonly lastAttempt: 'dead_letter' | 'ack';
 }
 
 export const DEFAULT_REQUESTER_POLICY: RequesterPolicy = Object.freeze({
@@ -133,6 +171,16 @@ export const DEFAULT_REQUESTER_POLICY: RequesterPolicy = Object.freeze({
   honourGatherReturns: true,
   typeCarrier: 'property',
   gatherDefaultCorrelation: 'request_message_id',
+  nativeAddress: 'reply_queue',
+  narrowIntHeader: false,
+  countUnmatched: true,
+  unmatchedReply: 'drop',
+  timeoutOutcome: 'timeout',
+  unknownReplyHeaders: 'ignore',
+  exclusiveReplyQueue: true,
+  countGatherUnmatched: true,
+  publishCopies: 1,
+  multiCopiesWithoutCount: 1,
 });
 
 export const DEFAULT_RESPONDER_POLICY: ResponderPolicy = Object.freeze({
@@ -154,6 +202,15 @@ export const DEFAULT_RESPONDER_POLICY: ResponderPolicy = Object.freeze({
   attemptBase: 1,
   failureReplyDelivery: 'checked',
   malformedRequest: 'fail_reply',
+  bytesAddress: 'accept',
+  replyContentType: JSON_CONTENT_TYPE,
+  stripPrefix: STRIPPED_PREFIX,
+  failureBody: 'empty',
+  errorTypeName: 'simple',
+  retryFailures: false,
+  countUnanswerable: true,
+  requestQueue: 'quorum',
+  lastAttempt: 'dead_letter',
 });
 
 /** The defaults with some knobs changed, frozen: a policy never changes once opened. */

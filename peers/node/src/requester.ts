@@ -99,6 +99,18 @@ export function openRequester(url: string, options: RequesterOptions, policy: Re
   return openWithPolicy(url, options, policy);
 }
 
+/** How many gather ids a requester keeps to recognise their late replies (SG-8). */
+const RECENT_GATHERS = 4096;
+
+/**
+ * The reply headers RR-5.3 names; any other is ignored. A strict reader (a breach) fails on
+ * any other whose name does not start with `x-` (broker and client headers pass it).
+ */
+const KNOWN_REPLY_HEADERS: ReadonlySet<string> = new Set([ERROR_HEADER, RESPONSE_MESSAGE_ID_HEADER]);
+
+/** The header a narrow-integer breach of WF-2.1 adds: a hop count nobody reads. */
+const HOPS_HEADER = 'x-acemq-hops';
+
 interface Waiter {
   settle(message: ConsumeMessage): void;
   fail(error: Error): void;
@@ -109,6 +121,11 @@ export class Requester {
   private unmatchedCount = 0;
   private readonly waiters = new Map<string, Waiter>();
   private readonly gathers = new Map<string, PendingGather<unknown>>();
+  /**
+   * The requestMessageIds of recent gathers, pending or ended: a late reply that names one
+   * is a gather's (SG-8), even when its correlation_id looks like a request's.
+   */
+  private readonly recentGathers = new Set<string>();
   private closed = false;
   private lostReported = false;
   private publishing: Promise<ConfirmPublisher> | undefined;
@@ -178,11 +195,13 @@ export class Requester {
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
     const replyTo = await this.replyAddressForOneCall();
 
-    const reply = new Promise<ConsumeMessage>((resolve, reject) => {
+    // null: the call ended at its timeout as a null reply (a breach of RR-9.1).
+    const reply = new Promise<ConsumeMessage | null>((resolve, reject) => {
       const timer = setTimeout(() => {
         if (this.waiters.delete(requestId)) {
           if (this.policy.countTimeouts) this.timedOutCount++;
-          reject(new RequestTimedOutError(requestId, timeoutMs));
+          if (this.policy.timeoutOutcome === 'null_reply') resolve(null);
+          else reject(new RequestTimedOutError(requestId, timeoutMs));
         }
       }, timeoutMs);
       const finish = () => {
@@ -217,7 +236,8 @@ export class Requester {
       const ended = await reply.then(() => undefined, (reason: unknown) => reason);
       throw ended instanceof RequesterClosedError ? ended : err;
     }
-    return this.decodeReply<TRes>(requestId, await reply);
+    const answer = await reply;
+    return answer === null ? (null as TRes) : this.decodeReply<TRes>(requestId, answer);
   }
 
   /**
@@ -230,8 +250,10 @@ export class Requester {
     message: TReq,
     options: SendRequestMultiOptions,
   ): Promise<TRes[]> {
-    // One copy (a breach of SG-2) cannot reach several competing consumers.
-    const copies = this.policy.multiCopies === 'one' ? 1 : (options.expectedReplyCount ?? 1);
+    // One copy (a breach of SG-2) cannot reach several competing consumers; no count means
+    // one copy (none at all, a breach of SG-2.1).
+    const copies =
+      this.policy.multiCopies === 'one' ? 1 : (options.expectedReplyCount ?? this.policy.multiCopiesWithoutCount);
     return this.gather<TReq, TRes>(type, message, undefined, options, '', options.endpoint, copies);
   }
 
@@ -246,7 +268,8 @@ export class Requester {
     onReply: (reply: TRes) => void,
     options: PublishRequestOptions,
   ): Promise<TRes[]> {
-    return this.gather<TReq, TRes>(type, message, onReply, options, options.exchange, '', 1);
+    // One publish; the fanout makes the copies (publishing it twice is a breach of SG-2.2).
+    return this.gather<TReq, TRes>(type, message, onReply, options, options.exchange, '', this.policy.publishCopies);
   }
 
   /**
@@ -292,6 +315,7 @@ export class Requester {
       onTimeout: policy.countGatherTimeouts ? () => this.timedOutCount++ : undefined,
     });
     this.gathers.set(requestMessageId, pending as PendingGather<unknown>);
+    this.remember(requestMessageId);
     // close() can end the gather while its publishes are in flight, before it is returned.
     pending.result.catch(() => undefined);
     pending.onSettled(() => this.gathers.delete(requestMessageId));
@@ -328,17 +352,49 @@ export class Requester {
 
   /** RR-1: the reply address in both places, as the policy says. */
   private addressing(replyTo: string): Pick<Options.Publish, 'replyTo' | 'headers'> {
-    const { writeHeaderAddress, writeNativeAddress, headerAddressAsBytes } = this.policy;
+    const { writeHeaderAddress, writeNativeAddress, headerAddressAsBytes, nativeAddress, narrowIntHeader } = this.policy;
     const headers: Headers = {};
     // A string, not a Buffer, by default: amqplib writes a Buffer as a byte array (RR-2).
     if (writeHeaderAddress) headers[REPLY_TO_HEADER] = headerAddressAsBytes ? Buffer.from(replyTo, 'utf8') : replyTo;
-    return writeNativeAddress ? { replyTo, headers } : { headers };
+    // WF-2.1: header values in the portable types only (an unsigned 8-bit integer, a breach).
+    if (narrowIntHeader) headers[HOPS_HEADER] = { '!': 'uint8', value: 1 };
+    // RR-1.3: both places name the same queue (a stale name, a breach). amqplib sends an
+    // empty string as a present, zero-length reply_to (RR-3.3: an empty one, a breach).
+    const native = nativeAddress === 'stale' ? `${replyTo}.stale` : nativeAddress === 'empty' ? '' : replyTo;
+    return writeNativeAddress ? { replyTo: native, headers } : { headers };
+  }
+
+  /** Remembers a gather's id, the oldest forgotten past a bound so the set cannot grow forever. */
+  private remember(requestMessageId: string): void {
+    this.recentGathers.add(requestMessageId);
+    if (this.recentGathers.size > RECENT_GATHERS) {
+      for (const oldest of this.recentGathers) {
+        this.recentGathers.delete(oldest);
+        break;
+      }
+    }
+  }
+
+  /**
+   * A reply meant for a gather: its responseMessageId names a recent gather, or differs from
+   * its correlation_id (a request's reply carries the request's message_id in both).
+   */
+  private isGatherReply(correlationId: string | undefined, responseMessageId: string | undefined): boolean {
+    if (responseMessageId === undefined) return false;
+    return this.recentGathers.has(responseMessageId) || responseMessageId !== correlationId;
   }
 
   private decodeReply<TRes>(requestId: string, msg: ConsumeMessage): TRes {
     if (this.policy.readErrorHeader) {
       const failure = headerString(msg.properties.headers, ERROR_HEADER);
       if (failure !== undefined) throw new ResponderFailedError(requestId, failure);
+    }
+    // RR-5.3: headers a requester does not know are ignored (failing the call, a breach).
+    if (this.policy.unknownReplyHeaders === 'fail') {
+      const unknown = Object.keys(msg.properties.headers ?? {}).find(
+        (name) => !KNOWN_REPLY_HEADERS.has(name) && !name.startsWith('x-'),
+      );
+      if (unknown !== undefined) throw new ReplyDecodeError(requestId, `unexpected reply header ${unknown}`);
     }
     try {
       return decodeJson(msg.content) as TRes;
@@ -362,7 +418,11 @@ export class Requester {
       return;
     }
     if (route.kind === 'gather' && this.addToGather(route.requestMessageId, msg)) return;
-    this.unmatchedCount++;
+    // RR-8.2, SG-8.1: counted, whichever kind of call it was for (uncounted, a breach).
+    const counts = this.isGatherReply(correlationId, responseMessageId)
+      ? this.policy.countGatherUnmatched
+      : this.policy.countUnmatched;
+    if (counts) this.unmatchedCount++;
     this.options.observer?.unmatched?.({
       correlationId: correlationId ?? null,
       responseMessageId: responseMessageId ?? null,
@@ -459,7 +519,8 @@ export class Requester {
 async function declareReplyQueue(channel: Channel, policy: RequesterPolicy): Promise<string> {
   const { queue } = await channel.assertQueue('', {
     durable: false,
-    exclusive: true,
+    // Shared (a breach of RR-7.2), any connection could consume this requester's replies.
+    exclusive: policy.exclusiveReplyQueue,
     autoDelete: true,
     // Left out (a breach of RR-7), the type is the server's default.
     arguments: policy.explicitReplyQueueType ? { 'x-queue-type': 'classic' } : {},

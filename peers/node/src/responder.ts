@@ -71,6 +71,9 @@ export interface ResponderOptions {
   socketOptions?: SocketOptions | undefined;
 }
 
+/** How long stop() waits for answered requests to be settled before it closes anyway. */
+const STOP_SETTLE_BOUND_MS = 5_000;
+
 /** The reply publish failed: the request goes to the retry policy (RR-14). */
 class ReplyNotDelivered extends Error {}
 
@@ -105,6 +108,8 @@ export class Responder<TReq = unknown, TRes = unknown> {
   private countersMade: boolean;
   private consumerTag: string | undefined;
   private stopped = false;
+  /** Requests past their handler whose settling is not done yet: stop() waits for them. */
+  private readonly unsettled = new Set<Promise<void>>();
   private lostReported = false;
   private readonly maxAttempts: number;
 
@@ -153,7 +158,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
     try {
       const channel = await connection.createConfirmChannel();
       const queueType = (type: string) => ({ durable: true, arguments: { 'x-queue-type': type } });
-      await channel.assertQueue(queue, queueType('quorum'));
+      await declareRequestQueue(connection, channel, queue, policy.requestQueue);
       await channel.assertQueue(deadLetterQueue(queue), queueType(policy.dlqQueueType));
       if (options.bind) await channel.bindQueue(queue, options.bind.exchange, options.bind.routingKey);
       await channel.prefetch(options.prefetch ?? 10);
@@ -178,12 +183,45 @@ export class Responder<TReq = unknown, TRes = unknown> {
     return this.unanswerableCount;
   }
 
-  /** Cancels the consumer and closes the connection; unacknowledged requests go back. */
+  /**
+   * Cancels the consumer, waits (at most 5 s) until every request whose handler has returned
+   * is settled, then closes the connection. Its reply may already be with the caller:
+   * closing before its ack would put it back on the queue for the next responder to answer
+   * a second time. Requests whose handler is still running are abandoned and go back.
+   */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     if (this.consumerTag !== undefined) await this.channel.cancel(this.consumerTag).catch(() => undefined);
+    if (!(await this.settled(STOP_SETTLE_BOUND_MS))) {
+      console.error(`responder ${this.queue}: stopping with ${this.unsettled.size} answered requests not settled after ${STOP_SETTLE_BOUND_MS} ms`);
+    }
     await this.connection.close().catch(() => undefined);
+  }
+
+  /** Tracks a request past its handler until its ack, requeue or dead-letter is done. */
+  private settling(work: Promise<void>): Promise<void> {
+    this.unsettled.add(work);
+    const forget = () => this.unsettled.delete(work);
+    work.then(forget, forget);
+    return work;
+  }
+
+  /** True once nothing is being settled, false if that took longer than `boundMs`. */
+  private async settled(boundMs: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), boundMs);
+    });
+    try {
+      while (this.unsettled.size > 0) {
+        const all = Promise.allSettled([...this.unsettled]).then(() => true as const);
+        if (!(await Promise.race([all, expired]))) return false;
+      }
+      return true;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**
@@ -225,11 +263,17 @@ export class Responder<TReq = unknown, TRes = unknown> {
     const policy = this.policy;
     const props = msg.properties;
     const messageId = nonEmpty(props.messageId as string | undefined) ?? null;
-    const address = chooseReplyAddress(props.headers, props.replyTo as string | undefined, policy.readOrder);
+    const address = chooseReplyAddress(
+      props.headers,
+      props.replyTo as string | undefined,
+      policy.readOrder,
+      policy.bytesAddress === 'accept',
+    );
     if (!address) {
-      this.unanswerableCount++;
+      // RR-12.1: counted (uncounted, a breach; the observer still hears of it).
+      if (policy.countUnanswerable) this.unanswerableCount++;
       if (policy.unanswerable === 'dead_letter') {
-        await this.deadLetter(msg, 'Unanswerable: the request names no reply address');
+        await this.settling(this.deadLetter(msg, 'Unanswerable: the request names no reply address'));
       } else {
         this.channel.ack(msg);
       }
@@ -243,14 +287,14 @@ export class Responder<TReq = unknown, TRes = unknown> {
       correlationId: nonEmpty(props.correlationId as string | undefined) ?? null,
       replyTo: address.address,
       replyToSource: address.source,
-      headers: handlerHeaders(props.headers, policy.stripEngineHeaders),
+      headers: handlerHeaders(props.headers, policy.stripEngineHeaders, policy.stripPrefix),
       attempt: attemptNumber(props.headers, policy.attemptBase),
     };
     // Strict header typing (a breach of WF-1): a header of a type it does not expect fails
     // the request as a throwing handler would, and the handler never runs.
     const malformed = policy.headerTypes === 'strict' ? firstMalformedHeader(props.headers) : undefined;
     if (malformed !== undefined) {
-      await this.handleFailure(msg, context, `MalformedHeader: ${malformed}`);
+      await this.settling(this.handleFailure(msg, context, `MalformedHeader: ${malformed}`));
       return;
     }
     // RR-19.2: the handler takes a decoded request, so a body that is not JSON never reaches
@@ -260,7 +304,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
       request = decodeJson(msg.content) as TReq;
     } catch (err) {
       if (policy.malformedRequest === 'drop') this.channel.ack(msg);
-      else await this.handleFailure(msg, context, `MalformedRequest: ${err instanceof Error ? err.message : String(err)}`);
+      else await this.settling(this.handleFailure(msg, context, `MalformedRequest: ${err instanceof Error ? err.message : String(err)}`));
       return;
     }
     this.options.observer?.handled?.(context);
@@ -269,9 +313,18 @@ export class Responder<TReq = unknown, TRes = unknown> {
     try {
       result = await this.handler(request, context);
     } catch (err) {
-      await this.handleFailure(msg, context, failureText(err));
+      if (this.stopped) return; // abandoned: the request goes back to the queue with the channel
+      await this.settling(this.handleFailure(msg, context, failureText(err, policy.errorTypeName === 'qualified'), true));
       return;
     }
+    if (this.stopped) return;
+    await this.settling(this.answer(msg, context, result));
+  }
+
+  /** The handler returned: RR-15's count, the reply, and the ack or the retry policy. */
+  private async answer(msg: ConsumeMessage, context: RequestContext, result: TRes): Promise<void> {
+    const policy = this.policy;
+    const messageId = context.messageId;
 
     // RR-15: counted before the publish, unless the policy counts after the confirm; with
     // lazily made counters (a breach of RR-16) the first delivery is never counted.
@@ -292,21 +345,26 @@ export class Responder<TReq = unknown, TRes = unknown> {
     if (!uncounted && timing.at === 'after_confirm') setTimeout(() => this.answeredCount++, timing.delayMs);
   }
 
-  /** A failing handler: RR-10 and RR-11, or the retry policy when it sends no failure reply. */
-  private async handleFailure(msg: ConsumeMessage, context: RequestContext, failure: string): Promise<void> {
+  /**
+   * A failing request: RR-10 and RR-11, or the retry policy when it sends no failure reply.
+   * `byHandler` is a handler's own failure, not one the responder found before running it.
+   */
+  private async handleFailure(msg: ConsumeMessage, context: RequestContext, failure: string, byHandler = false): Promise<void> {
     if (this.policy.handlerFailure === 'retry') {
       await this.retryOrDeadLetter(msg, context, failure, failure);
       return;
     }
-    await this.replyWithFailure(msg, context, failure);
+    await this.replyWithFailure(msg, context, failure, byHandler);
   }
 
   /** RR-10 then RR-11: the failure goes back to the caller, the request to `{queue}.dlq`. */
-  private async replyWithFailure(msg: ConsumeMessage, context: RequestContext, failure: string): Promise<void> {
+  private async replyWithFailure(msg: ConsumeMessage, context: RequestContext, failure: string, byHandler: boolean): Promise<void> {
     const counted = this.policy.countFailuresAnswered;
     if (counted) this.answeredCount++;
+    // RR-10.1: an empty body, the failure in the header only (also in the body, a breach).
+    const body = this.policy.failureBody === 'json' ? encodeJson({ error: failure }) : Buffer.alloc(0);
     try {
-      await this.sendReply(context, Buffer.alloc(0), { [ERROR_HEADER]: failure });
+      await this.sendReply(context, body, { [ERROR_HEADER]: failure });
     } catch (err) {
       if (counted) this.answeredCount--;
       // RR-14.1: a failure reply is a reply, so one that was not delivered is retried and
@@ -322,7 +380,10 @@ export class Responder<TReq = unknown, TRes = unknown> {
       return;
     }
     this.options.observer?.replied?.({ messageId: context.messageId, failure });
-    if (this.policy.deadLetterFailures) await this.deadLetter(msg, failure);
+    // RR-11.2: answered, so not retried (requeued until the last attempt, a breach).
+    if (byHandler && this.policy.retryFailures && retryDecision(context.attempt, this.maxAttempts) === 'requeue') {
+      this.channel.nack(msg, false, true);
+    } else if (this.policy.deadLetterFailures) await this.deadLetter(msg, failure);
     else this.channel.ack(msg);
   }
 
@@ -338,7 +399,8 @@ export class Responder<TReq = unknown, TRes = unknown> {
     try {
       await this.publisher.publish('', context.replyTo, body, {
         correlationId: correlationId ?? undefined,
-        contentType: JSON_CONTENT_TYPE,
+        // RR-4.3 (none at all, a breach).
+        contentType: this.policy.replyContentType === 'none' ? undefined : this.policy.replyContentType,
         headers: replyHeaders,
       });
     } catch (err) {
@@ -359,7 +421,9 @@ export class Responder<TReq = unknown, TRes = unknown> {
       // Acknowledged into nowhere (a breach of RR-14): nothing retried, nothing dead-lettered.
       this.channel.ack(msg);
     } else if (retryDecision(context.attempt, this.maxAttempts) === 'dead_letter') {
-      await this.deadLetter(msg, reason ?? `UndeliverableReply: ${error}`);
+      // RR-14.2: the last attempt dead-letters (acked into nowhere, a breach).
+      if (reason === undefined && this.policy.lastAttempt === 'ack') this.channel.ack(msg);
+      else await this.deadLetter(msg, reason ?? `UndeliverableReply: ${error}`);
     } else {
       // amqplib requeues by default; said explicitly because the retry depends on it.
       this.channel.nack(msg, false, true);
@@ -395,6 +459,38 @@ export class Responder<TReq = unknown, TRes = unknown> {
     this.channel.ack(msg);
     this.options.observer?.deadLettered?.({ messageId: nonEmpty(props.messageId as string | undefined) ?? null, reason });
   }
+}
+
+/**
+ * RR-17.1: the request queue is a durable quorum queue. Declared passively first and classic
+ * when missing (a breach), a queue that exists is used as it is and a new one is classic,
+ * whose requests carry no x-delivery-count to count attempts by (RR-14).
+ */
+export async function declareRequestQueue(
+  connection: Pick<ChannelModel, 'createChannel'>,
+  channel: Pick<ConfirmChannel, 'assertQueue'>,
+  queue: string,
+  how: ResponderPolicy['requestQueue'],
+): Promise<void> {
+  if (how === 'quorum') await channel.assertQueue(queue, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+  else if (!(await queueExists(connection, queue))) await channel.assertQueue(queue, { durable: true });
+}
+
+/**
+ * A passive declare on a throwaway channel: a missing queue is a 404 that closes the channel
+ * it was asked on, so it must not be the responder's.
+ */
+async function queueExists(connection: Pick<ChannelModel, 'createChannel'>, queue: string): Promise<boolean> {
+  const probe = await connection.createChannel();
+  probe.on('error', () => undefined); // the 404's channel close, answered by the rejection below
+  try {
+    await probe.checkQueue(queue);
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 404) return false;
+    throw err;
+  }
+  await probe.close().catch(() => undefined);
+  return true;
 }
 
 export function deadLetterQueue(queue: string): string {

@@ -14,12 +14,13 @@ export interface ReplyKeys {
 }
 
 /** The routing knobs of a requester's policy. */
-export type RoutingPolicy = Pick<RequesterPolicy, 'gatherDemuxBy' | 'matchRepliesBy' | 'gatherStrayReply'>;
+export type RoutingPolicy = Pick<RequesterPolicy, 'gatherDemuxBy' | 'matchRepliesBy' | 'gatherStrayReply' | 'unmatchedReply'>;
 
 const SPEC_ROUTING: RoutingPolicy = {
   gatherDemuxBy: 'response_message_id',
   matchRepliesBy: 'correlation_id',
   gatherStrayReply: 'unmatched',
+  unmatchedReply: 'drop',
 };
 
 /**
@@ -50,6 +51,10 @@ export function routeReply(
   }
   if (policy.gatherStrayReply === 'oldest_gather' && reply.responseMessageId !== undefined) {
     for (const requestMessageId of pendingGathers.keys()) return { kind: 'gather', requestMessageId };
+  }
+  // A reply nobody waits for handed to the oldest request still waiting: a breach of RR-8.3.
+  if (policy.unmatchedReply === 'oldest_waiter') {
+    for (const requestId of pendingRequests.keys()) return { kind: 'request', requestId };
   }
   return { kind: 'unmatched' };
 }

@@ -60,19 +60,25 @@ export function chooseReplyAddress(
   headers: Headers | undefined,
   nativeReplyTo: string | undefined,
   readOrder: readonly ReplyToSource[] = HEADER_THEN_NATIVE,
+  acceptBytes = true,
 ): ReplyAddress | undefined {
+  // RR-2.2: a byte-array header is an address like a string one (taken as absent, a breach).
+  const header = acceptBytes || typeof headers?.[REPLY_TO_HEADER] === 'string' ? headerString(headers, REPLY_TO_HEADER) : undefined;
   for (const source of readOrder) {
-    const address = source === 'header' ? headerString(headers, REPLY_TO_HEADER) : nonEmpty(nativeReplyTo);
+    const address = source === 'header' ? header : nonEmpty(nativeReplyTo);
     if (address !== undefined) return { address, source };
   }
   return undefined;
 }
 
-/** The headers a handler is shown (RR-5): `x-acemq-*` removed when `strip` is on. */
-export function handlerHeaders(headers: Headers | undefined, strip = true): Headers {
+/**
+ * The headers a handler is shown (RR-5): `x-acemq-*` removed when `strip` is on (`prefix`
+ * is the namespace removed; a wider one is a breach of RR-5.2).
+ */
+export function handlerHeaders(headers: Headers | undefined, strip = true, prefix = STRIPPED_PREFIX): Headers {
   const shown: Headers = {};
   for (const [name, value] of Object.entries(headers ?? {})) {
-    if (!strip || !name.startsWith(STRIPPED_PREFIX)) shown[name] = value;
+    if (!strip || !name.startsWith(prefix)) shown[name] = value;
   }
   return shown;
 }
@@ -110,12 +116,21 @@ export function failureTextOf(typeName: string, message: string): string {
 }
 
 /**
- * The failure text of a thrown value (RR-10): an Error is named by its class, a thrown
- * non-Error by its JavaScript type.
+ * The module JavaScript has no name for: what a qualified type name is prefixed with
+ * (RR-10.2 asks for the unqualified one).
  */
-export function failureText(error: unknown): string {
-  if (error instanceof Error) return failureTextOf(error.constructor?.name || error.name || 'Error', error.message);
-  return failureTextOf(error === null ? 'null' : typeof error, String(error));
+export const QUALIFYING_MODULE = 'acemq';
+
+/**
+ * The failure text of a thrown value (RR-10): an Error is named by its class, a thrown
+ * non-Error by its JavaScript type; `qualified` prefixes the module (a breach of RR-10.2).
+ */
+export function failureText(error: unknown, qualified = false): string {
+  const text =
+    error instanceof Error
+      ? failureTextOf(error.constructor?.name || error.name || 'Error', error.message)
+      : failureTextOf(error === null ? 'null' : typeof error, String(error));
+  return qualified ? `${QUALIFYING_MODULE}.${text}` : text;
 }
 
 export interface ShortStringProperties {

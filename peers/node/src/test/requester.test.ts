@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { describe, it } from 'node:test';
 import type { Options } from 'amqplib';
-import { PublishFailedError, RequestTimedOutError, RequesterClosedError, RequestTimeoutError } from '../errors';
+import { PublishFailedError, ReplyDecodeError, RequestTimedOutError, RequesterClosedError, RequestTimeoutError } from '../errors';
 import { type RequesterPolicy, requesterPolicy } from '../policy';
 import { Requester, type RequesterOptions } from '../requester';
 
@@ -114,5 +114,110 @@ describe('Requester policy', () => {
     const { requester: none, published: bare } = requester({ gatherDefaultCorrelation: 'none' });
     await none.sendRequestMulti(undefined, {}, { endpoint: 'q', timeoutMs: 20, requestMessageId: 'g3' });
     assert.equal(bare[0]?.options.correlationId, undefined);
+  });
+
+  it('names the reply queue in reply_to, or a stale name when the policy says so (RR-1.3)', async () => {
+    const { requester: r, published } = requester();
+    await r.request('', 'q', {}, { timeoutMs: 10 }).catch(() => undefined);
+    const { requester: stale, published: sent } = requester({ nativeAddress: 'stale' });
+    await stale.request('', 'q', {}, { timeoutMs: 10 }).catch(() => undefined);
+    assert.deepEqual([published[0]?.options.replyTo, published[0]?.options.headers?.['acemq-reply-to']], ['rq', 'rq']);
+    assert.deepEqual([sent[0]?.options.replyTo, sent[0]?.options.headers?.['acemq-reply-to']], ['rq.stale', 'rq']);
+  });
+
+  it('sends reply_to empty but present when the policy says so, the header right (RR-3.3)', async () => {
+    const { requester: r, published } = requester({ nativeAddress: 'empty' });
+    await r.request('', 'q', {}, { timeoutMs: 10 }).catch(() => undefined);
+    assert.deepEqual([published[0]?.options.replyTo, published[0]?.options.headers?.['acemq-reply-to']], ['', 'rq']);
+  });
+
+  it('adds no x-acemq-hops, or a uint8 one on every request and gather copy when the policy says so (WF-2.1)', async () => {
+    const { requester: spec, published: clean } = requester();
+    await spec.request('', 'q', {}, { timeoutMs: 10 }).catch(() => undefined);
+    assert.equal(clean[0]?.options.headers?.['x-acemq-hops'], undefined);
+    const { requester: r, published } = requester({ narrowIntHeader: true });
+    await r.request('', 'q', {}, { timeoutMs: 10 }).catch(() => undefined);
+    await r.sendRequestMulti('t', {}, { endpoint: 'q', expectedReplyCount: 2, timeoutMs: 10 }).catch(() => undefined);
+    await r.publishRequest(undefined, {}, () => undefined, { exchange: 'fan', timeoutMs: 10 });
+    assert.equal(published.length, 4);
+    for (const p of published) assert.deepEqual(p.options.headers?.['x-acemq-hops'], { '!': 'uint8', value: 1 });
+  });
+
+  it('publishes publishRequest once and a countless sendRequestMulti once, or what the policy says (SG-2)', async () => {
+    const { requester: r, published } = requester();
+    await r.publishRequest(undefined, {}, () => undefined, { exchange: 'fan', timeoutMs: 10 });
+    await r.sendRequestMulti(undefined, {}, { endpoint: 'q', timeoutMs: 10 });
+    assert.deepEqual(published.map((p) => p.exchange || p.routingKey), ['fan', 'q']);
+    const { requester: twice, published: sent } = requester({ publishCopies: 2, multiCopiesWithoutCount: 0 });
+    await twice.publishRequest(undefined, {}, () => undefined, { exchange: 'fan', timeoutMs: 10, requestMessageId: 'g' });
+    await twice.sendRequestMulti(undefined, {}, { endpoint: 'q', timeoutMs: 10 });
+    await twice.sendRequestMulti(undefined, {}, { endpoint: 'q', timeoutMs: 10, expectedReplyCount: 2 }).catch(() => undefined);
+    assert.deepEqual(sent.map((p) => [p.exchange || p.routingKey, p.exchange ? p.options.messageId : '']), [['fan', 'g'], ['fan', 'g'], ['q', ''], ['q', '']]);
+  });
+
+  it('ends an unanswered request as a timeout, or as a null reply still counted when the policy says so (RR-9.1)', async () => {
+    const { requester: r } = requester({ timeoutOutcome: 'null_reply' });
+    assert.equal(await r.request('', 'q', {}, { timeoutMs: 10 }), null);
+    assert.equal(r.timedOut, 1);
+    await assert.rejects(r.sendRequestMulti(undefined, {}, { endpoint: 'q', expectedReplyCount: 1, timeoutMs: 10 }), RequestTimeoutError);
+  });
+
+  /** Hands the requester a reply as its reply-queue consumer would. */
+  function reply(r: Requester, correlationId: string | undefined, headers: Record<string, unknown>, body = '{"ok":1}'): void {
+    const msg = { content: Buffer.from(body), fields: {}, properties: { correlationId, headers } };
+    (r as unknown as { onReply(m: unknown): void }).onReply(msg);
+  }
+
+  /** The message_id of the last request published. */
+  const lastId = (published: Published[]) => String(published[published.length - 1]?.options.messageId);
+  const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('ignores unknown reply headers, or ends the call with a decode error when the policy says so (RR-5.3)', async () => {
+    for (const [fails, known] of [[false, true], [true, false]] as const) {
+      const { requester: r, published } = requester(fails ? { unknownReplyHeaders: 'fail' } : {});
+      const call = r.request('', 'q', {}, { timeoutMs: 1_000 });
+      await tick();
+      reply(r, lastId(published), { responseMessageId: lastId(published), traceparent: 't' });
+      if (known) assert.deepEqual(await call, { ok: 1 });
+      else await assert.rejects(call, ReplyDecodeError);
+      const ok = r.request('', 'q', {}, { timeoutMs: 1_000 });
+      await tick();
+      reply(r, lastId(published), { responseMessageId: lastId(published), 'x-dotnet-pub-seq-no': 7 });
+      assert.deepEqual(await ok, { ok: 1 }, 'the spec headers and x- headers decode');
+    }
+  });
+
+  it('counts a reply for no call in Unmatched, by kind as the policy says, and tells the observer (RR-8.2, SG-8.1)', async () => {
+    const cases = [
+      [{}, 2],
+      [{ countUnmatched: false }, 1],
+      [{ countGatherUnmatched: false }, 1],
+    ] as const;
+    for (const [changes, expected] of cases) {
+      const heard: unknown[] = [];
+      const { requester: r } = requester(changes, false, { observer: { unmatched: (u) => heard.push(u) } });
+      await r.sendRequestMulti(undefined, {}, { endpoint: 'q', timeoutMs: 10, requestMessageId: 'g1' });
+      reply(r, 'req-gone', { responseMessageId: 'req-gone' }); // a request's late reply
+      reply(r, 'g1', { responseMessageId: 'g1' }); // an ended gather's, correlation_id defaulted to its id
+      assert.equal(r.unmatched, expected, JSON.stringify(changes));
+      assert.equal(heard.length, 2);
+    }
+  });
+
+  it('drops a reply for no call, or hands it to the oldest waiting request when the policy says so (RR-8.3)', async () => {
+    for (const [changes, handed] of [[{}, false], [{ unmatchedReply: 'oldest_waiter' as const }, true]] as const) {
+      const { requester: r, published } = requester(changes);
+      const call = r.request('', 'q', {}, { timeoutMs: 100 });
+      await tick();
+      reply(r, 'someone-else', { responseMessageId: 'someone-else' }, '{"stray":1}');
+      if (handed) {
+        assert.deepEqual(await call, { stray: 1 });
+        assert.equal(r.unmatched, 0);
+      } else {
+        await assert.rejects(call, RequestTimedOutError);
+        assert.equal(r.unmatched, 1);
+      }
+      assert.ok(lastId(published));
+    }
   });
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ConsumeMessage, Options } from 'amqplib';
 import { type ResponderPolicy, responderPolicy } from '../policy';
-import { Responder, type ResponderOptions } from '../responder';
+import { Responder, type ResponderOptions, declareRequestQueue } from '../responder';
 
 interface Published {
   routingKey: string;
@@ -220,5 +220,183 @@ describe('Responder', () => {
     assert.equal(f.handled, 0);
     assert.equal(f.published.length, 0);
     assert.equal(f.acked.length, 1);
+  });
+
+  it('requeues a failed request after its failure reply until the last attempt when the policy retries failures (RR-11.2)', async () => {
+    const fail = () => {
+      throw new Error('no price');
+    };
+    const spec = responder({}, false, fail);
+    await deliver(spec.responder, 'm1');
+    assert.deepEqual(spec.published.map((p) => p.routingKey), ['rq', 'svc.dlq'], 'the spec dead-letters at once');
+    const f = responder({ retryFailures: true }, false, fail);
+    const counts = await deliverUntilAcked(f, 'm1', undefined);
+    assert.equal(counts.length, 3);
+    assert.equal(f.handled, 3);
+    assert.equal(f.nacked.length, 2);
+    assert.deepEqual(f.published.map((p) => p.routingKey), ['rq', 'rq', 'rq', 'svc.dlq']);
+    assert.equal(f.published[3]?.options.headers?.['acemq-dead-letter-reason'], 'Error: no price');
+  });
+
+  it('acks the last attempt at an undeliverable reply without a dead-letter when the policy says ack (RR-14.2)', async () => {
+    const f = responder({ lastAttempt: 'ack' }, true);
+    const dead: unknown[] = [];
+    (f.responder as unknown as { options: ResponderOptions }).options.observer = { deadLettered: (e) => dead.push(e) };
+    assert.equal((await deliverUntilAcked(f, 'm1', undefined)).length, 3);
+    assert.equal(f.nacked.length, 2);
+    assert.equal(f.published.length, 0);
+    assert.deepEqual(dead, []);
+  });
+
+  it('sends a failure reply with an empty body and the simple type name, or what the policy says (RR-10)', async () => {
+    class ScenarioFailure extends Error {}
+    const fail = () => {
+      throw new ScenarioFailure('no price');
+    };
+    const spec = responder({}, false, fail);
+    await deliver(spec.responder, 'm1');
+    assert.equal(spec.published[0]?.body.length, 0);
+    assert.equal(spec.published[0]?.options.headers?.['acemq-error'], 'ScenarioFailure: no price');
+    const f = responder({ failureBody: 'json', errorTypeName: 'qualified' }, false, fail);
+    await deliver(f.responder, 'm1');
+    const text = 'acemq.ScenarioFailure: no price';
+    assert.equal(f.published[0]?.options.headers?.['acemq-error'], text);
+    assert.deepEqual(JSON.parse(String(f.published[0]?.body)), { error: text });
+    assert.equal(f.published[0]?.options.contentType, 'application/json');
+    // Only a handler's own exception is qualified.
+    const malformed = responder({ errorTypeName: 'qualified' });
+    await deliver(malformed.responder, 'm1', {}, 'not json {');
+    assert.match(String(malformed.published[0]?.options.headers?.['acemq-error']), /^MalformedRequest: /);
+  });
+
+  it('puts the JSON body on every failure reply when the policy says so, the responder\'s own too (RR-10.1)', async () => {
+    const f = responder({ failureBody: 'json', headerTypes: 'strict' });
+    await deliver(f.responder, 'm1', {}, 'not json {');
+    await deliver(f.responder, 'm2', { headers: { 'acemq-reply-to': 'rq', flag: true } });
+    const replies = f.published.filter((p) => p.routingKey === 'rq'); // the rest went to svc.dlq
+    assert.equal(replies.length, 2);
+    for (const p of replies) assert.deepEqual(JSON.parse(String(p.body)), { error: p.options.headers?.['acemq-error'] });
+    assert.match(String(replies[0]?.options.headers?.['acemq-error']), /^MalformedRequest: /);
+    assert.match(String(replies[1]?.options.headers?.['acemq-error']), /^MalformedHeader: /);
+  });
+
+  it('declares the request queue quorum, or passively first and classic only when missing (RR-17.1)', async () => {
+    for (const [how, exists, expected] of [
+      ['quorum', true, [{ durable: true, arguments: { 'x-queue-type': 'quorum' } }]],
+      ['classic_if_missing', true, []],
+      ['classic_if_missing', false, [{ durable: true }]],
+    ] as const) {
+      const asserted: unknown[] = [];
+      const probes: string[] = [];
+      const connection = {
+        createChannel: async () => ({
+          on: () => undefined,
+          checkQueue: async (queue: string) => {
+            probes.push(queue);
+            if (!exists) throw Object.assign(new Error('NOT_FOUND'), { code: 404 });
+            return { queue };
+          },
+          close: async () => undefined,
+        }),
+      };
+      const channel = { assertQueue: async (queue: string, options: unknown) => asserted.push([queue, options]) };
+      await declareRequestQueue(connection as never, channel as never, 'svc', how);
+      assert.deepEqual(asserted, expected.map((options) => ['svc', options]), `${how}, exists=${exists}`);
+      assert.deepEqual(probes, how === 'quorum' ? [] : ['svc']);
+    }
+  });
+
+  it('reads a byte-array acemq-reply-to, or takes it as absent when the policy ignores it (RR-2.2)', async () => {
+    const props = { replyTo: 'native-q', headers: { 'acemq-reply-to': Buffer.from('header-q') } };
+    const spec = responder();
+    await deliver(spec.responder, 'm1', props);
+    assert.equal(spec.published[0]?.routingKey, 'header-q');
+    const f = responder({ bytesAddress: 'ignore' });
+    await deliver(f.responder, 'm1', props);
+    assert.equal(f.published[0]?.routingKey, 'native-q');
+    await deliver(f.responder, 'm2', { headers: { 'acemq-reply-to': Buffer.from('header-q') } });
+    assert.equal(f.responder.unanswerable, 1);
+    await deliver(f.responder, 'm3', { replyTo: 'native-q', headers: { 'acemq-reply-to': 'string-q' } });
+    assert.equal(f.published[1]?.routingKey, 'string-q', 'a string header is still read');
+  });
+
+  it('sends application/json replies, or none when the policy says so (RR-4.3)', async () => {
+    const spec = responder();
+    await deliver(spec.responder, 'm1');
+    assert.equal(spec.published[0]?.options.contentType, 'application/json');
+    const f = responder({ replyContentType: 'none' });
+    await deliver(f.responder, 'm1');
+    assert.equal(f.published[0]?.options.contentType, undefined);
+  });
+
+  it('strips x-acemq-* before the handler, or every x- header when the policy says so (RR-5.2)', async () => {
+    const seen: string[][] = [];
+    const observed: ResponderOptions = { observer: { handled: (context) => seen.push(Object.keys(context.headers).sort()) } };
+    const headers = { 'acemq-reply-to': 'rq', 'x-acemq-hop': '1', 'x-trace': 't', 'x-delivery-count': 1, app: 'a' };
+    await deliver(responder({}, false, undefined, observed).responder, 'm1', { headers });
+    await deliver(responder({ stripPrefix: 'x-' }, false, undefined, observed).responder, 'm1', { headers });
+    assert.deepEqual(seen, [['acemq-reply-to', 'app', 'x-delivery-count', 'x-trace'], ['acemq-reply-to', 'app']]);
+    assert.equal(seen.length, 2);
+  });
+
+  it('counts a request with no reply address, or only tells the observer when the policy does not count (RR-12.1)', async () => {
+    const heard: unknown[] = [];
+    const observed: ResponderOptions = { observer: { unanswerable: (e) => heard.push(e) } };
+    const spec = responder({}, false, undefined, observed);
+    await deliver(spec.responder, 'm1', { headers: {} });
+    assert.equal(spec.responder.unanswerable, 1);
+    const f = responder({ countUnanswerable: false }, false, undefined, observed);
+    await deliver(f.responder, 'm2', { headers: {} });
+    assert.equal(f.responder.unanswerable, 0);
+    assert.equal(f.acked.length, 1);
+    assert.equal(heard.length, 2);
+  });
+});
+
+describe('Responder stop', () => {
+  /** A responder whose reply confirms wait until `confirm()`; the connection records when it closed. */
+  function slowConfirms(handler: () => unknown) {
+    const events: string[] = [];
+    const confirms: Array<() => void> = [];
+    const channel = {
+      ack: () => events.push('ack'),
+      nack: () => events.push('nack'),
+      cancel: async () => {
+        events.push('cancel');
+        return {};
+      },
+    };
+    const publisher = {
+      publish: () => new Promise<void>((resolve) => confirms.push(resolve)),
+    };
+    const connection = { close: async () => events.push('close') };
+    const ctor = Responder as unknown as new (...args: unknown[]) => Responder;
+    const r = new ctor(connection, channel, publisher, 'svc', handler, {}, responderPolicy());
+    (r as unknown as { consumerTag: string }).consumerTag = 'ctag';
+    const confirm = () => confirms.splice(0).forEach((resolve) => resolve());
+    return { r, events, confirms, confirm };
+  }
+
+  it('settles a request whose handler returned before it closes, and abandons one still running', async () => {
+    let release!: () => void;
+    const running = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let calls = 0;
+    const f = slowConfirms(() => (++calls === 1 ? { ok: 1 } : running.then(() => ({ ok: 2 }))));
+    const answered = deliver(f.r, 'm1');
+    const abandoned = deliver(f.r, 'm2');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(f.confirms.length, 1, "m1's reply is waiting for its confirm");
+    const stopping = f.r.stop();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.deepEqual(f.events, ['cancel'], 'not closed while an answered request is unsettled');
+    f.confirm();
+    await stopping;
+    assert.deepEqual(f.events, ['cancel', 'ack', 'close']);
+    release();
+    await Promise.all([answered, abandoned]);
+    assert.deepEqual(f.events, ['cancel', 'ack', 'close'], 'the abandoned request is neither answered nor settled');
+    assert.equal(f.confirms.length, 0);
   });
 });
