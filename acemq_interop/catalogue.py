@@ -43,6 +43,10 @@ class Mutant:
     clause: str
     policy: dict[str, Any]
     description: str
+    # Set when only some clients can have the defect at all (e.g. write a header type others
+    # cannot): which ones, and why. A peer whose client cannot need not offer it; every other
+    # mutant every peer offers.
+    only_where: str | None = None
 
     @property
     def rule(self) -> str:
@@ -142,7 +146,8 @@ def load(path: Path = CATALOGUE_FILE) -> Catalogue:
         for knob in body["policy"]:
             if knob not in policies[policy_side]:
                 raise CatalogueError(f"{path}: mutant {name}: {knob} is not a {policy_side} policy")
-        mutants[name] = Mutant(name, side, body["clause"], dict(body["policy"]), str(body["does"]))
+        mutants[name] = Mutant(name, side, body["clause"], dict(body["policy"]), str(body["does"]),
+                               str(body["only_where"]) if body.get("only_where") else None)
     profiles = {
         str(name): Profile(str(name), str(body.get("what", "")), {p: dict(v or {}) for p, v in (body.get("peers") or {}).items()})
         for name, body in data["profiles"].items()
@@ -189,7 +194,8 @@ def mutant_table(cat: Catalogue | None = None) -> str:
     """The wire spec's mutant table, in the catalogue's order."""
     cat = cat or catalogue()
     lines = ["| mutant | side | breaks | what the defective binding does |", "| --- | --- | --- | --- |"]
-    lines += [f"| `{m.name}` | {m.side} | {m.clause} | {m.description} |" for m in cat.mutants.values()]
+    lines += [f"| `{m.name}` | {m.side} | {m.clause} | {m.description}"
+              + (f" (only where {m.only_where})" if m.only_where else "") + " |" for m in cat.mutants.values()]
     return "\n".join(lines)
 
 
