@@ -40,7 +40,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "type_carrier": ("property", "header"),
     "failure_reply_delivery": ("checked", "unchecked"),
     "malformed_request": ("fail_reply", "drop"),
-    "native_address": ("reply_queue", "stale"),
+    "native_address": ("reply_queue", "stale", "empty"),
     "unmatched_reply": ("drop", "oldest_waiter"),
     "timeout_outcome": ("timeout", "null_reply"),
     "unknown_reply_headers": ("ignore", "fail"),
@@ -98,7 +98,7 @@ class RequesterPolicy:
     pending_at_close: Literal["end_closed", "wait"] = "end_closed"
     honour_gather_returns: bool = True  # RR-13 for gathers: a returned copy refuses the gather
     type_carrier: Literal["property", "header"] = "property"  # where a call's type travels
-    native_address: Literal["reply_queue", "stale"] = "reply_queue"  # RR-1: what reply_to names
+    native_address: Literal["reply_queue", "stale", "empty"] = "reply_queue"  # RR-1, RR-3: what reply_to names
     count_unmatched: bool = True  # RR-8: a reply for no pending call counts in Unmatched
     unmatched_reply: Literal["drop", "oldest_waiter"] = "drop"  # RR-8: a reply for no pending call
     timeout_outcome: Literal["timeout", "null_reply"] = "timeout"  # RR-9: a call not answered in time

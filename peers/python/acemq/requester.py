@@ -475,8 +475,9 @@ class Requester:
             headers[wire.REPLY_TO_HEADER] = reply_queue.encode("utf-8") if as_bytes else reply_queue
         native: Optional[str] = None
         if policy.write_native_address:
-            # RR-1 forbids "stale": reply_to naming another queue than the header.
-            native = reply_queue + STALE_SUFFIX if policy.native_address == "stale" else reply_queue
+            # RR-1 forbids "stale": reply_to naming another queue than the header. RR-3 forbids
+            # "empty": pika writes "" as a present, zero-length reply_to (it omits only None).
+            native = {"stale": reply_queue + STALE_SUFFIX, "empty": ""}.get(policy.native_address, reply_queue)
         message_type = outgoing.message_type
         if message_type is not None and policy.type_carrier == "header":
             # The type belongs in the AMQP type property, not in a header.
@@ -540,7 +541,9 @@ class Requester:
 
     def _deliver_to_call(self, call: _Call, properties: pika.BasicProperties, body: bytes) -> None:
         if self._policy.unknown_reply_headers == "fail":
-            unknown = sorted(set(properties.headers or {}) - {wire.ERROR_HEADER, wire.RESPONSE_MESSAGE_ID_HEADER})
+            known = {wire.ERROR_HEADER, wire.RESPONSE_MESSAGE_ID_HEADER}
+            # x- headers pass: brokers and clients add their own (RabbitMQ.Client's x-dotnet-pub-seq-no).
+            unknown = sorted(name for name in properties.headers or {} if name not in known and not name.startswith("x-"))
             if unknown:
                 # RR-5 forbids this: a header the requester does not know fails the call.
                 call.complete(error=ReplyDecodeError(call.request_id, f"unexpected reply headers {', '.join(unknown)}"))

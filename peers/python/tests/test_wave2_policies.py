@@ -1,6 +1,7 @@
 """The knobs of issue 12's second wave of mutants, each at its default and at its defect,
 driven without a broker (the helpers of test_reply_routing and test_responder_policies)."""
 
+import json
 import threading
 import time
 
@@ -17,14 +18,24 @@ from test_responder_policies import _delivery, _responder, _settling
 # -- requester ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("native, reply_to", [("reply_queue", "amq.gen-x"), ("stale", "amq.gen-x.stale")])
-def test_the_native_address_names_the_reply_queue_unless_stale(native, reply_to):
+@pytest.mark.parametrize("native, reply_to", [("reply_queue", "amq.gen-x"), ("stale", "amq.gen-x.stale"), ("empty", "")])
+def test_the_native_address_names_the_reply_queue_unless_stale_or_empty(native, reply_to):
     requester, _ = _requester(native_address=native)
     published = []
     requester._publisher.publish = lambda exchange, key, properties, body: published.append(properties)
     requester._publish_request(_Outgoing("", "pricing", b"{}", "m-1", "m-1", "amq.gen-x"))
     assert published[0].reply_to == reply_to
     assert published[0].headers[wire.REPLY_TO_HEADER] == "amq.gen-x"
+
+
+def test_pika_writes_an_empty_reply_to_as_present_and_empty():
+    requester, _ = _requester(native_address="empty")
+    published = []
+    requester._publisher.publish = lambda exchange, key, properties, body: published.append(properties)
+    requester._publish_request(_Outgoing("", "pricing", b"{}", "m-1", "m-1", "amq.gen-x"))
+    decoded = pika.BasicProperties()
+    decoded.decode(b"".join(published[0].encode()))
+    assert decoded.reply_to == ""
 
 
 @pytest.mark.parametrize("count, counted", [(True, 1), (False, 0)])
@@ -76,18 +87,20 @@ def test_a_timeout_passed_off_as_a_null_reply_is_still_counted():
 @pytest.mark.parametrize("unknown", ["ignore", "fail"])
 def test_unknown_reply_headers_fail_the_call_only_by_the_defect(unknown):
     requester, _ = _requester(unknown_reply_headers=unknown)
-    plain, failed, extra = _waiting(requester, "m-1", "m-2", "m-3")
+    plain, failed, extra, traced = _waiting(requester, "m-1", "m-2", "m-3", "m-4")
     _reply(requester, "m-1", b'{"n":1}', responseMessageId="m-1")
     _reply(requester, "m-2", b"", responseMessageId="m-2", **{"acemq-error": "ScenarioFailure: x"})
-    _reply(requester, "m-3", b'{"n":3}', responseMessageId="m-3", **{"x-trace": "t"})
-    assert plain.result() == {"n": 1}
+    # x- headers pass even the defect: brokers and clients add them (x-dotnet-pub-seq-no).
+    _reply(requester, "m-3", b'{"n":3}', responseMessageId="m-3", **{"x-dotnet-pub-seq-no": 7})
+    _reply(requester, "m-4", b'{"n":4}', responseMessageId="m-4", traceparent="00-ab-cd-01")
+    assert plain.result() == {"n": 1} and extra.result() == {"n": 3}
     with pytest.raises(ResponderFailed):
         failed.result()
     if unknown == "ignore":
-        assert extra.result() == {"n": 3}
+        assert traced.result() == {"n": 4}
     else:
-        with pytest.raises(ReplyDecodeError, match="x-trace"):
-            extra.result()
+        with pytest.raises(ReplyDecodeError, match="traceparent"):
+            traced.result()
 
 
 @pytest.mark.parametrize("exclusive", [True, False])
@@ -166,6 +179,21 @@ def test_a_failure_reply_has_an_empty_body_unless_the_defect(failure_body, body)
     bodies = _published_bodies(responder)
     responder._fail(_delivery(), "ScenarioFailure: boom")
     assert bodies[0] == ("amq.gen-x", body)
+
+
+@pytest.mark.parametrize("body, headers, text", [
+    (b"not json", None, "MalformedRequest: "),
+    (b"{}", {"x-flag": True}, "MalformedHeader: x-flag"),
+])
+def test_every_failure_reply_gets_the_json_body_under_the_defect(body, headers, text):
+    # Every failure reply goes through _fail, whatever failed: the handler, the body or a header.
+    responder, submitted = _responder(failure_body="json", header_types="strict")
+    responder._handle(_delivery(body, headers=headers))
+    ((settle, (delivery, failure)),) = submitted
+    assert settle == "_fail" and failure.startswith(text)
+    bodies = _published_bodies(responder)
+    responder._fail(delivery, failure)
+    assert json.loads(bodies[0][1]) == {"error": failure}
 
 
 class ScenarioFailure(Exception):
