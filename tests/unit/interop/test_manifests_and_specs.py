@@ -100,8 +100,6 @@ WITHOUT_MUTANT = {
               "exchange and routing key of the reply itself",
     "RR-6.1": "a reply address naming a queue the requester never declared loses every reply (RR-8.1 everywhere); "
               "queue-per-request breaks the one-queue half of RR-6 as RR-6.2",
-    "RR-17.1": "a responder declaring a classic request queue cannot start where the queue is already a quorum one "
-               "(an ERROR, not a FAIL), as rr-responder-backlog-counted has it; rr-pair-queue-types reads the type",
 }
 
 
