@@ -52,6 +52,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "failure_body": ("empty", "json"),
     "error_type_name": ("simple", "qualified"),
     "last_attempt": ("dead_letter", "ack"),
+    "request_queue": ("quorum", "classic_if_missing"),
 }
 READ_FROM = ("header", "native")
 
@@ -147,6 +148,8 @@ class ResponderPolicy:
     retry_failures: bool = False  # RR-11: a failed request goes round the retry policy
     count_unanswerable: bool = True  # RR-12
     last_attempt: Literal["dead_letter", "ack"] = "dead_letter"  # RR-14: the last undeliverable attempt
+    # RR-17: declare the request queue quorum, or leave an existing one as it is and make a missing one classic.
+    request_queue: Literal["quorum", "classic_if_missing"] = "quorum"
 
     def __post_init__(self) -> None:
         # A list from a data file is taken as the tuple it means (the policy stays hashable).

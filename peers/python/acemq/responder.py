@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import pika
+from pika import exceptions as px
 
 from . import wire
 from .connection import Broker, ConnectionThread
@@ -179,7 +180,7 @@ class Responder:
         assert self._io.connection is not None
         self._channel = self._io.connection.channel()
         self._io.watch(self._channel)  # the broker closing it stops the responder: connection_lost
-        self._channel.queue_declare(self.queue, durable=True, arguments={"x-queue-type": "quorum"})
+        self._declare_request_queue()
         # RR-17: the dead-letter queue is a durable quorum queue too.
         dlq_type = {"x-queue-type": self._policy.dlq_queue_type}
         self._channel.queue_declare(self.dead_letter_queue, durable=True, arguments=dlq_type)
@@ -187,6 +188,24 @@ class Responder:
             self._channel.queue_bind(self.queue, self._bind.exchange, self._bind.routing_key)
         self._channel.basic_qos(prefetch_count=self._concurrency)
         self._consumer_tag = self._channel.basic_consume(self.queue, self._on_request)
+
+    def _declare_request_queue(self) -> None:
+        """RR-17: the request queue is a durable quorum queue."""
+        if self._policy.request_queue == "quorum":
+            self._channel.queue_declare(self.queue, durable=True, arguments={"x-queue-type": "quorum"})
+            return
+        # classic_if_missing: a passive declare that finds no queue closes its channel
+        # (404 NOT_FOUND), so it asks on a throwaway one, never the consuming channel.
+        assert self._io.connection is not None
+        probe = self._io.connection.channel()
+        try:
+            probe.queue_declare(self.queue, passive=True)
+        except px.ChannelClosedByBroker as exc:
+            if exc.reply_code != 404:
+                raise
+            self._channel.queue_declare(self.queue, durable=True)  # no x-queue-type: the server's default, classic
+            return
+        probe.close()
 
     def _cancel(self) -> None:
         if self._consumer_tag is not None and self._channel.is_open:

@@ -4,6 +4,7 @@ driven without a broker (the helpers of test_reply_routing and test_responder_po
 import json
 import threading
 import time
+from types import SimpleNamespace
 
 import pika
 import pytest
@@ -298,3 +299,43 @@ def test_stop_abandons_a_handler_that_returns_after_it():
     assert work == [] and responder._settling == set()
     responder._on_request(None, type("M", (), {"delivery_tag": 8})(), pika.BasicProperties(reply_to="amq.gen-x"), b"{}")
     assert responder._channel.calls == []  # not acked: the broker requeues it
+
+
+# -- the request queue's declaration (RR-17) ---------------------------------
+
+
+class _Declaring:
+    """A channel recording its queue declares; a passive one finds the queue or closes (404)."""
+
+    def __init__(self, log, exists):
+        self._log, self._exists = log, exists
+
+    def queue_declare(self, queue, passive=False, durable=False, arguments=None):
+        self._log.append((queue, passive, durable, arguments))
+        if passive and not self._exists:
+            raise pika.exceptions.ChannelClosedByBroker(404, f"NOT_FOUND - no queue '{queue}'")
+
+    def close(self):
+        self._log.append("probe closed")
+
+
+def _declaring(exists, **policy):
+    responder, _ = _responder(**policy)
+    log = []
+    responder._channel = _Declaring(log, exists)
+    responder._io.connection = SimpleNamespace(channel=lambda: _Declaring(log, exists))
+    responder._declare_request_queue()
+    return log
+
+
+@pytest.mark.parametrize("exists", [True, False])
+def test_the_request_queue_is_declared_quorum_whether_or_not_it_exists(exists):
+    assert _declaring(exists) == [("q", False, True, {"x-queue-type": "quorum"})]
+
+
+def test_the_defect_leaves_an_existing_request_queue_as_it_is():
+    assert _declaring(True, request_queue="classic_if_missing") == [("q", True, False, None), "probe closed"]
+
+
+def test_the_defect_declares_a_missing_request_queue_classic_on_the_consuming_channel():
+    assert _declaring(False, request_queue="classic_if_missing") == [("q", True, False, None), ("q", False, True, None)]
