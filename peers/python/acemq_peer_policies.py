@@ -29,21 +29,11 @@ CURRENT = "current"
 AFTER_CONFIRM_DELAY_SECONDS = 1.0
 # Which policy a mutant's side configures: a gatherer is a requester's gathers.
 _POLICY_OF_SIDE = {"requester": "requester", "gatherer": "requester", "responder": "responder"}
-# Mutants of issue 12 (the spec's defaults and its new decisions) the binding has before the
-# catalogue lists them: taken on requester.open / responder.start, but offered in hello only
-# once the catalogue has them (the harness refuses a peer offering a name it does not know).
-# The catalogue's entry wins; drop a row here once the catalogue has it.
-PENDING_MUTANTS: dict[str, dict[str, Any]] = {
-    "default-timeout-10s": {"side": "requester", "policy": {"default_timeout_ms": 10000}},
-    "default-attempts-5": {"side": "responder", "policy": {"default_max_attempts": 5}},
-    "attempt-from-zero": {"side": "responder", "policy": {"attempt_base": 0}},
-    "gather-no-default-correlation": {"side": "gatherer", "policy": {"gather_default_correlation": "none"}},
-    "gather-timeouts-counted": {"side": "gatherer", "policy": {"count_gather_timeouts": True}},
-    "close-abandons-pending": {"side": "requester", "policy": {"pending_at_close": "wait"}},
-    "gather-ignores-returns": {"side": "gatherer", "policy": {"honour_gather_returns": False}},
-    "type-in-header": {"side": "requester", "policy": {"type_carrier": "header"}},
-    "failure-reply-unchecked": {"side": "responder", "policy": {"failure_reply_delivery": "unchecked"}},
-    "malformed-request-dropped": {"side": "responder", "policy": {"malformed_request": "drop"}},
+# Catalogue mutants marked ``only_where`` that pika cannot have, with why: they are not
+# offered. A mutant named here without ``only_where`` in the catalogue fails at start-up,
+# as does any other catalogue mutant the binding cannot take.
+CANNOT_HAVE: dict[str, str] = {
+    "narrow-int-header": "pika writes an int header as I or l, never B, u or i",
 }
 
 
@@ -78,9 +68,12 @@ class PolicyTable:
     def __init__(self, catalogue: dict[str, Any], peer: str = PEER) -> None:
         self.mutant_sides: dict[str, str] = {}
         self._mutants: dict[str, _Settings] = {}
-        self._offered = list(catalogue["mutants"])
-        pending = {name: m for name, m in PENDING_MUTANTS.items() if name not in catalogue["mutants"]}
-        for name, mutant in {**catalogue["mutants"], **pending}.items():
+        for name in CANNOT_HAVE:
+            if name in catalogue["mutants"] and not catalogue["mutants"][name].get("only_where"):
+                raise ValueError(f"catalogue mutant {name} has no only_where, so this peer must offer it; drop it from CANNOT_HAVE")
+        self._offered = [name for name in catalogue["mutants"] if name not in CANNOT_HAVE]
+        for name in self._offered:
+            mutant = catalogue["mutants"][name]
             side = _POLICY_OF_SIDE[mutant["side"]]
             self.mutant_sides[name] = side
             values = dict(mutant.get("policy") or {})
@@ -110,7 +103,7 @@ class PolicyTable:
 
     @property
     def mutants(self) -> list[str]:
-        """The mutants hello offers: the catalogue's."""
+        """The mutants hello offers: the catalogue's, but those in CANNOT_HAVE."""
         return list(self._offered)
 
     def requester(self, profile: Optional[str], mutant: Optional[str]) -> RequesterPolicy:
@@ -131,6 +124,8 @@ class PolicyTable:
             raise UnknownName(f"unknown profile {profile!r}; this peer offers {', '.join(self._profiles)}")
         if mutant is None:
             return self._profiles[profile], _Settings({}, {})
+        if mutant in CANNOT_HAVE:
+            raise UnknownName(f"mutant {mutant!r} is not offered by this peer: {CANNOT_HAVE[mutant]}")
         if mutant not in self._mutants:
             raise UnknownName(f"unknown mutant {mutant!r}; this peer offers {', '.join(self._offered)}")
         return self._profiles[profile], self._mutants[mutant]

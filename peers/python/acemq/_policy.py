@@ -40,6 +40,19 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "type_carrier": ("property", "header"),
     "failure_reply_delivery": ("checked", "unchecked"),
     "malformed_request": ("fail_reply", "drop"),
+    "native_address": ("reply_queue", "stale", "empty"),
+    "unmatched_reply": ("drop", "oldest_waiter"),
+    "timeout_outcome": ("timeout", "null_reply"),
+    "unknown_reply_headers": ("ignore", "fail"),
+    "publish_copies": (1, 2),
+    "multi_copies_without_count": (1, 0),
+    "bytes_address": ("accept", "ignore"),
+    "reply_content_type": ("application/json", "none"),
+    "strip_prefix": ("x-acemq-", "x-"),
+    "failure_body": ("empty", "json"),
+    "error_type_name": ("simple", "qualified"),
+    "last_attempt": ("dead_letter", "ack"),
+    "request_queue": ("quorum", "classic_if_missing"),
 }
 READ_FROM = ("header", "native")
 
@@ -86,6 +99,15 @@ class RequesterPolicy:
     pending_at_close: Literal["end_closed", "wait"] = "end_closed"
     honour_gather_returns: bool = True  # RR-13 for gathers: a returned copy refuses the gather
     type_carrier: Literal["property", "header"] = "property"  # where a call's type travels
+    native_address: Literal["reply_queue", "stale", "empty"] = "reply_queue"  # RR-1, RR-3: what reply_to names
+    count_unmatched: bool = True  # RR-8: a reply for no pending call counts in Unmatched
+    unmatched_reply: Literal["drop", "oldest_waiter"] = "drop"  # RR-8: a reply for no pending call
+    timeout_outcome: Literal["timeout", "null_reply"] = "timeout"  # RR-9: a call not answered in time
+    unknown_reply_headers: Literal["ignore", "fail"] = "ignore"  # RR-5: headers a reply may carry
+    exclusive_reply_queue: bool = True  # RR-7
+    count_gather_unmatched: bool = True  # SG-8: a reply for no pending gather counts in Unmatched
+    publish_copies: int = 1  # SG-2: messages publishRequest publishes to its exchange
+    multi_copies_without_count: int = 1  # SG-2: copies sendRequestMulti sends given no count
 
     def __post_init__(self) -> None:
         _check(self)
@@ -118,6 +140,16 @@ class ResponderPolicy:
     failure_reply_delivery: Literal["checked", "unchecked"] = "checked"
     # A request body that is not JSON: a MalformedRequest failure reply, or dropped.
     malformed_request: Literal["fail_reply", "drop"] = "fail_reply"
+    bytes_address: Literal["accept", "ignore"] = "accept"  # RR-2: an acemq-reply-to written as bytes
+    reply_content_type: Literal["application/json", "none"] = "application/json"  # RR-4
+    strip_prefix: Literal["x-acemq-", "x-"] = "x-acemq-"  # RR-5: the headers kept from the handler
+    failure_body: Literal["empty", "json"] = "empty"  # RR-10: the body of a failure reply
+    error_type_name: Literal["simple", "qualified"] = "simple"  # RR-10: the ExceptionType's spelling
+    retry_failures: bool = False  # RR-11: a failed request goes round the retry policy
+    count_unanswerable: bool = True  # RR-12
+    last_attempt: Literal["dead_letter", "ack"] = "dead_letter"  # RR-14: the last undeliverable attempt
+    # RR-17: declare the request queue quorum, or leave an existing one as it is and make a missing one classic.
+    request_queue: Literal["quorum", "classic_if_missing"] = "quorum"
 
     def __post_init__(self) -> None:
         # A list from a data file is taken as the tuple it means (the policy stays hashable).

@@ -39,6 +39,10 @@ log = logging.getLogger("acemq.requester")
 DEFAULT_TIMEOUT_SECONDS = 30.0
 # How long a request waits for the broker's confirm before it is refused.
 CONFIRM_TIMEOUT_SECONDS = 30.0
+# How many ids of ended calls and gathers a requester remembers, to tell a late reply to a
+# request from one to a gather (each counted in Unmatched under its own rule, RR-8 / SG-8).
+REMEMBERED_IDS = 4096
+STALE_SUFFIX = ".stale"  # what the native_address policy "stale" appends (RR-1 forbids it)
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,9 @@ class Requester:
         self._lock = threading.Lock()
         self._calls: "OrderedDict[str, _Call]" = OrderedDict()
         self._gathers: dict[str, Gather] = {}
+        # The ids this requester has sent requests and gathers under, newest last (bounded).
+        self._sent_requests: "OrderedDict[str, None]" = OrderedDict()
+        self._sent_gathers: "OrderedDict[str, None]" = OrderedDict()
         self._closed = False
         self._reply_queue = ""
         self.timed_out = Counter()
@@ -219,6 +226,7 @@ class Requester:
             if self._closed:
                 raise RequesterClosed("the requester is closed")
             self._calls[message_id] = call  # before publishing: a fast reply must find it
+            _remember(self._sent_requests, message_id)
         try:
             outgoing = _Outgoing(
                 exchange, routing_key, payload, message_id, correlation_id, self._reply_queue_for_call(), message_type, headers
@@ -242,6 +250,8 @@ class Requester:
             if gave_up:
                 if self._policy.count_timeouts:  # RR-9
                     self.timed_out.increment()
+                if self._policy.timeout_outcome == "null_reply":
+                    return None  # RR-9 forbids this: a timeout passed off as a null reply
                 raise RequestTimedOut(call.request_id, timeout)
             call.wait(None)  # a reply took it at the last moment and is completing it
         return call.result()
@@ -322,7 +332,12 @@ class Requester:
         )
         # sendRequestMulti sends one copy per expected reply: a queue hands each
         # message to one of its consumers, so N workers need N copies (SG-2).
-        copies = 1 if exchange is not None else (expected_reply_count or 1)
+        if exchange is not None:
+            copies = policy.publish_copies  # SG-2 forbids 2: every subscriber would answer twice
+        elif expected_reply_count is None:
+            copies = policy.multi_copies_without_count  # SG-2 forbids 0: nobody is asked
+        else:
+            copies = expected_reply_count
         if policy.multi_copies == "one":
             copies = 1  # SG-2 forbids this: one copy cannot reach N competing workers
         target = (exchange, "") if exchange is not None else ("", endpoint)
@@ -331,6 +346,7 @@ class Requester:
             if self._closed:
                 raise RequesterClosed("the requester is closed")
             self._gathers[request_id] = gather
+            _remember(self._sent_gathers, request_id)
         try:
             outgoing = _Outgoing(
                 target[0],
@@ -426,7 +442,8 @@ class Requester:
     def _declare_reply_queue(self) -> str:
         # RR-7: the type is given explicitly, not left to the server's default.
         arguments = {"x-queue-type": "classic"} if self._policy.explicit_reply_queue_type else None
-        result = self._consumer.queue_declare("", durable=False, exclusive=True, auto_delete=True, arguments=arguments)
+        exclusive = self._policy.exclusive_reply_queue  # RR-7 forbids False
+        result = self._consumer.queue_declare("", durable=False, exclusive=exclusive, auto_delete=True, arguments=arguments)
         queue = result.method.queue
         self._consumer.basic_consume(queue, self._on_reply, auto_ack=True)
         return queue
@@ -456,7 +473,11 @@ class Requester:
         if policy.write_header_address:  # RR-1: both places, RR-2: a long string
             as_bytes = policy.header_address_as_bytes  # pika writes bytes as 'x'
             headers[wire.REPLY_TO_HEADER] = reply_queue.encode("utf-8") if as_bytes else reply_queue
-        native = reply_queue if policy.write_native_address else None
+        native: Optional[str] = None
+        if policy.write_native_address:
+            # RR-1 forbids "stale": reply_to naming another queue than the header. RR-3 forbids
+            # "empty": pika writes "" as a present, zero-length reply_to (it omits only None).
+            native = {"stale": reply_queue + STALE_SUFFIX, "empty": ""}.get(policy.native_address, reply_queue)
         message_type = outgoing.message_type
         if message_type is not None and policy.type_carrier == "header":
             # The type belongs in the AMQP type property, not in a header.
@@ -486,12 +507,26 @@ class Requester:
             if gather is None and call is None and gather_key and self._policy.gather_stray_reply == "oldest_gather":
                 # SG-8 forbids this: a reply for no pending gather is given to the oldest one.
                 gather = next((g for g in self._gathers.values() if g.state is GatherState.COLLECTING), None)
+            if gather is None and call is None and self._calls and self._policy.unmatched_reply == "oldest_waiter":
+                # RR-8 forbids this: a reply nobody waits for is given to the oldest waiting call.
+                call = self._calls.popitem(last=False)[1]
+            for_gather = gather is None and call is None and self._for_gather(properties.correlation_id, gather_key)
         if gather is not None:
             self._deliver_to_gather(gather, properties, body)
         elif call is not None:
             self._deliver_to_call(call, properties, body)
         else:
-            self._count_unmatched(properties)
+            self._count_unmatched(properties, for_gather=for_gather)
+
+    def _for_gather(self, correlation_id: Optional[str], gather_key: Optional[str]) -> bool:
+        """Whether a reply that found nobody was a gather's (SG-8) rather than a call's (RR-8);
+        called with the lock held. By the ids sent; a reply naming none of them is a stray:
+        a gather's when this requester has begun gathers."""
+        if gather_key and gather_key in self._sent_gathers:
+            return True
+        if correlation_id and correlation_id in self._sent_requests:
+            return False
+        return bool(self._sent_gathers)
 
     def _take_call(self, correlation_id: Optional[str]) -> Optional[_Call]:
         """The waiting caller a reply belongs to; called with the lock held."""
@@ -505,6 +540,14 @@ class Requester:
         return self._calls.pop(correlation_id, None)
 
     def _deliver_to_call(self, call: _Call, properties: pika.BasicProperties, body: bytes) -> None:
+        if self._policy.unknown_reply_headers == "fail":
+            known = {wire.ERROR_HEADER, wire.RESPONSE_MESSAGE_ID_HEADER}
+            # x- headers pass: brokers and clients add their own (RabbitMQ.Client's x-dotnet-pub-seq-no).
+            unknown = sorted(name for name in properties.headers or {} if name not in known and not name.startswith("x-"))
+            if unknown:
+                # RR-5 forbids this: a header the requester does not know fails the call.
+                call.complete(error=ReplyDecodeError(call.request_id, f"unexpected reply headers {', '.join(unknown)}"))
+                return
         failure = wire.header(properties.headers, wire.ERROR_HEADER)
         if failure is not None and self._policy.read_error_header:  # RR-10: before decoding
             call.complete(error=ResponderFailed(call.request_id, failure))
@@ -523,16 +566,16 @@ class Requester:
     def _deliver_to_gather(self, gather: Gather, properties: pika.BasicProperties, body: bytes) -> None:
         # Spec choice (SG-8): failure replies and undecodable bodies stay out of a gather's result.
         if wire.header(properties.headers, wire.ERROR_HEADER) is not None:
-            self._count_unmatched(properties)
+            self._count_unmatched(properties, for_gather=True)
             return
         try:
             reply = wire.decode_body(body)
         except ValueError:
             log.warning("undecodable gather reply for %s dropped", gather.request_id)
-            self._count_unmatched(properties)
+            self._count_unmatched(properties, for_gather=True)
             return
         if not gather.add(reply):
-            self._count_unmatched(properties)
+            self._count_unmatched(properties, for_gather=True)
 
     def _connection_lost(self, reason: str) -> None:
         try:
@@ -540,10 +583,20 @@ class Requester:
         except Exception:
             log.exception("connection_lost observer failed")
 
-    def _count_unmatched(self, properties: pika.BasicProperties) -> None:
-        self.unmatched.increment()
+    def _count_unmatched(self, properties: pika.BasicProperties, for_gather: bool = False) -> None:
+        """Count a dropped reply in Unmatched (RR-8, SG-8) and tell the observer."""
+        counted = self._policy.count_gather_unmatched if for_gather else self._policy.count_unmatched
+        if counted:  # RR-8 / SG-8 forbid False: the observer hears of it, the counter does not
+            self.unmatched.increment()
         response_message_id = wire.header(properties.headers, wire.RESPONSE_MESSAGE_ID_HEADER)
         try:
             self._observer.unmatched(properties.correlation_id, response_message_id)
         except Exception:
             log.exception("unmatched observer failed")
+
+
+def _remember(ids: "OrderedDict[str, None]", key: str) -> None:
+    """Add ``key`` to a bounded record of ids, forgetting the oldest past REMEMBERED_IDS."""
+    ids[key] = None
+    if len(ids) > REMEMBERED_IDS:
+        ids.popitem(last=False)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import pika
+from pika import exceptions as px
 
 from . import wire
 from .connection import Broker, ConnectionThread
@@ -28,6 +29,8 @@ log = logging.getLogger("acemq.responder")
 
 DEFAULT_MAX_ATTEMPTS = wire.DEFAULT_MAX_ATTEMPTS
 DEFAULT_CONCURRENCY = 16
+# How long stop waits for the requests whose handler has returned to be settled.
+SETTLE_BOUND_SECONDS = 5.0
 UNANSWERABLE_REASON = "Unanswerable: the request names no reply address"
 
 
@@ -101,6 +104,10 @@ class Responder:
         self._consumer_tag: Optional[str] = None
         self._first_delivery_handled = False  # for counters_created: after_first_delivery
         self._stopped = threading.Event()
+        # Requests whose handler has returned and that are not settled yet (ack, nack or
+        # dead-letter), by delivery tag: stop waits for them before it closes.
+        self._settling: set[int] = set()
+        self._settled = threading.Condition()
         # RR-16: the counters exist, at zero, before anything is consumed.
         self.answered = Counter()
         self.unanswerable = Counter()
@@ -129,14 +136,26 @@ class Responder:
         return self._policy.default_max_attempts
 
     def stop(self) -> None:
-        """Cancel the consumer and close the connection; unacknowledged requests go back to the queue."""
-        if self._stopped.is_set():
-            return
-        self._stopped.set()
+        """Cancel the consumer, settle what was answered, and close the connection.
+
+        A request whose handler has returned is settled first (acked, requeued or
+        dead-lettered), within SETTLE_BOUND_SECONDS: its reply may already be with the
+        caller, and closing before its ack would put it back on the queue for the next
+        responder to answer a second time. Handlers still running are abandoned: the
+        broker requeues their requests when the connection closes.
+        """
+        with self._settled:
+            if self._stopped.is_set():
+                return
+            self._stopped.set()  # from now on a returning handler is abandoned
         try:
             self._io.call(self._cancel, timeout=5.0)
         except Exception as exc:
             log.debug("cancel on stop failed: %r", exc)
+        if not self._io.in_io_thread:  # the I/O thread settles them: it cannot wait for itself
+            with self._settled:
+                if not self._settled.wait_for(lambda: not self._settling, SETTLE_BOUND_SECONDS):
+                    log.warning("stopping the responder of %s with %d requests unsettled", self.queue, len(self._settling))
         self._io.close()
         self._workers.shutdown(wait=False, cancel_futures=True)
 
@@ -161,7 +180,7 @@ class Responder:
         assert self._io.connection is not None
         self._channel = self._io.connection.channel()
         self._io.watch(self._channel)  # the broker closing it stops the responder: connection_lost
-        self._channel.queue_declare(self.queue, durable=True, arguments={"x-queue-type": "quorum"})
+        self._declare_request_queue()
         # RR-17: the dead-letter queue is a durable quorum queue too.
         dlq_type = {"x-queue-type": self._policy.dlq_queue_type}
         self._channel.queue_declare(self.dead_letter_queue, durable=True, arguments=dlq_type)
@@ -170,6 +189,24 @@ class Responder:
         self._channel.basic_qos(prefetch_count=self._concurrency)
         self._consumer_tag = self._channel.basic_consume(self.queue, self._on_request)
 
+    def _declare_request_queue(self) -> None:
+        """RR-17: the request queue is a durable quorum queue."""
+        if self._policy.request_queue == "quorum":
+            self._channel.queue_declare(self.queue, durable=True, arguments={"x-queue-type": "quorum"})
+            return
+        # classic_if_missing: a passive declare that finds no queue closes its channel
+        # (404 NOT_FOUND), so it asks on a throwaway one, never the consuming channel.
+        assert self._io.connection is not None
+        probe = self._io.connection.channel()
+        try:
+            probe.queue_declare(self.queue, passive=True)
+        except px.ChannelClosedByBroker as exc:
+            if exc.reply_code != 404:
+                raise
+            self._channel.queue_declare(self.queue, durable=True)  # no x-queue-type: the server's default, classic
+            return
+        probe.close()
+
     def _cancel(self) -> None:
         if self._consumer_tag is not None and self._channel.is_open:
             self._channel.basic_cancel(self._consumer_tag)
@@ -177,8 +214,13 @@ class Responder:
     # -- one request ------------------------------------------------------
 
     def _on_request(self, _channel: Any, method: Any, properties: pika.BasicProperties, body: bytes) -> None:
+        if self._stopped.is_set():
+            return  # not acked: the broker requeues it when the connection closes
         headers = properties.headers or {}
-        address = wire.choose_reply_address(headers, properties.reply_to, self._policy.read_order)
+        policy = self._policy
+        address = wire.choose_reply_address(
+            headers, properties.reply_to, policy.read_order, bytes_header=policy.bytes_address == "accept"
+        )
         if address is None:
             self._on_unanswerable(method.delivery_tag, properties, body)
             return
@@ -188,13 +230,14 @@ class Responder:
 
     def _on_unanswerable(self, tag: int, properties: pika.BasicProperties, body: bytes) -> None:
         # RR-12: the handler is not run; its result could go nowhere.
-        self.unanswerable.increment()
+        if self._policy.count_unanswerable:  # RR-12 forbids False
+            self.unanswerable.increment()
         if self._policy.unanswerable == "dead_letter":  # RR-12 forbids this
             self._dead_letter(
                 tag, properties, body, UNANSWERABLE_REASON, then=lambda: self._observer.unanswerable(properties.message_id)
             )
             return
-        self._channel.basic_ack(tag)
+        self._ack(tag)
         self._observer.unanswerable(properties.message_id)
 
     def _handle(self, delivery: _Delivery) -> None:
@@ -205,7 +248,7 @@ class Responder:
             malformed = wire.first_strict_header(delivery.properties.headers)
             if malformed is not None:
                 # WF-1 forbids this: a header of a type it does not expect fails the request.
-                self._io.submit(self._fail, delivery, f"MalformedHeader: {malformed}")
+                self._settle_later(self._fail, delivery, f"MalformedHeader: {malformed}")
                 return
         try:
             body = wire.decode_body(delivery.body)
@@ -213,9 +256,9 @@ class Responder:
             # The handler is not run for a body it could not read: a failure reply, then
             # the RR-11 dead-letter with the same reason.
             if self._policy.malformed_request == "drop":
-                self._io.submit(self._ack_silently, delivery)  # the defect: no reply, no dead-letter
+                self._settle_later(self._ack_silently, delivery)  # the defect: no reply, no dead-letter
             else:
-                self._io.submit(self._fail, delivery, wire.malformed_request_text(exc))
+                self._settle_later(self._fail, delivery, wire.malformed_request_text(exc))
             return
         try:
             request = Request(
@@ -230,15 +273,48 @@ class Responder:
             self._observer.handled(request)
             payload = wire.encode_body(self._handler(request))
         except Exception as exc:  # the handler's failure goes back to the caller (RR-10)
-            failure = wire.failure_text(exc)
+            if self._policy.error_type_name == "qualified":
+                failure = wire.qualified_failure_text(exc)  # RR-10.2 forbids this
+            else:
+                failure = wire.failure_text(exc)
         if failure is None:
-            self._io.submit(self._answer, delivery, payload)
+            self._settle_later(self._answer, delivery, payload)
         else:
-            self._io.submit(self._fail, delivery, failure)
+            self._settle_later(self._fail, delivery, failure)
+
+    def _settle_later(self, settle: Callable[..., None], delivery: _Delivery, *args: Any) -> None:
+        """Worker thread: hand a request whose handler has returned to the I/O thread to reply
+        and settle, and hold stop until it is settled; after stop, abandon it (requeued)."""
+        with self._settled:
+            if self._stopped.is_set():
+                return
+            self._settling.add(delivery.tag)
+        # Every way through ``settle`` ends in _ack or _nack_requeue, which release it; one that
+        # breaks off (a lost connection) leaves stop to its bound.
+        self._io.submit(settle, delivery, *args)
+
+    def _settled_tag(self, tag: int) -> None:
+        with self._settled:
+            self._settling.discard(tag)
+            self._settled.notify_all()
+
+    def _ack(self, tag: int) -> None:
+        try:
+            self._channel.basic_ack(tag)
+        finally:
+            self._settled_tag(tag)
+
+    def _nack_requeue(self, tag: int) -> None:
+        try:
+            # requeue given explicitly: not every client defaults to it.
+            self._channel.basic_nack(tag, requeue=True)
+        finally:
+            self._settled_tag(tag)
 
     def _shown_headers(self, headers: Optional[dict[str, Any]]) -> dict[str, Any]:
-        if self._policy.strip_engine_headers:  # RR-5
-            return wire.strip_engine_headers(headers)
+        policy = self._policy
+        if policy.strip_engine_headers:  # RR-5
+            return wire.strip_engine_headers(headers, policy.strip_prefix)
         return dict(headers or {})
 
     # -- replies and dead letters (I/O thread) -------------------------------
@@ -253,8 +329,9 @@ class Responder:
         correlation_id = delivery.message_id  # RR-4
         if policy.reply_correlation_from == "correlation_id":
             correlation_id = delivery.properties.correlation_id  # RR-4 forbids this
+        content_type = None if policy.reply_content_type == "none" else wire.CONTENT_TYPE  # RR-4 forbids none
         return pika.BasicProperties(
-            content_type=wire.CONTENT_TYPE,
+            content_type=content_type,
             correlation_id=correlation_id,
             headers=headers,
         )
@@ -287,12 +364,9 @@ class Responder:
         confirm.add_done_callback(lambda done: self._io.later(settled, done))
 
     def _ack_silently(self, delivery: _Delivery) -> None:
-        if not self._stopped.is_set():
-            self._channel.basic_ack(delivery.tag)
+        self._ack(delivery.tag)
 
     def _answer(self, delivery: _Delivery, payload: bytes) -> None:
-        if self._stopped.is_set():
-            return  # the connection is going; the broker requeues the request
         policy = self._policy
         counted = policy.answered_timing == "before_publish"
         if policy.counters_created == "after_first_delivery" and not self._first_delivery_handled:
@@ -308,7 +382,7 @@ class Responder:
                 timer = threading.Timer(policy.answered_delay_seconds, self.answered.increment)
                 timer.daemon = True
                 timer.start()
-            self._channel.basic_ack(delivery.tag)
+            self._ack(delivery.tag)
             self._observer.replied(delivery.message_id, None)
 
         def failed(exc: PublishFailed) -> None:
@@ -319,8 +393,6 @@ class Responder:
         self._publish_then(delivery.reply_to.queue, self._reply_properties(delivery, None), payload, confirmed, failed)
 
     def _fail(self, delivery: _Delivery, failure: str) -> None:
-        if self._stopped.is_set():
-            return
         policy = self._policy
         if policy.handler_failure == "retry":
             # RR-10 forbids this: no failure reply; the request goes round the retry policy.
@@ -332,7 +404,11 @@ class Responder:
         def confirmed() -> None:
             self._observer.replied(delivery.message_id, failure)
             if not policy.dead_letter_failures:  # RR-11 forbids this
-                self._channel.basic_ack(delivery.tag)
+                self._ack(delivery.tag)
+                return
+            if policy.retry_failures:
+                # RR-11 forbids this: the request goes round the retry policy, answered each time.
+                self._retry_or_dead_letter(delivery, failure)
                 return
             # RR-11: dead-lettered once with the same text, never retried.
             self._dead_letter(delivery.tag, delivery.properties, delivery.body, failure)
@@ -345,13 +421,20 @@ class Responder:
             # RR-14: the caller has no answer yet; the request goes round the retry policy.
             self._undeliverable(delivery, exc.detail)
 
-        self._publish_then(delivery.reply_to.queue, self._reply_properties(delivery, failure), b"", confirmed, failed)
+        body = wire.encode_body({"error": failure}) if policy.failure_body == "json" else b""  # RR-10 forbids json
+        self._publish_then(delivery.reply_to.queue, self._reply_properties(delivery, failure), body, confirmed, failed)
 
     def _undeliverable(self, delivery: _Delivery, detail: str) -> None:
         self._observer.reply_failed(delivery.message_id, delivery.attempt, detail)
-        if self._policy.undeliverable_reply == "ack":
+        policy = self._policy
+        if policy.undeliverable_reply == "ack":
             # RR-14 forbids this: the request is acknowledged into nowhere.
-            self._channel.basic_ack(delivery.tag)
+            self._ack(delivery.tag)
+            return
+        last = wire.retry_decision(delivery.attempt, self.max_attempts) == wire.RETRY_DEAD_LETTER
+        if last and policy.last_attempt == "ack":
+            # RR-14 forbids this: the last attempt is acked, not dead-lettered; the request is gone.
+            self._ack(delivery.tag)
             return
         self._retry_or_dead_letter(delivery, wire.undeliverable_reason(detail))
 
@@ -360,8 +443,7 @@ class Responder:
         if wire.retry_decision(delivery.attempt, self.max_attempts) == wire.RETRY_DEAD_LETTER:
             self._dead_letter(delivery.tag, delivery.properties, delivery.body, reason)
         else:
-            # requeue given explicitly: not every client defaults to it.
-            self._channel.basic_nack(delivery.tag, requeue=True)
+            self._nack_requeue(delivery.tag)
 
     def _connection_lost(self, reason: str) -> None:
         try:
@@ -395,13 +477,13 @@ class Responder:
         )
 
         def confirmed() -> None:
-            self._channel.basic_ack(tag)
+            self._ack(tag)
             self._observer.dead_lettered(properties.message_id, reason)
             if then is not None:
                 then()
 
         def failed(exc: PublishFailed) -> None:
             log.error("dead-letter of %s to %s failed: %s", properties.message_id, self.dead_letter_queue, exc)
-            self._channel.basic_nack(tag, requeue=True)
+            self._nack_requeue(tag)
 
         self._publish_then(self.dead_letter_queue, dead, body, confirmed, failed)

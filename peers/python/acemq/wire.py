@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
@@ -77,15 +78,20 @@ def choose_reply_address(
     headers: Optional[Mapping[str, Any]],
     reply_to: Optional[str],
     read_order: Sequence[str] = (SOURCE_HEADER, SOURCE_NATIVE),
+    bytes_header: bool = True,
 ) -> Optional[ReplyAddress]:
     """The reply address of a request (RR-3), or None when it names none (RR-12).
 
     ``read_order`` lists the places to look, first to last: the header, then
     the native ``reply_to`` (the spec). A place left out is never read.
+    ``bytes_header`` False takes a header written as a byte array as absent,
+    the defect RR-2 forbids.
     """
     for source in read_order:
         if source == SOURCE_HEADER:
-            queue = non_empty(header(headers, REPLY_TO_HEADER))
+            raw = (headers or {}).get(REPLY_TO_HEADER)
+            readable = bytes_header or not isinstance(raw, (bytes, bytearray, memoryview))
+            queue = non_empty(header(headers, REPLY_TO_HEADER)) if readable else None
         else:
             queue = non_empty(header_text(reply_to))
         if queue is not None:
@@ -96,6 +102,20 @@ def choose_reply_address(
 def failure_text(exc: BaseException) -> str:
     """``{ExceptionType}: {message}`` with the unqualified type name (RR-10)."""
     return failure_text_from(type(exc).__name__, str(exc))
+
+
+def qualified_failure_text(exc: BaseException) -> str:
+    """``{module.Type}: {message}``: the qualified type name RR-10.2 forbids (a defect's text).
+
+    A class of the program run with ``python -m`` has the module ``__main__``;
+    its name is the one the program was run by.
+    """
+    kind = type(exc)
+    module = kind.__module__
+    if module == "__main__":
+        spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+        module = spec.name if spec is not None else module
+    return f"{module}.{kind.__qualname__}: {exc}"
 
 
 def failure_text_from(type_name: str, message: str) -> str:
@@ -133,12 +153,15 @@ def attempt_number(headers: Optional[Mapping[str, Any]], base: int = 1) -> int:
     return raw + base
 
 
-def strip_engine_headers(headers: Optional[Mapping[str, Any]]) -> dict[str, Any]:
-    """Every header except the engine's ``x-acemq-*`` namespace (RR-5)."""
+def strip_engine_headers(headers: Optional[Mapping[str, Any]], prefix: str = ENGINE_HEADER_PREFIX) -> dict[str, Any]:
+    """Every header except the engine's ``x-acemq-*`` namespace (RR-5).
+
+    ``prefix`` is the namespace removed; only a defect removes more (``x-``).
+    """
     return {
         name: value
         for name, value in (headers or {}).items()
-        if not name.startswith(ENGINE_HEADER_PREFIX)
+        if not name.startswith(prefix)
     }
 
 

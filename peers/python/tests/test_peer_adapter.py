@@ -1,5 +1,6 @@
 """The peer adapter's pure parts: echo body, failure text, the policy table, hello, output lines."""
 
+import copy
 import io
 import json
 from pathlib import Path
@@ -13,10 +14,11 @@ from acemq.responder import Request
 from acemq.wire import failure_text
 from acemq_peer import BadCommand, Output, Peer, _optional, make_handler
 from acemq_peer_load import nearest_rank
-from acemq_peer_policies import PolicyTable, UnknownName, find_catalogue
+from acemq_peer_policies import CANNOT_HAVE, PolicyTable, UnknownName, find_catalogue
 
 CATALOGUE = yaml.safe_load(find_catalogue().read_text(encoding="utf-8"))
 TABLE = PolicyTable(CATALOGUE)
+OFFERED = [name for name in CATALOGUE["mutants"] if name not in CANNOT_HAVE]
 
 
 def _request(body):
@@ -74,7 +76,7 @@ def _expected(values):
     return {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
 
 
-@pytest.mark.parametrize("name", list(CATALOGUE["mutants"]))
+@pytest.mark.parametrize("name", OFFERED)
 def test_every_mutant_sets_exactly_its_catalogue_policy_on_its_side(name):
     mutant = CATALOGUE["mutants"][name]
     requester, responder = TABLE.requester(None, name), TABLE.responder(None, name)
@@ -85,6 +87,24 @@ def test_every_mutant_sets_exactly_its_catalogue_policy_on_its_side(name):
     got = _set_fields(acting, default)
     got.pop("answered_delay_seconds", None)
     assert got == _expected(mutant["policy"])
+
+
+def test_every_catalogue_mutant_is_offered_but_an_only_where_one_pika_cannot_write():
+    missing = [name for name in CATALOGUE["mutants"] if name not in TABLE.mutants]
+    assert missing == ["narrow-int-header"]
+    assert all(CATALOGUE["mutants"][name].get("only_where") for name in missing)
+
+
+def test_a_mutant_not_offered_without_only_where_fails_at_start_up():
+    catalogue = copy.deepcopy(CATALOGUE)
+    del catalogue["mutants"]["narrow-int-header"]["only_where"]
+    with pytest.raises(ValueError, match="narrow-int-header has no only_where"):
+        PolicyTable(catalogue)
+
+
+def test_a_mutant_not_offered_is_refused_saying_why():
+    with pytest.raises(UnknownName, match="never B, u or i"):
+        TABLE.requester(None, "narrow-int-header")
 
 
 def test_answered_after_the_confirm_is_widened_to_a_second():
@@ -122,7 +142,7 @@ def test_hello_speaks_the_highest_offered_and_1_when_asked():
     assert v3["protocol"] == 3 and "load" in v3["capabilities"]
     v2 = _hello(protocol=2, protocols=[1, 2])
     assert v2["protocol"] == 2 and "load" in v2["capabilities"]
-    assert v2["mutants"] == list(CATALOGUE["mutants"]) and v2["profiles"] == TABLE.profiles
+    assert v2["mutants"] == OFFERED and v2["profiles"] == TABLE.profiles
     v1 = _hello(protocol=1)
     assert v1["protocol"] == 1 and "load" not in v1["capabilities"]
     with pytest.raises(BadCommand):
