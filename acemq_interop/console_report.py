@@ -68,11 +68,16 @@ def peer_lines(report: RunResult) -> list[str]:
 
 
 def mutants_text(hello: dict) -> str:
-    """A peer's mutant coverage: the suite's own peers offer every catalogue mutant."""
+    """A peer's mutant coverage: the suite's own peers offer every catalogue mutant their
+    client can have (a mutant marked only_where is one some clients cannot)."""
     from .catalogue import mutants
 
-    cov = hello.get("mutants_offered") or mutant_coverage(hello, mutants())
-    return f"mutants {cov['offered']}/{cov['of']}" if cov["offered"] else "mutants: none (certified without them)"
+    catalogue = mutants()
+    cov = hello.get("mutants_offered") or mutant_coverage(hello, catalogue)
+    if not cov["offered"]:
+        return "mutants: none (certified without them)"
+    partial = [m for m in cov.get("missing", []) if m in catalogue and catalogue[m].only_where]
+    return f"mutants {cov['offered']}/{cov['of']}" + (f" ({len(partial)} its client cannot have)" if partial else "")
 
 
 def fold_errors(errors: list[CellResult]) -> list[tuple[str, list[CellResult]]]:
