@@ -4,7 +4,7 @@ using RabbitMQ.Client;
 namespace Acemq.Tests;
 
 /// <summary>
-/// The pure decisions behind the knobs of issue 12's second wave, at the spec's default and
+/// The pure decisions behind the catalogue mutants' policy knobs, at the spec's default and
 /// at the value that breaks it (RR-1.3, RR-2.2, RR-5.2, RR-10.2, RR-8.2/SG-8.1). What needs
 /// a broker (content types, failure bodies, retries, acks) the suite's scenarios check.
 /// </summary>

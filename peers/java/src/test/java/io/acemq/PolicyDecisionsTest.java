@@ -14,7 +14,7 @@ import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 /**
- * The decisions the policy knobs of issue 12's second wave change, each at the spec's value
+ * The decisions the catalogue mutants' policy knobs change, each at the spec's value
  * and at the value that breaks its clause. The broker-facing paths are exercised by the
  * harness's scenarios; these are the pure parts.
  */

@@ -75,7 +75,7 @@ final class Catalogue {
             mutant("type-in-header", Side.REQUESTER, Map.of("type_carrier", "header")),
             mutant("failure-reply-unchecked", Side.RESPONDER, Map.of("failure_reply_delivery", "unchecked")),
             mutant("malformed-request-dropped", Side.RESPONDER, Map.of("malformed_request", "drop")),
-            // Issue 12, wave 2: a mutant for every asserted clause that had none.
+            // A mutant for each asserted clause the ones above left without one.
             mutant("header-only-address", Side.REQUESTER, Map.of("write_native_address", false)),
             mutant("mismatched-addresses", Side.REQUESTER, Map.of("native_address", "stale")),
             mutant("empty-native-address", Side.REQUESTER, Map.of("native_address", "empty")),

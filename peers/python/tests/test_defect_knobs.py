@@ -1,5 +1,5 @@
-"""The knobs of issue 12's second wave of mutants, each at its default and at its defect,
-driven without a broker (the helpers of test_reply_routing and test_responder_policies)."""
+"""Policy knobs of the catalogue's mutants (reply addresses, counters, failure replies,
+queues), each at its default and at its defect, driven without a broker (the helpers of test_reply_routing and test_responder_policies)."""
 
 import json
 import threading

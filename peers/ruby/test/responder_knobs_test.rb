@@ -3,8 +3,8 @@
 require_relative "test_helper"
 require_relative "responder_test"
 
-# The responder policy fields of issue 12's second wave, on ResponderTest's fakes.
-class Wave2ResponderTest < ResponderTest
+# Responder policy fields of the catalogue's mutants, on ResponderTest's fakes.
+class ResponderKnobsTest < ResponderTest
   # Only this class's tests (it inherits ResponderTest's helpers, not its tests).
   def self.runnable_methods = public_instance_methods(false).grep(/\Atest_/).map(&:to_s)
 
@@ -62,7 +62,7 @@ class Wave2ResponderTest < ResponderTest
 
     publisher = FakePublisher.new
     deliver(responder(publisher, error_type_name: :qualified) { raise Scenario::Failure, "no" })
-    assert_equal "Wave2ResponderTest::Scenario::Failure: no", publisher.published.first.properties[:headers]["acemq-error"]
+    assert_equal "ResponderKnobsTest::Scenario::Failure: no", publisher.published.first.properties[:headers]["acemq-error"]
     publisher = FakePublisher.new
     deliver(responder(publisher, error_type_name: :qualified), body: "{")
     assert_match(/\AMalformedRequest: /, publisher.published.first.properties[:headers]["acemq-error"])

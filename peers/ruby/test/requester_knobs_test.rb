@@ -2,9 +2,9 @@
 
 require_relative "test_helper"
 
-# The requester and gatherer policy fields of issue 12's second wave: each default is the
+# Requester and gatherer policy fields of the catalogue's mutants: each default is the
 # spec's behaviour, the other value the mutant's.
-class Wave2RequesterTest < Minitest::Test
+class RequesterKnobsTest < Minitest::Test
   include RequesterHelpers
 
   def echoing_requester(**options)
