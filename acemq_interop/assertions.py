@@ -87,7 +87,7 @@ def shown(value: Any) -> Any:
 _shown = shown
 
 
-NOT_COMPARISONS = ("that", "rule", "because", "consequence_of")
+NOT_COMPARISONS = ("that", "rule", "because", "consequence_of", "charges", "guards")
 
 
 def check(expectation: dict[str, Any], variables: dict[str, Any]) -> CheckFailed | None:

@@ -17,6 +17,10 @@ from .paths import CATALOGUE_DIR
 CATALOGUE_FILE = CATALOGUE_DIR / "catalogue.yaml"
 WIRE_VECTORS_FILE = CATALOGUE_DIR / "wire-vectors.json"
 SIDES = ("requester", "responder", "gatherer")
+# The side a clause obliges: the peer playing it is the one a FAIL of the clause charges.
+# `either`: a rule for every binding (a writer's header types, a reader's leniency); the
+# check says whose message or answer it reads, or the scenario has only one peer role.
+CLAUSE_SIDES = (*SIDES, "either")
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,7 @@ class Clause:
     id: str  # RR-4.2
     rule: str  # RR-4
     text: str
+    side: str = "either"  # requester | responder | gatherer | either (CLAUSE_SIDES)
     # Why no scenario can see it on the wire, and how it is checked instead (None: a
     # scenario must assert it; a unit test holds every clause to one or the other).
     unobservable: str | None = None
@@ -113,22 +118,29 @@ class CatalogueError(ValueError):
     pass
 
 
-def _clause(path: Path, rule_id: str, clause_id: str, value: Any) -> Clause:
-    """A clause is its text, or `{text, unobservable}` for one no scenario can see on the wire."""
+def _clause(path: Path, rule_id: str, clause_id: str, value: Any, rule_side: str) -> Clause:
+    """A clause is its text, or `{text, side?, unobservable?}`: its own side (else its rule's),
+    and why no scenario can see it on the wire."""
     if isinstance(value, dict):
-        unknown = set(value) - {"text", "unobservable"}
+        unknown = set(value) - {"text", "unobservable", "side"}
         if unknown or "text" not in value:
-            raise CatalogueError(f"{path}: clause {clause_id}: a clause is its text or {{text, unobservable}}")
+            raise CatalogueError(f"{path}: clause {clause_id}: a clause is its text or {{text, side?, unobservable?}}")
         reason = value.get("unobservable")
-        return Clause(clause_id, rule_id, str(value["text"]), None if reason is None else str(reason))
-    return Clause(clause_id, rule_id, str(value))
+        side = str(value.get("side", rule_side))
+        if side not in CLAUSE_SIDES:
+            raise CatalogueError(f"{path}: clause {clause_id}: side {side!r} is not one of {CLAUSE_SIDES}")
+        return Clause(clause_id, rule_id, str(value["text"]), side, None if reason is None else str(reason))
+    return Clause(clause_id, rule_id, str(value), rule_side)
 
 
 def load(path: Path = CATALOGUE_FILE) -> Catalogue:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     rules: dict[str, Rule] = {}
     for rule_id, body in data["rules"].items():
-        clauses = tuple(_clause(path, rule_id, cid, value) for cid, value in body["clauses"].items())
+        rule_side = str(body.get("side", ""))
+        if rule_side not in CLAUSE_SIDES:
+            raise CatalogueError(f"{path}: rule {rule_id}: side {rule_side!r} is not one of {CLAUSE_SIDES} (the side its clauses oblige)")
+        clauses = tuple(_clause(path, rule_id, cid, value, rule_side) for cid, value in body["clauses"].items())
         for clause in clauses:
             if rule_of(clause.id) != rule_id:
                 raise CatalogueError(f"{path}: clause {clause.id} is listed under {rule_id}")
@@ -142,6 +154,9 @@ def load(path: Path = CATALOGUE_FILE) -> Catalogue:
             raise CatalogueError(f"{path}: mutant {name}: side {side!r} is not one of {SIDES}")
         if body["clause"] not in clause_ids:
             raise CatalogueError(f"{path}: mutant {name}: clause {body['clause']} is not in the rules")
+        obliged = next(c.side for r in rules.values() for c in r.clauses if c.id == body["clause"])
+        if obliged not in ("either", side) and {obliged, side} != {"requester", "gatherer"}:
+            raise CatalogueError(f"{path}: mutant {name} acts on the {side} but its clause {body['clause']} obliges the {obliged}")
         policy_side = "responder" if side == "responder" else "requester"
         for knob in body["policy"]:
             if knob not in policies[policy_side]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
+from .results_files import broken_clauses
 
 BAD = {"FAIL", "ERROR", "XPASS"}
 
@@ -77,6 +78,15 @@ def _same_failure(old: str | None, new: str | None) -> bool:
     return ("." not in old and new.partition(".")[0] == old) or ("." not in new and old.partition(".")[0] == new)
 
 
+def _same_failures(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Both FAILs broke the same clauses (a version-1 file lists only the first: then the
+    first clauses are compared)."""
+    before, after = broken_clauses(old), broken_clauses(new)
+    if not old.get("failures") or not new.get("failures"):
+        return _same_failure(before[0] if before else None, after[0] if after else None)
+    return len(before) == len(after) and all(any(_same_failure(b, a) for a in after) for b in before)
+
+
 def compare(old: dict[str, Any], new: dict[str, Any]) -> Comparison:
     before, after = _by_key(old), _by_key(new)
     result = Comparison()
@@ -84,10 +94,10 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> Comparison:
     result.went = sorted(set(before) - set(after))
     for key in sorted(set(before) & set(after)):
         o, n = before[key], after[key]
-        change = CellChange(key, o["status"], n["status"], o.get("failed_rule"), n.get("failed_rule"),
+        change = CellChange(key, o["status"], n["status"], ", ".join(broken_clauses(o)) or None, ", ".join(broken_clauses(n)) or None,
                             (n.get("message") or "").splitlines()[0] if n.get("message") else "", n.get("rerun") or "")
         if o["status"] == n["status"]:
-            if n["status"] == "FAIL" and not _same_failure(o.get("failed_rule"), n.get("failed_rule")):
+            if n["status"] == "FAIL" and not _same_failures(o, n):
                 result.changed_rules.append(change)
             else:
                 result.unchanged += 1

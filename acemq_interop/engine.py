@@ -11,14 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import assertions
+from . import catalogue as spec
 from .cells import Cell, result_of
 from .errors import BrokerError, CheckFailed, PeerError, TemplateError
 from .management import Management
 from .manifests import PeerSpec
-from .model import CellResult, Status
+from .model import CellResult, Failure, NotEvaluated, Status
 from .peer_client import Note, PeerLink, PendingCall
 from .probe import Probe
-from .steps import STEPS, Opened, connection_lost_in
+from .steps import STEP_KINDS, STEPS, Opened, connection_lost_in, inputs_of  # noqa: F401 (STEPS: the registry, re-exported)
 
 
 
@@ -37,6 +38,9 @@ class RunContext:
     # -- transcripts (issue 13): the run's firehose tracer, and which cells keep theirs --
     tracer: Any = None  # transcript.Tracer | None
     keep_transcript: Callable[[CellResult], bool] | None = None
+    # A broker condition that makes a cell's verdict worthless (a memory or disk alarm, a
+    # blocked connection) seen since a time.monotonic() instant: the cause, or None.
+    broker_condition: Callable[[float], str | None] | None = None
 
 
 @dataclass
@@ -51,6 +55,15 @@ class CellState:
     event_marks: dict[str, int] = field(default_factory=dict)  # peer name -> events index at cell start
     trace: list[dict[str, Any]] = field(default_factory=list)
     probe: Probe | None = None
+    # -- every check, every cell --
+    failures: list[Failure] = field(default_factory=list)
+    not_evaluated: list[NotEvaluated] = field(default_factory=list)
+    unavailable: dict[str, str] = field(default_factory=dict)  # a name no step could bind -> why
+    spoiled: list[tuple[tuple[str, ...], str]] = field(default_factory=list)  # paths a failed check judged -> why
+    refused: dict[str, str] = field(default_factory=dict)  # calls refused unasked -> the peer's error, until judged
+    step_index: int = 0
+    lacking: dict[int, tuple[str, str]] = field(default_factory=dict)  # step index -> (role, part) its peer declares it lacks
+    lacking_names: dict[str, tuple[str, str]] = field(default_factory=dict)  # a name such a step would have bound
 
     def name(self, logical: str) -> str:
         return f"{self.ns}.{logical}"
@@ -73,6 +86,61 @@ class CellState:
     def note(self, step: str, **details: Any) -> None:
         self.trace.append({"t": round(time.monotonic() - self.variables["_t0"], 3), "step": step, **details})
 
+    # -- failures: recorded, charged to the side that broke them, and the cell goes on --
+
+    def fail(self, failed: CheckFailed, check: str, index: int | None = None, sub: int = 0,
+             role: str | None = None, seen_by: str | None = None) -> None:
+        """Record a broken clause. The role charged is the scenario's for this check (the
+        loader derived it), or `role` for a failure the engine itself finds (a call that never
+        ended: its requester's)."""
+        index = self.step_index if index is None else index
+        role = self.cell.scenario.charges.get((index, sub), role)
+        clause = spec.catalogue().clauses.get(failed.rule)
+        peer, suspects = self.peer_of(role)
+        self.failures.append(Failure(
+            clause=failed.rule, rule=spec.rule_of(failed.rule), side=clause.side if clause else "either", role=role,
+            peer=peer, check=check, message=failed.message, expected=failed.expected, observed=failed.observed,
+            seen_as=failed.seen_as, at=len(self.trace) - 1 if self.trace else None, suspects=suspects,
+            seen_by=seen_by if failed.seen_as else None))
+
+    def peer_of(self, role: str | None) -> tuple[str | None, tuple[str, ...]]:
+        """The label of the peer playing `role`, or (None, the candidates) when several do; the
+        probe is never charged."""
+        who = self.cell.roles.get(role) if role else None
+        if isinstance(who, tuple):
+            labels = tuple(dict.fromkeys(s.label for s in who))
+            return (labels[0], ()) if len(labels) == 1 else (None, labels)
+        return (who.label, ()) if isinstance(who, PeerSpec) else (None, ())
+
+    def skip(self, clause: str, check: str, needs: str) -> None:
+        self.not_evaluated.append(NotEvaluated(clause, check, needs))
+
+    def spoil(self, path: str, why: str) -> None:
+        """A value a check found broken: later checks reading it (or a part of it) are not
+        evaluated, so one defect is named once, by the check that judged it."""
+        self.spoiled.append((tuple(path.split(".")), why))
+
+    def blocked(self, paths: list[str]) -> str | None:
+        """Why a step reading these paths cannot be evaluated: a name an earlier step could
+        not bind, or a value an earlier check found broken; None when it can run."""
+        for path in paths:
+            parts = tuple(path.split("."))
+            if parts[0] in self.unavailable:
+                return f"needs {parts[0]} ({self.unavailable[parts[0]]})"
+            for spoiled, why in self.spoiled:
+                n = min(len(parts), len(spoiled))
+                if all(a == b or "*" in (a, b) for a, b in zip(parts[:n], spoiled[:n])):
+                    return f"needs {'.'.join(spoiled)} ({why})"
+        return None
+
+    def guarded(self, names: list[str]) -> str | None:
+        """Why a step must not bind these names: a failed check guards them (its `guards:`)."""
+        for name in names:
+            for spoiled, why in self.spoiled:
+                if spoiled == (name,):
+                    return f"guarded by a failed check ({why})"
+        return None
+
     def noter(self, peer: PeerLink) -> Note:
         """What a peer client tells of each command: into the cell's evidence."""
         def note(command: dict[str, Any], answer: dict[str, Any] | None) -> None:
@@ -92,6 +160,7 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
     state.variables["ns"] = ns
     for spec in cell.specs():
         state.event_marks[spec.name] = ctx.peers[spec.name].event_count()
+    state.lacking = _declared_lacks(state)
     started = time.monotonic()
     result = result_of(cell, Status.PASS, broker=ctx.broker)
     suspect: str | None = None
@@ -99,18 +168,26 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
         try:
             for index, step in enumerate(cell.scenario.steps):
                 (kind, args), = step.items()
-                try:
-                    STEPS[kind](state, args)
-                except TemplateError as exc:
-                    raise PeerError(f"step {index + 1} ({kind}): {exc}") from None
+                state.step_index = index
+                _run_step(state, index, kind, args)
             if state.pending:
                 raise PeerError(f"the scenario never awaited {', '.join(state.pending)}")
-        except CheckFailed as failed:
-            result.status, result.rule, result.message = Status.FAIL, failed.rule, failed.message
-            result.seen_as = failed.seen_as
-            result.expected, result.observed = failed.expected, failed.observed
+            if state.refused and not state.failures:
+                name, error = next(iter(state.refused.items()))
+                raise PeerError(f"peer refused the call '{name}': {error}")
+            if any("declared:" not in n.needs for n in state.not_evaluated) and not state.failures:
+                # Nothing broke, yet checks went unmade: never a PASS.
+                skipped = next(n for n in state.not_evaluated if "declared:" not in n.needs)
+                raise PeerError(f"{len(state.not_evaluated)} check(s) not evaluated, none failed: "
+                                f"{skipped.check} ({skipped.clause}) {skipped.needs}")
+            if state.failures:
+                first = state.failures[0]
+                result.status, result.rule, result.message = Status.FAIL, first.clause, first.message
+                result.seen_as, result.expected, result.observed = first.seen_as, first.expected, first.observed
+                result.failures = list(state.failures)
+            result.not_evaluated = list(state.not_evaluated)
         except (PeerError, BrokerError) as exc:
-            result.status, result.message = Status.ERROR, str(exc)
+            result.status, result.message = Status.ERROR, str(exc) + _after_failures(state)
         except Exception as exc:  # a harness bug must not take the other cells down
             result.status, result.message = Status.ERROR, f"harness error: {type(exc).__name__}: {exc}"
         if result.status == Status.FAIL:
@@ -127,6 +204,13 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
         elif result.status == Status.ERROR and first and not first.startswith("connection lost") and "lost a connection" not in first:
             fault += f"\n(after it: {first})"
         result.status, result.message, result.rule, result.expected, result.observed = Status.ERROR, fault, None, None, None
+        result.seen_as, result.failures = None, []
+    if result.status == Status.FAIL and ctx.broker_condition is not None:
+        condition = ctx.broker_condition(started)
+        if condition is not None:  # the broker, not a binding: every verdict under it is void
+            result.message = f"{condition}\n(the cell's check {result.rule} failed under it: {result.message})"
+            result.status, result.rule, result.expected, result.observed, result.seen_as = Status.ERROR, None, None, None, None
+            result.failures = []
     result.duration_s = time.monotonic() - started
     result.trace = state.trace
     if result.status == Status.ERROR:
@@ -135,7 +219,121 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
         from .transcript import attach
 
         attach(ctx.tracer, ctx.keep_transcript, ns, state.variables["_t0"], result)
+    if result.status == Status.FAIL:
+        _check_on_wire(state, result)
     return result
+
+
+def _check_on_wire(state: CellState, result: CellResult) -> None:
+    """Each attribution made through a consequence, held to the broker's transcript: it
+    stands where the wire agrees, and where the wire refutes it the failure is the check's
+    own clause, charged to the side that check judges, citing the transcript lines."""
+    from dataclasses import replace
+
+    from .wire_checks import judge
+
+    changed = False
+    failures = []
+    for failure in result.failures:
+        finding = judge(failure.clause, result.transcript, result.trace) if failure.seen_as else None
+        if finding is None:
+            failures.append(failure)
+            continue
+        changed = True
+        if finding.confirmed:
+            failures.append(replace(failure, wire=f"confirmed: {finding.text}"))
+            continue
+        own = spec.catalogue().clauses.get(failure.seen_as)
+        peer, suspects = state.peer_of(failure.seen_by)
+        failures.append(replace(failure, clause=str(failure.seen_as), rule=spec.rule_of(str(failure.seen_as)),
+                                side=own.side if own else "either", role=failure.seen_by, peer=peer, suspects=suspects,
+                                seen_as=None, wire=f"refutes {failure.clause}: {finding.text}",
+                                message=f"{failure.message}; not {failure.clause}: {finding.text}"))
+    if changed:
+        result.failures = failures
+        first = failures[0]
+        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+
+
+def _after_failures(state: CellState) -> str:
+    if not state.failures:
+        return ""
+    return f"\n(after {len(state.failures)} failed check(s): {', '.join(dict.fromkeys(f.clause for f in state.failures))})"
+
+
+def _declared_lacks(state: CellState) -> dict[int, tuple[str, str]]:
+    """The steps needing a part a peer of the cell declares it has none of (hello `lacks`)."""
+    found: dict[int, tuple[str, str]] = {}
+    for index, (role, part) in state.cell.scenario.part_steps.items():
+        who = state.cell.roles.get(role)
+        for spec in who if isinstance(who, tuple) else (who,) if who is not None else ():
+            lacks = getattr(state.ctx.peers.get(spec.name), "lacks", None)
+            if callable(lacks) and part in lacks():
+                found[index] = (role, part)
+    return found
+
+
+def lack_failure(state: CellState, role: str, part: str, clause: str, check: str) -> None:
+    """A check the charged peer cannot meet at all: its binding declares it has no `part`."""
+    state.fail(CheckFailed(clause, f"the binding declares no {part} (hello lacks): {clause} cannot be met",
+                           expected=part, observed="declared lacking"), check, role=role)
+
+
+def _run_step(state: CellState, index: int, kind: str, args: Any) -> None:
+    """One step. A check that fails is recorded and the cell goes on; a step reading what an
+    earlier step could not produce is not run, and its checks are "not evaluated"; a fault
+    (PeerError, BrokerError) ends the cell."""
+    step = STEP_KINDS[kind]
+    if index in state.lacking:  # nothing waits for a part the binding says it does not have
+        role, part = state.lacking[index]
+        for sub, check in enumerate(step.checks(args)):
+            clause = str(check[1].get("consequence_of") or check[1]["rule"])
+            if state.cell.scenario.charges.get((index, sub)) == role:
+                lack_failure(state, role, part, clause, f"step {index + 1} {kind}")
+            else:
+                state.skip(clause, f"step {index + 1} {kind}", f"declared: the peer of {role} lacks {part}")
+        state.note("not_evaluated", kind=kind, index=index + 1, why=f"the peer of {role} declares no {part}")
+        if isinstance(args, dict) and "as" in args:
+            state.unavailable[str(args["as"])] = f"declared: the peer of {role} lacks {part}"
+            state.lacking_names[str(args["as"])] = (role, part)
+        return
+    if kind != "expect":  # an expect judges each of its checks on its own
+        bound = [str(args["as"])] if isinstance(args, dict) and "as" in args else []
+        why = state.blocked(inputs_of(step, args)) or state.guarded(bound)
+        if why is not None:
+            _not_run(state, index, kind, args, why)
+            return
+    try:
+        step.run(state, args)
+    except CheckFailed as failed:
+        state.fail(failed, f"step {index + 1} {kind}: {failed.message}", index)
+        if isinstance(args, dict) and "as" in args:
+            state.unavailable[str(args["as"])] = f"{failed.rule}: {failed.message}"
+        for guarded in args.get("guards", ()) if isinstance(args, dict) else ():
+            state.spoil(str(guarded), f"{failed.rule}: step {index + 1} {kind}")
+    except TemplateError as exc:  # a value the scenario reads that the cell never got
+        _not_run(state, index, kind, args, f"needs {exc}")
+
+
+def _not_run(state: CellState, index: int, kind: str, args: Any, why: str) -> None:
+    """A step left out: its checks are not evaluated, its name is unavailable, and a call it
+    was to answer (a probe reply) will not be waited for again."""
+    step = STEP_KINDS[kind]
+    state.note("not_evaluated", kind=kind, index=index + 1, why=why)
+    for _, check in step.checks(args):
+        state.skip(str(check.get("consequence_of") or check["rule"]), f"step {index + 1} {kind}", why)
+    if isinstance(args, dict) and "as" in args:
+        state.unavailable[str(args["as"])] = why
+    if kind.startswith("probe_"):
+        # What the probe did not send, a call under way may be waiting for: its outcome no
+        # longer says anything about the binding, so it is not awaited again.
+        for name in list(state.pending):
+            state.unavailable[name] = f"the probe's step {index + 1} ({kind}) was not run: {why}"
+    if kind == "await":
+        for name in args if isinstance(args, list) else [args]:
+            pending = state.pending.pop(str(name), None)
+            if pending is not None:
+                pending[1].cancel()  # its answer, when it comes, is dropped
 
 
 def _connection_lost(state: CellState) -> str | None:

@@ -38,3 +38,9 @@ class CheckFailed(Exception):
 
 class TemplateError(Exception):
     """A `${...}` template names nothing the cell has bound (the scenario's mistake, an ERROR)."""
+
+
+class CallNotEnded(PeerError):
+    """A request or gather the binding never ended within its own timeout plus a grace,
+    while its peer still answers other commands: the binding's fault (a FAIL of the clause
+    its timeout stands for), not the peer's."""

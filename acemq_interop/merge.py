@@ -12,29 +12,12 @@ from typing import Any
 
 from .compare import read_results
 from .errors import UsageError
-from .model import BrokerInfo, CellResult, PeerStatus, RunResult, Status
+from .model import BrokerInfo, CellResult, PeerStatus, RunResult
+from .results_files import cell_from_record
 
 
 def _cell(record: dict[str, Any]) -> CellResult:
-    return CellResult(
-        id=record["id"], scenario=record["scenario"], title=record.get("title", ""), matrix=record["matrix"],
-        rules=tuple(record.get("rules") or ()), roles=dict(record.get("roles") or {}),
-        peers=tuple(_peers_of(record.get("roles") or {})), status=Status(record["status"]),
-        broker=record.get("broker") or "", duration_s=float(record.get("duration_s") or 0.0),
-        rule=record.get("failed_rule"), message=record.get("message") or "", expected=record.get("expected"),
-        observed=record.get("observed"), trace=list(record.get("trace") or []), stderr=dict(record.get("stderr") or {}),
-        reason=record.get("reason") or "", rerun=record.get("rerun") or "",
-        transcript=record.get("transcript"), clauses=tuple(record.get("clauses") or ()), seen_as=record.get("seen_as"),
-    )
-
-
-def _peers_of(roles: dict[str, Any]) -> list[str]:
-    found: list[str] = []
-    for who in roles.values():
-        for label in who if isinstance(who, list) else [who]:
-            if label != "probe":
-                found.append(label)
-    return found
+    return cell_from_record(record)
 
 
 def merge(shards: list[tuple[str, dict[str, Any]]]) -> RunResult:

@@ -83,6 +83,72 @@ class PeerStatus:
     broken: bool = False
 
 
+@dataclass(frozen=True)
+class Failure:
+    """One broken clause in a cell: what broke, whose side broke it, and the evidence.
+
+    `peer` is the label of the peer playing the obliged side (`side`, from the catalogue) in
+    the cell's role `role`; None when the role is played by several peers and the cell
+    cannot tell which one broke it (`suspects` then lists them): never the probe.
+    `check` says which check saw it (`step 5 expect: call.outcome equals 'reply'`), `at`
+    is the index of that check's entry in the cell's trace (the evidence, one click away).
+    """
+
+    clause: str
+    rule: str
+    side: str
+    role: str | None
+    peer: str | None
+    check: str
+    message: str
+    expected: Any = None
+    observed: Any = None
+    seen_as: str | None = None  # the clause of the check that saw it, for a consequence_of check
+    at: int | None = None
+    suspects: tuple[str, ...] = ()
+    # For a consequence_of check: the role its own clause (`seen_as`) would charge, should
+    # the broker's transcript refute the attribution; and what the wire said of it.
+    seen_by: str | None = None
+    wire: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        out = {"clause": self.clause, "rule": self.rule, "side": self.side, "role": self.role, "peer": self.peer,
+               "check": self.check, "message": self.message, "expected": self.expected, "observed": self.observed}
+        if self.seen_as:
+            out["seen_as"] = self.seen_as
+        if self.at is not None:
+            out["at"] = self.at
+        if self.suspects:
+            out["suspects"] = list(self.suspects)
+        if self.wire:
+            out["wire"] = self.wire
+        return out
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "Failure":
+        return cls(clause=str(record.get("clause") or ""), rule=str(record.get("rule") or ""),
+                   side=str(record.get("side") or "either"), role=record.get("role"), peer=record.get("peer"),
+                   check=str(record.get("check") or ""), message=str(record.get("message") or ""),
+                   expected=record.get("expected"), observed=record.get("observed"), seen_as=record.get("seen_as"),
+                   at=record.get("at"), suspects=tuple(record.get("suspects") or ()), wire=record.get("wire"))
+
+
+@dataclass(frozen=True)
+class NotEvaluated:
+    """A check a cell could not make: an earlier step did not produce what it reads."""
+
+    clause: str
+    check: str
+    needs: str  # what was missing: `needs m (no message on c0001.requests: RR-1.1)`
+
+    def record(self) -> dict[str, Any]:
+        return {"clause": self.clause, "check": self.check, "needs": self.needs}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "NotEvaluated":
+        return cls(str(record.get("clause") or ""), str(record.get("check") or ""), str(record.get("needs") or ""))
+
+
 @dataclass
 class CellResult:
     """One cell's result, with what describes the cell as plain data.
@@ -117,9 +183,31 @@ class CellResult:
     # A FAIL seen through another clause's check (`consequence_of`): the clause that check
     # asserts. `rule` is still the clause broken.
     seen_as: str | None = None
+    # Every clause the cell saw broken, in the order seen (the first is `rule`, `message`,
+    # `expected`, `observed`), each charged to the peer of its side; and the checks an
+    # earlier failure left without input.
+    failures: list[Failure] = field(default_factory=list)
+    not_evaluated: list[NotEvaluated] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.status = Status(self.status)
+        if self.status == Status.FAIL and not self.failures and self.rule:
+            # A result from before failures were listed (results.json schema 1): its one FAIL.
+            self.failures = [Failure(self.rule, self.rule.partition(".")[0], "either", None, None, "", self.message,
+                                     self.expected, self.observed, self.seen_as)]
+
+    @property
+    def broken_clauses(self) -> list[str]:
+        """Every clause the cell broke, once each, in the order first seen."""
+        return list(dict.fromkeys(f.clause for f in self.failures))
+
+    def charged(self, label: str) -> bool:
+        """Whether this cell's FAIL is charged to the peer `label`: a failure of its side names
+        it, or names no one and lists it as a suspect; a cell whose failures name no peer at
+        all (a result from before sides) charges every peer of the cell."""
+        if not any(f.peer or f.suspects for f in self.failures):
+            return label in self.peers
+        return any(f.peer == label or (f.peer is None and label in f.suspects) for f in self.failures)
 
     @property
     def peer_labels(self) -> list[str]:
@@ -203,6 +291,17 @@ class RuleRow:
 
 
 @dataclass(frozen=True)
+class TodoItem:
+    """One line of a peer's to-do list: a clause it broke, in how many cells, and the
+    clearest of them (the fewest other clauses broken beside it, a probe cell first)."""
+
+    clause: str
+    cells: tuple[str, ...]
+    clearest: str
+    failure: Failure
+
+
+@dataclass(frozen=True)
 class Summary:
     """Everything a report shows besides the cells themselves, computed once."""
 
@@ -216,6 +315,10 @@ class Summary:
     problems: tuple[str, ...]  # FAIL, ERROR and XPASS cells: they fail the run
     xfails: tuple[str, ...]
     probe_grids: tuple[ProbeGrid, ...] = ()  # issue 13: the peer x scenario grids of the probe cells
+    # peer label -> every clause that peer broke, once, worst first (most cells): its to-do list
+    todo: dict[str, tuple[TodoItem, ...]] = field(default_factory=dict)
+    # FAIL cells whose failures name no peer (several could have broken it): shown apart
+    unattributed: tuple[str, ...] = ()
 
 
 def summarise(results: list[CellResult], labels: list[str], brokers: list[str],
@@ -234,7 +337,8 @@ def summarise(results: list[CellResult], labels: list[str], brokers: list[str],
         for label in r.peer_labels:
             by_peer[label][r.matrix].append(r)
     used = tuple(c for c in MATRIX_COLUMNS if any(by_peer[label].get(c[0]) for label in labels))
-    rows = tuple(PeerRow(label, {key: counts_of(by_peer[label][key]) for key, _ in used if by_peer[label].get(key)})
+    # A FAIL counts against a peer only where it is charged: the innocent side of a pair passed.
+    rows = tuple(PeerRow(label, {key: _counts_for(label, by_peer[label][key]) for key, _ in used if by_peer[label].get(key)})
                  for label in labels)
     scenarios: dict[str, list[str]] = defaultdict(list)
     # rule -> scenario -> the clauses of that rule it asserts (from the checks, not `rules:`)
@@ -265,7 +369,41 @@ def summarise(results: list[CellResult], labels: list[str], brokers: list[str],
         problems=tuple(r.id for r in results if r.status in BAD_STATUSES),
         xfails=tuple(r.id for r in results if r.status == Status.XFAIL),
         probe_grids=_probe_grids(results, labels, brokers),
+        todo=_todo(results),
+        unattributed=tuple(r.id for r in results if r.status == Status.FAIL and r.failures
+                           and all(f.peer is None for f in r.failures)),
     )
+
+
+def _counts_for(label: str, results: list[CellResult]) -> Counts:
+    by_status: dict[Status, int] = defaultdict(int)
+    for r in results:
+        by_status[Status.PASS if r.status == Status.FAIL and not r.charged(label) else r.status] += 1
+    return Counts(tuple(r.id for r in results), dict(by_status))
+
+
+_PROBE_FIRST = {"requesters": 0, "responders": 0, "pairs": 1, "mixed": 2, "other": 3}
+
+
+def _todo(results: list[CellResult]) -> dict[str, tuple[TodoItem, ...]]:
+    """Each peer's broken clauses, once each: the cells, and the clearest cell's evidence."""
+    found: dict[str, dict[str, list[tuple[CellResult, Failure]]]] = defaultdict(lambda: defaultdict(list))
+    for r in results:
+        if r.status != Status.FAIL:
+            continue
+        for f in r.failures:
+            for label in ([f.peer] if f.peer else list(f.suspects)):
+                if not any(c.id == r.id for c, _ in found[label][f.clause]):
+                    found[label][f.clause].append((r, f))
+    todo: dict[str, tuple[TodoItem, ...]] = {}
+    for label, clauses in found.items():
+        items = []
+        for clause, seen in clauses.items():
+            cell, failure = min(seen, key=lambda cf: (len(cf[0].broken_clauses), _PROBE_FIRST.get(cf[0].matrix, 3),
+                                                      cf[1].peer is None, cf[0].duration_s))
+            items.append(TodoItem(clause, tuple(c.id for c, _ in seen), cell.id, failure))
+        todo[label] = tuple(sorted(items, key=lambda i: (-len(i.cells), i.clause)))
+    return todo
 
 
 def _probe_grids(results: list[CellResult], labels: list[str], brokers: list[str]) -> tuple[ProbeGrid, ...]:

@@ -149,6 +149,12 @@ class PeerClient:
     def capabilities(self) -> set[str]:
         return self.process.capabilities()
 
+    def lacks(self) -> frozenset[str]:
+        """The optional parts its binding declares it has none of (hello `lacks`: counters,
+        events, dead_lettering): the scenarios needing one FAIL at once with its clauses."""
+        declared = self.process.hello.get("lacks") if isinstance(self.process.hello, dict) else None
+        return frozenset(p for p in declared or () if isinstance(p, str))
+
     def stderr_tail(self) -> str:
         return self.process.stderr_tail()
 
@@ -213,7 +219,13 @@ class PeerClient:
 
     def counters(self, of: str, note: Note | None = None) -> dict[str, Any]:
         """The binding's own counters of a requester or responder, with no wait."""
-        return self._call({"op": "counters", "of": of}, note)["counters"]
+        answer = self._call({"op": "counters", "of": of}, note)
+        counters = answer.get("counters")
+        if not isinstance(counters, dict):
+            # The schema lets an `ok` answer leave `counters` out; a binding that did has not
+            # told its counters: a fault of the peer (an ERROR naming it), not a KeyError.
+            raise PeerError(f"peer '{self.name}' answered counters of '{of}' without its counters")
+        return counters
 
     def request(self, requester: str, exchange: str, routing_key: str, body: Any, timeout_ms: int | None = None,
                 note: Note | None = None, message_type: str | None = None) -> PendingCall:

@@ -28,7 +28,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import PeerError
+from .errors import CallNotEnded, PeerError
 from .manifests import Manifest
 from .protocol import PROTOCOL_VERSION, SUPPORTED_PROTOCOLS, validate_peer_line
 
@@ -196,8 +196,8 @@ class PeerProcess:
         command = getattr(future, "command", {})
         missed = f"no answer to {command.get('op')} (id {command.get('id')}) within {bound_s:.1f}s"
         if self._fault is None and self.responsive():
-            raise PeerError(f"peer '{self.manifest.name}' did not answer {command.get('op')} (id {command.get('id')}) "
-                            f"within {bound_s:.1f}s (it still answers other commands)")
+            raise CallNotEnded(f"peer '{self.manifest.name}' did not answer {command.get('op')} (id {command.get('id')}) "
+                               f"within {bound_s:.1f}s (it still answers other commands)")
         self._die(f"peer '{self.manifest.name}' unresponsive: {missed}", kill=True)
         raise PeerError(self._fault)
 

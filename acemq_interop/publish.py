@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .compare import read_results
-from .merge import _cell
+from .results_files import cell_from_record as _cell
 from .model import BrokerInfo, PeerStatus, RunResult
 
 

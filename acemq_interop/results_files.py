@@ -9,9 +9,12 @@ from typing import Any
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
-from .model import COUNT_ORDER, CellResult, RunResult, Status, mutant_coverage
+from .model import COUNT_ORDER, CellResult, Failure, NotEvaluated, RunResult, Status, mutant_coverage
 
-RESULTS_SCHEMA_VERSION = 1
+# 2: a cell lists every clause it broke (`failures`, each with its side and peer) and the
+# checks it could not make (`not_evaluated`); `failed_rule` and its neighbours are the first.
+# Files of version 1 still load (cell_from_record): their one failure is `failed_rule`.
+RESULTS_SCHEMA_VERSION = 2
 # XML 1.0 cannot carry these at all, escaped or not: a peer's stderr or message with a
 # control character must not make the whole file unreadable.
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -40,10 +43,46 @@ def cell_record(result: CellResult) -> dict[str, Any]:
         "observed": result.observed,
         "reason": result.reason,
         "rerun": result.rerun,
+        "failures": [f.record() for f in result.failures],
+        "not_evaluated": [n.record() for n in result.not_evaluated],
         "trace": result.trace,
         "stderr": result.stderr,
         **({"transcript": result.transcript} if result.transcript is not None else {}),
     }
+
+
+def cell_from_record(record: dict[str, Any]) -> CellResult:
+    """The inverse of `cell_record`, for every reader of results.json (merge, publish,
+    compare, --baseline); a version-1 record's one FAIL becomes its one failure."""
+    return CellResult(
+        id=record["id"], scenario=record["scenario"], title=record.get("title", ""), matrix=record["matrix"],
+        rules=tuple(record.get("rules") or ()), roles=dict(record.get("roles") or {}),
+        peers=tuple(_peers_of(record.get("roles") or {})), status=Status(record["status"]),
+        broker=record.get("broker") or "", duration_s=float(record.get("duration_s") or 0.0),
+        rule=record.get("failed_rule"), message=record.get("message") or "", expected=record.get("expected"),
+        observed=record.get("observed"), trace=list(record.get("trace") or []), stderr=dict(record.get("stderr") or {}),
+        reason=record.get("reason") or "", rerun=record.get("rerun") or "",
+        transcript=record.get("transcript"), clauses=tuple(record.get("clauses") or ()), seen_as=record.get("seen_as"),
+        failures=[Failure.from_record(f) for f in record.get("failures") or [] if isinstance(f, dict)],
+        not_evaluated=[NotEvaluated.from_record(n) for n in record.get("not_evaluated") or [] if isinstance(n, dict)],
+    )
+
+
+def _peers_of(roles: dict[str, Any]) -> list[str]:
+    found: list[str] = []
+    for who in roles.values():
+        for label in who if isinstance(who, list) else [who]:
+            if label != "probe":
+                found.append(label)
+    return found
+
+
+def broken_clauses(record: dict[str, Any]) -> list[str]:
+    """Every clause a results.json cell record broke (version 1: its `failed_rule`)."""
+    listed = [str(f.get("clause")) for f in record.get("failures") or [] if isinstance(f, dict) and f.get("clause")]
+    if listed:
+        return list(dict.fromkeys(listed))
+    return [record["failed_rule"]] if record.get("failed_rule") else []
 
 
 def results_data(report: RunResult) -> dict[str, Any]:
@@ -102,16 +141,15 @@ def _case(report: RunResult, r: CellResult, scenario_file: str | None) -> TestCa
         case.stderr = _xml_safe(stderr)
     if r.status == Status.FAIL:
         from .catalogue import catalogue
+        from .console_report import others_text
 
-        cat = catalogue()
-        named = cat.describe(r.rule or "") + (f", seen as {r.seen_as}" if r.seen_as else "")
-        clause = cat.clauses.get(r.rule or "")
+        named = catalogue().describe(r.rule or "") + (f", seen as {r.seen_as}" if r.seen_as else "")
         check = (r.message or "").splitlines()[0] if r.message else ""
-        text = (f"{named}: {r.message}\n" + (f"clause: {clause.text}\n" if clause else "")
-                + f"expected: {json.dumps(r.expected, default=str)}\n"
-                f"observed: {json.dumps(r.observed, default=str)}\nrerun: {r.rerun}")
-        case.add_failure_info(message=_xml_safe(f"{named}: {check}"), output=_xml_safe(text),
-                              failure_type=r.rule or "FAIL")
+        others = others_text(r)
+        # A dashboard shows `message` and `type` on one line: the first failure, and how many
+        # more; the text under it lists every one, so no clause broken hides behind the first.
+        case.add_failure_info(message=_xml_safe(f"{named}: {check}" + (f" ({others})" if others else "")),
+                              output=_xml_safe(_failures_text(r)), failure_type=r.rule or "FAIL")
     elif r.status == Status.XPASS:
         case.add_failure_info(message=_xml_safe(f"XPASS: {r.reason}"), output=_xml_safe(f"{r.reason}\nrerun: {r.rerun}"),
                               failure_type="XPASS")
@@ -121,6 +159,32 @@ def _case(report: RunResult, r: CellResult, scenario_file: str | None) -> TestCa
     elif r.status in (Status.SKIP, Status.XFAIL):
         case.add_skipped_info(message=_xml_safe(f"{r.status.value}: {r.reason}"))
     return case
+
+
+def _failures_text(r: CellResult) -> str:
+    """Every failure of a FAIL cell, numbered: the clause and its text, whose side and which
+    peer broke it, the check, expected and observed; then the checks not evaluated, the rerun."""
+    from .catalogue import catalogue
+    from .console_report import charged_to
+
+    cat = catalogue()
+    blocks = []
+    for n, f in enumerate(r.failures or [], 1):
+        clause = cat.clauses.get(f.clause)
+        blocks.append("\n".join([
+            f"{n}. {cat.describe(f.clause)}" + (f", seen as {f.seen_as}" if f.seen_as else "") + f": {f.message}",
+            *([f"   clause: {clause.text}"] if clause else []),
+            f"   side: {f.side}" + (f" (the {f.role})" if f.role and f.role != f.side else "")
+            + f", peer: {charged_to(f, r)}",
+            *([f"   check: {f.check}"] if f.check else []),
+            f"   expected: {json.dumps(f.expected, default=str)}",
+            f"   observed: {json.dumps(f.observed, default=str)}"]))
+    if not blocks:  # a FAIL that names no clause at all: what it said
+        blocks.append(f"{r.message}\nexpected: {json.dumps(r.expected, default=str)}\n"
+                      f"observed: {json.dumps(r.observed, default=str)}")
+    if r.not_evaluated:
+        blocks.append("not evaluated:\n" + "\n".join(f"   {x.clause}: {x.check} ({x.needs})" for x in r.not_evaluated))
+    return "\n".join(blocks) + f"\nrerun: {r.rerun}"
 
 
 def write_junit(report: RunResult, path: Path, scenario_files: dict[str, str] | None = None) -> None:

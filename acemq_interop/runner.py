@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from functools import lru_cache, partial
+from functools import lru_cache
 from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,6 +21,7 @@ from . import catalogue, redact
 from . import cells as cellmod
 from . import signals
 from .broker import BrokerEndpoint, run_vhost
+from .broker_conditions import BrokerConditions, bounded_probe_factory
 from .broker_watch import BrokerWatch
 from .cells import Cell
 from .engine import RunContext, run_cell
@@ -30,7 +31,6 @@ from .management import Management
 from .manifests import Manifest, PeerSpec
 from .model import BrokerInfo, CellResult, PeerStatus, RunResult, Status
 from .peer_client import PeerClient
-from .probe import Probe
 from .scenarios import Scenario
 from .paths import SCENARIOS_DIR
 from .sharding import TYPICAL_FILE_NAME, Shard, read_typical, select as shard_select
@@ -217,7 +217,8 @@ class Runner:
 
         self._signal_stack = ExitStack()
         with self._signal_stack, run_vhost(o.endpoint, self.log, lost=lost, checked=o.broker is not None) as (endpoint, management, vhost):
-            self.watch = BrokerWatch(endpoint, o.broker_lost, self.log).start()
+            self.watch = BrokerWatch(endpoint, o.broker_lost, self.log,
+                                     conditions=BrokerConditions(management, vhost, self.log)).start()
             clients: dict[str, PeerClient] = {}
             try:
                 broker = o.broker or broker_info(endpoint, o.endpoint is None, management)
@@ -226,13 +227,15 @@ class Runner:
                 ctx = RunContext(amqp_url=amqp_url, vhost=vhost, management=management, peers=dict(clients),
                                  op_bound_s=o.op_bound_s, broker=broker.label)
                 ctx.ca_file = endpoint.ca_file
-                if endpoint.ca_file is not None:  # the probe verifies the broker against the run's CA
-                    ctx.probe_factory = partial(Probe, ca_file=endpoint.ca_file)
+                # A FAIL under a broker alarm (or a blocked connection) is an ERROR naming it; the
+                # probe (verifying the broker against the run's CA, if any) is bounded while blocked.
+                ctx.broker_condition = self.watch.condition
+                ctx.probe_factory = bounded_probe_factory(o.op_bound_s, self.watch.condition, endpoint.ca_file)
                 # -- transcripts (issue 13): one firehose consumer for the run --
                 from .transcript import start_tracer
 
                 ctx.tracer = start_tracer(o.transcripts, amqp_url, management, vhost, self.log, endpoint.ca_file)
-                ctx.keep_transcript = lambda r: o.transcripts == "all" or verdict(r.id, r.status, r.rule, o.known).status != Status.PASS
+                ctx.keep_transcript = lambda r: o.transcripts == "all" or verdict(r.id, r.status, r.broken_clauses or r.rule, o.known).status != Status.PASS
                 try:
                     results, interrupted = self._run_cells(ctx, statuses)
                 finally:
@@ -496,17 +499,18 @@ class Runner:
         if result.status == Status.PASS or self.watch is None or self.watch.check() is None:
             return result
         symptom = (result.message or "").splitlines()[0][:300] if result.message else str(result.status)
-        return replace(result, status=Status.ERROR, rule=None, expected=None, observed=None,
+        return replace(result, status=Status.ERROR, rule=None, expected=None, observed=None, seen_as=None, failures=[],
                        message=f"broker lost: {self.watch.cause}\nthe cell was under way; it ended with: {symptom}")
 
     def _finish(self, result: CellResult) -> CellResult:
         """The raw result with its final status (the known-failure verdict) and its rerun line."""
-        final = verdict(result.id, result.status, result.rule, self.options.known)
+        final = verdict(result.id, result.status, result.broken_clauses or result.rule, self.options.known)
         reason = result.reason if final.reason is None else final.reason
         # What a peer or a library said may quote a URL with its password: every output
         # renders these, so they are redacted once, here.
         return replace(result, status=final.status, reason=redact.text(reason) if reason else reason,
                        message=redact.text(result.message) if result.message else result.message,
+                       failures=[replace(f, message=redact.text(f.message)) for f in result.failures],
                        stderr={peer: redact.text(tail) for peer, tail in (result.stderr or {}).items()},
                        rerun=rerun_line([self._rerun_label(p) for p in result.peers], result.id, self.options.broker_url,
                                         self.options.rerun_flags))

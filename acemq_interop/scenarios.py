@@ -45,6 +45,16 @@ class Scenario:
     clauses: tuple[str, ...] = ()
     # Derived from the steps: role -> the binding objects (`requester`, `responder`) its peer opens.
     opens: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Derived: the role whose peer each check judges, by (step index, check index): the
+    # role a FAIL of that check is charged to (never a probe role; the loader refuses one).
+    charges: dict[tuple[int, int], str] = field(default_factory=dict)
+    # Derived: the role behind each name a step binds (a requester, a responder, a call).
+    name_roles: dict[str, str] = field(default_factory=dict)
+    # Derived: (role, optional part) -> the clauses its checks cannot judge without that part
+    # (PARTS): a peer declaring it lacks the part FAILs them at once.
+    part_clauses: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    # Derived: step index -> (role, part) of every step that needs an optional part.
+    part_steps: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     def mutant_acts(self, role: str, mutant: str) -> bool:
         """Whether a peer playing `role` with `mutant` runs the mutant's code here: a responder
@@ -68,6 +78,14 @@ class Scenario:
             return 0.0
 
         return 0.1 + waits(list(self.steps))
+
+    @property
+    def level(self) -> str:
+        """The conformance level its cells count under (LEVELS): scatter-gather when it
+        gathers; request/reply full when it needs an optional part; else request/reply core."""
+        if any("gather" in step for step in self.steps):
+            return LEVELS[2]
+        return LEVELS[1] if self.part_clauses else LEVELS[0]
 
     @property
     def peer_roles(self) -> list[str]:
@@ -353,6 +371,161 @@ def _clauses_of(data: dict[str, Any], root: yaml.Node, where: Path) -> tuple[str
     return tuple(found)
 
 
+# What a partial binding may declare it lacks (hello `lacks`), and the levels a peer is
+# reported at: a binding without counters can still be request/reply core conformant.
+PARTS = ("counters", "events", "dead_lettering")
+LEVELS = ("request/reply core", "request/reply full", "scatter-gather")
+
+
+def _part_of(name: str, args: Any) -> str | None:
+    if name in ("counters", "wait_counters"):
+        return "counters"
+    if name == "wait_event":
+        return "dead_lettering" if isinstance(args, dict) and args.get("event") == "dead_lettered" else "events"
+    if name in ("probe_get", "probe_count") and isinstance(args, dict) and str(args.get("queue", "")).endswith(".dlq"):
+        return "dead_lettering"
+    return None
+
+
+def _part_steps(roles: dict[str, str], steps: list[dict[str, Any]]) -> dict[int, tuple[str, str]]:
+    """Step index -> (role, part) for every step that needs an optional part of a peer's binding."""
+    name_roles = _name_roles(steps)
+    responders = [r for r, o in _opens(roles, steps).items() if "responder" in o]
+    found: dict[int, tuple[str, str]] = {}
+    for i, step in enumerate(steps):
+        (name, args), = step.items()
+        part = _part_of(name, args)
+        if part is None:
+            continue
+        role = name_roles.get(str(args.get("of"))) if isinstance(args, dict) and args.get("of") else (
+            responders[0] if len(responders) == 1 else None)
+        if role is not None and roles.get(role) != "probe":
+            found[i] = (role, part)
+    return found
+
+
+def _part_clauses(roles: dict[str, str], steps: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[str, ...]]:
+    """Which clauses each optional part carries, per role: the checks of the steps that need
+    it, and the checks reading what those steps bound."""
+    name_roles = _name_roles(steps)
+    opens = _opens(roles, steps)
+    responders = [r for r, o in opens.items() if "responder" in o]
+    found: dict[tuple[str, str], list[str]] = {}
+    needing: dict[str, tuple[str, str]] = {}  # a name bound by such a step -> (role, part)
+    for step in steps:
+        (name, args), = step.items()
+        kind = STEP_KINDS[name]
+        part = _part_of(name, args)
+        if part is not None:
+            role = name_roles.get(str(args.get("of"))) if isinstance(args, dict) and args.get("of") else (
+                responders[0] if len(responders) == 1 else None)
+            if role is not None and roles.get(role) != "probe":
+                clauses = found.setdefault((role, part), [])
+                clauses += [str(c.get("consequence_of") or c["rule"]) for _, c in kind.checks(args)]
+                if isinstance(args, dict) and "as" in args:
+                    needing[str(args["as"])] = (role, part)
+        if name == "expect":
+            for _, check in kind.checks(args):
+                heads = [str(check.get("that", "")).split(".")[0],
+                         *[p.split(".")[0] for p in _TEMPLATE.findall(str({k: v for k, v in check.items() if k != "that"}))]]
+                for head in heads:
+                    if head in needing:
+                        found.setdefault(needing[head], []).append(str(check.get("consequence_of") or check["rule"]))
+    return {key: tuple(dict.fromkeys(clauses)) for key, clauses in found.items() if clauses}
+
+
+def _name_roles(steps: list[dict[str, Any]]) -> dict[str, str]:
+    """The role behind each name a step binds: a requester's or responder's own role, a call's
+    requester's role. Names the probe binds (probe_get, queue_facts...) have none."""
+    found: dict[str, str] = {}
+    for step in steps:
+        (name, args), = step.items()
+        if not isinstance(args, dict) or "as" not in args:
+            continue
+        if name in OPENING_STEPS:
+            found[args["as"]] = args["role"]
+        elif name in ("request", "gather") and args.get("requester") in found:
+            found[args["as"]] = found[args["requester"]]
+        elif args.get("of") in found:  # counters, events: of that requester or responder
+            found[args["as"]] = found[args["of"]]
+    return found
+
+
+# The binding object a clause's side is kept by: who a check of it judges.
+_SIDE_OBJECTS = {"requester": ("requester", "gatherer"), "gatherer": ("gatherer", "requester"), "responder": ("responder",)}
+
+
+def _check_subject(kind: StepKind, args: Any, check: dict[str, Any]) -> str | None:
+    """The name a check looks at: an expectation's path head, or a step's `of`."""
+    if kind.asserts == "expectations":
+        return str(check.get("that", "")).split(".")[0]
+    return str(args.get("of")) if isinstance(args, dict) and args.get("of") else None
+
+
+def _charges(data: dict[str, Any], root: yaml.Node, where: Path) -> dict[tuple[int, int], str]:
+    """The role each check judges (a FAIL of it is charged to that role's peer).
+
+    In order: the check's own `charges: ROLE`; the role behind the name it looks at, when
+    that name is a binding object of the side its clause obliges (`counters of old`, a
+    responder, for a responder clause); the one role whose peer opens what the clause's side
+    keeps; for a clause of `either` side, the one role a peer plays. Anything else, or a
+    probe role, is refused with file:line: the check must say whom it judges.
+    """
+    cat = spec.catalogue()
+    roles: dict[str, str] = data["roles"]
+    steps = data["steps"]
+    opens = _opens(roles, steps)
+    name_roles = _name_roles(steps)
+    bound_kind: dict[str, str] = {}
+    for step in steps:
+        (name, args), = step.items()
+        if isinstance(args, dict) and "as" in args:
+            bound_kind[args["as"]] = ("gatherer" if name == "gather" else "requester" if name == "request"
+                                      else bound_kind.get(args.get("of"), name) if args.get("of") else name)
+    peer_roles = [r for r, k in roles.items() if k != "probe"]
+    found: dict[tuple[int, int], str] = {}
+    for i, step in enumerate(steps):
+        (name, args), = step.items()
+        kind = STEP_KINDS[name]
+        for j, (sub, check) in enumerate(kind.checks(args)):
+            at = ["steps", i, name, *sub]
+            clause_id = str(check.get("consequence_of") or check["rule"])
+            clause = cat.clauses.get(clause_id)
+            if clause is None:
+                continue  # _clauses_of refuses it
+            owner = check if kind.asserts == "expectations" else (args if isinstance(args, dict) else {})
+            for g, guarded in enumerate(owner.get("guards") or ()):
+                if str(guarded).split(".")[0] not in bound_kind:
+                    raise refuse(where, line_at(root, [*at[:3], *([sub[0]] if kind.asserts == "expectations" else []), "guards", g]),
+                                 f"guards: {guarded} names no step's `as:` in this scenario")
+            given = check.get("charges") if kind.asserts == "expectations" else (args.get("charges") if isinstance(args, dict) else None)
+            role: str | None = None
+            if given is not None:
+                if given not in roles:
+                    raise refuse(where, line_at(root, at), f"charges: {given} is not a role of this scenario ({', '.join(roles)})")
+                role = str(given)
+            else:
+                subject = _check_subject(kind, args, check)
+                objects = _SIDE_OBJECTS.get(clause.side, ())
+                if subject in name_roles and (clause.side == "either" or bound_kind.get(subject) in objects):
+                    role = name_roles[subject]
+                else:
+                    keepers = peer_roles if clause.side == "either" else [
+                        r for r in roles if opens.get(r, frozenset()) & set(objects)]
+                    if len(keepers) == 1:
+                        role = keepers[0]
+                    else:
+                        raise refuse(where, line_at(root, at),
+                                     f"a check of {clause_id} (obliging the {clause.side}) could judge "
+                                     f"{' or '.join(keepers) or 'no role'}: say whose side broke it with charges: ROLE")
+            if roles.get(role) == "probe":
+                raise refuse(where, line_at(root, at),
+                             f"a check of {clause_id} (obliging the {clause.side}) judges role {role}, which the probe plays: "
+                             f"the probe is never charged; name the clause the peer breaks (consequence_of:)")
+            found[(i, j)] = role
+    return found
+
+
 def load_file(path: Path) -> Scenario:
     """One scenario file, checked whole; UsageError `path:line: problem` for the first thing wrong."""
     data, root = strict_yaml.read(path)
@@ -368,6 +541,7 @@ def load_file(path: Path) -> Scenario:
     _check_semantics(data, root, path)
     _check_protocol(data, root, path)
     clauses = _clauses_of(data, root, path)
+    charges = _charges(data, root, path)
     return Scenario(
         id=data["id"],
         title=data["title"],
@@ -382,6 +556,10 @@ def load_file(path: Path) -> Scenario:
         opens=_opens(data["roles"], data["steps"]),
         min_protocol=int(data.get("min_protocol", 1)),
         clauses=clauses,
+        charges=charges,
+        name_roles=_name_roles(data["steps"]),
+        part_clauses=_part_clauses(data["roles"], data["steps"]),
+        part_steps=_part_steps(data["roles"], data["steps"]),
     )
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from . import assertions, raw_amqp
 from .catalogue import mutants
-from .errors import BrokerError, CheckFailed, PeerError, TemplateError
+from .errors import BrokerError, CallNotEnded, CheckFailed, PeerError, TemplateError
 from .manifests import PeerSpec
 from .probe import TYPE_WORDS, raw_record
 
@@ -50,11 +50,10 @@ DEFAULT_WAIT_MS = 5000
 
 
 def _mutant_for(spec: PeerSpec, op: str) -> str | None:
-    """Only the side a mutant acts on is given it (the catalogue says which)."""
-    if spec.mutant is None:
-        return None
-    mutant = mutants().get(spec.mutant)
-    return spec.mutant if mutant is None or mutant.acts_on == op else None
+    """Only the side a mutant acts on is given it (the catalogue says which): of a spec with
+    several (`go+native-only+native-first`), the one acting on `op`, or None."""
+    known = mutants()
+    return next((name for name in spec.mutants if name not in known or known[name].acts_on == op), None)
 
 
 # -- steps ------------------------------------------------------------------------
@@ -103,7 +102,13 @@ def _step_requester(state: CellState, args: dict[str, Any]) -> None:
     answer = peer.open_requester(name, spec.profile, _mutant_for(spec, "requester.open"), note=state.noter(peer))
     state.opened.append(Opened(peer, "requester.close", name))
     state.owners[args["as"]] = (peer, name)
-    state.variables[args["as"]] = {"name": name, "reply_queue": answer.get("reply_queue")}
+    bound: dict[str, Any] = {"name": name}
+    reply_queue = answer.get("reply_queue")
+    if isinstance(reply_queue, str) and reply_queue:
+        # Optional in the protocol: a binding that does not tell its reply queue leaves the
+        # checks reading it "not evaluated", never a harness error.
+        bound["reply_queue"] = reply_queue
+    state.variables[args["as"]] = bound
 
 
 def _target(state: CellState, args: dict[str, Any]) -> tuple[str, str]:
@@ -142,12 +147,36 @@ def _step_gather(state: CellState, args: dict[str, Any]) -> None:
     _started(state, args, peer, call, args["timeout_ms"])
 
 
+# The clause a call that never ends breaks: a request's timeout (RR-9.1); a gather's budget,
+# with a count (a shortfall rejects at the timeout, SG-6.1) or without one (SG-7.1).
+def _unended_clause(command: dict[str, Any]) -> str:
+    if command.get("op") == "gather":
+        return "SG-6.1" if command.get("expected_reply_count") is not None else "SG-7.1"
+    return "RR-9.1"
+
+
 def _await(state: CellState, name: str) -> None:
     peer, call, bound_s, refusal_expected = state.pending.pop(name)
-    answer = call.wait(bound_s, abort=lambda: _broken(state))
+    try:
+        answer = call.wait(bound_s, abort=lambda: _broken(state))
+    except CallNotEnded as exc:
+        # The peer still answers other commands: its binding's call has no working timeout.
+        call.cancel()
+        clause = _unended_clause(call.command)
+        timeout = call.command.get("timeout_ms")
+        state.note("answer", peer=peer.name, of=name, never_ended=str(exc))
+        state.fail(CheckFailed(clause, f"{name} ends within its timeout ({timeout} ms) plus {GRACE_S:.0f}s",
+                               expected=f"an outcome within {bound_s:.1f}s", observed="no outcome: the call never ended"),
+                   f"step {state.step_index + 1} await {name}", role=state.cell.scenario.name_roles.get(name))
+        state.unavailable[name] = f"{clause}: the call never ended"
+        return
     state.note("answer", peer=peer.name, of=name, answer=answer)
+    if not isinstance(answer, dict):
+        raise PeerError(f"peer '{peer.name}' answered {call.command['op']} '{name}' with {answer!r}, not an object")
     if not answer.get("ok") and not refusal_expected:
-        raise PeerError(f"peer '{peer.name}' refused {call.command['op']} '{name}': {answer.get('error')}")
+        # A call the binding ended with an error of its own: an outcome the checks judge
+        # (a timeout surfaced as a refusal FAILs the timeout clause); unjudged, an ERROR.
+        state.refused[name] = str(answer.get("error"))
     state.variables[name] = answer if answer.get("ok") else {**answer, "outcome": "refused"}
 
 
@@ -232,12 +261,29 @@ def _step_wait_event(state: CellState, args: dict[str, Any]) -> None:
         state.variables[args["as"]] = [{k: v for k, v in e.items() if k != "_at"} for e in found]
 
 
+def _short_string(value: Any, what: str, none_ok: bool = False) -> None:
+    """What the probe writes as an AMQP short string (an exchange, a routing key, a property)
+    must be one: a peer's answer can hand over any string (a `reply_queue` or `request_id`
+    of 20000 bytes) and pika would raise mid-publish, a harness error. The step is left out
+    instead, its checks not evaluated, saying why."""
+    if value is None and none_ok:
+        return
+    if not isinstance(value, str) or len(value.encode("utf-8")) > 255:
+        size = f" ({len(value.encode('utf-8'))} bytes)" if isinstance(value, str) else ""
+        raise TemplateError(f"{what} to be an AMQP short string (text of at most 255 bytes), "
+                            f"not {assertions.shown(value)!r:.80}{size}")
+
+
 def _step_probe_publish(state: CellState, args: dict[str, Any]) -> None:
     probe = state.get_probe()
     rendered = assertions.render(args, state.variables)
     exchange, routing_key = _target(state, args)
+    _short_string(exchange, "exchange")
+    _short_string(routing_key, "routing_key")
     properties = dict(rendered.get("properties", {}))
     properties.setdefault("content_type", "application/json")
+    for key, value in properties.items():
+        _short_string(value, f"properties.{key}", none_ok=True)
     published = []
     for _ in range(args.get("repeat", 1)):
         props = dict(properties)
@@ -258,11 +304,25 @@ def _step_probe_reply(state: CellState, args: dict[str, Any]) -> None:
     """The probe answers a request it took (`request:`) the way a responder must: to the
     requester's reply queue, correlation_id and responseMessageId set to its message_id."""
     message_id = assertions.lookup(state.variables, f"{args['request']}.properties.message_id")
-    if assertions.is_missing(message_id):
-        raise TemplateError(f"${{{args['request']}.properties.message_id}} names nothing")
+    if assertions.is_missing(message_id) or message_id in (None, ""):
+        # A request with no message_id cannot be answered so that its caller finds the reply:
+        # that is the requester's RR-8.1, not a gap of the scenario.
+        requester_role = state.cell.scenario.name_roles.get(args["requester"])
+        state.fail(CheckFailed("RR-8.1", f"{args['request']}.properties.message_id is present (a reply finds its caller by it)",
+                               expected="a message_id", observed=assertions.shown(message_id)),
+                   f"step {state.step_index + 1} probe_reply: {args['request']}.properties.message_id", role=requester_role)
+        raise TemplateError(f"{args['request']}.properties.message_id (the request has none)")
     reply_queue = assertions.lookup(state.variables, f"{args['requester']}.reply_queue")
     if assertions.is_missing(reply_queue):
-        raise TemplateError(f"${{{args['requester']}.reply_queue}} names nothing")
+        # The requester did not say which queue it declared: answer where the request says,
+        # as a responder would (the header first, then reply_to).
+        for where in ("headers.acemq-reply-to", "properties.reply_to"):
+            found = assertions.lookup(state.variables, f"{args['request']}.{where}")
+            if isinstance(found, str) and found:
+                reply_queue = found
+                break
+        else:
+            raise TemplateError(f"${{{args['requester']}.reply_queue}} names nothing and {args['request']} carries no reply address")
     publish: dict[str, Any] = {
         "routing_key": reply_queue,
         "properties": {"correlation_id": args.get("correlation_id", message_id)},
@@ -400,13 +460,77 @@ def _step_close_requester(state: CellState, name: str) -> None:
 
 
 def _step_expect(state: CellState, args: list[dict[str, Any]]) -> None:
-    for expectation in args:
-        failure = assertions.check(expectation, state.variables)
-        state.note("expect", that=expectation["that"], rule=expectation["rule"], ok=failure is None,
+    """Every check of the list, each on its own: a failure is recorded and the next one is
+    judged; a check reading what an earlier step could not produce, or a value an earlier
+    check found broken, is "not evaluated"."""
+    for sub, expectation in enumerate(args):
+        that = expectation["that"]
+        clause = str(expectation.get("consequence_of") or expectation["rule"])
+        described = f"step {state.step_index + 1} expect: {that}"
+        why = state.blocked([that, *template_paths(expectation, NOT_CHECKED_KEYS)])
+        failure = None
+        if why is None:
+            try:
+                failure = assertions.check(expectation, state.variables)
+            except TemplateError as exc:
+                why = f"needs {exc}"
+        head = that.split(".")[0]
+        if why is not None and head in state.lacking_names and state.lacking_names[head][0] == \
+                state.cell.scenario.charges.get((state.step_index, sub)):
+            # The peer this check judges said it has no such part: the clause is not met.
+            role, part = state.lacking_names[head]
+            state.note("expect", that=that, rule=expectation["rule"], ok=False, not_evaluated=why)
+            state.fail(CheckFailed(clause, f"the binding declares no {part} (hello lacks): {clause} cannot be met",
+                                   expected=part, observed="declared lacking"), described, sub=sub)
+            continue
+        if why is not None:
+            state.note("expect", that=that, rule=expectation["rule"], ok=None, not_evaluated=why)
+            state.skip(clause, described, why)
+            continue
+        state.note("expect", that=that, rule=expectation["rule"], ok=failure is None,
                    **({"consequence_of": expectation["consequence_of"]} if "consequence_of" in expectation else {}),
-                   observed=assertions.shown(assertions.lookup(state.variables, expectation["that"])) if failure else None)
+                   observed=assertions.shown(assertions.lookup(state.variables, that)) if failure else None)
         if failure is not None:
-            raise failure
+            state.fail(failure, f"{described} {failure.message}", sub=sub,
+                       seen_by=state.cell.scenario.name_roles.get(that.split(".")[0]))
+            state.refused.pop(that.split(".")[0], None)  # a refused call, judged
+            state.spoil(that, failure.rule)
+            for guarded in expectation.get("guards", ()):  # what this failure explains downstream
+                state.spoil(str(guarded), f"{failure.rule}: {that}")
+            head, _, rest = that.partition(".")
+            if rest == "outcome":  # the wrong outcome: the rest of the answer is another shape
+                state.spoil(head, f"{failure.rule}: {head}.outcome")
+        elif that.split(".")[0] in state.refused and that.endswith(".outcome"):
+            state.refused.pop(that.split(".")[0], None)
+
+
+# -- what a step reads ----------------------------------------------------------------
+
+NOT_CHECKED_KEYS = ("that", "rule", "because", "consequence_of", "charges", "guards")
+_TEMPLATE_PATH = __import__("re").compile(r"\$\{([^}]+)\}")
+
+
+def template_paths(value: Any, skip: tuple[str, ...] = ()) -> list[str]:
+    """Every `${path}` in a step argument (keys in `skip` left out at the top level)."""
+    found: list[str] = []
+    if isinstance(value, str):
+        found += _TEMPLATE_PATH.findall(value)
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            if key not in skip:
+                found += template_paths(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            found += template_paths(inner)
+    return found
+
+
+def inputs_of(kind: "StepKind", args: Any) -> list[str]:
+    """The paths a step reads: the earlier names it uses and every `${...}` it expands."""
+    paths = [name for _, name, _ in _uses_of(kind, args)]
+    if kind.name == "probe_reply" and isinstance(args, dict):
+        paths = [str(args.get("request", ""))]  # its requester's reply queue is optional
+    return paths + template_paths(args)
 
 
 # -- the registry -----------------------------------------------------------------------
@@ -415,9 +539,15 @@ NAME = {"$ref": "#/$defs/name"}  # a queue or exchange name (the cell's namespac
 AS = {"$ref": "#/$defs/as"}  # a name a step binds with `as:`, and a reference to one
 MS = {"$ref": "#/$defs/ms"}
 # The `type` argument of a request or gather (protocol 3): the AMQP type property, a short string.
-TYPE = {"type": "string", "minLength": 1, "maxLength": 255}
+TYPE = {"type": "string", "minLength": 1, "maxLength": 1024}  # over 255 bytes only to see it refused (RR-18)
 RULE = {"$ref": "#/$defs/rule"}
 CLAUSE = {"$ref": "#/$defs/clause"}  # what a check names: the clause it asserts
+# The role whose peer a check judges, where the loader cannot tell (scenarios._charges).
+CHARGES = {"type": "string", "pattern": "^[a-z][a-z0-9_-]*$"}
+# Values a check vouches for: when it fails they carry its consequence, and a check reading
+# them (or a step binding one of those names) is not evaluated.
+GUARDS = {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1},
+          "description": "values this check vouches for: when it fails, they carry its consequence and are not judged again"}
 TEMPLATE = {"$ref": "#/$defs/template"}
 HEADERS = {"type": "object", "additionalProperties": {"$ref": "#/$defs/header_value"}}
 BIND = {"type": "object", "required": ["exchange"], "additionalProperties": False,
@@ -557,21 +687,21 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              "waits for async calls (bounded by their timeout plus a grace)", uses={"*": CALLS}),
     StepKind("counters", _obj(["as", "of"], **{
         "as": AS, "of": AS, "until": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer"}},
-        "timeout_ms": MS, "rule": CLAUSE}), _step_counters, "`counters: {as, of, until?, timeout_ms?, rule?}`",
+        "timeout_ms": MS, "rule": CLAUSE, "charges": CHARGES, "guards": GUARDS}), _step_counters, "`counters: {as, of, until?, timeout_ms?, rule?}`",
              "reads a requester's or responder's counters, no wait; with `until: {answered: 3}` reads again (bounded) "
              "until they hold those values, and not getting there is a FAIL of the clause `rule` (required then)",
              "the counters", binds=True, uses={"of": OPENED}, asserts="rule", rule_when=("until",)),
     StepKind("wait_counters", _obj(["of", "until", "rule"], **{
         "as": AS, "of": AS, "until": {"type": "object", "minProperties": 1,
                                           "additionalProperties": {"type": ["integer", "string"]}},
-        "timeout_ms": MS, "rule": CLAUSE}), _step_wait_counters,
+        "timeout_ms": MS, "rule": CLAUSE, "charges": CHARGES, "guards": GUARDS}), _step_wait_counters,
              "`wait_counters: {of, until: {counter: value}, timeout_ms?, rule, as?}`",
              "reads a requester's or responder's counters until each named one has its value (bounded); "
              "not reaching them is a FAIL of `rule`", "the counters last read", binds=True, uses={"of": OPENED}, templates={"until": ()}, asserts="rule"),
     StepKind("wait_event", _obj(["of", "event", "rule"], **{
         "as": AS, "of": AS,
         "event": {"enum": ["handled", "replied", "reply_failed", "dead_lettered", "unanswerable", "unmatched"]},
-        "count": {"type": "integer", "minimum": 1}, "timeout_ms": MS, "where": {"type": "object"}, "rule": CLAUSE}),
+        "count": {"type": "integer", "minimum": 1}, "timeout_ms": MS, "where": {"type": "object"}, "rule": CLAUSE, "charges": CHARGES, "guards": GUARDS}),
              _step_wait_event, "`wait_event: {of, event, count?, where?, timeout_ms?, rule, as?}`",
              "waits (bounded) for events from a requester or responder (every one a `count: N` responder step "
              "started on its peer); too few is a FAIL of the clause `rule`; "
@@ -603,7 +733,7 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              fields=("message_id", "routed", "messages")),
     StepKind("probe_get", _obj(["as", "queue"], **{
         "as": AS, "queue": NAME, "timeout_ms": MS, "count": {"type": "integer", "minimum": 1, "maximum": 50},
-        "rule": CLAUSE, "absent": {"type": "boolean"}, "wire_types": {"type": "boolean"}}), _step_probe_get,
+        "rule": CLAUSE, "charges": CHARGES, "guards": GUARDS, "absent": {"type": "boolean"}, "wire_types": {"type": "boolean"}}), _step_probe_get,
              "`probe_get: {as, queue, count?, timeout_ms?, rule?, absent?, wire_types?}`",
              "takes messages off a queue: `properties`, `headers`, `header_types` (`longstr`, `bytes`, ...), `body`, "
              "`body_text`, `body_length`, `exchange` and `routing_key` it was published with; too few is a FAIL of the "
@@ -614,7 +744,7 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              "the record (a list with `count`)", binds=True, templates={"queue": ()}, asserts="rule", rule_when=("absent",)),
     StepKind("probe_count", _obj(["queue", "messages", "rule"], **{
         "as": AS, "queue": NAME, "messages": {"type": "integer", "minimum": 0},
-        "consumers": {"type": "integer", "minimum": 0}, "timeout_ms": MS, "rule": CLAUSE}), _step_probe_count,
+        "consumers": {"type": "integer", "minimum": 0}, "timeout_ms": MS, "rule": CLAUSE, "charges": CHARGES, "guards": GUARDS}), _step_probe_count,
              "`probe_count: {queue, messages, consumers?, timeout_ms?, rule, as?}`",
              "waits (bounded) until a passive `queue.declare` counts `messages` ready messages (and `consumers`); "
              "not reaching it is a FAIL of `rule`", "`{messages, consumers}`", binds=True, templates={"queue": ()}, asserts="rule"),
@@ -628,9 +758,12 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
     StepKind("close_requester", AS, _step_close_requester, "`close_requester: name`",
              "closes a requester before the cell ends", uses={"*": ("requester",)}),
     StepKind("expect", {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/expectation"}}, _step_expect,
-             "`expect: [{that, rule, <comparison>: value, because?, consequence_of?}]`",
-             "checks paths into what steps named; the first that does not hold is the cell's FAIL, naming the clause "
-             "`rule`, or with `consequence_of: CLAUSE` naming that clause as broken and `rule` as what it was seen as",
+             "`expect: [{that, rule, <comparison>: value, because?, consequence_of?, guards?, charges?}]`",
+             "checks paths into what steps named, each on its own: every one that does not hold is a failure of the cell "
+             "naming the clause `rule`, or with `consequence_of: CLAUSE` naming that clause as broken and `rule` as what it "
+             "was seen as; a check reading a value an earlier failure explains (its path, a wrong `outcome`'s answer, or "
+             "a failed check's `guards: [paths]`) is not evaluated; `charges: ROLE` names whose side it judges where the "
+             "loader cannot tell",
              asserts="expectations"),
 ]}
 
@@ -710,7 +843,8 @@ def scenario_schema() -> dict[str, Any]:
                        "description": "the clause a check asserts (RR-4.2, catalogue/catalogue.yaml); a bare rule id is refused"},
             "expectation": {
                 "type": "object", "required": ["that", "rule"], "additionalProperties": False, "minProperties": 3,
-                "properties": {"that": {"type": "string", "minLength": 1}, "rule": CLAUSE, "because": {"type": "string"},
+                "properties": {"that": {"type": "string", "minLength": 1}, "rule": CLAUSE, "charges": CHARGES, "because": {"type": "string"},
+                               "guards": GUARDS,
                                "consequence_of": CLAUSE,
                                **{c: _COMPARISON_SCHEMA.get(c, {}) for c in COMPARISONS}},
             },

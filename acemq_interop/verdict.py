@@ -27,13 +27,17 @@ class Verdict:
     known: KnownFailure | None = None
 
 
-def verdict(cell_id: str, raw: Status | str, failed_rule: str | None, known: Sequence[KnownFailure]) -> Verdict:
+def verdict(cell_id: str, raw: Status | str, failed: str | Sequence[str] | None, known: Sequence[KnownFailure]) -> Verdict:
+    """`failed`: the clause a FAIL broke, or every clause it broke (all must be the listed rule's)."""
     status = Status(raw)
     entry = match_known(cell_id, list(known))
     if entry is None:
         return Verdict(status)
-    if status == Status.FAIL and entry.rule and not _breaks(failed_rule, entry.rule):
-        return Verdict(Status.FAIL, f"listed as a known failure of {entry.rule} in {entry.source}, but it broke {failed_rule}", entry)
+    broken = [failed] if isinstance(failed, str) or failed is None else list(failed) or [None]
+    others = [c for c in broken if not _breaks(c, entry.rule)] if entry.rule else []
+    if status == Status.FAIL and others:
+        return Verdict(Status.FAIL, f"listed as a known failure of {entry.rule} in {entry.source}, but it broke "
+                                    f"{', '.join(str(c) for c in others)}", entry)
     if status == Status.FAIL or (status == Status.ERROR and not entry.rule):
         return Verdict(Status.XFAIL, f"{entry.reason} ({entry.link})" if entry.link else entry.reason, entry)
     if status == Status.PASS:

@@ -1,6 +1,8 @@
 """The suite proves its power, and names exactly what broke: every mutant of every peer is
 caught by every scenario that claims it (`catches:`), each of those FAILs names exactly the
-mutant's clause (the catalogue's `clause:`), and no other scenario FAILs at all.
+mutant's clause (the catalogue's `clause:`) and no other (a cell runs to its end and lists
+every clause it saw broken), each failure charged to the mutant's peer, and no other
+scenario FAILs at all.
 
 One diagonal run for every selected peer's mutants together: each mutant plays every role
 against itself and the probe (the harness gives a mutant only to the side it acts on, so the
@@ -38,13 +40,18 @@ def attribution_problems(mutant: str, results: list) -> list[str]:
     missed = sorted(CAUGHT_BY[mutant] - set(failed))
     if missed:
         problems.append(f"not caught by {missed}")
-    wrong = [f"{r.scenario} named {r.rule}" + (f" (seen as {r.seen_as})" if r.seen_as else "")
-             for r in failed.values() if r.scenario in CAUGHT_BY[mutant] and r.rule != clause]
+    wrong = [f"{r.scenario} named {', '.join(r.broken_clauses)}" + (f" (seen as {r.seen_as})" if r.seen_as else "")
+             for r in failed.values() if r.scenario in CAUGHT_BY[mutant] and r.broken_clauses != [clause]]
     if wrong:
-        problems.append(f"caught under another clause than {clause}: {wrong}")
+        problems.append(f"caught under another clause than {clause} alone: {wrong}")
+    label = next((p for r in results for p in r.peers if p.endswith(f"+{mutant}")), None)
+    misplaced = [f"{r.scenario}: {f.clause} charged to {f.peer or 'no one'}" for r in failed.values()
+                 for f in r.failures if label is not None and f.peer != label]
+    if misplaced:
+        problems.append(f"charged to another peer than {label}: {misplaced}")
     stray = sorted(set(failed) - CAUGHT_BY[mutant])
     if stray:
-        problems.append(f"FAILed scenarios that do not claim it: {[f'{s} ({failed[s].rule})' for s in stray]}")
+        problems.append(f"FAILed scenarios that do not claim it: {[f'{s} ({failed[s].broken_clauses})' for s in stray]}")
     others = [r for r in results if r.status not in (PASS, FAIL)]
     if others:
         problems.append(f"{len(others)} cell(s) neither PASS nor FAIL")

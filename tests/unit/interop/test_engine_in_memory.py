@@ -83,8 +83,12 @@ def test_a_template_naming_nothing_is_an_error_of_that_step(tmp_path: Path) -> N
     broker = FakeBroker()
     a, b = FakePeer("a", broker), FakePeer("b", broker)
     result = run_cell(pair_cell(scenario, "a", "b"), "c0004", context(a, b))
+    # The step is not run and the check reading its call is not evaluated: no clause broke,
+    # so the cell is an ERROR that says which check could not be made and why (never a PASS).
     assert result.status == Status.ERROR
-    assert result.message == "step 4 (request): ${first.nothing.here} names nothing"
+    assert result.message == ("1 check(s) not evaluated, none failed: step 5 expect: call.outcome (RR-8.1) "
+                              "needs call (needs ${first.nothing.here} names nothing)")
+    assert [c["op"] for c in a.log].count("request") == 1, "the step whose input is missing never reaches the peer"
 
 
 def test_a_reply_count_template_that_names_no_count_is_an_error_before_the_peer_sees_it(tmp_path: Path) -> None:
@@ -98,8 +102,8 @@ def test_a_reply_count_template_that_names_no_count_is_an_error_before_the_peer_
     broker = FakeBroker()
     a, b = FakePeer("a", broker), FakePeer("b", broker)
     result = run_cell(pair_cell(scenario, "a", "b"), "c0009", context(a, b))
-    assert (result.status, result.message) == (
-        Status.ERROR, "step 3 (gather): expected_reply_count ${r.name} is 'c0009.r', not a count of at least 1")
+    assert result.status == Status.ERROR
+    assert "needs expected_reply_count ${r.name} is 'c0009.r', not a count of at least 1" in result.message
     assert "gather" not in [c["op"] for c in a.log]
 
 

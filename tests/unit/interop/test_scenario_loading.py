@@ -256,7 +256,7 @@ def test_a_mutant_claimed_must_live_on_an_object_the_scenario_opens(tmp_path: Pa
         "  - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000}",
         "  - probe_publish: {queue: requests, body: {n: 1}}").replace(
         "      - {that: call.outcome, equals: reply, rule: RR-8.1}",
-        "      - {that: r.name, present: true, rule: RR-8.1}")
+        "      - {that: r.name, present: true, rule: RR-8.1, charges: responder}")
     load_file(write(tmp_path, responder_only))
     path = write(tmp_path, responder_only.replace("roles:", "catches: [late-reply-to-next]\nroles:"))
     with pytest.raises(UsageError, match=r"mutant 'late-reply-to-next' lives on a requester, which no step of this scenario opens"):

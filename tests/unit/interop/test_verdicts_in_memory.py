@@ -1,0 +1,177 @@
+"""Verdicts over in-memory peers: every check of a cell, charged to the side that broke it.
+
+A cell runs to its end and lists every clause it saw broken; a check whose input an earlier
+step did not produce is "not evaluated"; a binding call that never ends, or ends in a
+refusal the scenario judges, is a FAIL of its clause; a part a binding declares it lacks
+FAILs the clauses it makes impossible, charged to that peer only. Pure logic: the same is
+checked on the broker by the mutant suites.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from acemq_interop import cells
+from acemq_interop.engine import RunContext, run_cell
+from acemq_interop.errors import CallNotEnded
+from acemq_interop.manifests import PeerSpec
+from acemq_interop.model import BrokerInfo, PeerStatus, RunResult, Status
+from acemq_interop.scenarios import Scenario, load_file
+from fake_peers import FakeBroker, FakeCall, FakeManagement, FakePeer, no_probe
+
+
+def context(*peers: FakePeer) -> RunContext:
+    return RunContext(amqp_url="amqp://in-memory/", vhost="v", management=FakeManagement(),  # type: ignore[arg-type]
+                      peers={p.name: p for p in peers}, op_bound_s=1.0, broker="memory", probe_factory=no_probe)
+
+
+def pair_cell(scenario: Scenario, requester: str, responder: str) -> cells.Cell:
+    return next(c for c in cells.plan([scenario], [PeerSpec(requester), PeerSpec(responder)])
+                if c.roles["requester"].name == requester and c.roles["responder"].name == responder)
+
+
+def scenario_file(tmp_path: Path, steps: str, rules: str) -> Scenario:
+    path = tmp_path / "demo.yaml"
+    path.write_text(f"id: demo\ntitle: An in-memory demo\nrules: {rules}\nroles: {{requester: peer, responder: peer}}\n"
+                    f"procedure: Demo steps for the engine.\nsteps:\n{steps}", encoding="utf-8")
+    return load_file(path)
+
+
+ROUND_TRIP_STEPS = """\
+  - responder: {as: r, role: responder, queue: requests}
+  - requester: {as: q, role: requester}
+  - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000}
+  - expect:
+      - {that: call.outcome, equals: reply, rule: RR-8.1}
+      - {that: call.reply.seen.reply_to, equals: "${q.reply_queue}", rule: RR-6.2}
+      - {that: call.reply.seen.responder, equals: nobody, rule: RR-3.1}
+      - {that: call.reply.echo, equals: {n: 1}, rule: RR-5.2}
+"""
+
+
+def test_a_cell_lists_every_clause_it_saw_broken_each_charged_to_the_peer_of_its_side(tmp_path: Path) -> None:
+    scenario = scenario_file(tmp_path, ROUND_TRIP_STEPS, "[RR-3, RR-5, RR-6, RR-8]")
+    broker = FakeBroker()
+    a = FakePeer("a", broker, defects={"wrong-reply-to"})
+    b = FakePeer("b", broker)
+    result = run_cell(pair_cell(scenario, "a", "b"), "c0001", context(a, b))
+    assert result.status == Status.FAIL
+    assert result.broken_clauses == ["RR-6.2", "RR-3.1"], "both broken checks are named, in order, and the passing ones not"
+    by_clause = {f.clause: f for f in result.failures}
+    assert (by_clause["RR-6.2"].side, by_clause["RR-6.2"].peer, by_clause["RR-6.2"].role) == ("requester", "a", "requester")
+    assert (by_clause["RR-3.1"].side, by_clause["RR-3.1"].peer) == ("responder", "b")
+    assert by_clause["RR-3.1"].observed == "b" and by_clause["RR-3.1"].expected == "nobody"
+    assert result.rule == "RR-6.2" and result.trace[by_clause["RR-3.1"].at]["rule"] == "RR-3.1", "evidence is one index away"
+
+
+def test_a_wrong_outcome_leaves_the_rest_of_the_answer_not_evaluated(tmp_path: Path) -> None:
+    scenario = scenario_file(tmp_path, ROUND_TRIP_STEPS.replace("queue: requests, body", "queue: elsewhere, body"),
+                             "[RR-3, RR-5, RR-6, RR-8]")
+    broker = FakeBroker()
+    result = run_cell(pair_cell(scenario, "a", "b"), "c0002", context(FakePeer("a", broker), FakePeer("b", broker)))
+    assert result.status == Status.FAIL
+    assert result.broken_clauses == ["RR-8.1"], "the timeout is named once, not again by every check of the missing reply"
+    assert [n.clause for n in result.not_evaluated] == ["RR-6.2", "RR-3.1", "RR-5.2"]
+    assert all("call" in n.needs for n in result.not_evaluated)
+
+
+def test_the_per_peer_table_charges_only_the_peer_that_broke_the_clause(tmp_path: Path) -> None:
+    scenario = scenario_file(tmp_path, ROUND_TRIP_STEPS, "[RR-3, RR-5, RR-6, RR-8]")
+    broker = FakeBroker()
+    a, b = FakePeer("a", broker), FakePeer("b", broker)
+    result = run_cell(pair_cell(scenario, "a", "b"), "c0003", context(a, b))
+    assert result.status == Status.FAIL and [(f.clause, f.peer) for f in result.failures] == [("RR-3.1", "b")]
+    report = RunResult([result], {"a": PeerStatus("a", "x"), "b": PeerStatus("b", "x")}, ["a", "b"], [BrokerInfo("memory")],
+                       1.0, "2026-12-02T00:00:00Z")
+    rows = {row.label: row.columns["pairs"] for row in report.summary.peer_rows}
+    assert rows["a"].text == "1/1" and rows["b"].text == "0/1 1 FAIL", "the innocent requester passed its side"
+    assert [i.clause for i in report.summary.todo["b"]] == ["RR-3.1"] and "a" not in report.summary.todo
+
+
+class NeverEnding(FakePeer):
+    """Its binding's call never ends, while the peer answers everything else."""
+
+    def request(self, *args: Any, **kwargs: Any) -> FakeCall:
+        call = super().request(*args, **kwargs)
+
+        def wait(bound_s: float, abort: Any = None) -> dict[str, Any]:
+            raise CallNotEnded(f"peer '{self.name}' did not answer request within {bound_s:.1f}s (it still answers other commands)")
+        call.wait = wait  # type: ignore[method-assign]
+        return call
+
+
+def test_a_call_that_never_ends_is_a_fail_of_the_timeout_clause_charged_to_the_requester(tmp_path: Path) -> None:
+    scenario = scenario_file(tmp_path, ROUND_TRIP_STEPS, "[RR-3, RR-5, RR-6, RR-8]")
+    broker = FakeBroker()
+    result = run_cell(pair_cell(scenario, "a", "b"), "c0004", context(NeverEnding("a", broker), FakePeer("b", broker)))
+    assert result.status == Status.FAIL, result.message
+    assert [(f.clause, f.peer) for f in result.failures] == [("RR-9.1", "a")]
+    assert len(result.not_evaluated) == 4, "nothing reads the answer that never came"
+
+
+def test_a_refused_call_is_an_outcome_the_checks_judge_and_an_unjudged_one_an_error(tmp_path: Path) -> None:
+    scenario = scenario_file(tmp_path, ROUND_TRIP_STEPS, "[RR-3, RR-5, RR-6, RR-8]")
+    broker = FakeBroker()
+    result = run_cell(pair_cell(scenario, "a", "b"), "c0005", context(FakePeer("a", broker, refuse={"request"}), FakePeer("b", broker)))
+    assert result.status == Status.FAIL and result.broken_clauses == ["RR-8.1"]
+    assert result.failures[0].observed == "refused" and result.failures[0].peer == "a"
+    unjudged = scenario_file(tmp_path, """\
+  - responder: {as: r, role: responder, queue: requests}
+  - requester: {as: q, role: requester}
+  - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000}
+  - expect:
+      - {that: q.name, present: true, rule: RR-6.1}
+""", "[RR-6]")
+    result = run_cell(pair_cell(unjudged, "a", "b"), "c0006", context(FakePeer("a", broker, refuse={"request"}), FakePeer("b", broker)))
+    assert result.status == Status.ERROR and "refused the call 'call'" in result.message
+
+
+class NoCounters(FakePeer):
+    def lacks(self) -> frozenset[str]:
+        return frozenset({"counters"})
+
+
+def test_a_part_a_binding_declares_it_lacks_fails_its_clauses_at_once_charged_to_it(tmp_path: Path) -> None:
+    scenario = scenario_file(tmp_path, """\
+  - responder: {as: r, role: responder, queue: requests}
+  - requester: {as: q, role: requester}
+  - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000}
+  - wait_counters: {as: k, of: r, until: {answered: 1}, rule: RR-16.1}
+  - counters: {as: kq, of: q}
+  - expect:
+      - {that: call.outcome, equals: reply, rule: RR-8.1}
+      - {that: k.answered, equals: 1, rule: RR-15.1}
+      - {that: kq.timed_out, equals: 0, rule: RR-9.2}
+""", "[RR-8, RR-9, RR-15, RR-16]")
+    broker = FakeBroker()
+    a, b = FakePeer("a", broker), NoCounters("b", broker)
+    result = run_cell(pair_cell(scenario, "a", "b"), "c0007", context(a, b))
+    assert result.status == Status.FAIL
+    assert [(f.clause, f.peer) for f in result.failures] == [("RR-16.1", "b"), ("RR-15.1", "b")]
+    assert "declares no counters" in result.failures[0].message
+    assert not [c for c in b.log if c["op"] == "counters"], "nothing asks a binding for what it said it has not"
+    assert scenario.level == "request/reply full"
+
+
+def test_no_request_reply_clause_is_checked_only_inside_a_gather_scenario() -> None:
+    """A request/reply-only binding (no `gather` capability) SKIPs every gather scenario:
+    every request/reply clause it is obliged by must still be judged somewhere else."""
+    from acemq_interop import catalogue as spec
+    from acemq_interop.scenarios import load_all
+
+    outside: set[str] = set()
+    for scenario in load_all():
+        if scenario.level != "scatter-gather":
+            outside.update(scenario.clauses)
+    clauses = spec.catalogue().clauses
+    asserted = {c for s in load_all() for c in s.clauses}
+    only_in_gathers = sorted(c for c in asserted - outside if c.startswith("RR-") and clauses[c].side != "gatherer")
+    assert not only_in_gathers, f"judged only inside gather scenarios: {only_in_gathers}"
+
+
+def test_a_scenario_counts_at_its_conformance_level() -> None:
+    from acemq_interop.scenarios import LEVELS, load_all
+
+    levels = {s.id: s.level for s in load_all()}
+    assert levels["rr-pair-round-trip"] == LEVELS[0] and levels["rr-responder-backlog-counted"] == LEVELS[1]
+    assert levels["sg-pair-publish-no-count"] == LEVELS[2]
