@@ -55,7 +55,7 @@ def result_of(cell: Cell, status: Status | str, broker: str = "", **fields: Any)
     return CellResult(
         id=cell.id, scenario=cell.scenario.id, title=cell.scenario.title, matrix=cell.scenario.matrix,
         rules=tuple(cell.scenario.rules), clauses=tuple(cell.scenario.clauses), roles=roles, peers=tuple(s.label for s in cell.specs()),
-        status=Status(status), broker=broker, **fields,
+        status=Status(status), broker=broker, level=cell.scenario.level, **fields,
     )
 
 
@@ -88,9 +88,9 @@ def plan(scenarios: list[Scenario], specs: list[PeerSpec], diagonal: bool = Fals
 def _mutants_act(scenario: Scenario, assignment: list[tuple[str, Any]]) -> bool:
     """False when the cell has mutants and none of them runs its code in this scenario (a
     responder mutant where its peer only opens requesters): that cell is the clean binding's
-    cell again, so it is not planned."""
-    mutated = [(role, s.mutant) for role, who in assignment if who is not None
-               for s in (who if isinstance(who, tuple) else (who,)) if s.mutant]
+    cell again, so it is not planned. A spec with several mutants is planned if any acts."""
+    mutated = [(role, mutant) for role, who in assignment if who is not None
+               for s in (who if isinstance(who, tuple) else (who,)) for mutant in s.mutants]
     return not mutated or any(scenario.mutant_acts(role, mutant) for role, mutant in mutated)
 
 
@@ -110,6 +110,8 @@ def skip_reason(cell: Cell, hellos: dict[str, dict[str, Any]], unavailable: dict
                 return f"peer {spec.name} lacks capability {', '.join(sorted(missing))} for role {role}"
             if spec.profile not in hello.get("profiles", ["current"]):
                 return f"peer {spec.name} does not offer profile {spec.profile}"
-            if spec.mutant and spec.mutant not in hello.get("mutants", []):
-                return f"peer {spec.name} does not offer mutant {spec.mutant}"
+            offered = hello.get("mutants", [])
+            for mutant in spec.mutants:
+                if mutant not in offered:
+                    return f"peer {spec.name} does not offer mutant {mutant}"
     return None

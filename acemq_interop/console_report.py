@@ -1,6 +1,9 @@
-"""What a person reads at the end of a run: the matrices, the failures, the totals.
+"""What a person reads at the end of a run: the matrices, each peer's to-do list, the
+failures, the totals.
 
-Renders a `model.RunResult`; every grouping comes from its summary.
+Renders a `model.RunResult`; every grouping comes from its summary. The small text helpers
+here (who a failure is charged to, what else a cell broke) are shared by the Markdown, HTML
+and JUnit views, so every view names a failure the same way.
 """
 from __future__ import annotations
 
@@ -11,9 +14,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .model import COUNT_ORDER, CellResult, Counts, PairMatrix, RunResult, Status, mutant_coverage
+from .model import COUNT_ORDER, CellResult, Counts, Failure, PairMatrix, RunResult, Status, TodoItem, mutant_coverage
 
 MAX_PROBLEMS_SHOWN = 25
+MAX_TODO_SHOWN = 15  # clauses per peer: a peer that broke everything still fits a screen
+MAX_UNATTRIBUTED_SHOWN = 10
+EVIDENCE_CHARS = 80  # expected/observed in a to-do line: enough to see the difference
 STYLE = {Status.PASS: "green", Status.FAIL: "bold red", Status.ERROR: "bold magenta", Status.SKIP: "dim",
          Status.XFAIL: "yellow", Status.XPASS: "bold red"}
 
@@ -39,6 +45,26 @@ def pairs_matrix(report: RunResult, matrix: PairMatrix | None = None) -> Table |
         table.add_column(label, justify="center")
     for row in matrix.labels:
         table.add_row(row, *[_shown(matrix.cells.get((row, col))) for col in matrix.labels])
+    return table
+
+
+LEVEL_ORDER = ("request/reply core", "request/reply full", "scatter-gather")
+
+
+def levels_table(report: RunResult) -> Table | None:
+    """Per peer and conformance level: a request/reply-only binding, or one without counters,
+    is still seen conformant at the levels it has (a FAIL counts only where charged)."""
+    levels = report.summary.levels
+    used = [lv for lv in LEVEL_ORDER if any(lv in by for by in levels.values())]
+    if not used:
+        return None
+    table = Table(title="Per-peer conformance by level")
+    table.add_column("peer", style="bold")
+    for level in used:
+        table.add_column(level, justify="center")
+    for label in report.labels:
+        if label in levels:
+            table.add_row(label, *[_shown(levels[label].get(level)) for level in used])
     return table
 
 
@@ -89,6 +115,87 @@ def fold_errors(errors: list[CellResult]) -> list[tuple[str, list[CellResult]]]:
     return sorted(groups.items(), key=lambda kv: -len(kv[1]))
 
 
+# -- how every view names a failure ---------------------------------------------------
+
+
+def short_value(value: object, limit: int = EVIDENCE_CHARS) -> str:
+    """A value as JSON on one line, cut to `limit` characters (with an ellipsis)."""
+    text = json.dumps(value, default=str, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def charged_to(failure: Failure, cell: CellResult | None = None) -> str:
+    """The peer a failure is charged to: `go`; `one of a, b` when several peers play its role
+    (or, for a result from before sides, the cell's peers); `unknown` when none is known."""
+    if failure.peer:
+        return failure.peer
+    suspects = list(failure.suspects) or (cell.peer_labels if cell else [])
+    return f"one of {', '.join(suspects)}" if suspects else "unknown"
+
+
+def failure_who(failure: Failure, cell: CellResult | None = None) -> str:
+    """Whose side broke it, as a FAIL line says it: `requester go`, `responder: one of a, b`."""
+    who = charged_to(failure, cell)
+    return f"{failure.role or failure.side}{' ' if failure.peer else ': '}{who}"
+
+
+def others_text(r: CellResult) -> str:
+    """`+2 more: RR-7.2, RR-4.3` for the failures after the first (a clause broken by two
+    checks is named once, `x2`), and the checks left unevaluated; '' when there are none."""
+    parts = []
+    others = r.failures[1:]
+    if others:
+        counted: dict[str, int] = {}
+        for f in others:
+            counted[f.clause] = counted.get(f.clause, 0) + 1
+        named = ", ".join(c + (f" x{n}" if n > 1 else "") for c, n in counted.items())
+        parts.append(f"+{len(others)} more: {named}")
+    if r.not_evaluated:
+        parts.append(f"{len(r.not_evaluated)} check(s) not evaluated")
+    return "; ".join(parts)
+
+
+def shared_text(failure: Failure) -> str:
+    """` (shared: could be any of a, b)` for a to-do item no one peer is charged with, else ''."""
+    return f" (shared: could be any of {', '.join(failure.suspects)})" if failure.peer is None and failure.suspects else ""
+
+
+def suspects_of(r: CellResult) -> list[str]:
+    """The peers an unattributed FAIL could be charged to (its failures' suspects, else its peers)."""
+    named = [label for f in r.failures for label in f.suspects]
+    return list(dict.fromkeys(named)) or r.peer_labels
+
+
+def todo_lines(report: RunResult) -> list[str]:
+    """Each peer's to-do list, one line per clause it broke: the clause and its rule, in how
+    many cells, and the clearest cell with its evidence; bounded per peer."""
+    from .catalogue import catalogue
+
+    cat = catalogue()
+    lines: list[str] = []
+    for label, items in report.summary.todo.items():
+        if not items:
+            continue
+        lines.append(f"{label}: {len(items)} clause(s) to fix")
+        lines += [f"  {_todo_line(item, cat.describe(item.clause))}" for item in items[:MAX_TODO_SHOWN]]
+        if len(items) > MAX_TODO_SHOWN:
+            lines.append(f"  ... and {len(items) - MAX_TODO_SHOWN} more clause(s): every one is in summary.md and report.html")
+    unattributed = report.cells(report.summary.unattributed)
+    if unattributed:
+        lines.append(f"not charged to one peer: {len(unattributed)} FAIL cell(s)")
+        lines += [f"  {r.id}: {', '.join(r.broken_clauses)}; could be any of: {', '.join(suspects_of(r))}"
+                  for r in unattributed[:MAX_UNATTRIBUTED_SHOWN]]
+        if len(unattributed) > MAX_UNATTRIBUTED_SHOWN:
+            lines.append(f"  ... and {len(unattributed) - MAX_UNATTRIBUTED_SHOWN} more")
+    return lines
+
+
+def _todo_line(item: TodoItem, described: str) -> str:
+    f = item.failure
+    return (f"{described}: {len(item.cells)} cell(s){shared_text(f)}; clearest {item.clearest}: "
+            f"expected {short_value(f.expected)}, observed {short_value(f.observed)}")
+
+
 def print_report(report: RunResult, console: Console | None = None) -> None:
     console = console or Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     for line in peer_lines(report):
@@ -96,6 +203,18 @@ def print_report(report: RunResult, console: Console | None = None) -> None:
     for matrix in report.summary.pair_matrices:
         console.print(pairs_matrix(report, matrix))
     console.print(conformance_table(report))
+    by_level = levels_table(report)
+    if by_level is not None:
+        console.print(by_level)
+    # The to-do lists come right after the tables and before the cells: the tables say where
+    # it broke at a glance, the to-do list says what to fix (each clause once, however many
+    # cells it broke), and the cells below are its evidence, so it reads from the verdict to
+    # the detail. Before the tables, it would scroll away behind them.
+    todo = todo_lines(report)
+    if todo:
+        console.print("\n[bold]To do, per peer[/] (each clause once, with the clearest cell's evidence):")
+        for line in todo:
+            console.print(escape(line), soft_wrap=True)
     problems = report.cells(report.summary.problems)
     if problems:
         console.print(f"\n[bold]{len(problems)} cell(s) need attention:[/]")
@@ -103,18 +222,11 @@ def print_report(report: RunResult, console: Console | None = None) -> None:
     # about the run (a crash, a lost broker) and are folded by their cause, so 25 cells of
     # one dead peer are one line and cannot push a FAIL out of sight.
     failures = [r for r in problems if r.status == Status.FAIL] + [r for r in problems if r.status == Status.XPASS]
-    from .catalogue import catalogue
-
-    def broke_text(r: CellResult) -> str:
-        """`RR-4.2 (RR-4 How a reply is addressed)`, and the clause it was seen as, if another."""
-        return catalogue().describe(r.rule or "") + (f", seen as {r.seen_as}" if r.seen_as else "")
-
     for r in failures[:MAX_PROBLEMS_SHOWN]:
         console.print(f"[{STYLE[r.status]}]{r.status}[/] {escape(r.id)}")
         if r.status == Status.FAIL:
-            console.print(escape(f"    broke {broke_text(r)}: {r.message}"))
-            console.print(escape(f"    expected: {json.dumps(r.expected, default=str)[:400]}"))
-            console.print(escape(f"    observed: {json.dumps(r.observed, default=str)[:400]}"))
+            for line in fail_lines(r):
+                console.print(escape(f"    {line}"))
         else:
             for line in (r.message or r.reason).splitlines()[:8]:
                 console.print(escape(f"    {line}"))
@@ -133,3 +245,17 @@ def print_report(report: RunResult, console: Console | None = None) -> None:
     console.print(f"\n{len(report.results)} cells: {counts}. Took {report.duration_s:.1f}s on {report.broker}.")
     if report.meta.get("aborted"):
         console.print(escape(f"The run was cut short: {report.meta['aborted']}."), style="bold magenta")
+
+
+def fail_lines(r: CellResult) -> list[str]:
+    """A FAIL cell as the console shows it: its first failure with whose side broke it and
+    how many others there are (every one is in summary.md, report.html and results.json)."""
+    from .catalogue import catalogue
+
+    first = r.failures[0] if r.failures else None
+    named = catalogue().describe(r.rule or "") + (f", seen as {r.seen_as}" if r.seen_as else "")
+    who = f" [{failure_who(first, r)}]" if first else ""
+    others = others_text(r)
+    return [f"broke {named}{who}: {r.message}" + (f" ({others})" if others else ""),
+            f"expected: {json.dumps(r.expected, default=str)[:400]}",
+            f"observed: {json.dumps(r.observed, default=str)[:400]}"]

@@ -1,10 +1,12 @@
 """One self-contained HTML page, failures first.
 
-The page opens with the verdict and every FAIL, XPASS and ERROR (ERRORs folded by cause),
-each with its rule and title, expected against observed, its rerun line and a link to its
-evidence; then the matrices (pairs with a drill-down per pair, the probe grids, the
-per-peer table with mutant coverage, the rules), then every cell. A non-PASS cell's
-evidence is inline (the failing check first, the steps, the broker's transcript as a
+The page opens with the verdict, each peer's to-do list (every clause it broke, once, with
+the clearest cell's failure one click away), and every FAIL, XPASS and ERROR (ERRORs folded
+by cause), each with its first failure and title, expected against observed, its rerun line
+and a link to its evidence; then the matrices (pairs with a drill-down per pair, the probe
+grids, the per-peer table with mutant coverage, the rules), then every cell. A non-PASS cell's
+evidence is inline (every failure, each with its side, peer, check and a link to the trace
+entry that saw it; the checks not evaluated; the steps, the broker's transcript as a
 message sequence, the peers' stderr when there is any); a PASS cell's steps travel
 gzip-compressed in one blob and are unpacked in the browser when opened, so a 540-cell
 all-pass page stays small.
@@ -25,8 +27,9 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from .console_report import fold_errors, mutants_text
-from .model import COUNT_ORDER, BAD_STATUSES, CellResult, RunResult, Status
+from .console_report import (MAX_TODO_SHOWN, charged_to, fold_errors, mutants_text, others_text, shared_text,
+                             short_value, suspects_of)
+from .model import COUNT_ORDER, BAD_STATUSES, CellResult, Failure, RunResult, Status, TodoItem
 
 DOCS_URL_ENV = "ACEMQ_INTEROP_DOCS_URL"  # base URL of docs/ (e.g. a repository's blob/main/docs/)
 _ABSENT = "(absent)"
@@ -120,7 +123,9 @@ def _slug(text: str) -> str:
 def _step_summary(step: dict[str, Any]) -> str:
     kind = step.get("step", "?")
     if kind == "expect":
-        return f"expect {step.get('that')} ({step.get('rule')}): {'holds' if step.get('ok') else 'DOES NOT HOLD'}"
+        # ok None: a check an earlier failure left without input; it neither held nor broke.
+        verdict = "not evaluated" if step.get("ok") is None else ("holds" if step.get("ok") else "DOES NOT HOLD")
+        return f"expect {step.get('that')} ({step.get('rule')}): {verdict}"
     if "sent" in step:
         sent = step.get("sent") or {}
         answer = step.get("answer")
@@ -223,14 +228,33 @@ def _span(source: int, target: int, width: int) -> list[str]:
     return cells
 
 
+def _failure_view(f: Failure, number: int, anchor: str, r: CellResult, steps: list[dict[str, Any]],
+                  links: Links) -> dict[str, Any]:
+    """One failure of a cell as the page shows it; `step` is the trace entry that saw it."""
+    from .catalogue import catalogue
+
+    cat = catalogue()
+    clause = cat.clauses.get(f.clause)
+    step = steps[f.at] if f.at is not None and 0 <= f.at < len(steps) else None
+    return {"id": f"{anchor}-failure-{number}", "clause": f.clause, "href": links.rule(f.clause),
+            "rule_id": f.clause.partition(".")[0] if "." in f.clause else "", "rule_title": cat.title(f.clause),
+            "clause_text": clause.text if clause else "", "side": f.side, "role": f.role, "peer": f.peer,
+            "charged": charged_to(f, r), "check": f.check or f.message,
+            "expected": _json(f.expected), "observed": _json(f.observed), "observed_absent": f.observed == _ABSENT,
+            "seen_as": f.seen_as, "seen_as_href": links.rule(f.seen_as), "step": step}
+
+
 def _cell_view(r: CellResult, links: Links) -> dict[str, Any]:
     from .catalogue import catalogue
 
     cat = catalogue()
     steps = _steps(r.trace)
     clause = cat.clauses.get(r.rule or "") if r.rule and "." in r.rule else None
+    anchor = "cell-" + _slug(r.id)
+    failures = [_failure_view(f, i, anchor, r, steps, links) for i, f in enumerate(r.failures, 1)] \
+        if r.status == Status.FAIL else []
     return {
-        "id": r.id, "anchor": "cell-" + _slug(r.id), "scenario": r.scenario, "title": r.title, "status": r.status.value,
+        "id": r.id, "anchor": anchor, "scenario": r.scenario, "title": r.title, "status": r.status.value,
         "rules": [{"id": x, "href": links.rule(x)} for x in r.rules], "broker": r.broker,
         "duration": f"{r.duration_s:.2f}", "rule": r.rule, "rule_href": links.rule(r.rule),
         "rule_title": cat.title(r.rule) if r.rule else "", "clause_text": clause.text if clause else "",
@@ -241,7 +265,13 @@ def _cell_view(r: CellResult, links: Links) -> dict[str, Any]:
         "message": r.message, "first_line": _first_line(r.message),
         "expected": _json(r.expected), "observed": _json(r.observed),
         "observed_absent": r.observed == _ABSENT, "reason": r.reason, "rerun": r.rerun,
-        "steps": steps, "failing": _failing_step(steps),
+        "steps": steps,
+        # Each failure links its own trace entry; the last failed step stands in only for
+        # results that do not say which entry saw a failure.
+        "failing": None if any(f["step"] for f in failures) else _failing_step(steps),
+        "failures": failures, "more": others_text(r) if r.status == Status.FAIL else "",
+        "not_evaluated": [{"clause": n.clause, "href": links.rule(n.clause), "check": n.check, "needs": n.needs}
+                          for n in r.not_evaluated],
         "stderr": {peer: tail for peer, tail in r.stderr.items() if tail and tail.strip()},
         "sequence": _sequence(r.transcript) if r.transcript else None,
         "transcript_len": len(r.transcript or []),
@@ -255,6 +285,39 @@ def _first_line(message: str) -> str:
     if not lines:
         return ""
     return f"{lines[0]} {lines[1].strip()}" if lines[0].rstrip().endswith(":") and len(lines) > 1 else lines[0]
+
+
+def _todo_view(report: RunResult, links: Links) -> list[dict[str, Any]]:
+    """Each peer's to-do list: the first rows shown, the rest folded (a peer that broke
+    everything must not push the failing cells off the first screen)."""
+    peers = []
+    for label, items in report.summary.todo.items():
+        rows = [_todo_row(report, item, links) for item in items]
+        if rows:
+            peers.append({"label": label, "total": len(rows), "rows": rows[:MAX_TODO_SHOWN], "more": rows[MAX_TODO_SHOWN:]})
+    return peers
+
+
+def _todo_row(report: RunResult, item: TodoItem, links: Links) -> dict[str, Any]:
+    """One clause of a peer's to-do list, with where its clearest cell's failure is."""
+    from .catalogue import catalogue
+
+    cat = catalogue()
+    cell, f = report.cell(item.clearest), item.failure
+    clause = cat.clauses.get(item.clause)
+    anchor = "cell-" + _slug(cell.id)
+    # The link lands on the clearest cell's failure of this clause: its check, expected
+    # against observed and the trace entry, one click from the top of the page.
+    number = next((i for i, g in enumerate(cell.failures, 1) if g == f), None)
+    return {"clause": item.clause, "href": links.rule(item.clause), "title": cat.title(item.clause),
+            "text": clause.text if clause else "", "cells": len(item.cells), "clearest": cell.id,
+            "target": f"{anchor}-failure-{number}" if number else anchor, "shared": shared_text(f),
+            "expected": short_value(f.expected), "observed": short_value(f.observed)}
+
+
+def _unattributed_view(report: RunResult) -> list[dict[str, Any]]:
+    return [{"id": r.id, "anchor": "cell-" + _slug(r.id), "clauses": ", ".join(r.broken_clauses),
+             "suspects": ", ".join(suspects_of(r))} for r in report.cells(report.summary.unattributed)]
 
 
 def _counts_view(counts: Any) -> dict[str, Any] | None:
@@ -305,6 +368,10 @@ def render_html(report: RunResult, out_path: Path | None = None, docs_url: str |
                           "binding": hello.get("binding") or "", "client": hello.get("client") or "",
                           "mutants": mutants_text(hello) if hello else "",
                           "unavailable": (peer.unavailable or "").splitlines()[0] if peer and peer.unavailable else ""})
+    level_names = [lv for lv in ("request/reply core", "request/reply full", "scatter-gather")
+                   if any(lv in by for by in s.levels.values())]
+    level_rows = [{"label": label, "columns": [_counts_view(s.levels[label].get(lv)) for lv in level_names]}
+                  for label in report.labels if label in s.levels]
     # "asserted by" comes from the clauses the scenarios' checks assert, never from `rules:`.
     rules = [{"id": row.rule, "href": links.rule(row.rule), "title": row.title,
               "checked_by": [sid + (f" ({', '.join(row.clauses_by.get(sid, ()))})" if row.clauses_by.get(sid) else "")
@@ -318,8 +385,10 @@ def render_html(report: RunResult, out_path: Path | None = None, docs_url: str |
     env.filters["linkify"] = lambda text: _linkify(text, links)
     return env.from_string(TEMPLATE).render(
         title=title or "acemq-interop report", report=report, ok=report.ok, counts=counts, total=len(report.results),
-        failures=failures, errors=errors, xfails=[views[i] for i in s.xfails], matrices=matrices, grids=grids,
+        failures=failures, errors=errors, todo=_todo_view(report, links), unattributed=_unattributed_view(report),
+        xfails=[views[i] for i in s.xfails], matrices=matrices, grids=grids,
         peer_columns=s.peer_columns, peer_rows=peer_rows, rules=rules, scenarios=scenarios,
+        level_names=level_names, level_rows=level_rows,
         brokers=report.brokers, peers=report.peers, suite=suite, meta=report.meta,
         started=report.meta.get("started_at") or report.started_at, duration=f"{report.duration_s:.1f}",
         lazy=_lazy_blob(report.results), bad=[b.value for b in BAD_STATUSES], links=links,
@@ -402,6 +471,10 @@ table{border-collapse:collapse;margin:.6em 0}td,th{border:1px solid #d5d8dc;padd
 details>summary{cursor:pointer}
 .steps td{font-size:12.5px}.steps td.d{width:70%}.steps tr.failed td{background:#fde7e7}
 .toc a{margin-right:1em}
+table.todo{width:100%;table-layout:fixed;font-size:13px}table.todo td,table.todo th{overflow-wrap:anywhere;padding:2px 6px}
+h3 .note{font-weight:400;font-size:13px}
+ol.failures{padding-left:1.4em}.failure{margin:.5em 0}.failure:target{background:#fff6d6}.who{font-size:13px}
+.steps tr:target td{outline:2px solid #d64545}.not-evaluated{margin:.4em 0}.not-evaluated ul{margin:.2em 0}
 </style></head><body>
 <header>
 <h1>{{ title }}</h1>
@@ -411,17 +484,28 @@ details>summary{cursor:pointer}
 {% for st, n in counts %}<span class="badge {{ st }}">{{ n }} {{ st }}</span> {% endfor %} of {{ total }} cells.
 {% if not ok %}{{ failures|length }} conformance failure(s){% if errors %}, {{ errors|map(attribute='cells')|map('length')|sum }} error(s) in {{ errors|length }} cause(s){% endif %}: listed first below.{% endif %}
 {% if meta.get('aborted') %}<div id="aborted"><b>The run was cut short:</b> {{ meta.aborted }}. The cells that ran keep their results; the rest are ERROR (not run).</div>{% endif %}</div>
-<nav class="toc"><a href="#problems">needs attention</a><a href="#matrices">matrices</a><a href="#peers">per peer</a><a href="#rules">rules</a>{% if xfails %}<a href="#xfails">known failures</a>{% endif %}<a href="#cells">every cell</a></nav>
+<nav class="toc">{% if todo %}<a href="#todo">to do</a>{% endif %}<a href="#problems">needs attention</a><a href="#matrices">matrices</a><a href="#peers">per peer</a><a href="#rules">rules</a>{% if xfails %}<a href="#xfails">known failures</a>{% endif %}<a href="#cells">every cell</a></nav>
 </header>
 
 <section id="problems"><h2>Needs attention ({{ failures|length + errors|map(attribute='cells')|map('length')|sum }})</h2>
 {% if not failures and not errors %}<p>Nothing: every cell passed or is a known failure.</p>{% endif %}
+{% if todo or unattributed %}<div id="todo"><h3>To do, per peer <span class="muted note">every clause each peer broke, once, however many cells broke it; the clearest cell (the fewest other clauses broken beside it) links to its failure</span></h3>
+{% if todo %}<table class="todo"><colgroup><col style="width:10em"><col style="width:30%"><col style="width:4em"><col style="width:28%"><col><col></colgroup>
+<thead><tr><th>peer</th><th>clause</th><th>cells</th><th>clearest cell</th><th>expected</th><th>observed</th></tr></thead>
+{% for p in todo %}<tbody data-peer="{{ p.label }}">{% for t in p.rows %}<tr>{% if loop.first %}<th class="wrap" rowspan="{{ p.rows|length + (1 if p.more else 0) }}">{{ p.label }}<br><span class="muted">{{ p.total }} clause(s)</span></th>{% endif %}
+<td><a href="{{ t.href }}" title="{{ t.text }}"><b>{{ t.clause }}</b></a> <span class="muted">{{ t.title }}</span></td><td style="text-align:center">{{ t.cells }}</td>
+<td><a class="mono" href="#{{ t.target }}">{{ t.clearest }}</a>{% if t.shared %} <span class="muted">{{ t.shared }}</span>{% endif %}</td><td><code>{{ t.expected }}</code></td><td><code>{{ t.observed }}</code></td></tr>{% endfor %}
+{% if p.more %}<tr><td colspan="5"><details><summary>and {{ p.more|length }} more clause(s)</summary><ul>{% for t in p.more %}<li><a href="{{ t.href }}"><b>{{ t.clause }}</b></a> {{ t.title }}: {{ t.cells }} cell(s), clearest <a class="mono" href="#{{ t.target }}">{{ t.clearest }}</a></li>{% endfor %}</ul></details></td></tr>{% endif %}
+</tbody>{% endfor %}</table>{% endif %}
+{% if unattributed %}<div id="unattributed"><b>Not charged to one peer</b> (several peers play the side that broke it):<ul>{% for u in unattributed %}<li><a class="mono wrap" href="#{{ u.anchor }}">{{ u.id }}</a>: {{ u.clauses }}; could be any of: {{ u.suspects }}</li>{% endfor %}</ul></div>{% endif %}
+</div><h3>Cells</h3>{% endif %}
 <ol id="failures" class="problems">
 {% for x in failures %}<li class="problem {{ x.status }}" data-cell="{{ x.id }}">
 <div><span class="badge {{ x.status }}">{{ x.status }}</span> <a href="#{{ x.anchor }}" class="mono wrap">{{ x.id }}</a></div>
 {% if x.status == 'FAIL' %}<div class="rule">broke <a href="{{ x.rule_href }}"><b>{{ x.rule }}</b></a> {% if x.rule_id %}({{ x.rule_id }} {{ x.rule_title }}){% else %}{{ x.rule_title }}{% endif %}{% if x.clause_text %}: <i>{{ x.clause_text }}</i>{% endif %}{% if x.seen_as %} &middot; seen as <a href="{{ x.seen_as_href }}">{{ x.seen_as }}</a>{% endif %}</div>
 <div class="wrap">{{ x.message }}</div>
 <div class="eo"><div>expected<pre>{{ x.expected }}</pre></div><div>observed<pre{% if x.observed_absent %} class="absent"{% endif %}>{{ x.observed }}</pre></div></div>
+{% if x.more %}<div>and <a href="#{{ x.anchor }}-failures">{{ x.more }}</a></div>{% endif %}
 {% else %}<div class="wrap">{{ x.reason|linkify }}</div>{% endif %}
 <div>rerun: <code class="rerun">{{ x.rerun }}</code></div>
 <div><a href="#{{ x.anchor }}">evidence</a>{% if x.transcript_len %} &middot; <a href="#{{ x.anchor }}-transcript">broker transcript ({{ x.transcript_len }} messages)</a>{% endif %}</div>
@@ -443,7 +527,7 @@ details>summary{cursor:pointer}
 {% for row in m.rows %}<tr><th class="wrap">{{ row.label }}</th>{% for p in row.cells %}<td class="{{ p.counts.worst if p.counts else '' }}">{% if p.counts %}<a href="#{{ p.id }}" title="{{ p.req }} requests, {{ p.resp }} responds">{{ p.counts.text }}</a>{% endif %}</td>{% endfor %}</tr>{% endfor %}
 </table>
 {% for row in m.rows %}{% for p in row.cells %}{% if p.counts %}<div class="drill" id="{{ p.id }}"><b>{{ p.req }}</b> requests, <b>{{ p.resp }}</b> responds{% if brokers|length > 1 %}, on {{ m.broker }}{% endif %}: {{ p.counts.text }}
-<table><tr><th>scenario</th><th>status</th><th>rule broken / reason</th></tr>{% for c in p.cells %}<tr><td class="mono"><a href="#{{ c.anchor }}">{{ c.scenario }}</a></td><td class="{{ c.status }}">{{ c.status }}</td><td class="wrap">{% if c.rule %}<a href="{{ c.rule_href }}">{{ c.rule }}</a> {{ c.first_line }}{% elif c.status == 'ERROR' %}{{ c.first_line }}{% else %}{{ c.reason|linkify }}{% endif %}</td></tr>{% endfor %}</table></div>{% endif %}{% endfor %}{% endfor %}
+<table><tr><th>scenario</th><th>status</th><th>rule broken / reason</th></tr>{% for c in p.cells %}<tr><td class="mono"><a href="#{{ c.anchor }}">{{ c.scenario }}</a></td><td class="{{ c.status }}">{{ c.status }}</td><td class="wrap">{% if c.rule %}<a href="{{ c.rule_href }}">{{ c.rule }}</a> {{ c.first_line }}{% if c.more %} <span class="muted">({{ c.more }})</span>{% endif %}{% elif c.status == 'ERROR' %}{{ c.first_line }}{% else %}{{ c.reason|linkify }}{% endif %}</td></tr>{% endfor %}</table></div>{% endif %}{% endfor %}{% endfor %}
 {% endfor %}
 {% for g in grids %}<h3>{{ 'Requesters' if g.matrix == 'requesters' else 'Responders' }} against the probe: peer &times; scenario{% if brokers|length > 1 %} on {{ g.broker }}{% endif %}</h3>
 <div style="overflow-x:auto"><table class="grid" id="grid-{{ g.matrix }}"><tr><th>peer</th>{% for sc in g.scenarios %}<th class="sc" title="{{ sc }}">{{ sc }}</th>{% endfor %}</tr>
@@ -456,6 +540,10 @@ details>summary{cursor:pointer}
 {% for row in peer_rows %}<tr><th class="nw">{{ row.label }}</th>{% for c in row.columns %}<td class="{{ c.worst if c else '' }}" style="text-align:center">{{ c.text if c else '' }}</td>{% endfor %}
 <td>{{ row.mutants }}</td><td class="wrap">{% if row.unavailable %}<span class="muted">unavailable: {{ row.unavailable }}</span>{% else %}{{ row.binding }} on {{ row.client }}{% endif %}</td></tr>{% endfor %}
 </table>
+{% if level_rows %}<h3>By conformance level</h3>
+<table><tr><th>peer</th>{% for lv in level_names %}<th>{{ lv }}</th>{% endfor %}</tr>
+{% for row in level_rows %}<tr><th class="nw">{{ row.label }}</th>{% for c in row.columns %}<td class="{{ c.worst if c else '' }}" style="text-align:center">{{ c.text if c else '' }}</td>{% endfor %}</tr>{% endfor %}
+</table>{% endif %}
 </section>
 
 <section id="rules"><h2>Rules</h2>
@@ -485,15 +573,24 @@ details>summary{cursor:pointer}
 {% for x in sc.cells %}<div class="cell{{ ' inline' if x.inline else '' }}" id="{{ x.anchor }}" data-status="{{ x.status }}">
 <div><span class="badge {{ x.status }}">{{ x.status }}</span> <span class="mono wrap">{{ x.id }}</span> <span class="muted">{{ x.duration }}s{% if brokers|length > 1 %} &middot; {{ x.broker }}{% endif %}</span></div>
 {% if x.inline %}
-{% if x.status == 'FAIL' %}<p class="wrap">broke <a href="{{ x.rule_href }}"><b>{{ x.rule }}</b></a> {% if x.rule_id %}({{ x.rule_id }} {{ x.rule_title }}){% else %}{{ x.rule_title }}{% endif %}{% if x.clause_text %}: <i>{{ x.clause_text }}</i>{% endif %}{% if x.seen_as %} &middot; seen as <a href="{{ x.seen_as_href }}">{{ x.seen_as }}</a>{% endif %} &mdash; {{ x.message }}</p>
+{% if x.failures %}<div id="{{ x.anchor }}-failures"><b>{{ x.failures|length }} failure(s)</b>, each charged to the peer playing the side its clause obliges:
+<ol class="failures">{% for f in x.failures %}<li class="failure" id="{{ f.id }}">
+<div class="wrap">broke <a href="{{ f.href }}"><b>{{ f.clause }}</b></a> {% if f.rule_id %}({{ f.rule_id }} {{ f.rule_title }}){% else %}{{ f.rule_title }}{% endif %}{% if f.clause_text %}: <i>{{ f.clause_text }}</i>{% endif %}{% if f.seen_as %} &middot; seen as <a href="{{ f.seen_as_href }}">{{ f.seen_as }}</a>{% endif %}</div>
+<div class="who">{{ f.side }} side{% if f.role and f.role != f.side %} (the {{ f.role }}){% endif %}: {% if f.peer %}peer <b>{{ f.peer }}</b>{% else %}not one peer: {{ f.charged }}{% endif %}</div>
+<div class="wrap">check: <span class="mono">{{ f.check }}</span></div>
+<div class="eo"><div>expected<pre>{{ f.expected }}</pre></div><div>observed<pre{% if f.observed_absent %} class="absent"{% endif %}>{{ f.observed }}</pre></div></div>
+{% if f.step %}<div>evidence: <a href="#{{ x.anchor }}-step-{{ f.step.n }}">step {{ f.step.n }}</a> <span class="muted wrap">{{ f.step.summary }}</span></div>{% endif %}
+</li>{% endfor %}</ol></div>
+{% elif x.status == 'FAIL' %}<p class="wrap">broke <a href="{{ x.rule_href }}"><b>{{ x.rule }}</b></a> {% if x.rule_id %}({{ x.rule_id }} {{ x.rule_title }}){% else %}{{ x.rule_title }}{% endif %}{% if x.clause_text %}: <i>{{ x.clause_text }}</i>{% endif %}{% if x.seen_as %} &middot; seen as <a href="{{ x.seen_as_href }}">{{ x.seen_as }}</a>{% endif %} &mdash; {{ x.message }}</p>
 <div class="eo"><div>expected<pre>{{ x.expected }}</pre></div><div>observed<pre{% if x.observed_absent %} class="absent"{% endif %}>{{ x.observed }}</pre></div></div>{% endif %}
+{% if x.not_evaluated %}<div class="not-evaluated"><b>not evaluated</b> ({{ x.not_evaluated|length }}): an earlier failure left these checks without their input<ul>{% for n in x.not_evaluated %}<li><a href="{{ n.href }}">{{ n.clause }}</a> <span class="mono wrap">{{ n.check }}</span>: {{ n.needs }}</li>{% endfor %}</ul></div>{% endif %}
 {% if x.status == 'ERROR' %}<pre>{{ x.message }}</pre>{% endif %}
 {% if x.reason %}<p class="wrap">{{ x.reason|linkify }}</p>{% endif %}
 {% if x.status != 'SKIP' %}<div>rerun: <code class="rerun">{{ x.rerun }}</code></div>{% endif %}
 {% if x.failing %}<div class="failing"><b>the failing check</b> (step {{ x.failing.n }} of {{ x.steps|length }}): {{ x.failing.summary }}<pre>{{ x.failing.details }}</pre></div>{% endif %}
 {% if x.sequence %}{{ transcript(x) }}{% elif x.status in ('FAIL', 'XPASS') %}<p class="muted">No broker transcript for this cell (run with the default --transcripts failed).</p>{% endif %}
 <details class="steps"><summary>every step ({{ x.steps|length }})</summary><table class="steps" style="width:100%;table-layout:fixed"><colgroup><col style="width:3em"><col style="width:4em"><col style="width:28%"><col></colgroup>
-{% for st in x.steps %}<tr class="{{ 'failed' if st.failed else '' }}"><td>{{ st.n }}</td><td class="mono">{{ st.t }}</td><td class="wrap">{{ st.summary }}</td><td class="d"><pre>{{ st.details }}</pre></td></tr>{% endfor %}</table></details>
+{% for st in x.steps %}<tr id="{{ x.anchor }}-step-{{ st.n }}" class="{{ 'failed' if st.failed else '' }}"><td>{{ st.n }}</td><td class="mono">{{ st.t }}</td><td class="wrap">{{ st.summary }}</td><td class="d"><pre>{{ st.details }}</pre></td></tr>{% endfor %}</table></details>
 {% for peer, tail in x.stderr.items() %}<details><summary>{{ peer }} stderr (tail)</summary><pre>{{ tail }}</pre></details>{% endfor %}
 {% else %}{% if x.sequence %}<details><summary class="muted">the broker's transcript ({{ x.transcript_len }} messages)</summary>{{ transcript(x) }}</details>{% endif %}
 <details class="lazy" data-id="{{ x.anchor }}"><summary class="muted">steps</summary><div class="body muted">unpacking&hellip;</div></details>{% endif %}
@@ -502,6 +599,15 @@ details>summary{cursor:pointer}
 <script id="lazy-steps" type="application/octet-stream">{{ lazy }}</script>
 <script>
 (function(){
+  // A link to a step (a failure's evidence) lands inside a closed <details>: open it.
+  function reveal(){
+    var id=decodeURIComponent(location.hash.slice(1)),el=id&&document.getElementById(id);
+    if(!el)return;
+    var opened=false;
+    for(var p=el.parentElement;p;p=p.parentElement){if(p.tagName==='DETAILS'&&!p.open){p.open=true;opened=true;}}
+    if(opened)el.scrollIntoView();
+  }
+  window.addEventListener('hashchange',reveal);reveal();
   var cache=null;
   function load(){
     if(cache) return cache;

@@ -188,6 +188,7 @@ class CellResult:
     # earlier failure left without input.
     failures: list[Failure] = field(default_factory=list)
     not_evaluated: list[NotEvaluated] = field(default_factory=list)
+    level: str = ""  # the conformance level its scenario counts under (scenarios.LEVELS)
 
     def __post_init__(self) -> None:
         self.status = Status(self.status)
@@ -319,6 +320,8 @@ class Summary:
     todo: dict[str, tuple[TodoItem, ...]] = field(default_factory=dict)
     # FAIL cells whose failures name no peer (several could have broken it): shown apart
     unattributed: tuple[str, ...] = ()
+    # peer label -> level -> its cells at that level, a FAIL counted only where charged
+    levels: dict[str, dict[str, Counts]] = field(default_factory=dict)
 
 
 def summarise(results: list[CellResult], labels: list[str], brokers: list[str],
@@ -352,9 +355,13 @@ def summarise(results: list[CellResult], labels: list[str], brokers: list[str],
                 checked[_rule_of(clause)].setdefault(r.scenario, []).append(clause)
         scenarios[r.scenario].append(r.id)
         if r.status == Status.FAIL and r.rule:
-            failing[_rule_of(r.rule)].append(r.id)
-            if r.seen_as and _rule_of(r.seen_as) != _rule_of(r.rule):
-                seen_as[_rule_of(r.seen_as)].append(r.id)
+            # Every clause the cell broke counts under its rule, once per cell.
+            for rule in dict.fromkeys(_rule_of(c) for c in r.broken_clauses or [r.rule]):
+                failing[rule].append(r.id)
+            seen = [(f.seen_as, f.rule) for f in r.failures if f.seen_as] or [(r.seen_as, _rule_of(r.rule))]
+            for through, broke in seen:
+                if through and _rule_of(through) != broke and r.id not in seen_as[_rule_of(through)]:
+                    seen_as[_rule_of(through)].append(r.id)
     rules = tuple(RuleRow(rid, title, tuple(checked.get(rid, {})), tuple(failing.get(rid, ())), tuple(seen_as.get(rid, ())),
                           {sid: tuple(c for c in cs if c != rid) for sid, cs in checked.get(rid, {}).items()})
                   for rid, title in rule_titles.items())
@@ -372,7 +379,18 @@ def summarise(results: list[CellResult], labels: list[str], brokers: list[str],
         todo=_todo(results),
         unattributed=tuple(r.id for r in results if r.status == Status.FAIL and r.failures
                            and all(f.peer is None for f in r.failures)),
+        levels=_levels(results, labels),
     )
+
+
+def _levels(results: list[CellResult], labels: list[str]) -> dict[str, dict[str, Counts]]:
+    """Each peer's cells by conformance level (request/reply core, full, scatter-gather)."""
+    by: dict[str, dict[str, list[CellResult]]] = defaultdict(lambda: defaultdict(list))
+    for r in results:
+        if r.level:
+            for label in r.peer_labels:
+                by[label][r.level].append(r)
+    return {label: {level: _counts_for(label, cells) for level, cells in by[label].items()} for label in labels if label in by}
 
 
 def _counts_for(label: str, results: list[CellResult]) -> Counts:

@@ -43,6 +43,7 @@ def cell_record(result: CellResult) -> dict[str, Any]:
         "observed": result.observed,
         "reason": result.reason,
         "rerun": result.rerun,
+        "level": result.level,
         "failures": [f.record() for f in result.failures],
         "not_evaluated": [n.record() for n in result.not_evaluated],
         "trace": result.trace,
@@ -65,6 +66,7 @@ def cell_from_record(record: dict[str, Any]) -> CellResult:
         transcript=record.get("transcript"), clauses=tuple(record.get("clauses") or ()), seen_as=record.get("seen_as"),
         failures=[Failure.from_record(f) for f in record.get("failures") or [] if isinstance(f, dict)],
         not_evaluated=[NotEvaluated.from_record(n) for n in record.get("not_evaluated") or [] if isinstance(n, dict)],
+        level=str(record.get("level") or ""),
     )
 
 
