@@ -14,11 +14,12 @@ from typing import Any
 
 import yaml
 
+from .catalogue import mutants as catalogue_mutants
 from .errors import UsageError
 
 from .paths import DATA_ROOT as REPO_ROOT, PEER_PATH_ENV, PEERS_DIR, peer_path_from_env
 
-_SPEC_RE = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(@(?P<profile>[A-Za-z0-9._-]+))?(\+(?P<mutant>[a-z0-9-]+))?$")
+_SPEC_RE = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(@(?P<profile>[A-Za-z0-9._-]+))?(?P<mutants>(\+[a-z0-9-]+)*)$")
 
 
 @dataclass(frozen=True)
@@ -144,27 +145,85 @@ def discover(peers_dir: Path = PEERS_DIR, extra: list[Path] | None = None) -> di
 
 @dataclass(frozen=True)
 class PeerSpec:
-    """A peer as named on the command line: `name[@profile][+mutant]`.
+    """A peer as named on the command line: `name[@profile][+mutant[+mutant...]]`.
 
-    The same process serves every spec of one name; the profile and mutant are passed
+    The same process serves every spec of one name; the profile and mutants are passed
     when a requester or responder is opened, so `go@0.3.0` is its own row and column.
+    Several mutants (a higher-order mutant, `go+native-only+native-first`) must each act on
+    a different object the harness opens: one on `requester.open` (a requester or gatherer
+    mutant: gathers live on a requester, and the peer protocol gives it one mutant) and one on
+    `responder.start`. `mutants` keeps the order given, so the label is the text as written.
     """
 
     name: str
     profile: str = "current"
-    mutant: str | None = None
+    # The third positional argument may still be one mutant name (or None), as before.
+    mutants: tuple[str, ...] | str | None = ()
+
+    def __post_init__(self) -> None:
+        value = self.mutants
+        if value is None:
+            value = ()
+        elif isinstance(value, str):
+            value = (value,)
+        object.__setattr__(self, "mutants", tuple(value))
+
+    @property
+    def mutant(self) -> str | None:
+        """The first mutant (None without one): for callers that know a spec has at most one.
+        Code that gives a mutant to an object asks `mutant_on` instead."""
+        return self.mutants[0] if self.mutants else None
+
+    def mutant_on(self, op: str) -> str | None:
+        """The mutant of this spec that acts on `op` (`requester.open` | `responder.start`),
+        or None. A mutant the catalogue does not know acts on every op (as it always did)."""
+        known = catalogue_mutants()
+        for name in self.mutants:
+            mutant = known.get(name)
+            if mutant is None or mutant.acts_on == op:
+                return name
+        return None
 
     @property
     def label(self) -> str:
         text = self.name if self.profile == "current" else f"{self.name}@{self.profile}"
-        return f"{text}+{self.mutant}" if self.mutant else text
+        return "+".join((text, *self.mutants))
 
     @classmethod
     def parse(cls, text: str) -> "PeerSpec":
         match = _SPEC_RE.match(text.strip())
         if not match:
-            raise UsageError(f"'{text}' is not a peer spec: write NAME, NAME@PROFILE or NAME@PROFILE+MUTANT (e.g. go@0.3.0)")
-        return cls(match["name"], match["profile"] or "current", match["mutant"])
+            raise UsageError(f"'{text}' is not a peer spec: write NAME, NAME@PROFILE, NAME@PROFILE+MUTANT or "
+                             f"NAME+MUTANT+MUTANT (e.g. go@0.3.0, go+native-only+native-first)")
+        names = tuple(part for part in match["mutants"].split("+") if part)
+        spec = cls(match["name"], match["profile"] or "current", names)
+        _check_mutants(spec)
+        return spec
+
+
+def _check_mutants(spec: PeerSpec) -> None:
+    """Each mutant of a spec is in the catalogue, named once, and on an object of its own
+    (a usage error saying which two clash, and why, otherwise)."""
+    known = catalogue_mutants()
+    label = spec.label
+    seen: dict[str, str] = {}  # acts_on -> mutant
+    for name in spec.mutants:
+        if name not in known:
+            raise UsageError(f"{label}: unknown mutant '{name}'; mutants: {', '.join(sorted(known))}")
+        if name in seen.values():
+            raise UsageError(f"{label}: mutant '{name}' is named twice")
+        mutant = known[name]
+        other = seen.get(mutant.acts_on)
+        if other is not None:
+            first = known[other]
+            if {first.side, mutant.side} == {"requester", "gatherer"}:
+                why = ("a gatherer mutant lives on the requester (gathers are a requester's), and the peer protocol "
+                       "gives requester.open one mutant, not a list")
+            else:
+                why = f"both act on {mutant.side}s ({mutant.acts_on}), and the peer protocol gives it one mutant, not a list"
+            raise UsageError(f"{label}: mutants '{other}' ({first.side}) and '{name}' ({mutant.side}) cannot be combined: "
+                             f"{why}; combine at most one requester or gatherer mutant with one responder mutant")
+        seen[mutant.acts_on] = name
 
 
 _IMAGE_RE = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)=(?P<image>[A-Za-z0-9][A-Za-z0-9._/:@-]*)$")

@@ -26,8 +26,9 @@ def check_specs(specs: list[PeerSpec], image_peers: frozenset[str] = frozenset()
             offered = [name for name, p in cat.profiles.items() if p.offered_by(spec.name)]
             raise UsageError(f"{spec.label}: the catalogue has no profile '{spec.profile}' for {spec.name}; "
                              f"profiles for {spec.name}: {', '.join(offered)}")
-        if spec.mutant is not None and spec.mutant not in cat.mutants:
-            raise UsageError(f"{spec.label}: unknown mutant '{spec.mutant}'; mutants: {', '.join(sorted(cat.mutants))}")
+        for mutant in spec.mutants:
+            if mutant not in cat.mutants:
+                raise UsageError(f"{spec.label}: unknown mutant '{mutant}'; mutants: {', '.join(sorted(cat.mutants))}")
 
 
 def check_cells(planned: list[Cell], only_cells: list[str] | None) -> None:
