@@ -64,12 +64,12 @@ def render(value: Any, variables: dict[str, Any]) -> Any:
         if whole:
             found = lookup(variables, whole.group(1))
             if found is _MISSING:
-                raise TemplateError(f"${{{whole.group(1)}}} names nothing")
+                raise TemplateError(f"${{{whole.group(1)}}} names nothing", whole.group(1))
             return found
         def one(match: re.Match) -> str:
             found = lookup(variables, match.group(1))
             if found is _MISSING:
-                raise TemplateError(f"${{{match.group(1)}}} names nothing")
+                raise TemplateError(f"${{{match.group(1)}}} names nothing", match.group(1))
             return str(found)
         return _TEMPLATE.sub(one, value)
     if isinstance(value, dict):
@@ -115,6 +115,16 @@ def check(expectation: dict[str, Any], variables: dict[str, Any]) -> CheckFailed
     return None
 
 
+def _holds(observed: Any, wanted: Any) -> bool:
+    """`wanted in observed`, for any JSON values (a string holds only strings; an
+    unhashable key is in no dict): a peer's odd answer is judged, never a TypeError."""
+    if isinstance(observed, str):
+        return isinstance(wanted, str) and wanted in observed
+    if isinstance(observed, dict):
+        return isinstance(wanted, str) and wanted in observed
+    return isinstance(observed, list) and wanted in observed
+
+
 def _compare(op: str, observed: Any, wanted: Any) -> tuple[bool, str]:
     missing = observed is _MISSING
     if op == "present":
@@ -128,9 +138,9 @@ def _compare(op: str, observed: Any, wanted: Any) -> tuple[bool, str]:
     if op == "one_of":
         return observed in wanted, f"is one of {wanted!r}"
     if op == "contains":
-        return isinstance(observed, (list, str, dict)) and wanted in observed, f"contains {wanted!r}"
+        return _holds(observed, wanted), f"contains {wanted!r}"
     if op == "excludes":
-        return isinstance(observed, (list, str, dict)) and wanted not in observed, f"does not contain {wanted!r}"
+        return isinstance(observed, (list, str, dict)) and not _holds(observed, wanted), f"does not contain {wanted!r}"
     if op == "matches":
         return isinstance(observed, str) and re.search(wanted, observed) is not None, f"matches /{wanted}/"
     if op == "starts_with":

@@ -15,6 +15,10 @@ exit is confirmed by a second look half a second later.
 A background thread looks every second; the runner also asks `check()` whenever a cell
 ends other than PASS, so a cell that failed because the broker went away is labelled as
 such even when it ended before the next tick.
+
+It also carries the run's `BrokerConditions` (broker_conditions.py: memory and disk
+alarms, blocked connections), started and stopped with it: `condition(t)` is the
+engine's `RunContext.broker_condition`.
 """
 from __future__ import annotations
 
@@ -22,9 +26,12 @@ import socket
 import threading
 import time
 import urllib.parse
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .endpoint import BrokerEndpoint
+
+if TYPE_CHECKING:
+    from .broker_conditions import BrokerConditions
 
 INTERVAL_S = 1.0
 CONFIRM_S = 0.5
@@ -65,8 +72,9 @@ class BrokerWatch:
     """`cause` is None while the broker is there; once lost, it says why (and stays lost)."""
 
     def __init__(self, endpoint: BrokerEndpoint, managed_check: Callable[[], str | None] | None = None,
-                 log: Callable[[str], None] | None = None):
+                 log: Callable[[str], None] | None = None, conditions: "BrokerConditions | None" = None):
         self._endpoint = endpoint
+        self.conditions = conditions
         self._managed_check = managed_check
         self._log = log
         self._lock = threading.Lock()
@@ -78,12 +86,24 @@ class BrokerWatch:
     def start(self) -> "BrokerWatch":
         self._thread = threading.Thread(target=self._loop, name="acemq-interop-broker-watch", daemon=True)
         self._thread.start()
+        if self.conditions is not None:
+            self.conditions.start()
         return self
 
     def stop(self) -> None:
         self._stop.set()
+        if self.conditions is not None:
+            self.conditions.stop()
         if self._thread is not None:
             self._thread.join(CONNECT_BOUND_S * 3)
+
+    def condition(self, since: float, label: str = "the cell") -> str | None:
+        """A broker condition (an alarm, a blocked connection) held at any time since the
+        monotonic instant `since`, in words; None when none did, or the broker is lost
+        (that is the cell's cause then, not an alarm)."""
+        if self.conditions is None or self.cause is not None:
+            return None
+        return self.conditions.cause(since, label)
 
     def _loop(self) -> None:
         while not self._stop.wait(INTERVAL_S):

@@ -19,7 +19,7 @@ from .manifests import PeerSpec
 from .model import CellResult, Failure, NotEvaluated, Status
 from .peer_client import Note, PeerLink, PendingCall
 from .probe import Probe
-from .steps import STEP_KINDS, STEPS, Opened, connection_lost_in, inputs_of  # noqa: F401 (STEPS: the registry, re-exported)
+from .steps import STEP_KINDS, STEPS, Opened, connection_lost_in, inputs_of, unreported  # noqa: F401 (STEPS: the registry, re-exported)
 
 
 
@@ -205,10 +205,12 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
             fault += f"\n(after it: {first})"
         result.status, result.message, result.rule, result.expected, result.observed = Status.ERROR, fault, None, None, None
         result.seen_as, result.failures = None, []
-    if result.status == Status.FAIL and ctx.broker_condition is not None:
+    if result.status in (Status.FAIL, Status.ERROR) and ctx.broker_condition is not None:
         condition = ctx.broker_condition(started)
         if condition is not None:  # the broker, not a binding: every verdict under it is void
-            result.message = f"{condition}\n(the cell's check {result.rule} failed under it: {result.message})"
+            what = f"the cell's check {result.rule} failed" if result.status == Status.FAIL else "the cell ended"
+            first = (result.message or "").splitlines()[0] if result.message else ""
+            result.message = f"{condition}\n({what} under it: {first})"
             result.status, result.rule, result.expected, result.observed, result.seen_as = Status.ERROR, None, None, None, None
             result.failures = []
     result.duration_s = time.monotonic() - started
@@ -218,10 +220,55 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
     if ctx.tracer is not None:  # -- transcript hook (issue 13) --
         from .transcript import attach
 
-        attach(ctx.tracer, ctx.keep_transcript, ns, state.variables["_t0"], result)
+        judged = result.status in (Status.PASS, Status.FAIL)
+        records = attach(ctx.tracer, ctx.keep_transcript, ns, state.variables["_t0"], result, read=judged)
+        if judged:
+            _message_breaks(state, result, records)
     if result.status == Status.FAIL:
         _check_on_wire(state, result)
     return result
+
+
+def _message_breaks(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """Every message each peer of the cell published, against the clauses one message can
+    show (both addresses, equal, not empty; spec header types; no B, u or i; a reply's
+    content type, responseMessageId, a failure's empty body), charged to its publisher.
+    A peer replaying an older profile is not judged here: the profile is history on purpose."""
+    from .wire_checks import message_breaks, reply_queues_of
+
+    specs = state.cell.specs()
+    labels_of: dict[str, set[str]] = {}
+    for s in specs:
+        labels_of.setdefault(s.name, set()).add(s.label)
+    # One peer process serving two specs of the cell (python and python@0.3.0) may carry both
+    # on one connection: the transcript cannot tell which published, so neither is judged.
+    judged = {s.label for s in specs if s.profile == "current" and len(labels_of[s.name]) == 1}
+    targets = reply_queues_of(result.trace) | {
+        str(v["name"]) for step in state.cell.scenario.steps for kind, args in step.items()
+        if kind == "probe_inbox" and isinstance(v := state.variables.get(args.get("as")), dict) and v.get("name")}
+    breaks = message_breaks(records, judged, targets)
+    if not breaks:
+        return
+    seen = {(f.clause, f.peer) for f in result.failures}
+    added = False
+    for wire in breaks:
+        if (wire.clause, wire.peer) in seen:
+            continue  # the scenario's own check already named it
+        seen.add((wire.clause, wire.peer))
+        clause = spec.catalogue().clauses.get(wire.clause)
+        role = next((r for r, who in state.cell.roles.items()
+                     for s in (who if isinstance(who, tuple) else (who,) if who is not None else ()) if s.label == wire.peer), None)
+        result.failures.append(Failure(
+            clause=wire.clause, rule=spec.rule_of(wire.clause), side=clause.side if clause else "either", role=role,
+            peer=wire.peer, check=f"the broker's transcript, message #{wire.n}", message=wire.message,
+            expected=wire.expected, observed=wire.observed, wire=f"transcript #{wire.n}"))
+        added = True
+    if added and result.status == Status.PASS:
+        first = result.failures[0]
+        result.status, result.rule, result.message = Status.FAIL, first.clause, first.message
+        result.expected, result.observed = first.expected, first.observed
+        if result.transcript is None:
+            result.transcript = records  # a FAIL keeps its transcript: the evidence
 
 
 def _check_on_wire(state: CellState, result: CellResult) -> None:
@@ -312,6 +359,7 @@ def _run_step(state: CellState, index: int, kind: str, args: Any) -> None:
         for guarded in args.get("guards", ()) if isinstance(args, dict) else ():
             state.spoil(str(guarded), f"{failed.rule}: step {index + 1} {kind}")
     except TemplateError as exc:  # a value the scenario reads that the cell never got
+        unreported(state, exc.path)
         _not_run(state, index, kind, args, f"needs {exc}")
 
 
@@ -384,10 +432,10 @@ def _cleanup(state: CellState, result: CellResult) -> None:
     try:
         prefix = state.ns + "."
         for queue in state.ctx.management.queues(state.ctx.vhost):
-            if queue["name"].startswith(prefix):
+            if str(queue.get("name", "")).startswith(prefix):
                 state.ctx.management.delete_queue(state.ctx.vhost, queue["name"])
         for exchange in state.ctx.management.exchanges(state.ctx.vhost):
-            if exchange["name"].startswith(prefix):
+            if str(exchange.get("name", "")).startswith(prefix):
                 state.ctx.management.delete_exchange(state.ctx.vhost, exchange["name"])
     except BrokerError as exc:
         if result.status == Status.PASS:

@@ -37,7 +37,12 @@ class CheckFailed(Exception):
 
 
 class TemplateError(Exception):
-    """A `${...}` template names nothing the cell has bound (the scenario's mistake, an ERROR)."""
+    """A `${...}` template names nothing the cell has bound: a value an earlier step did not
+    produce (the checks needing it are not evaluated). `path` is the template's path."""
+
+    def __init__(self, message: str, path: str | None = None):
+        super().__init__(message)
+        self.path = path
 
 
 class CallNotEnded(PeerError):

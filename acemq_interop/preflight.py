@@ -5,7 +5,9 @@ and a problem is one line saying what is wrong and what to do (exit 3), instead 
 cell failing with its own language's version of the same error:
 1. the management API answers, is RabbitMQ's, and accepts the user;
 2. the user can create a vhost (the harness makes one per run) and delete it;
-3. the AMQP port completes a handshake with the user's credentials, in that vhost.
+3. the AMQP port completes a handshake with the user's credentials, in that vhost;
+4. no memory or disk alarm is in effect (it blocks every publisher: every cell would time
+   out); a broker that does not show its nodes to the user is not refused for that.
 A scratch vhost (`acemq-interop-preflight-*`, owner-recorded like a run's) carries 2 and 3
 and is deleted at once. No message names a password.
 """
@@ -106,6 +108,11 @@ def preflight(endpoint: BrokerEndpoint) -> None:
         management.overview()
     except ManagementError as exc:
         raise BrokerError(_api_problem(exc, endpoint, "GET /api/overview")) from None
+    from .broker_conditions import preflight_problem
+
+    alarm = preflight_problem(management)
+    if alarm is not None:
+        raise BrokerError(alarm)
     scratch = f"acemq-interop-preflight-{uuid.uuid4().hex[:8]}"
     made = False
     try:

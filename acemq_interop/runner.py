@@ -24,6 +24,7 @@ from .broker import BrokerEndpoint, run_vhost
 from .broker_conditions import BrokerConditions, bounded_probe_factory
 from .broker_watch import BrokerWatch
 from .cells import Cell
+from . import presumptions
 from .engine import RunContext, run_cell
 from .errors import BrokerError, PeerError
 from .known_failures import KnownFailure
@@ -474,7 +475,18 @@ class Runner:
             pool.shutdown(wait=not interrupted, cancel_futures=True)
             self.cells_s = time.monotonic() - cells_started
         order = {cell.id: i for i, cell in enumerate(planned)}
-        return sorted(results, key=lambda r: order[r.id]), interrupted
+        return sorted(self._presumed(results), key=lambda r: order[r.id]), interrupted
+
+    def _presumed(self, results: list[CellResult]) -> list[CellResult]:
+        """Failures a scenario sees only through a clause it presumes (`assumes:`), renamed
+        to that clause where the same peer broke it in another cell (presumptions.py); a
+        renamed cell gets its known-failure verdict again."""
+        assumes = {s.id: s.assumes for s in self.options.scenarios if s.assumes}
+        if not assumes:
+            return results
+        renamed = presumptions.apply(results, assumes)
+        return [self._finish(replace(new, status=Status.FAIL)) if new is not old else old
+                for old, new in zip(results, renamed)]
 
     def _collect(self, futures: dict, ctx: RunContext, early: list[CellResult]) -> list[CellResult]:
         """After an interrupt: each cell's result, or ERROR for one that did not start or did not end."""

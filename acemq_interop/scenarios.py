@@ -55,6 +55,9 @@ class Scenario:
     part_clauses: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     # Derived: step index -> (role, part) of every step that needs an optional part.
     part_steps: dict[int, tuple[str, str]] = field(default_factory=dict)
+    # Clauses its checks presume of the peer they judge, judged by other scenarios
+    # (presumptions.py): a failure here by a peer that broke one of them is that clause.
+    assumes: tuple[str, ...] = ()
 
     def mutant_acts(self, role: str, mutant: str) -> bool:
         """Whether a peer playing `role` with `mutant` runs the mutant's code here: a responder
@@ -358,6 +361,10 @@ def _clauses_of(data: dict[str, Any], root: yaml.Node, where: Path) -> tuple[str
         if rule not in asserted_rules:
             fail(["rules", i], f"rule {rule} is listed but no check asserts a clause of it: add a check naming one of "
                                f"{', '.join(c.id for c in cat.rules[rule].clauses)}, or drop it from rules")
+    for i, presumed in enumerate(data.get("assumes", [])):
+        clause(["assumes", i], str(presumed), "assumes:")
+        if presumed in found:
+            fail(["assumes", i], f"assumes: {presumed} is a clause this scenario asserts itself; a presumption is judged elsewhere")
     for i, name in enumerate(data.get("catches", [])):
         mutant = cat.mutants[name]
         if mutant.clause not in found:
@@ -560,6 +567,7 @@ def load_file(path: Path) -> Scenario:
         name_roles=_name_roles(data["steps"]),
         part_clauses=_part_clauses(data["roles"], data["steps"]),
         part_steps=_part_steps(data["roles"], data["steps"]),
+        assumes=tuple(data.get("assumes", [])),
     )
 
 

@@ -441,6 +441,11 @@ def _step_wait_counters(state: CellState, args: dict[str, Any]) -> None:
 
 def _step_queue_facts(state: CellState, args: dict[str, Any]) -> None:
     queue = state.queue_name(args["queue"])
+    if not isinstance(queue, str) or not queue:
+        # A template can name a value that is no queue name (a request's reply_to of None):
+        # urllib cannot quote None (a TypeError), and an empty name asks the API for every
+        # queue. There is no queue to ask about: the step is not run, its checks not evaluated.
+        raise TemplateError(f"queue {args['queue']} to name a queue, not {assertions.shown(queue)!r:.80}")
     facts = state.ctx.management.queue(state.ctx.vhost, queue)
     state.note("queue_facts", queue=queue, facts=facts)
     state.variables[args["as"]] = {**facts, "exists": True} if facts is not None else {"exists": False}
@@ -459,6 +464,30 @@ def _step_close_requester(state: CellState, name: str) -> None:
     state.opened = [o for o in state.opened if not (o.op == "requester.close" and o.name == peer_name)]
 
 
+# What a call's answer must say for a later step to use it, and the clause each stands for:
+# `request_id` is the message_id the request went out with (RR-8.1), a gather's requestMessageId
+# (SG-1.1). A peer that does not give it FAILs that clause once, charged to the caller; the
+# checks needing it are not evaluated.
+ANSWER_FIELDS = {("request", "request_id"): "RR-8.1", ("gather", "request_id"): "SG-1.1"}
+
+
+def unreported(state: CellState, path: str | None) -> None:
+    head, _, rest = (path or "").partition(".")
+    field = rest.split(".")[0]
+    answer = state.variables.get(head)
+    if not isinstance(answer, dict) or not answer.get("ok") or field in answer:
+        return
+    op = next((name for step in state.cell.scenario.steps for name, args in step.items()
+               if isinstance(args, dict) and args.get("as") == head), None)
+    clause = ANSWER_FIELDS.get((op, field)) if op else None
+    if clause is None or any(f.check.endswith(f"{head}.{field} (unreported)") for f in state.failures):
+        return
+    state.fail(CheckFailed(clause, f"{head}.{field} is given: the peer's answer does not say the id its "
+                                   f"{op} went out with", expected=f"{head}.{field}", observed=assertions.ABSENT),
+               f"step {state.step_index + 1}: {head}.{field} (unreported)", index=-1,
+               role=state.cell.scenario.name_roles.get(head))
+
+
 def _step_expect(state: CellState, args: list[dict[str, Any]]) -> None:
     """Every check of the list, each on its own: a failure is recorded and the next one is
     judged; a check reading what an earlier step could not produce, or a value an earlier
@@ -474,6 +503,7 @@ def _step_expect(state: CellState, args: list[dict[str, Any]]) -> None:
                 failure = assertions.check(expectation, state.variables)
             except TemplateError as exc:
                 why = f"needs {exc}"
+                unreported(state, exc.path)
         head = that.split(".")[0]
         if why is not None and head in state.lacking_names and state.lacking_names[head][0] == \
                 state.cell.scenario.charges.get((state.step_index, sub)):
@@ -826,6 +856,9 @@ def scenario_schema() -> dict[str, Any]:
                       "additionalProperties": {"enum": ["peer", "probe", "all-peers"]}},
             "catches": {"type": "array", "uniqueItems": True, "items": {"type": "string"},
                         "description": "mutants this scenario must catch"},
+            "assumes": {"type": "array", "uniqueItems": True, "items": CLAUSE,
+                        "description": "clauses its checks presume of the peer they judge, judged by other scenarios: "
+                                       "a failure by a peer that broke one of them elsewhere in the run is charged as that clause"},
             "min_protocol": {"enum": [1, 2, 3], "description": "the oldest peer protocol the steps need"},
             "tags": {"type": "array", "uniqueItems": True, "items": {"type": "string"}},
             "procedure": {"type": "string", "minLength": 10},

@@ -223,7 +223,7 @@ class Tracer:
                 except Exception:
                     pass
 
-    def take(self, ns: str, reply_queues: Iterable[str], keep: bool) -> list[Raw]:
+    def take(self, ns: str, reply_queues: Iterable[str], keep: bool, want: bool = False) -> list[Raw]:
         """Remove the cell's entries from the buffer; returned (after a short settle) when kept.
 
         Entries are filed on arrival under the keys they name (`c0007` for `c0007.requests`,
@@ -233,6 +233,7 @@ class Tracer:
         """
         if keep:
             time.sleep(SETTLE_S)
+        keep = keep or want
         started = time.monotonic()
         todo = [ns, *[q for q in reply_queues if q]]
         seen_keys: set[str] = set()
@@ -364,6 +365,7 @@ def participants(trace: list[dict[str, Any]], roles: dict[str, Any]) -> tuple[di
                         return str(spec)
         return peer
     who: dict[str, str] = {}
+    shared: set[str] = set()
     probe_ids: set[str] = set()
     replies: set[str] = set()
     for step in trace:
@@ -372,7 +374,10 @@ def participants(trace: list[dict[str, Any]], roles: dict[str, Any]) -> tuple[di
         answer = step.get("answer") or {}
         peer = step.get("peer")
         if op == "responder.start" and sent.get("queue"):
-            who[sent["queue"]] = f"{label(peer, ('responder', 'subscribers'))} (responder)"
+            named = f"{label(peer, ('responder', 'subscribers'))} (responder)"
+            if who.get(sent["queue"], named) != named:
+                shared.add(sent["queue"])  # two peers' responders took turns on it: a delivery names neither
+            who[sent["queue"]] = named
         elif op == "requester.open":
             queue = answer.get("reply_queue")
             if queue:
@@ -382,6 +387,8 @@ def participants(trace: list[dict[str, Any]], roles: dict[str, Any]) -> tuple[di
             probe_ids.update(p.get("message_id") for p in step.get("published") or [] if p.get("message_id"))
         elif op == "probe_get" and step.get("queue"):
             who.setdefault(step["queue"], PROBE)
+    for queue in shared:
+        del who[queue]
     return who, probe_ids, replies
 
 
@@ -396,10 +403,14 @@ def start_tracer(mode: str, amqp_url: str, management: Any, vhost: str, log: Any
     return Tracer(amqp_url, management, vhost, log, ca_file).start()
 
 
-def attach(tracer: Tracer, keep: Any, ns: str, t0: float, result: Any) -> None:
-    """At a cell's end: take its entries from the tracer; decode them when the cell keeps them."""
+def attach(tracer: Tracer, keep: Any, ns: str, t0: float, result: Any, read: bool = False) -> list[dict[str, Any]]:
+    """At a cell's end: take its entries from the tracer; decode them when the cell keeps them
+    (after a short settle, so its last messages are in) or when `read` asks for them anyway
+    (the wire checks of every cell: what has arrived, no settle). Returns the records."""
     kept = bool(keep(result)) if keep is not None else result.status != "PASS"
     who, probe_ids, replies = participants(result.trace, result.roles)
-    raws = tracer.take(ns, replies, kept)
+    raws = tracer.take(ns, replies, kept, want=read)
+    records = transcript(raws, t0, who, probe_ids) if raws else []
     if kept:
-        result.transcript = transcript(raws, t0, who, probe_ids)
+        result.transcript = records
+    return records

@@ -72,3 +72,132 @@ def judge(clause: str, transcript: list[dict[str, Any]] | None, trace: list[dict
     if how is None or not transcript:
         return None
     return how(transcript, reply_queues_of(trace))
+
+
+# -- every message a peer published, against the clauses one message can show ----------
+
+NARROW_TYPES = ("B", "u", "i")  # WF-2.1: never written
+STRING_HEADERS = ("acemq-reply-to", "acemq-error", "acemq-dead-letter-reason", "responseMessageId")  # RR-2.1
+
+
+@dataclass(frozen=True)
+class WireBreak:
+    """A clause one published message breaks, by the peer (spec label) that published it."""
+
+    clause: str
+    peer: str
+    n: int  # the message's number in the transcript
+    message: str
+    expected: Any
+    observed: Any
+
+
+def publisher(record: dict[str, Any]) -> tuple[str, str] | None:
+    """(spec label, requester | responder) of a publish the transcript could name, else None."""
+    who = str(record.get("who") or "")
+    for side in ("requester", "responder"):
+        suffix = f" ({side})"
+        if who.endswith(suffix):
+            return who[: -len(suffix)], side
+    return None
+
+
+def _narrow(value: Any, path: str) -> list[str]:
+    """Dotted paths of every value typed B, u or i, nested ones included."""
+    if not isinstance(value, dict) or "type" not in value:
+        return []
+    found = [path] if value["type"] in NARROW_TYPES else []
+    inner = value.get("value")
+    if isinstance(inner, dict):
+        for key, item in inner.items():
+            found += _narrow(item, f"{path}.{key}")
+    elif isinstance(inner, list):
+        for i, item in enumerate(inner):
+            found += _narrow(item, f"{path}.{i}")
+    return found
+
+
+def _common(record: dict[str, Any], peer: str, n: int) -> list[WireBreak]:
+    found = []
+    headers = record.get("headers") or {}
+    for name in STRING_HEADERS:
+        typed = headers.get(name)
+        if isinstance(typed, dict) and typed.get("type") != "S":
+            found.append(WireBreak("RR-2.1", peer, n, f"message #{n} carries {name} as AMQP type "
+                                   f"{typed.get('type')!r}, not a long string (S)", "S", typed.get("type")))
+    narrow = [p for name, typed in headers.items() for p in _narrow(typed, name)]
+    if narrow:
+        found.append(WireBreak("WF-2.1", peer, n, f"message #{n} carries header value(s) typed B, u or i: {', '.join(narrow)}",
+                               "no B, u or i", narrow))
+    return found
+
+
+def _request(record: dict[str, Any], peer: str) -> list[WireBreak]:
+    n = record["n"]
+    native = (record.get("properties") or {}).get("reply_to")
+    typed = (record.get("headers") or {}).get("acemq-reply-to")
+    header = typed.get("value") if isinstance(typed, dict) else None
+    found = []
+    if native is None:
+        found.append(WireBreak("RR-1.1", peer, n, f"request #{n} has no reply_to", "a reply_to", None))
+    elif native == "":
+        found.append(WireBreak("RR-3.3", peer, n, f"request #{n} has an empty reply_to", "a non-empty reply_to", ""))
+    if typed is None:
+        found.append(WireBreak("RR-1.2", peer, n, f"request #{n} has no acemq-reply-to header", "acemq-reply-to", None))
+    elif native and header not in (None, "") and header != native:
+        found.append(WireBreak("RR-1.3", peer, n, f"request #{n}'s acemq-reply-to differs from its reply_to", native, header))
+    return found + _common(record, peer, n)
+
+
+def _reply(record: dict[str, Any], peer: str) -> list[WireBreak]:
+    n = record["n"]
+    properties = record.get("properties") or {}
+    headers = record.get("headers") or {}
+    found = []
+    if properties.get("content_type") != "application/json":
+        found.append(WireBreak("RR-4.3", peer, n, f"reply #{n}'s content_type is not application/json",
+                               "application/json", properties.get("content_type")))
+    if "responseMessageId" not in headers:
+        found.append(WireBreak("SG-3.1", peer, n, f"reply #{n} has no responseMessageId header", "responseMessageId", None))
+    if "acemq-error" in headers and record.get("body_length"):
+        found.append(WireBreak("RR-10.1", peer, n, f"failure reply #{n} has a body of {record.get('body_length')} bytes",
+                               "an empty body", record.get("body_length")))
+    return found + _common(record, peer, n)
+
+
+def _addresses(record: dict[str, Any]) -> set[str]:
+    native = (record.get("properties") or {}).get("reply_to")
+    typed = (record.get("headers") or {}).get("acemq-reply-to")
+    header = typed.get("value") if isinstance(typed, dict) else None
+    return {a for a in (native, header) if isinstance(a, str) and a}
+
+
+def message_breaks(transcript: list[dict[str, Any]], judged: set[str], reply_targets: set[str]) -> list[WireBreak]:
+    """Every clause a message of the transcript breaks, for publishers in `judged` (spec
+    labels whose connection the transcript names without doubt: current-profile peers, one
+    spec per peer process in the cell; a profile replays an older spec on purpose).
+
+    What a message is comes from where it goes, not from who sent it (one connection may
+    carry a peer's requester and responder): a publish to the default exchange routed to a
+    reply target (a requester's reply queue, a probe inbox) is a reply, one to a `.dlq`
+    queue a dead-letter, any other a request or a gather's copy. A publish the transcript
+    cannot name is not judged: a guess would charge an innocent peer."""
+    found: list[WireBreak] = []
+    # Every address a request of the cell named is a reply target too (a queue per request).
+    targets = set(reply_targets) | {a for r in transcript if r.get("event") == "publish" for a in _addresses(r)}
+    for record in transcript:
+        if record.get("event") != "publish":
+            continue
+        named = publisher(record)
+        if named is None or named[0] not in judged:
+            continue
+        peer = named[0]
+        keys = [str(k) for k in record.get("routing_keys") or []]
+        to_default = record.get("exchange") == ""
+        if to_default and any(k.endswith(".dlq") for k in keys):
+            found += _common(record, peer, record["n"])
+        elif to_default and any(k in targets for k in keys):
+            found += _reply(record, peer)
+        else:
+            found += _request(record, peer)
+    return found

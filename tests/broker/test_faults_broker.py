@@ -27,12 +27,13 @@ import time
 import urllib.parse
 import uuid
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
 from acemq_interop.broker import EmbeddedBroker, NODE_DIR_PREFIX
 from acemq_interop.endpoint import BrokerEndpoint
+from acemq_interop.model import Status
 from acemq_interop.ownership import node_processes
 
 pytestmark = pytest.mark.broker
@@ -630,3 +631,123 @@ def test_rerun_lines_keep_the_flags_that_shaped_the_run_and_no_temporary_logs_ar
     (passed,) = json.loads((tmp_path / "o2" / "results.json").read_text())["cells"]
     assert "--no-known-failures" in passed["rerun"], passed["rerun"]
     assert set(Path(tempfile.gettempdir()).glob("acemq-interop-logs-*")) <= before, "a run leaves no temporary log folder"
+
+
+# -- a broker condition: a memory alarm blocks every publisher ------------------------------
+
+
+ALARM_BOUND_S = 30.0
+
+
+@pytest.fixture(scope="module")
+def alarm_node() -> Iterator[tuple[EmbeddedBroker, BrokerEndpoint]]:
+    """A node of the module's own: an alarm on the session's broker would void other tests."""
+    node = EmbeddedBroker(lambda message: print(f"[alarm] {message}", file=sys.stderr))
+    try:
+        yield node, node.start()
+    finally:
+        node.stop()
+
+
+def _mem_alarm(endpoint: BrokerEndpoint) -> bool:
+    nodes = endpoint.management()._call("GET", "/api/nodes?columns=name,mem_alarm", retries=0, bound_s=5.0)
+    return any(n.get("mem_alarm") for n in nodes)
+
+
+def _set_watermark(node: EmbeddedBroker, endpoint: BrokerEndpoint, fraction: str, alarmed: bool) -> None:
+    """`set_vm_memory_high_watermark` on the node, then wait (bounded) until the alarm says so."""
+    done = subprocess.run([node._ctl, "-n", node.node, "set_vm_memory_high_watermark", fraction], env=node._env(),
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stdout + done.stderr
+    deadline = time.monotonic() + ALARM_BOUND_S
+    while _mem_alarm(endpoint) != alarmed:
+        assert time.monotonic() < deadline, f"the memory alarm is not {'raised' if alarmed else 'cleared'} after {ALARM_BOUND_S}s"
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def memory_alarm(alarm_node) -> Iterator[Callable[[], None]]:
+    """`raise_()` raises a memory alarm on the module's node (a watermark no node is under); it
+    is cleared afterwards whatever happened, and the node checked to be clear again."""
+    node, endpoint = alarm_node
+
+    def raise_() -> None:
+        _set_watermark(node, endpoint, "0.0000001", alarmed=True)
+
+    try:
+        yield raise_
+    finally:
+        _set_watermark(node, endpoint, "0.4", alarmed=False)
+
+
+def test_a_memory_alarm_already_raised_is_one_line_at_pre_flight_and_every_cell_an_error(alarm_node, memory_alarm,
+                                                                                          tmp_path) -> None:
+    node, endpoint = alarm_node
+    memory_alarm()
+    stale_outputs(tmp_path)
+    done = cli("run", "--peers", "python", "--scenarios", "rr-pair-round-trip,rr-responder-header-only",
+               "--broker", broker_url(endpoint), "--management-url", endpoint.mgmt_url, "--out", str(tmp_path),
+               "--no-build", timeout=60)
+    print(done.stderr, file=sys.stderr)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    (problem,) = [line for line in done.stderr.splitlines() if line.startswith("acemq-interop:")]
+    assert problem == (f"acemq-interop: broker: the broker has a memory alarm in effect on {node.node}: it blocks every "
+                       "publisher, so every cell would time out; free memory on the broker's host or raise its limit "
+                       "(rabbitmqctl set_vm_memory_high_watermark), then run again")
+    assert "peer python:" not in done.stderr, "no peer starts on a broker that blocks every publisher"
+    data = assert_outputs_are_this_runs(tmp_path)
+    assert {c["status"] for c in data["cells"]} == {"ERROR"} and len(data["cells"]) == 2
+    assert all(c["message"].startswith("broker unusable: the broker has a memory alarm") for c in data["cells"])
+    assert run_vhosts(endpoint) == set()
+
+
+def test_a_memory_alarm_raised_mid_run_makes_the_cells_errors_naming_it_never_fails(alarm_node, memory_alarm) -> None:
+    """Raised once the peers are up (pre-flight passed), before any cell: the peer's request
+    (rr-pair-round-trip) and the probe's (rr-responder-header-only) are blocked; each cell is
+    an ERROR naming the alarm, and the run ends (every wait is bounded: the probe's too)."""
+    from acemq_interop import scenarios
+    from acemq_interop.manifests import PeerSpec, discover
+    from acemq_interop.runner import RunOptions, Runner
+
+    node, endpoint = alarm_node
+    lines: list[str] = []
+
+    def log(message: str) -> None:
+        lines.append(message)
+        print(message, file=sys.stderr, flush=True)
+        if "ready in" in message and message.startswith("peer python:"):
+            memory_alarm()  # on the peer's start thread: in effect before the first cell starts
+
+    chosen = scenarios.select(scenarios.load_all(), ["rr-pair-round-trip", "rr-responder-header-only"])
+    options = RunOptions(manifests=discover(), specs=[PeerSpec.parse("python")], scenarios=chosen, endpoint=endpoint,
+                         log=log, op_bound_s=10.0)
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append(Runner(options).run())
+        except BaseException as exc:  # said by the assertion below, not lost in a thread
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    started = time.monotonic()
+    thread.start()
+    thread.join(75)
+    assert not thread.is_alive(), "the run under a memory alarm did not end within 75s:\n" + "\n".join(lines)
+    (report,) = outcome
+    assert not isinstance(report, BaseException), f"the run raised {type(report).__name__}: {report}"
+    print(f"under the alarm: {time.monotonic() - started:.1f}s", file=sys.stderr)
+    for cell in report.results:
+        print(f"{cell.status} {cell.id}: {cell.message}", file=sys.stderr)
+    assert {c.id: c.status for c in report.results} == {
+        "rr-pair-round-trip[requester=python,responder=python]": Status.ERROR,
+        "rr-responder-header-only[responder=python]": Status.ERROR,
+    }, "\n".join(f"{c.status} {c.id}: {c.message}" for c in report.results)
+    cause = f"broker alarm: memory (publishers blocked) on {node.node} since "
+    pair, probe = sorted(report.results, key=lambda c: c.id)
+    assert pair.message.startswith(cause), pair.message
+    assert "failed under it" in pair.message and pair.rule is None and pair.failures == []
+    assert probe.message.startswith(f"probe connection lost: the broker blocked its publishes for 10s ({cause}"), probe.message
+    assert f"broker condition raised: broker alarm: memory (publishers blocked) on {node.node}" in lines
+    assert run_vhosts(endpoint) == set(), "the run's vhost is deleted under the alarm too"

@@ -49,7 +49,13 @@ def attribution_problems(mutant: str, results: list) -> list[str]:
                  for f in r.failures if label is not None and f.peer != label]
     if misplaced:
         problems.append(f"charged to another peer than {label}: {misplaced}")
-    stray = sorted(set(failed) - CAUGHT_BY[mutant])
+    # A scenario that does not claim the mutant may still FAIL where it presumes the mutant's
+    # clause (`assumes:`) and names it, seen through its own check: the same defect, charged right.
+    # The same holds where the broker's transcript shows a message of the mutant's peer
+    # breaking the mutant's clause (a reply without its content type, in any scenario).
+    presumed = {s for s, r in failed.items() if s not in CAUGHT_BY[mutant] and r.failures
+                and all(f.clause == clause and (f.seen_as or f.wire) for f in r.failures)}
+    stray = sorted(set(failed) - CAUGHT_BY[mutant] - presumed)
     if stray:
         problems.append(f"FAILed scenarios that do not claim it: {[f'{s} ({failed[s].broken_clauses})' for s in stray]}")
     others = [r for r in results if r.status not in (PASS, FAIL)]

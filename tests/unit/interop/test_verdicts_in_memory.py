@@ -175,3 +175,66 @@ def test_a_scenario_counts_at_its_conformance_level() -> None:
     levels = {s.id: s.level for s in load_all()}
     assert levels["rr-pair-round-trip"] == LEVELS[0] and levels["rr-responder-backlog-counted"] == LEVELS[1]
     assert levels["sg-pair-publish-no-count"] == LEVELS[2]
+
+
+def _failed(cell: str, scenario: str, clause: str, peer: str, seen_as: str | None = None) -> Any:
+    from acemq_interop.model import CellResult, Failure
+
+    failure = Failure(clause, clause.partition(".")[0], "responder", "responder", peer, "check", f"{clause} broke",
+                      seen_as=seen_as)
+    return CellResult(cell, scenario, "t", "responders", (), {"responder": peer}, (peer,), Status.FAIL, rule=clause,
+                      message=failure.message, failures=[failure])
+
+
+def test_a_failure_seen_through_a_presumed_clause_the_peer_broke_elsewhere_is_that_clause() -> None:
+    from acemq_interop import presumptions
+
+    proof = _failed("header-wins[b]", "header-wins", "RR-3.1", "b")
+    seen = _failed("as-bytes[b]", "as-bytes", "RR-2.2", "b")
+    other = _failed("as-bytes[c]", "as-bytes", "RR-2.2", "c")  # c reads headers: its RR-2.2 stands
+    renamed = presumptions.apply([proof, seen, other], {"as-bytes": ("RR-3.1",)})
+    assert renamed[0] is proof and renamed[2] is other
+    assert (renamed[1].rule, renamed[1].failures[0].clause, renamed[1].failures[0].seen_as) == ("RR-3.1", "RR-3.1", "RR-2.2")
+    assert "header-wins[b]" in renamed[1].failures[0].message, "the proving cell is cited"
+    # A presumption proven only through another presumption proves nothing.
+    echo = _failed("header-wins[d]", "header-wins", "RR-3.1", "d", seen_as="RR-5.3")
+    assert presumptions.apply([echo, _failed("x[d]", "as-bytes", "RR-2.2", "d")], {"as-bytes": ("RR-3.1",)})[1].rule == "RR-2.2"
+
+
+def test_conformance_is_counted_per_level_and_charged_only_to_the_peer_that_broke_it() -> None:
+    from acemq_interop.console_report import levels_table
+    from acemq_interop.markdown_report import render_markdown
+
+    broke = _failed("c1", "s1", "RR-16.1", "b")
+    broke.level, broke.roles, broke.peers = "request/reply full", {"requester": "a", "responder": "b"}, ("a", "b")
+    core = _failed("c2", "s2", "RR-3.1", "b")
+    core.status, core.failures, core.level, core.peers = Status.PASS, [], "request/reply core", ("b",)
+    report = RunResult([broke, core], {}, ["a", "b"], [BrokerInfo("memory")], 1.0, "2026-12-02T00:00:00Z")
+    levels = report.summary.levels
+    assert levels["b"]["request/reply full"].text == "0/1 1 FAIL" and levels["b"]["request/reply core"].text == "1/1"
+    assert levels["a"]["request/reply full"].text == "1/1", "the requester beside it kept its side"
+    assert levels_table(report) is not None and "By conformance level" in render_markdown(report)
+
+
+class NoRequestId(FakePeer):
+    def request(self, *args: Any, **kwargs: Any) -> FakeCall:
+        call = super().request(*args, **kwargs)
+        if call.answer:
+            call.answer.pop("request_id", None)
+        return call
+
+
+def test_an_answer_without_the_request_id_a_later_check_needs_fails_the_clause_it_stands_for(tmp_path: Path) -> None:
+    scenario = scenario_file(tmp_path, """\
+  - responder: {as: r, role: responder, queue: requests}
+  - requester: {as: q, role: requester}
+  - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000}
+  - expect:
+      - {that: call.outcome, equals: reply, rule: RR-8.1}
+      - {that: call.reply.seen.message_id, equals: "${call.request_id}", rule: RR-4.2}
+""", "[RR-4, RR-8]")
+    broker = FakeBroker()
+    result = run_cell(pair_cell(scenario, "a", "b"), "c0008", context(NoRequestId("a", broker), FakePeer("b", broker)))
+    assert result.status == Status.FAIL
+    assert [(f.clause, f.peer) for f in result.failures] == [("RR-8.1", "a")], "the caller's answer, not the responder's RR-4.2"
+    assert [n.clause for n in result.not_evaluated] == ["RR-4.2"]

@@ -1,0 +1,55 @@
+"""The broker's transcript as ground truth: every message a peer published, judged against
+the clauses one message can show, charged to its publisher; a consequence confirmed or
+refuted. Pure: transcript records in, findings out (the broker suites run it for real)."""
+from __future__ import annotations
+
+from typing import Any
+
+from acemq_interop.wire_checks import judge, message_breaks
+
+
+def publish(n: int, who: str, routing_key: str, exchange: str = "", headers: dict[str, Any] | None = None,
+            body_length: int = 2, **properties: Any) -> dict[str, Any]:
+    return {"n": n, "event": "publish", "who": who, "exchange": exchange, "routing_keys": [routing_key],
+            "properties": properties, "headers": headers or {}, "body_length": body_length}
+
+
+S = lambda value: {"type": "S", "value": value}  # noqa: E731: a long string, as the firehose types it
+
+GOOD_REQUEST = publish(1, "a (requester)", "c1.requests", reply_to="amq.gen-q", headers={"acemq-reply-to": S("amq.gen-q")})
+GOOD_REPLY = publish(2, "b (responder)", "amq.gen-q", content_type="application/json",
+                     headers={"responseMessageId": S("m-1")})
+
+
+def test_conformant_messages_break_nothing() -> None:
+    assert message_breaks([GOOD_REQUEST, GOOD_REPLY], {"a", "b"}, set()) == []
+
+
+def test_each_single_message_clause_is_named_and_charged_to_its_publisher() -> None:
+    request = publish(1, "a (requester)", "c1.requests", reply_to="", headers={
+        "acemq-reply-to": {"type": "x", "value": "amq.gen-q"}, "x-hops": {"type": "B", "value": 1}})
+    reply = publish(2, "b (responder)", "amq.gen-q", headers={"acemq-error": S("E: m")}, body_length=9)
+    found = {(w.clause, w.peer) for w in message_breaks([request, reply], {"a", "b"}, set())}
+    assert found == {("RR-3.3", "a"), ("RR-2.1", "a"), ("WF-2.1", "a"),
+                     ("RR-4.3", "b"), ("SG-3.1", "b"), ("RR-10.1", "b")}
+
+
+def test_a_reply_is_told_by_where_it_goes_not_by_the_connection_that_sent_it() -> None:
+    # One connection carrying a peer's requester and responder is named for one of them.
+    reply_on_shared = dict(GOOD_REPLY, who="a (requester)")
+    assert message_breaks([GOOD_REQUEST, reply_on_shared], {"a"}, set()) == []
+
+
+def test_a_publisher_the_transcript_cannot_name_or_a_peer_not_judged_is_never_charged() -> None:
+    anonymous = publish(1, "connection 1", "c1.requests")
+    history = publish(2, "a@0.3.0 (requester)", "c1.requests", headers={"acemq-reply-to": S("q")})
+    assert message_breaks([anonymous, history], {"a"}, set()) == []
+
+
+def test_a_responder_consequence_is_confirmed_or_refuted_by_the_replies_on_the_wire() -> None:
+    trace = [{"step": "requester.open", "answer": {"reply_queue": "amq.gen-q"}}]
+    confirmed = judge("SG-3.1", [GOOD_REQUEST, dict(GOOD_REPLY, headers={})], trace)
+    refuted = judge("SG-3.1", [GOOD_REQUEST, GOOD_REPLY], trace)
+    assert confirmed is not None and confirmed.confirmed and confirmed.lines == (2,)
+    assert refuted is not None and not refuted.confirmed and "#2" in refuted.text
+    assert judge("SG-3.1", [GOOD_REQUEST], trace) is None, "no reply on the wire: nothing to say"
