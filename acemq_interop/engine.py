@@ -344,9 +344,26 @@ def _run_step(state: CellState, index: int, kind: str, args: Any) -> None:
             state.unavailable[str(args["as"])] = f"declared: the peer of {role} lacks {part}"
             state.lacking_names[str(args["as"])] = (role, part)
         return
+    if kind == "await":
+        # Each call on its own: one no longer worth waiting for (unavailable: what it waited
+        # on was never sent) or guarded whole is dropped; a spoiled part never stops the wait.
+        names = [str(n) for n in (args if isinstance(args, list) else [args])]
+        waited = []
+        for name in names:
+            why = f"needs {name} ({state.unavailable[name]})" if name in state.unavailable else state.guarded([name])
+            if why is None:
+                waited.append(name)
+            else:
+                _not_run(state, index, kind, name, why)
+        if waited:
+            step.run(state, waited)
+        return
     if kind != "expect":  # an expect judges each of its checks on its own
         bound = [str(args["as"])] if isinstance(args, dict) and "as" in args else []
         why = state.blocked(inputs_of(step, args)) or state.guarded(bound)
+    else:
+        why = None
+    if kind != "expect":
         if why is not None:
             _not_run(state, index, kind, args, why)
             return
@@ -382,6 +399,7 @@ def _not_run(state: CellState, index: int, kind: str, args: Any, why: str) -> No
             pending = state.pending.pop(str(name), None)
             if pending is not None:
                 pending[1].cancel()  # its answer, when it comes, is dropped
+            state.unavailable.setdefault(str(name), why)
 
 
 def _connection_lost(state: CellState) -> str | None:

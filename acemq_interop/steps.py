@@ -152,7 +152,7 @@ def _step_gather(state: CellState, args: dict[str, Any]) -> None:
 def _unended_clause(command: dict[str, Any]) -> str:
     if command.get("op") == "gather":
         return "SG-6.1" if command.get("expected_reply_count") is not None else "SG-7.1"
-    return "RR-9.1"
+    return "RR-9.1" if command.get("timeout_ms") is not None else "RR-9.3"  # no timeout given: the default's
 
 
 def _await(state: CellState, name: str) -> None:
@@ -164,8 +164,9 @@ def _await(state: CellState, name: str) -> None:
         call.cancel()
         clause = _unended_clause(call.command)
         timeout = call.command.get("timeout_ms")
+        within = f"its timeout ({timeout} ms)" if timeout is not None else "the default timeout (30 s)"
         state.note("answer", peer=peer.name, of=name, never_ended=str(exc))
-        state.fail(CheckFailed(clause, f"{name} ends within its timeout ({timeout} ms) plus {GRACE_S:.0f}s",
+        state.fail(CheckFailed(clause, f"{name} ends within {within} plus {GRACE_S:.0f}s",
                                expected=f"an outcome within {bound_s:.1f}s", observed="no outcome: the call never ended"),
                    f"step {state.step_index + 1} await {name}", role=state.cell.scenario.name_roles.get(name))
         state.unavailable[name] = f"{clause}: the call never ended"
