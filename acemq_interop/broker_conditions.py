@@ -3,7 +3,7 @@
 With a memory or disk alarm in effect RabbitMQ blocks every publishing connection: the
 requests of the cells under it never get through, their calls time out, and without this
 they FAIL as RR-8.x/RR-9.x, blaming the bindings for what the broker did. A cell that
-FAILs while such a condition held (at any time since it started) is an ERROR naming the
+FAILs or ERRORs while such a condition held (at any time since it started) is an ERROR naming the
 condition instead (engine.RunContext.broker_condition).
 
 How it is known, and what it costs:

@@ -256,8 +256,12 @@ def _message_breaks(state: CellState, result: CellResult, records: list[dict[str
             continue  # the scenario's own check already named it
         seen.add((wire.clause, wire.peer))
         clause = spec.catalogue().clauses.get(wire.clause)
-        role = next((r for r, who in state.cell.roles.items()
-                     for s in (who if isinstance(who, tuple) else (who,) if who is not None else ()) if s.label == wire.peer), None)
+        roles = [r for r, who in state.cell.roles.items()
+                 for s in (who if isinstance(who, tuple) else (who,) if who is not None else ()) if s.label == wire.peer]
+        # One spec may play both roles (the diagonal): the role keeping the clause's side.
+        keeps = {"requester": {"requester", "gatherer"}, "gatherer": {"gatherer", "requester"}, "responder": {"responder"}}
+        role = next((r for r in roles if state.cell.scenario.opens.get(r, frozenset()) & keeps.get(clause.side if clause else "", set())),
+                    roles[0] if roles else None)
         result.failures.append(Failure(
             clause=wire.clause, rule=spec.rule_of(wire.clause), side=clause.side if clause else "either", role=role,
             peer=wire.peer, check=f"the broker's transcript, message #{wire.n}", message=wire.message,
@@ -277,11 +281,17 @@ def _check_on_wire(state: CellState, result: CellResult) -> None:
     own clause, charged to the side that check judges, citing the transcript lines."""
     from dataclasses import replace
 
-    from .wire_checks import judge
+    from .wire_checks import extra_publishes_by_others, judge
 
     changed = False
     failures = []
     for failure in result.failures:
+        if failure.clause == "SG-2.2" and failure.peer and not failure.wire:
+            refuted = extra_publishes_by_others(result.transcript, failure.peer)
+            if refuted is not None:  # the wire shows another peer's messages: theirs is the break
+                changed = True
+                state.note("wire", refutes=failure.clause, peer=failure.peer, text=refuted.text)
+                continue
         finding = judge(failure.clause, result.transcript, result.trace) if failure.seen_as else None
         if finding is None:
             failures.append(failure)
@@ -296,6 +306,11 @@ def _check_on_wire(state: CellState, result: CellResult) -> None:
                                 side=own.side if own else "either", role=failure.seen_by, peer=peer, suspects=suspects,
                                 seen_as=None, wire=f"refutes {failure.clause}: {finding.text}",
                                 message=f"{failure.message}; not {failure.clause}: {finding.text}"))
+    if changed and not failures:  # every failure refuted by the wire: nothing the cell's peers broke
+        result.failures, result.status, result.rule, result.message = [], Status.ERROR, None, (
+            "every failure of the cell was refuted by the broker's transcript, and nothing else broke: "
+            "the scenario cannot judge this cell")
+        return
     if changed:
         result.failures = failures
         first = failures[0]

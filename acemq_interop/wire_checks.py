@@ -60,6 +60,26 @@ CONFIRMS: dict[str, Callable[[list[dict[str, Any]], set[str]], WireFinding | Non
 }
 
 
+def extra_publishes_by_others(transcript: list[dict[str, Any]] | None, peer: str) -> WireFinding | None:
+    """SG-2.2 judged by counting (a probe queue bound to the fanout exchange): refuted when the
+    gatherer `peer` published one message to each exchange and the extra ones there came from
+    other peers (a responder replying through the fanout breaks RR-4.1, not the gatherer's
+    SG-2.2). None when the transcript cannot tell."""
+    if not transcript:
+        return None
+    by_exchange: dict[str, list[dict[str, Any]]] = {}
+    for r in transcript:
+        if r.get("event") == "publish" and r.get("exchange") and r.get("who") != PROBE:
+            by_exchange.setdefault(str(r["exchange"]), []).append(r)
+    mine = {x: [r for r in rs if (publisher(r) or ("",))[0] == peer] for x, rs in by_exchange.items()}
+    others = {x: [r for r in rs if publisher(r) is not None and publisher(r)[0] != peer] for x, rs in by_exchange.items()}
+    if not any(mine.values()) or any(len(rs) > 1 for rs in mine.values()) or not any(others.values()):
+        return None
+    lines = [r["n"] for rs in others.values() for r in rs]
+    return WireFinding(False, tuple(lines), f"the gatherer published one message per exchange; the extra ones "
+                                            f"({_lines(lines)}) were published by other peers")
+
+
 def reply_queues_of(trace: list[dict[str, Any]]) -> set[str]:
     """The reply queues the cell's requesters declared (their `requester.open` answers)."""
     return {str(s["answer"]["reply_queue"]) for s in trace
@@ -165,6 +185,12 @@ def _reply(record: dict[str, Any], peer: str) -> list[WireBreak]:
     return found + _common(record, peer, n)
 
 
+def _is_reply(record: dict[str, Any]) -> bool:
+    """A message only a responder writes: it answers a request (responseMessageId) or fails one."""
+    headers = record.get("headers") or {}
+    return "responseMessageId" in headers or "acemq-error" in headers
+
+
 def _addresses(record: dict[str, Any]) -> set[str]:
     native = (record.get("properties") or {}).get("reply_to")
     typed = (record.get("headers") or {}).get("acemq-reply-to")
@@ -197,6 +223,11 @@ def message_breaks(transcript: list[dict[str, Any]], judged: set[str], reply_tar
         if to_default and any(k.endswith(".dlq") for k in keys):
             found += _common(record, peer, record["n"])
         elif to_default and any(k in targets for k in keys):
+            found += _reply(record, peer)
+        elif _is_reply(record):  # a reply sent anywhere but the default exchange
+            found.append(WireBreak("RR-4.1", peer, record["n"], f"reply #{record['n']} was published to exchange "
+                                   f"{record.get('exchange')!r}, not to the default exchange with its address as routing key",
+                                   "the default exchange", record.get("exchange")))
             found += _reply(record, peer)
         else:
             found += _request(record, peer)

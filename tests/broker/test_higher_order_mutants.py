@@ -151,8 +151,26 @@ def hidden(result: CellResult) -> set[str]:
     return (expected - broken) & {n.clause for n in result.not_evaluated}
 
 
+def also_named(result: CellResult) -> dict[str, set[str]]:
+    """clause -> labels: an acting mutant's clause the cell names where its scenario does not
+    claim it, by the two routes that judge beyond a scenario's own checks (the same rule as
+    test_mutants.py): the broker's transcript showed a message of the mutant's peer breaking
+    it, or the scenario presumes the clause (`assumes:`) and the peer broke it elsewhere."""
+    scenario = SCENARIOS[result.scenario]
+    mine = {(spec.mutants()[m].clause, peer.label) for role, who in result.roles.items() for peer in _specs(who)
+            for m in peer.mutants if scenario.mutant_acts(role, m)}
+    found: dict[str, set[str]] = {}
+    for f in result.failures:
+        beyond = (f.wire or "").startswith("transcript") or (f.seen_as and "seen through" in f.message)
+        if beyond and (f.clause, f.peer) in mine:
+            found.setdefault(f.clause, set()).add(str(f.peer))
+    return found
+
+
 def cell_problems(result: CellResult) -> list[str]:
     expected = expected_charges(result)
+    for clause, labels in also_named(result).items():
+        expected.setdefault(clause, set()).update(labels)
     problems = []
     if result.status not in (PASS, FAIL):
         problems.append(f"{result.status}: {result.message[:300]}")

@@ -53,3 +53,17 @@ def test_a_responder_consequence_is_confirmed_or_refuted_by_the_replies_on_the_w
     assert confirmed is not None and confirmed.confirmed and confirmed.lines == (2,)
     assert refuted is not None and not refuted.confirmed and "#2" in refuted.text
     assert judge("SG-3.1", [GOOD_REQUEST], trace) is None, "no reply on the wire: nothing to say"
+
+
+def test_a_reply_through_the_requests_fanout_is_the_responders_rr_4_1_not_the_gatherers_sg_2_2() -> None:
+    from acemq_interop.wire_checks import extra_publishes_by_others
+
+    copy = publish(1, "a (requester)", "", exchange="c1.quotes", reply_to="amq.gen-q", headers={"acemq-reply-to": S("amq.gen-q")})
+    misrouted = publish(2, "b (responder)", "", exchange="c1.quotes", content_type="application/json",
+                        headers={"responseMessageId": S("m-1")})
+    found = [(w.clause, w.peer) for w in message_breaks([copy, misrouted], {"a", "b"}, set())]
+    assert found == [("RR-4.1", "b")]
+    refuted = extra_publishes_by_others([copy, misrouted], "a")
+    assert refuted is not None and not refuted.confirmed and refuted.lines == (2,)
+    twice = [copy, dict(copy, n=3)]
+    assert extra_publishes_by_others(twice, "a") is None, "the gatherer's own second publish: SG-2.2 stands"
