@@ -207,6 +207,8 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
         result.seen_as, result.failures = None, []
     if result.status in (Status.FAIL, Status.ERROR) and ctx.broker_condition is not None:
         condition = ctx.broker_condition(started)
+        if condition is not None and result.status == Status.ERROR and condition.split(" since ")[0] in (result.message or ""):
+            condition = None  # the ERROR already names it (the probe's blocked publish)
         if condition is not None:  # the broker, not a binding: every verdict under it is void
             what = f"the cell's check {result.rule} failed" if result.status == Status.FAIL else "the cell ended"
             first = (result.message or "").splitlines()[0] if result.message else ""
