@@ -19,6 +19,7 @@ from .manifests import PeerSpec
 from .model import CellResult, Failure, NotEvaluated, Status
 from .peer_client import Note, PeerLink, PendingCall
 from .probe import Probe
+from .scenarios import SIDE_OBJECTS
 from .steps import STEP_KINDS, STEPS, Opened, connection_lost_in, inputs_of, unreported  # noqa: F401 (STEPS: the registry, re-exported)
 
 
@@ -261,8 +262,8 @@ def _message_breaks(state: CellState, result: CellResult, records: list[dict[str
         roles = [r for r, who in state.cell.roles.items()
                  for s in (who if isinstance(who, tuple) else (who,) if who is not None else ()) if s.label == wire.peer]
         # One spec may play both roles (the diagonal): the role keeping the clause's side.
-        keeps = {"requester": {"requester", "gatherer"}, "gatherer": {"gatherer", "requester"}, "responder": {"responder"}}
-        role = next((r for r in roles if state.cell.scenario.opens.get(r, frozenset()) & keeps.get(clause.side if clause else "", set())),
+        keeps = set(SIDE_OBJECTS.get(clause.side if clause else "", ()))
+        role = next((r for r in roles if state.cell.scenario.opens.get(r, frozenset()) & keeps),
                     roles[0] if roles else None)
         result.failures.append(Failure(
             clause=wire.clause, rule=spec.rule_of(wire.clause), side=clause.side if clause else "either", role=role,

@@ -27,7 +27,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from .console_report import (MAX_TODO_SHOWN, charged_to, fold_errors, mutants_text, others_text, shared_text,
+from .console_report import (LEVEL_ORDER, MAX_TODO_SHOWN, charged_to, fold_errors, mutants_text, others_text, shared_text,
                              short_value, suspects_of)
 from .model import COUNT_ORDER, BAD_STATUSES, CellResult, Failure, RunResult, Status, TodoItem
 
@@ -368,7 +368,7 @@ def render_html(report: RunResult, out_path: Path | None = None, docs_url: str |
                           "binding": hello.get("binding") or "", "client": hello.get("client") or "",
                           "mutants": mutants_text(hello) if hello else "",
                           "unavailable": (peer.unavailable or "").splitlines()[0] if peer and peer.unavailable else ""})
-    level_names = [lv for lv in ("request/reply core", "request/reply full", "scatter-gather")
+    level_names = [lv for lv in LEVEL_ORDER
                    if any(lv in by for by in s.levels.values())]
     level_rows = [{"label": label, "columns": [_counts_view(s.levels[label].get(lv)) for lv in level_names]}
                   for label in report.labels if label in s.levels]

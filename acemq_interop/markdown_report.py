@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .console_report import charged_to, mutants_text, others_text, shared_text, short_value, suspects_of
+from .console_report import LEVEL_ORDER, charged_to, mutants_text, others_text, shared_text, short_value, suspects_of
 from .model import COUNT_ORDER, CellResult, Counts, RunResult, Status
 
 # A step summary is read on a PR page: the longest to-do list is cut here, the rest is in
@@ -34,9 +34,6 @@ def _cell(counts: Counts | None) -> str:
         return "-"
     mark = "" if counts.worst in (None, Status.PASS) else (" ⚠️" if counts.worst in (Status.SKIP, Status.XFAIL) else " ❌")
     return counts.text + mark
-
-
-LEVEL_ORDER = ("request/reply core", "request/reply full", "scatter-gather")
 
 
 def render_markdown(report: RunResult) -> str:

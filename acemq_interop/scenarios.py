@@ -459,7 +459,7 @@ def _name_roles(steps: list[dict[str, Any]]) -> dict[str, str]:
 
 
 # The binding object a clause's side is kept by: who a check of it judges.
-_SIDE_OBJECTS = {"requester": ("requester", "gatherer"), "gatherer": ("gatherer", "requester"), "responder": ("responder",)}
+SIDE_OBJECTS = {"requester": ("requester", "gatherer"), "gatherer": ("gatherer", "requester"), "responder": ("responder",)}
 
 
 def _check_subject(kind: StepKind, args: Any, check: dict[str, Any]) -> str | None:
@@ -513,7 +513,7 @@ def _charges(data: dict[str, Any], root: yaml.Node, where: Path) -> dict[tuple[i
                 role = str(given)
             else:
                 subject = _check_subject(kind, args, check)
-                objects = _SIDE_OBJECTS.get(clause.side, ())
+                objects = SIDE_OBJECTS.get(clause.side, ())
                 if subject in name_roles and (clause.side == "either" or bound_kind.get(subject) in objects):
                     role = name_roles[subject]
                 else:
