@@ -104,7 +104,10 @@ def check(expectation: dict[str, Any], variables: dict[str, Any]) -> CheckFailed
         if op in NOT_COMPARISONS:
             continue
         wanted = render(raw, variables)
-        ok, expected_text = _compare(op, observed, wanted)
+        if op == "no_later_than":
+            ok, expected_text = _no_later_than(observed, wanted, variables.get(GRACE_VARIABLE))
+        else:
+            ok, expected_text = _compare(op, observed, wanted)
         if not ok:
             message = f"{path} {expected_text}" + (f" ({because})" if because else "")
             expected = wanted if op not in ("present",) else expected_text
@@ -113,6 +116,20 @@ def check(expectation: dict[str, Any], variables: dict[str, Any]) -> CheckFailed
                                    seen_as=rule)
             return CheckFailed(rule, message, expected=expected, observed=_shown(observed))
     return None
+
+
+GRACE_VARIABLE = "_grace"  # the cell's grace.Grace, set by the engine before each expect
+
+
+def _no_later_than(observed: Any, bound: Any, grace: Any) -> tuple[bool, str]:
+    """`observed <= bound + the cell's measured grace` (grace.py): an upper bound on a wait."""
+    grace_ms = float(getattr(grace, "ms", 0.0))
+    why = grace.explain() if grace is not None else "no grace measured"
+    text = f"<= {bound!r} + {grace_ms:.0f} ms ({why})"
+    if observed is _MISSING or isinstance(observed, bool) or not isinstance(observed, (int, float)) \
+            or isinstance(bound, bool) or not isinstance(bound, (int, float)):
+        return False, text
+    return observed <= bound + grace_ms, text
 
 
 def _holds(observed: Any, wanted: Any) -> bool:

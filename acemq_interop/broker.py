@@ -160,6 +160,12 @@ class EmbeddedBroker:
         self.stop()
         raise BrokerError(f"the private RabbitMQ node did not answer within {READY_BOUND_S:.0f}s; its log ends:\n{log_tail}")
 
+    def control(self) -> Any:
+        """Holds and releases queues on this node (broker_control.py)."""
+        from .broker_control import CtlControl
+
+        return CtlControl([self._ctl, "-n", self.node], env=self._env())
+
     def _tls_config(self) -> str:
         """The TLS listener's lines, its files copied into the base dir (chowned below, so the
         `rabbitmq` user can read the key when the harness runs as root)."""
@@ -403,6 +409,10 @@ class Broker:
         # With an exception on its way (RunInterrupted carrying the results), a signal during
         # the stop is recorded, not raised over it.
         self.close(reraise=exc_type is None)
+
+    def control(self) -> Any:
+        """The managed broker's queue holder (broker_control.py), None for a broker given by URL."""
+        return self.managed.control() if self.managed is not None else None
 
     def lost(self) -> str | None:
         """Why the managed broker is certainly gone (its VM exited), else None."""

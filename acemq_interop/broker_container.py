@@ -118,6 +118,12 @@ class ContainerBroker:
         raise BrokerError(f"the broker container from {self.image} did not answer within {READY_BOUND_S:.0f}s; its log ends:\n"
                           f"{docker_engine.logs_tail(self.name)}")
 
+    def control(self):
+        """Holds and releases queues in the container's node (broker_control.py)."""
+        from .broker_control import CtlControl
+
+        return CtlControl(["docker", "exec", self.name, "rabbitmqctl", "-n", self.node])
+
     def stop(self) -> None:
         if not self._started:
             return

@@ -213,7 +213,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                     flags = options.rerun_flags + (["--broker-image", source.image] if source.image else [])
                     logs = out / "logs" / (facts.label if len(sources) > 1 else "")
                     reports.append(Runner(replace(options, endpoint=broker.endpoint, run_id=run_id, broker=info,
-                                                  rerun_flags=flags, log_dir=logs, broker_lost=broker.lost)).run())
+                                                  rerun_flags=flags, log_dir=logs, broker_lost=broker.lost,
+                                                  broker_control=broker.control())).run())
                 if signals.pending():  # caught while the node stopped: the next broker does not start
                     interrupted = True
                     break

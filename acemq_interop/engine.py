@@ -42,6 +42,7 @@ class RunContext:
     # A broker condition that makes a cell's verdict worthless (a memory or disk alarm, a
     # blocked connection) seen since a time.monotonic() instant: the cause, or None.
     broker_condition: Callable[[float], str | None] | None = None
+    broker_control: Any = None  # broker_control.BrokerControl, or None on a broker given by URL
 
 
 @dataclass
@@ -65,6 +66,7 @@ class CellState:
     step_index: int = 0
     lacking: dict[int, tuple[str, str]] = field(default_factory=dict)  # step index -> (role, part) its peer declares it lacks
     lacking_names: dict[str, tuple[str, str]] = field(default_factory=dict)  # a name such a step would have bound
+    held: list[str] = field(default_factory=list)  # queues the cell holds (broker_control.py), released at its end
 
     def name(self, logical: str) -> str:
         return f"{self.ns}.{logical}"
@@ -144,10 +146,12 @@ class CellState:
 
     def noter(self, peer: PeerLink) -> Note:
         """What a peer client tells of each command: into the cell's evidence."""
-        def note(command: dict[str, Any], answer: dict[str, Any] | None) -> None:
+        def note(command: dict[str, Any], answer: dict[str, Any] | None, rtt_ms: float | None = None) -> None:
             details: dict[str, Any] = {"peer": peer.name, "sent": command}
             if answer is not None:
                 details["answer"] = answer
+            if rtt_ms is not None:
+                details["rtt_ms"] = rtt_ms
             self.note(command["op"], **details)
         return note
 
@@ -156,6 +160,10 @@ class CellState:
 
 
 def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
+    if cell.scenario.broker_control and ctx.broker_control is None:
+        from .broker_control import NOT_HERE
+
+        return result_of(cell, Status.SKIP, broker=ctx.broker, reason=NOT_HERE)
     state = CellState(cell=cell, ns=ns, ctx=ctx)
     state.variables["_t0"] = time.monotonic()
     state.variables["ns"] = ns
@@ -450,6 +458,13 @@ def _broken_party(state: CellState) -> str | None:
 
 def _cleanup(state: CellState, result: CellResult) -> None:
     """Close what the cell opened and delete what it declared, whatever happened."""
+    for queue in list(state.held):  # first: a held queue holds its publishers' confirms, and its deletion
+        try:
+            state.ctx.broker_control.release(state.ctx.vhost, queue)
+            state.held.remove(queue)
+        except BrokerError as exc:
+            if result.status == Status.PASS:
+                result.status, result.message = Status.ERROR, f"cleanup: {exc}"
     for opened in reversed(state.opened):
         if not opened.peer.alive:
             continue

@@ -10,6 +10,8 @@ with an in-memory implementation of it, every run uses `PeerClient`.
 """
 from __future__ import annotations
 
+import time
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -19,7 +21,9 @@ from .manifests import Manifest
 from .peer_process import DEFAULT_OP_BOUND_S, LIVENESS_BOUND_S, PeerProcess
 
 # Told of every command a client sends, with its answer (None while an async call is out).
-Note = Callable[[dict[str, Any], "dict[str, Any] | None"], None]
+# What a peer client tells of each command: (command, answer or None when only sent, and the
+# round trip in ms of a command that was answered).
+Note = Callable[..., None]
 
 
 class PendingCall(Protocol):
@@ -176,9 +180,10 @@ class PeerClient:
 
     def _call(self, command: dict[str, Any], note: Note | None, check: bool = True,
               bound_s: float | None = None) -> dict[str, Any]:
+        sent = time.monotonic()
         answer = self.process.call(command, self.op_bound_s if bound_s is None else bound_s)
         if note is not None:
-            note(command, answer)
+            note(command, answer, round((time.monotonic() - sent) * 1000, 1))
         if check and not answer.get("ok"):
             raise PeerError(f"peer '{self.name}' refused {command['op']}: {answer.get('error')}")
         return answer

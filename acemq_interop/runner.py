@@ -15,7 +15,7 @@ from functools import lru_cache
 from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from . import catalogue, redact
 from . import cells as cellmod
@@ -76,6 +76,7 @@ class RunOptions:
     builds: "Builds | None" = None  # peer builds already under way (started before the broker)
     transcripts: str = "failed"  # failed | all | none: which cells keep the broker's transcript (issue 13)
     broker_lost: Callable[[], str | None] | None = None  # the caller's Broker.lost: certain news of a dead node
+    broker_control: Any = None  # broker_control.BrokerControl of a broker the harness runs; None: given by URL
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -226,7 +227,7 @@ class Runner:
                 amqp_url = endpoint.amqp_url(vhost)  # amqps:// on a TLS endpoint
                 statuses = self._start_peers(amqp_url, clients, log_dir, endpoint.ca_file)
                 ctx = RunContext(amqp_url=amqp_url, vhost=vhost, management=management, peers=dict(clients),
-                                 op_bound_s=o.op_bound_s, broker=broker.label)
+                                 op_bound_s=o.op_bound_s, broker=broker.label, broker_control=o.broker_control)
                 ctx.ca_file = endpoint.ca_file
                 # A FAIL under a broker alarm (or a blocked connection) is an ERROR naming it; the
                 # probe (verifying the broker against the run's CA, if any) is bounded while blocked.

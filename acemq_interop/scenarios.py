@@ -19,7 +19,7 @@ from . import catalogue as spec
 from . import strict_yaml
 from .errors import UsageError
 from .paths import SCENARIOS_DIR
-from .steps import BUILT_INS, CALLS, COMPARISONS, STEP_KINDS, StepKind, scenario_schema, _uses_of
+from .steps import BROKER_CONTROL_STEPS, BUILT_INS, CALLS, COMPARISONS, STEP_KINDS, StepKind, scenario_schema, _uses_of
 from .strict_yaml import line_at, refuse, shown
 
 SCENARIO_DIR = SCENARIOS_DIR
@@ -37,6 +37,11 @@ class Scenario:
     steps: tuple[dict[str, Any], ...]
     path: Path
     catches: tuple[str, ...] = ()
+    # Mutants whose defect its checks may see only by chance (a window of microseconds): a
+    # FAIL of one names its clause, a PASS is no miss; another scenario catches it every time.
+    may_catch: tuple[str, ...] = ()
+    # It holds a queue on the broker (broker_control.py): a SKIP on a broker given by URL.
+    broker_control: bool = False
     tags: tuple[str, ...] = ()
     needs: dict[str, frozenset[str]] = field(default_factory=dict)  # role -> capabilities
     min_protocol: int = 1  # the oldest peer protocol its steps can be driven with (a `type` needs 3)
@@ -259,9 +264,13 @@ def _check_semantics(data: dict[str, Any], root: yaml.Node | None, where: Path) 
     for i, rule in enumerate(data["rules"]):
         if rule not in known_rules:
             fail(["rules", i], f"rule {rule} is not in docs/wire-spec.md (known: {', '.join(known_rules)})")
-    for i, mutant in enumerate(data.get("catches", [])):
-        if mutant not in known_mutants:
-            fail(["catches", i], f"mutant {shown(mutant)} is not in the wire spec's mutant catalogue")
+    for key in ("catches", "may_catch"):
+        for i, mutant in enumerate(data.get(key, [])):
+            if mutant not in known_mutants:
+                fail([key, i], f"mutant {shown(mutant)} is not in the wire spec's mutant catalogue")
+    for i, mutant in enumerate(data.get("may_catch", [])):
+        if mutant in data.get("catches", []):
+            fail(["may_catch", i], f"mutant {shown(mutant)} is in catches: too; a scenario catches a mutant or may catch it")
     roles: dict[str, str] = data["roles"]
     played: set[str] = set()
     names = _Names(fail)
@@ -365,15 +374,16 @@ def _clauses_of(data: dict[str, Any], root: yaml.Node, where: Path) -> tuple[str
         clause(["assumes", i], str(presumed), "assumes:")
         if presumed in found:
             fail(["assumes", i], f"assumes: {presumed} is a clause this scenario asserts itself; a presumption is judged elsewhere")
-    for i, name in enumerate(data.get("catches", [])):
+    for key, i, name in [*(("catches", i, n) for i, n in enumerate(data.get("catches", []))),
+                         *(("may_catch", i, n) for i, n in enumerate(data.get("may_catch", [])))]:
         mutant = cat.mutants[name]
         if mutant.clause not in found:
-            fail(["catches", i], f"mutant '{name}' breaks {mutant.clause}, which no check of this scenario asserts"
+            fail([key, i], f"mutant '{name}' breaks {mutant.clause}, which no check of this scenario asserts"
                                  + (f" (it asserts {', '.join(sorted(c for c in found if spec.rule_of(c) == mutant.rule))})"
                                     if any(spec.rule_of(c) == mutant.rule for c in found) else ""))
         opened = set().union(*_opens(data["roles"], data["steps"]).values())
         if mutant.opened_as not in opened:
-            fail(["catches", i], f"mutant '{name}' lives on a {mutant.opened_as}, which no step of this scenario opens: "
+            fail([key, i], f"mutant '{name}' lives on a {mutant.opened_as}, which no step of this scenario opens: "
                                  f"its cells would run the clean binding")
     return tuple(found)
 
@@ -558,6 +568,8 @@ def load_file(path: Path) -> Scenario:
         steps=tuple(data["steps"]),
         path=path,
         catches=tuple(data.get("catches", [])),
+        may_catch=tuple(data.get("may_catch", [])),
+        broker_control=any(kind in BROKER_CONTROL_STEPS for step in data["steps"] for kind in step),
         tags=tuple(data.get("tags", [])),
         needs=_needs(data["roles"], data["steps"]),
         opens=_opens(data["roles"], data["steps"]),

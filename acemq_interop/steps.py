@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import assertions, raw_amqp
+from . import assertions, grace, raw_amqp
 from .catalogue import mutants
 from .errors import BrokerError, CallNotEnded, CheckFailed, PeerError, TemplateError
 from .manifests import PeerSpec
@@ -68,6 +68,26 @@ def _step_queue(state: CellState, args: dict[str, Any]) -> None:
 
 def _step_exchange(state: CellState, args: dict[str, Any]) -> None:
     state.get_probe().declare_exchange(state.name(args["name"]), args["type"])
+
+
+def _step_pause(state: CellState, args: dict[str, Any]) -> None:
+    # Part of a procedure (a reply sent late in a budget), never a wait for something to happen.
+    time.sleep(args["ms"] / 1000)
+
+
+def _step_hold_queue(state: CellState, args: dict[str, Any]) -> None:
+    queue = state.queue_name(args["queue"])
+    state.ctx.broker_control.hold(state.ctx.vhost, queue)
+    state.held.append(queue)
+    state.note("hold_queue", queue=queue)
+
+
+def _step_release_queue(state: CellState, args: dict[str, Any]) -> None:
+    queue = state.queue_name(args["queue"])
+    if queue in state.held:
+        state.ctx.broker_control.release(state.ctx.vhost, queue)
+        state.held.remove(queue)
+    state.note("release_queue", queue=queue)
 
 
 def _step_probe_inbox(state: CellState, args: dict[str, Any]) -> None:
@@ -177,7 +197,10 @@ def _await(state: CellState, name: str) -> None:
     if not answer.get("ok") and not refusal_expected:
         # A call the binding ended with an error of its own: an outcome the checks judge
         # (a timeout surfaced as a refusal FAILs the timeout clause); unjudged, an ERROR.
-        state.refused[name] = str(answer.get("error"))
+        timeout = call.command.get("timeout_ms", 30000)
+        state.refused[name] = (f"{answer.get('error')} (a {call.command.get('op')} with a {timeout} ms timeout; if this "
+                               f"error is the binding's timeout, its adapter must answer outcome `timeout` (or "
+                               f"`timeout_with_partial`), not ok: false: docs/peer-protocol.md, Outcomes)")
     state.variables[name] = answer if answer.get("ok") else {**answer, "outcome": "refused"}
 
 
@@ -493,6 +516,7 @@ def _step_expect(state: CellState, args: list[dict[str, Any]]) -> None:
     """Every check of the list, each on its own: a failure is recorded and the next one is
     judged; a check reading what an earlier step could not produce, or a value an earlier
     check found broken, is "not evaluated"."""
+    state.variables[assertions.GRACE_VARIABLE] = grace.of_trace(state.trace)
     for sub, expectation in enumerate(args):
         that = expectation["that"]
         clause = str(expectation.get("consequence_of") or expectation["rule"])
@@ -681,6 +705,15 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              "the probe declares a queue (quorum by default), optionally bound to an exchange"),
     StepKind("exchange", _obj(["name", "type"], name=NAME, type={"enum": ["fanout", "topic", "direct"]}), _step_exchange,
              "`exchange: {name, type}`", "the probe declares a fanout, topic or direct exchange"),
+    StepKind("pause", _obj(["ms"], ms={"type": "integer", "minimum": 1, "maximum": 10000}), _step_pause,
+             "`pause: {ms}`", "lets this much time pass, as the procedure says (a reply sent late in a budget); "
+             "never a wait for something to happen: a wait is bounded and checked (`wait_event`, `counters: until`)"),
+    StepKind("hold_queue", _obj(["queue"], queue=NAME), _step_hold_queue, "`hold_queue: {queue}`",
+             "holds a queue on the broker: a message published to it is routed but neither enqueued nor confirmed "
+             "until `release_queue` (or the cell's end); needs a broker the harness runs (a SKIP on a `--broker` URL)",
+             templates={"queue": ()}),
+    StepKind("release_queue", _obj(["queue"], queue=NAME), _step_release_queue, "`release_queue: {queue}`",
+             "releases a held queue: what was published to it is enqueued and confirmed", templates={"queue": ()}),
     StepKind("probe_inbox", _obj(["as"], **{"as": AS}), _step_probe_inbox, "`probe_inbox: {as}`",
              "the probe declares an exclusive classic queue of its own to receive replies", "`{name}`", binds=True,
              fields=("name",)),
@@ -798,6 +831,7 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              asserts="expectations"),
 ]}
 
+BROKER_CONTROL_STEPS = ("hold_queue", "release_queue")
 STEPS: dict[str, Callable[["CellState", Any], None]] = {k.name: k.run for k in STEP_KINDS.values()}
 
 RULE_PATTERN = "^(RR|SG|WF)-[0-9]+$"
@@ -806,12 +840,12 @@ BUILT_INS = ("ns",)  # bound in every cell: its namespace (engine.run_cell)
 # can refuse it with a message naming the rule's clauses.
 CHECK_PATTERN = "^(RR|SG|WF)-[0-9]+([.][0-9]+)?$"
 COMPARISONS = ("equals", "not_equals", "one_of", "contains", "excludes", "present", "matches", "starts_with",
-               "gte", "lte", "gt", "lt", "length", "all_equal", "distinct", "each_equals")
+               "gte", "lte", "gt", "lt", "no_later_than", "length", "all_equal", "distinct", "each_equals")
 _NUMBER_OR_TEMPLATE = {"anyOf": [{"type": "number"}, TEMPLATE], "errorMessage": "a number, or one ${...} naming one"}
 _COMPARISON_SCHEMA = {"one_of": {"type": "array"}, "present": {"type": "boolean"}, "matches": {"type": "string"},
                       "starts_with": {"type": "string"}, "all_equal": {"type": "boolean"}, "distinct": {"type": "boolean"},
                       "length": _int_or_template(0), "gte": _NUMBER_OR_TEMPLATE, "lte": _NUMBER_OR_TEMPLATE,
-                      "gt": _NUMBER_OR_TEMPLATE, "lt": _NUMBER_OR_TEMPLATE}
+                      "gt": _NUMBER_OR_TEMPLATE, "lt": _NUMBER_OR_TEMPLATE, "no_later_than": _NUMBER_OR_TEMPLATE}
 _INT64 = {"type": "integer", "minimum": -(2 ** 63), "maximum": 2 ** 63 - 1}
 
 
@@ -857,6 +891,8 @@ def scenario_schema() -> dict[str, Any]:
                       "additionalProperties": {"enum": ["peer", "probe", "all-peers"]}},
             "catches": {"type": "array", "uniqueItems": True, "items": {"type": "string"},
                         "description": "mutants this scenario must catch"},
+            "may_catch": {"type": "array", "uniqueItems": True, "items": {"type": "string"},
+                          "description": "mutants its checks may see only by chance (a FAIL names their clause, a PASS is no miss)"},
             "assumes": {"type": "array", "uniqueItems": True, "items": CLAUSE,
                         "description": "clauses its checks presume of the peer they judge, judged by other scenarios: "
                                        "a failure by a peer that broke one of them elsewhere in the run is charged as that clause"},

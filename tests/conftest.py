@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+import support
+
 from acemq_interop.broker import BrokerEndpoint, EmbeddedBroker, parse_broker_url
 
 
@@ -26,6 +28,7 @@ def broker() -> BrokerEndpoint:
         return
     node = EmbeddedBroker(_log)
     endpoint = node.start()
+    support.BROKER_CONTROL[id(endpoint)] = node.control()
     try:
         yield endpoint
     finally:

@@ -17,6 +17,11 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+# The session broker's queue holder (broker_control.py), by endpoint: set by conftest's
+# `broker` fixture for the private node it starts; none for $ACEMQ_TEST_BROKER.
+BROKER_CONTROL: dict[int, object] = {}
+
+
 def run(
     broker: BrokerEndpoint,
     peers: list[str],
@@ -32,7 +37,8 @@ def run(
     chosen = scenarios.select(scenarios.load_all(), scenario_globs)
     known = known_failures.load([known_failures.DEFAULT_DIR]) if with_known_failures else []
     options = RunOptions(manifests=manifests, specs=specs, scenarios=chosen, known=known, endpoint=broker,
-                         concurrency=concurrency, build=True, log=log, diagonal=diagonal, op_bound_s=op_bound_s)
+                         concurrency=concurrency, build=True, log=log, diagonal=diagonal, op_bound_s=op_bound_s,
+                         broker_control=BROKER_CONTROL.get(id(broker)))
     return Runner(options).run()
 
 

@@ -18,7 +18,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Optional, TextIO, Union
+from typing import Any, Callable, Optional, TextIO, TypeVar, Union
 
 import pika
 
@@ -175,6 +175,29 @@ def _seconds(timeout_ms: Any) -> float:
 
 def _elapsed_ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
+
+
+E = TypeVar("E", bound=BaseException)
+
+
+def found_in(error: BaseException, kind: type[E]) -> Optional[E]:
+    """``error`` itself when it is a ``kind`` (a subclass too), else the first ``kind`` it wraps:
+    its cause (``raise ... from``), or a member of an exception group. A binding's timeout is
+    the timeout outcome whatever carries it, never a refused call. Not the implicit context:
+    an error raised while handling a timeout is an error of its own."""
+    seen: set[int] = set()
+    todo = [error]
+    while todo:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, kind):
+            return current
+        todo.extend(getattr(current, "exceptions", None) or ())  # an ExceptionGroup's members
+        if current.__cause__ is not None:
+            todo.append(current.__cause__)
+    return None
 
 
 class _Slot:
@@ -380,12 +403,14 @@ class Peer:
             answer.update(outcome="reply", reply=pending.result())
         except RequesterClosed:
             answer.update(outcome="closed")
-        except RequestTimedOut:
-            answer.update(outcome="timeout")
         except ResponderFailed as exc:
             answer.update(outcome="responder_failed", failure=exc.failure)
         except ReplyDecodeError as exc:
             answer.update(outcome="decode_error", error=exc.reason)
+        except Exception as exc:
+            if found_in(exc, RequestTimedOut) is None:
+                raise
+            answer.update(outcome="timeout")
         answer["elapsed_ms"] = _elapsed_ms(started)
         return answer
 
@@ -416,8 +441,11 @@ class Peer:
             answer.update(outcome="replies", replies=pending.result())
         except RequesterClosed:
             answer.update(outcome="closed")
-        except RequestTimeoutError as exc:
-            answer.update(outcome="timeout_with_partial", replies=exc.partial_replies)
+        except Exception as exc:
+            shortfall = found_in(exc, RequestTimeoutError)
+            if shortfall is None:
+                raise
+            answer.update(outcome="timeout_with_partial", replies=shortfall.partial_replies)
         answer["elapsed_ms"] = _elapsed_ms(started)
         return answer
 

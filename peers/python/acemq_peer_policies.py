@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -24,9 +24,6 @@ from acemq._conformance import RequesterPolicy, ResponderPolicy
 
 PEER = "python"
 CURRENT = "current"
-# The catalogue's answered-after-publish widens a microsecond race to 1000 ms after the
-# confirm; the policy carries that delay with its after_confirm value.
-AFTER_CONFIRM_DELAY_SECONDS = 1.0
 # Which policy a mutant's side configures: a gatherer is a requester's gathers.
 _POLICY_OF_SIDE = {"requester": "requester", "gatherer": "requester", "responder": "responder"}
 # Catalogue mutants marked ``only_where`` that pika cannot have, with why: they are not
@@ -112,10 +109,7 @@ class PolicyTable:
 
     def responder(self, profile: Optional[str], mutant: Optional[str]) -> ResponderPolicy:
         profile_values, mutant_values = self._lookup(profile, mutant)
-        policy = ResponderPolicy(**{**profile_values.responder, **mutant_values.responder})
-        if policy.answered_timing == "after_confirm":
-            policy = replace(policy, answered_delay_seconds=AFTER_CONFIRM_DELAY_SECONDS)
-        return policy
+        return ResponderPolicy(**{**profile_values.responder, **mutant_values.responder})
 
     def _lookup(self, profile: Optional[str], mutant: Optional[str]) -> tuple[_Settings, _Settings]:
         """A mutant of the other side sets nothing on this one: that side runs as current."""

@@ -219,23 +219,9 @@ internal sealed class PeerHost(Output output)
             answer["outcome"] = "reply";
             answer["reply"] = JsonSerializer.SerializeToNode(reply);
         }
-        catch (RequestTimedOutException)
+        catch (Exception e) when (Outcomes.OfRequest(e, closedOutcome: _protocol >= 3) is { } outcome)
         {
-            answer["outcome"] = "timeout";
-        }
-        catch (ResponderFailedException e)
-        {
-            answer["outcome"] = "responder_failed";
-            answer["failure"] = e.Failure;
-        }
-        catch (ReplyDecodeException e)
-        {
-            answer["outcome"] = "decode_error";
-            answer["error"] = e.Message;
-        }
-        catch (ObjectDisposedException) when (_protocol >= 3)
-        {
-            answer["outcome"] = "closed";
+            answer = outcome;
         }
 
         answer["request_id"] = options.MessageId;
@@ -273,16 +259,11 @@ internal sealed class PeerHost(Output output)
             pending.Call = call;
             var replies = await call.ConfigureAwait(false);
             answer["outcome"] = "replies";
-            answer["replies"] = Replies(replies);
+            answer["replies"] = Outcomes.Replies(replies);
         }
-        catch (RequestTimeoutException e)
+        catch (Exception e) when (Outcomes.OfGather(e, closedOutcome: _protocol >= 3) is { } outcome)
         {
-            answer["outcome"] = "timeout_with_partial";
-            answer["replies"] = Replies(e.PartialRepliesAs<JsonElement>());
-        }
-        catch (ObjectDisposedException) when (_protocol >= 3)
-        {
-            answer["outcome"] = "closed";
+            answer = outcome;
         }
 
         answer["request_id"] = options.RequestMessageId;
@@ -583,9 +564,6 @@ internal sealed class PeerHost(Output output)
 
         return table;
     }
-
-    private static JsonArray Replies(IEnumerable<JsonElement> replies) =>
-        new(replies.Select(r => JsonSerializer.SerializeToNode(r)).ToArray());
 
     private static JsonArray Strings(IEnumerable<string> values) => new(values.Select(v => (JsonNode?)v).ToArray());
 

@@ -23,9 +23,6 @@ internal static class PolicyTable
 
     private static Mutant Res(string name, Func<ResponderPolicy, ResponderPolicy> set) => new(name, Side.Responder, Responder: set);
 
-    /// <summary>The answered-after-publish window, widened from microseconds so the suite catches it every time.</summary>
-    public static readonly TimeSpan AnsweredDelay = TimeSpan.FromMilliseconds(1000);
-
     /// <summary>Every mutant of the catalogue, in its order.</summary>
     public static IReadOnlyList<Mutant> Mutants { get; } =
     [
@@ -40,7 +37,7 @@ internal static class PolicyTable
         Res("counts-failures", p => p with { CountFailuresAnswered = true }),
         Res("dead-letter-unanswerable", p => p with { Unanswerable = UnanswerableRequest.DeadLetter }),
         Res("no-rollback", p => p with { RollbackAnswered = false }),
-        Res("answered-after-publish", p => p with { AnsweredTiming = AnsweredTiming.AfterConfirm(AnsweredDelay) }),
+        Res("answered-after-publish", p => p with { AnsweredTiming = AnsweredTiming.AfterConfirm }),
         Res("counters-after-subscribe", p => p with { CountersCreated = CountersCreated.AfterFirstDelivery }),
         Req("gather-by-correlation-id", p => p with { GatherDemuxBy = GatherDemux.CorrelationId }),
         Req("shortfall-resolves", p => p with { GatherShortfall = GatherShortfall.Resolve }),
@@ -90,6 +87,11 @@ internal static class PolicyTable
         Res("retries-failures", p => p with { RetryFailures = true }),
         Res("unanswerable-not-counted", p => p with { CountUnanswerable = false }),
         Res("classic-request-queue", p => p with { RequestQueue = RequestQueue.ClassicIfMissing }),
+        Req("late-timeout", p => p with { RequestDeadline = RequestDeadline.Late }),
+        Req("budget-restarts-per-reply", p => p with { GatherDeadline = GatherDeadline.RestartPerReply }),
+        Req("gather-keeps-failures", p => p with { GatherFailureReply = GatherFailureReply.Keep }),
+        Req("gather-failures-not-counted", p => p with { CountGatherFailures = false }),
+        Res("hides-acemq-headers", p => p with { PassSpecHeaders = false }),
         Res("last-attempt-acked", p => p with { LastAttempt = LastAttempt.Ack }),
     ];
 

@@ -84,9 +84,17 @@ public class CatalogueTests
     }
 
     [Fact]
-    public void Answered_after_publish_waits_a_widened_window()
+    public void The_new_mutants_set_their_knob_on_their_side_only()
     {
-        Assert.Equal(AnsweredTiming.AfterConfirm(TimeSpan.FromMilliseconds(1000)), PolicyTable.Responder(null, "answered-after-publish").AnsweredTiming);
+        // answered-after-publish counts on the confirm, with no window of its own added.
+        Assert.Equal(AnsweredTiming.AfterConfirm, PolicyTable.Responder(null, "answered-after-publish").AnsweredTiming);
+        Assert.Equal(RequestDeadline.Late, PolicyTable.Requester(null, "late-timeout").RequestDeadline);
+        Assert.Equal(GatherDeadline.RestartPerReply, PolicyTable.Requester(null, "budget-restarts-per-reply").GatherDeadline);
+        Assert.Equal(GatherFailureReply.Keep, PolicyTable.Requester(null, "gather-keeps-failures").GatherFailureReply);
+        Assert.False(PolicyTable.Requester(null, "gather-failures-not-counted").CountGatherFailures);
+        Assert.False(PolicyTable.Responder(null, "hides-acemq-headers").PassSpecHeaders);
+        Assert.Equal(ResponderPolicy.Default, PolicyTable.Responder(null, "gather-keeps-failures"));
+        Assert.Equal(RequesterPolicy.Default, PolicyTable.Requester(null, "hides-acemq-headers"));
     }
 
     [Fact]
@@ -123,7 +131,6 @@ public class CatalogueTests
         bool b => b ? "true" : "false",
         int i => i.ToString(System.Globalization.CultureInfo.InvariantCulture),
         Enum e => Snake(e.ToString()),
-        AnsweredTiming t => t.IsAfterConfirm ? "after_confirm" : "before_publish",
         IEnumerable<ReplyToSource> order => $"[{string.Join(", ", order.Select(o => Snake(o.ToString())))}]",
         string text => text,
         null => "none",

@@ -71,9 +71,9 @@ public class PendingGatherTests
         var seen = new List<int>();
         var gather = new PendingGather<int>("m", expectedReplyCount: 2, seen.Add);
 
-        Assert.True(gather.Offer(Json(1)));
+        Assert.Equal(Offered.Kept, gather.Offer(Json(1)));
         Assert.False(gather.Ended.IsCompleted);
-        Assert.True(gather.Offer(Json(2)));
+        Assert.Equal(Offered.Kept, gather.Offer(Json(2)));
 
         Assert.Equal(GatherEnd.Resolved, await gather.Ended);
         Assert.Equal([1, 2], gather.Replies);
@@ -115,9 +115,9 @@ public class PendingGatherTests
     public void Replies_after_the_end_are_refused()
     {
         var gather = new PendingGather<int>("m", expectedReplyCount: 1, onReply: null);
-        Assert.True(gather.Offer(Json(1)));
+        Assert.Equal(Offered.Kept, gather.Offer(Json(1)));
 
-        Assert.False(gather.Offer(Json(2)));
+        Assert.Equal(Offered.Ended, gather.Offer(Json(2)));
         Assert.Equal([1], gather.Replies);
     }
 
@@ -142,7 +142,7 @@ public class PendingGatherTests
         Assert.Equal(1, gather.ExpectedReplyCount);
         gather.Offer(Json(1));
         Assert.Equal(GatherEnd.Resolved, await gather.Ended);
-        Assert.False(gather.Offer(Json(2)));
+        Assert.Equal(Offered.Ended, gather.Offer(Json(2)));
 
         var empty = new PendingGather<int>("n", expectedReplyCount: null, onReply: null, OneIfMissing);
         empty.TimeoutElapsed();
@@ -166,7 +166,7 @@ public class PendingGatherTests
     {
         var gather = new PendingGather<int>("m", expectedReplyCount: 1, onReply: null);
 
-        Assert.False(gather.Offer([]));
+        Assert.Equal(Offered.NotAReply, gather.Offer([]));
         Assert.False(gather.Ended.IsCompleted);
     }
 }

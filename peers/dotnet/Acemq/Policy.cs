@@ -38,6 +38,12 @@ internal enum TimeoutOutcome { Timeout, NullReply }
 
 internal enum UnknownReplyHeaders { Ignore, Fail }
 
+internal enum RequestDeadline { Timeout, Late }
+
+internal enum GatherDeadline { Fixed, RestartPerReply }
+
+internal enum GatherFailureReply { Drop, Keep }
+
 /// <summary>The requester's (and its gathers') policy: <c>policies.requester</c> of the catalogue.</summary>
 internal sealed record RequesterPolicy
 {
@@ -109,6 +115,18 @@ internal sealed record RequesterPolicy
 
     /// <summary>The copies sendRequestMulti publishes given no expectedReplyCount (SG-2.1: one).</summary>
     public int MultiCopiesWithoutCount { get; init; } = 1;
+
+    /// <summary>When a request not answered gives up (RR-9.6: at its timeout).</summary>
+    public RequestDeadline RequestDeadline { get; init; } = RequestDeadline.Timeout;
+
+    /// <summary>What a gather's timeout runs from (SG-9.1: its start, whatever replies arrive).</summary>
+    public GatherDeadline GatherDeadline { get; init; } = GatherDeadline.Fixed;
+
+    /// <summary>What a failure reply to a pending gather becomes (SG-10.1: no reply of the gather's).</summary>
+    public GatherFailureReply GatherFailureReply { get; init; } = GatherFailureReply.Drop;
+
+    /// <summary>Whether a failure reply a pending gather dropped is counted in Unmatched (SG-10.2).</summary>
+    public bool CountGatherFailures { get; init; } = true;
 }
 
 internal enum ReplyCorrelation { MessageId, CorrelationId }
@@ -139,16 +157,8 @@ internal enum LastAttempt { DeadLetter, Ack }
 
 internal enum RequestQueue { Quorum, ClassicIfMissing }
 
-/// <summary>
-/// When Answered is counted (RR-15). <see cref="AfterConfirm"/> carries how long after the
-/// confirm the count lands: the window in which a caller holding its answer sees it uncounted.
-/// </summary>
-internal readonly record struct AnsweredTiming(bool IsAfterConfirm, TimeSpan Delay)
-{
-    public static AnsweredTiming BeforePublish => default;
-
-    public static AnsweredTiming AfterConfirm(TimeSpan delay) => new(true, delay);
-}
+/// <summary>When Answered is counted (RR-15): before the reply is published, or once the broker confirmed it.</summary>
+internal enum AnsweredTiming { BeforePublish, AfterConfirm }
 
 /// <summary>The responder's policy: <c>policies.responder</c> of the catalogue.</summary>
 internal sealed record ResponderPolicy
@@ -191,6 +201,9 @@ internal sealed record ResponderPolicy
 
     /// <summary>The header prefix removed before the handler (RR-5.2: the engine's x-acemq-).</summary>
     public string StripPrefix { get; init; } = Wire.EnginePrefix;
+
+    /// <summary>Whether the handler is shown the spec's own acemq-* headers, acemq-reply-to among them (RR-5.2: it is).</summary>
+    public bool PassSpecHeaders { get; init; } = true;
 
     /// <summary>The body of a failure reply (RR-10.1: empty).</summary>
     public FailureBody FailureBody { get; init; } = FailureBody.Empty;

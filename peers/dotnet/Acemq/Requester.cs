@@ -167,7 +167,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             throw;
         }
 
-        var reply = await WaitAsync(waiter, messageId, timeout - Stopwatch.GetElapsedTime(started), cancellationToken)
+        var reply = await WaitAsync(waiter, messageId, DeadlineOf(_policy, timeout) - Stopwatch.GetElapsedTime(started), cancellationToken)
             .ConfigureAwait(false);
         if (reply is null)
         {
@@ -212,6 +212,10 @@ public sealed class Requester : IAsyncDisposable, IDisposable
 
     /// <summary>A call's timeout: the one given, else the policy's default, 30 s (RR-9.3).</summary>
     internal static TimeSpan TimeoutOf(RequesterPolicy policy, TimeSpan? given) => given ?? TimeSpan.FromMilliseconds(policy.DefaultTimeoutMs);
+
+    /// <summary>How long after its start a request not answered gives up: its timeout (RR-9.6), unless the policy waits half as long again.</summary>
+    internal static TimeSpan DeadlineOf(RequesterPolicy policy, TimeSpan timeout) =>
+        policy.RequestDeadline == RequestDeadline.Late ? timeout * 1.5 : timeout;
 
     /// <summary>SG-1.2: a gather's copies carry the requestMessageId as correlation_id unless given one.</summary>
     internal static string? GatherCorrelationId(RequesterPolicy policy, string? given, string requestMessageId) =>
@@ -310,6 +314,8 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         var timeout = TimeoutOf(_policy, options.Timeout);
         var body = JsonCodec.Encode(message);
         var gather = new PendingGather<TRes>(requestMessageId, options.ExpectedReplyCount, onReply, _policy);
+        // Armed before it can receive a reply: the timeout runs from the call (SG-9.1).
+        gather.Arm(timeout, started);
         if (!_gathers.TryAdd(requestMessageId, gather))
         {
             throw new ArgumentException($"a gather with requestMessageId {requestMessageId} is already pending", nameof(options));
@@ -333,23 +339,33 @@ public sealed class Requester : IAsyncDisposable, IDisposable
                     .ConfigureAwait(false);
             }
 
-            var remaining = timeout - Stopwatch.GetElapsedTime(started);
             using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, ClosingToken);
-            var expired = Task.Delay(remaining > TimeSpan.Zero ? remaining : TimeSpan.Zero, stop.Token);
-            if (await Task.WhenAny(gather.Ended, expired).ConfigureAwait(false) != gather.Ended)
+            // The gather holds its deadline and ends itself when a reply comes past it; the
+            // timer only wakes this call. Woken before the deadline (a timer a little early,
+            // or a deadline a reply moved), it waits again.
+            while (!gather.Ended.IsCompleted)
             {
+                var remaining = Stopwatch.GetElapsedTime(Stopwatch.GetTimestamp(), gather.Deadline);
+                var expired = Task.Delay(TimeSpan.FromMilliseconds(Math.Clamp(remaining.TotalMilliseconds, 0, int.MaxValue - 1)), stop.Token);
+                if (await Task.WhenAny(gather.Ended, expired).ConfigureAwait(false) == gather.Ended)
+                {
+                    break;
+                }
+
                 cancellationToken.ThrowIfCancellationRequested();
                 if (ClosedWhilePending())
                 {
                     throw Closed();
                 }
 
-                // A gather is no request: ending at its timeout is how it works, not a lost
-                // answer, so TimedOut (requests only, RR-9.4) is left alone unless the policy counts it.
-                if (CountsGatherTimeout(_policy, gather.TimeoutElapsed()))
-                {
-                    Interlocked.Increment(ref _timedOut);
-                }
+                gather.ExpireAt(Stopwatch.GetTimestamp());
+            }
+
+            // A gather is no request: ending at its timeout is how it works, not a lost
+            // answer, so TimedOut (requests only, RR-9.4) is left alone unless the policy counts it.
+            if (CountsGatherTimeout(_policy, gather.EndedAtDeadline))
+            {
+                Interlocked.Increment(ref _timedOut);
             }
 
             await stop.CancelAsync().ConfigureAwait(false);
@@ -517,10 +533,25 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             : Wire.HeaderText(headers, Wire.ResponseMessageIdHeader);
         if (gatherKey is not null && _gathers.TryGetValue(gatherKey, out var gather))
         {
-            // A failure reply is kept out of a gather's result (the wire spec's SG-8 choice).
-            if (reply.Error is null && gather.Offer(reply.Body))
+            // Whether the gather is still open is decided where the reply is added: one that
+            // ended (count, deadline) but is not out of the table yet takes nothing (SG-8.1).
+            var offered = reply.Error is null
+                ? gather.Offer(reply.Body)
+                : gather.OfferFailure(keep: _policy.GatherFailureReply == GatherFailureReply.Keep);
+            switch (offered)
             {
-                return Task.CompletedTask;
+                case Offered.Kept:
+                    return Task.CompletedTask;
+                case Offered.FailureDropped:
+                    // SG-10: a failure is no answer; the gather waits on for real ones, and the
+                    // failure is Unmatched by its own rule, apart from SG-8's stray replies.
+                    if (CountsUnmatched(_policy, gatherReply: true, droppedFailure: true))
+                    {
+                        Interlocked.Increment(ref _unmatched);
+                    }
+
+                    _options.Observer?.Unmatched(properties.CorrelationId, Wire.HeaderText(headers, Wire.ResponseMessageIdHeader));
+                    return Task.CompletedTask;
             }
         }
         else if (_policy.UndecodableReply == UndecodableReply.Drop && reply.Error is null && !JsonCodec.IsJson(reply.Body))
@@ -534,7 +565,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             return Task.CompletedTask;
         }
         else if (_policy.GatherStrayReply == GatherStrayReply.OldestGather && gatherKey is not null && reply.Error is null
-            && _gathers.Values.MinBy(g => g.Sequence) is { } oldest && oldest.Offer(reply.Body))
+            && _gathers.Values.MinBy(g => g.Sequence) is { } oldest && oldest.Offer(reply.Body) == Offered.Kept)
         {
             // Breaks SG-8: a reply for no pending gather joins the oldest one instead of
             // being counted Unmatched.
@@ -563,8 +594,15 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         }
 
         var gatherReply = gatherKey is not null && !(correlationId is not null && _sentRequests!.Contains(correlationId));
-        return gatherReply ? _policy.CountGatherUnmatched : _policy.CountUnmatched;
+        return CountsUnmatched(_policy, gatherReply, droppedFailure: false);
     }
+
+    /// <summary>
+    /// Whether an unmatched reply is counted, by its kind: a failure a pending gather dropped
+    /// (SG-10.2), a gather's reply for no pending gather (SG-8.1), a request's (RR-8.2). Each its own knob.
+    /// </summary>
+    internal static bool CountsUnmatched(RequesterPolicy policy, bool gatherReply, bool droppedFailure) =>
+        droppedFailure ? policy.CountGatherFailures : gatherReply ? policy.CountGatherUnmatched : policy.CountUnmatched;
 
     /// <summary>
     /// The caller a reply is for (RR-8), or whoever waited longest under an oldest-waiter policy

@@ -71,6 +71,17 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 
     public string Queue { get; }
 
+    /// <summary>
+    /// The header prefixes kept from the handler: the engine's x-acemq- only (RR-5.2). The
+    /// spec's own acemq-* headers (acemq-reply-to among them) are the request's and reach it.
+    /// </summary>
+    internal static string[] HiddenPrefixes(ResponderPolicy policy) =>
+    [
+        .. policy.StripEngineHeaders ? [policy.StripPrefix] : Array.Empty<string>(),
+        // Breaks RR-5.2: the handler no longer sees where its reply goes, nor any acemq- header.
+        .. policy.PassSpecHeaders ? Array.Empty<string>() : [Wire.SpecPrefix],
+    ];
+
     /// <summary>The attempts of the retry policy: the options', else the policy's default, 3 (RR-14.4).</summary>
     internal static int MaxAttemptsOf(ResponderOptions options) => options.MaxAttempts ?? options.Policy.DefaultMaxAttempts;
 
@@ -211,9 +222,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             return;
         }
 
-        var shown = _policy.StripEngineHeaders
-            ? Wire.StripEngineHeaders(headers, _policy.StripPrefix)
-            : new Dictionary<string, object?>(headers ?? new Dictionary<string, object?>(), StringComparer.Ordinal);
+        var shown = Wire.StripEngineHeaders(headers, HiddenPrefixes(_policy));
         var request = new RequestContext(
             Queue, properties.MessageId, properties.CorrelationId, replyTo.Address, replyTo.Source, shown, attempt);
 
@@ -312,7 +321,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         ulong tag, RequestContext request, IReadOnlyBasicProperties requestProperties, byte[] requestBody, byte[] reply, string? failure)
     {
         var counted = failure is null
-            ? !_policy.AnsweredTiming.IsAfterConfirm
+            ? _policy.AnsweredTiming == AnsweredTiming.BeforePublish
             : _policy.CountFailuresAnswered;
         if (counted && _policy.CountersCreated == CountersCreated.AfterFirstDelivery
             && Interlocked.Exchange(ref _lazyCounterMade, 1) == 0)
@@ -370,11 +379,11 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         }
 
         Notify(o => o.Replied(request, failure));
-        if (failure is null && _policy.AnsweredTiming is { IsAfterConfirm: true, Delay: var delay })
+        if (failure is null && _policy.AnsweredTiming == AnsweredTiming.AfterConfirm)
         {
-            // Breaks RR-15: counted after the confirm, the delay widening the window in which
-            // a caller holding its answer finds it uncounted.
-            _ = Task.Delay(delay).ContinueWith(_ => Interlocked.Increment(ref _answered), TaskScheduler.Default);
+            // Breaks RR-15.1: counted once the broker confirmed the reply, by when the caller
+            // may already hold it. A reply that failed was never counted, so nothing to take back.
+            Interlocked.Increment(ref _answered);
         }
 
         if (failure is null || !_policy.DeadLetterFailures)

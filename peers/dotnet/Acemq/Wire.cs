@@ -33,6 +33,9 @@ public static class Wire
 
     public const string DeliveryCountHeader = "x-delivery-count";
     public const string EnginePrefix = "x-acemq-";
+
+    /// <summary>The spec's own header names (acemq-reply-to, acemq-error): application headers, not the engine's.</summary>
+    internal const string SpecPrefix = "acemq-";
     public const string JsonContentType = "application/json";
     public const string UndeliverableReplyPrefix = "UndeliverableReply: ";
     public const int ShortStringMax = 255;
@@ -95,8 +98,8 @@ public static class Wire
     public static IReadOnlyDictionary<string, object?> StripEngineHeaders(IDictionary<string, object?>? headers) =>
         StripEngineHeaders(headers, EnginePrefix);
 
-    /// <summary>The headers a handler is shown: everything whose name does not start with <paramref name="prefix"/>.</summary>
-    internal static IReadOnlyDictionary<string, object?> StripEngineHeaders(IDictionary<string, object?>? headers, string prefix)
+    /// <summary>The headers a handler is shown: everything whose name starts with none of <paramref name="prefixes"/>.</summary>
+    internal static IReadOnlyDictionary<string, object?> StripEngineHeaders(IDictionary<string, object?>? headers, params string[] prefixes)
     {
         var shown = new Dictionary<string, object?>(StringComparer.Ordinal);
         if (headers is null)
@@ -106,7 +109,7 @@ public static class Wire
 
         foreach (var (name, value) in headers)
         {
-            if (!name.StartsWith(prefix, StringComparison.Ordinal))
+            if (!prefixes.Any(prefix => name.StartsWith(prefix, StringComparison.Ordinal)))
             {
                 shown[name] = value;
             }

@@ -21,6 +21,9 @@ type RequestTimeoutError struct {
 	PartialReplies []json.RawMessage
 }
 
+// Unwrap makes a shortfall a timeout too: errors.Is(err, ErrTimedOut).
+func (e *RequestTimeoutError) Unwrap() error { return ErrTimedOut }
+
 func (e *RequestTimeoutError) Error() string {
 	return fmt.Sprintf("gather %s: %d of %d replies before the timeout", e.MessageID, len(e.PartialReplies), e.Expected)
 }
@@ -53,11 +56,20 @@ type gathering struct {
 	onReply  func(json.RawMessage)
 	// full is closed when the expected count is reached.
 	full chan struct{}
+	// kept, when not nil (a restart_per_reply policy), hears of every
+	// reply kept, so that await starts the timeout again.
+	kept chan struct{}
 }
 
 // add keeps a reply and returns the callback to run for it.
 func (g *gathering) add(body []byte) func(json.RawMessage) {
 	g.replies = append(g.replies, json.RawMessage(append([]byte(nil), body...)))
+	if g.kept != nil {
+		select {
+		case g.kept <- struct{}{}:
+		default: // await has one restart pending already
+		}
+	}
 	return g.onReply
 }
 
@@ -114,12 +126,7 @@ func (r *Requester) gather(ctx context.Context, exchange, key string, copies int
 		return nil, err
 	}
 
-	g := &gathering{
-		id:       opts.MessageID,
-		expected: opts.ExpectedReplyCount,
-		onReply:  onReply,
-		full:     make(chan struct{}),
-	}
+	g := r.newGathering(opts.MessageID, opts.ExpectedReplyCount, onReply)
 	if err := r.registerGather(g); err != nil {
 		return nil, err
 	}
@@ -165,26 +172,53 @@ func (r *Requester) await(ctx context.Context, g *gathering, timeout time.Durati
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	select {
-	case <-full:
-	case <-timer.C:
-		// TimedOut counts requests only (RR-9): a gather's timeout is its
-		// budget (SG-7) or a shortfall (SG-6), and neither is counted.
-		if r.pol.CountGatherTimeouts {
-			atomic.AddInt64(&r.timedOut, 1)
+wait:
+	for {
+		select {
+		case <-full:
+			break wait
+		case <-g.kept:
+			// Only a restart_per_reply policy (g.kept nil never fires):
+			// SG-9.1 says a reply does not extend the timeout.
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+			timer.Reset(timeout)
+		case <-timer.C:
+			// TimedOut counts requests only (RR-9): a gather's timeout is
+			// its budget (SG-7) or a shortfall (SG-6), and neither is
+			// counted.
+			if r.pol.CountGatherTimeouts {
+				atomic.AddInt64(&r.timedOut, 1)
+			}
+			break wait
+		case <-ctx.Done():
+			r.endGather(g)
+			return nil, ctx.Err()
+		case <-r.closing():
+			r.endGather(g)
+			return nil, ErrClosed
 		}
-	case <-ctx.Done():
-		r.endGather(g)
-		return nil, ctx.Err()
-	case <-r.closing():
-		r.endGather(g)
-		return nil, ErrClosed
 	}
+	// What the gather has when endGather takes it out of r.gathers is its
+	// result: a reply dispatched before (under the same lock) is in it, one
+	// after is Unmatched.
 	replies := r.endGather(g)
 	if g.expected > 0 && len(replies) < g.expected && r.pol.GatherShortfall == policy.RejectShortfall {
 		return nil, &RequestTimeoutError{MessageID: g.id, Expected: g.expected, PartialReplies: replies}
 	}
 	return replies, nil
+}
+
+func (r *Requester) newGathering(id string, expected int, onReply func(json.RawMessage)) *gathering {
+	g := &gathering{id: id, expected: expected, onReply: onReply, full: make(chan struct{})}
+	if r.pol.GatherDeadline == policy.RestartPerReply {
+		g.kept = make(chan struct{}, 1)
+	}
+	return g
 }
 
 func (r *Requester) registerGather(g *gathering) error {
@@ -218,27 +252,28 @@ func (r *Requester) endGather(g *gathering) []json.RawMessage {
 
 // gatherFor finds the running gather a reply belongs to: by its
 // responseMessageId header, never by correlation_id, which a bus responder
-// may set to the business correlation id that all copies share.
-func (r *Requester) gatherFor(d amqp.Delivery) *gathering {
+// may set to the business correlation id that all copies share. addressed
+// is false for a stray reply a policy hands to another gather. Called under
+// r.mu.
+func (r *Requester) gatherFor(d amqp.Delivery) (g *gathering, addressed bool) {
 	var key string
 	if r.pol.GatherDemuxBy == policy.DemuxByCorrelationID {
 		key = d.CorrelationId
 	} else {
 		key, _ = HeaderString(d.Headers, ResponseMessageIDHeader)
 	}
-	g := r.gathers[key]
-	if g != nil || r.pol.GatherStrayReply != policy.StrayOldestGather {
-		return g
+	if g = r.gathers[key]; g != nil || r.pol.GatherStrayReply != policy.StrayOldestGather {
+		return g, g != nil
 	}
 	// A reply that is neither a pending gather's nor a waiting call's joins
 	// the oldest pending gather instead of being Unmatched (SG-8 says not).
 	if _, waiting := r.calls[d.CorrelationId]; waiting {
-		return nil
+		return nil, false
 	}
 	for _, p := range r.gathers {
 		if g == nil || p.seq < g.seq {
 			g = p
 		}
 	}
-	return g
+	return g, false
 }

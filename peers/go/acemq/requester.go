@@ -16,7 +16,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// ErrTimedOut is wrapped by the error of a request that got no reply in time.
+// ErrTimedOut is wrapped by the error of a request that got no reply in time,
+// and by a gather's *RequestTimeoutError.
 // The request may still be carried out: a timeout says no answer arrived, not
 // that nothing happened.
 var ErrTimedOut = errors.New("acemq: request timed out")
@@ -294,7 +295,7 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 		return err
 	}
 
-	timer := time.NewTimer(cfg.timeout)
+	timer := time.NewTimer(r.requestDeadline(cfg.timeout))
 	defer timer.Stop()
 	select {
 	case d := <-c.reply:
@@ -314,6 +315,15 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 	}
 	// The reply won the race against the timer: it is already ours.
 	return r.decode(<-c.reply, reply)
+}
+
+// requestDeadline is how long a request waits for its reply: its timeout
+// (RR-9.6), or under a late policy half as long again.
+func (r *Requester) requestDeadline(timeout time.Duration) time.Duration {
+	if r.pol.RequestDeadline == policy.LateDeadline {
+		return timeout + timeout/2
+	}
+	return timeout
 }
 
 // timedOutCall counts a call that got no reply in time and ends it with an
@@ -498,35 +508,41 @@ func (r *Requester) consume(deliveries <-chan amqp.Delivery) {
 
 // dispatch hands a reply to the gather or the call it answers, or counts it
 // Unmatched. Gathers are matched on responseMessageId and calls on
-// correlation_id; a reply is never given to anyone else.
+// correlation_id; a reply is never given to anyone else. Whether the gather
+// or call is still open and taking the reply happen under one hold of r.mu:
+// a gather is removed from r.gathers in the same hold that fills its count,
+// and a call in the one that hands it its reply, so a reply arriving after
+// either is Unmatched (SG-8.1, RR-8.2), never added to a finished call.
 func (r *Requester) dispatch(d amqp.Delivery) {
 	r.mu.Lock()
-	if g := r.gatherFor(d); g != nil {
-		if _, failed := HeaderString(d.Headers, ErrorHeader); !failed {
-			onReply := g.add(d.Body)
-			full := g.complete()
-			if full {
-				delete(r.gathers, g.id)
-			}
-			r.mu.Unlock()
-			if onReply != nil {
-				onReply(json.RawMessage(d.Body))
-			}
-			// Resolve only after the callback saw the last reply.
-			if full {
-				close(g.full)
-			}
+	counted := false
+	if g, addressed := r.gatherFor(d); g != nil {
+		_, failed := HeaderString(d.Headers, ErrorHeader)
+		switch {
+		case !failed:
+			r.keep(g, d.Body)
 			return
+		case addressed && r.pol.GatherFailureReply == policy.KeepGatherFailure:
+			// SG-10.1 says a failure is no answer; this keeps it as null.
+			r.keep(g, []byte("null"))
+			return
+		case addressed:
+			// A failure reply to a pending gather is not one of its
+			// answers (SG-10): dropped and counted Unmatched, by its own
+			// knob, whatever the SG-8 ones say.
+			counted = r.pol.CountGatherFailures
+		default:
+			// A stray failure reply is no gather's: SG-8, as below.
+			counted = r.countsUnmatched(d)
 		}
-		// A gather keeps failure replies out of its result (the wire
-		// spec's choice for SG-8) and counts them Unmatched.
 	} else if id, c := r.callFor(d); c != nil && !r.dropsUndecodable(d) {
 		delete(r.calls, id)
 		r.mu.Unlock()
 		c.reply <- d
 		return
+	} else {
+		counted = r.countsUnmatched(d)
 	}
-	counted := r.countsUnmatched(d)
 	r.mu.Unlock()
 	if counted {
 		atomic.AddInt64(&r.unmatched, 1)
@@ -534,6 +550,25 @@ func (r *Requester) dispatch(d amqp.Delivery) {
 	if r.opts.OnUnmatched != nil {
 		responseID, _ := HeaderString(d.Headers, ResponseMessageIDHeader)
 		r.opts.OnUnmatched(UnmatchedReply{CorrelationID: d.CorrelationId, ResponseMessageID: responseID})
+	}
+}
+
+// keep adds a reply to its gather, which is open (found in r.gathers under
+// r.mu, held on entry and released here), and ends the gather in the same
+// hold when that fills its count.
+func (r *Requester) keep(g *gathering, body []byte) {
+	onReply := g.add(body)
+	full := g.complete()
+	if full {
+		delete(r.gathers, g.id)
+	}
+	r.mu.Unlock()
+	if onReply != nil {
+		onReply(json.RawMessage(body))
+	}
+	// Resolve only after the callback saw the last reply.
+	if full {
+		close(g.full)
 	}
 }
 

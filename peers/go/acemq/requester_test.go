@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -308,5 +309,50 @@ func TestClosingEndsPendingCallsUnlessThePolicyWaits(t *testing.T) {
 	var shortfall *RequestTimeoutError
 	if _, err := waiting.await(context.Background(), g, time.Millisecond); !errors.As(err, &shortfall) {
 		t.Errorf("under the wait policy a gather pending at close = %v, want its timeout", err)
+	}
+}
+
+func TestARequestGivesUpAtItsTimeoutUnlessLate(t *testing.T) {
+	opts, _ := (RequesterOptions{}).resolve()
+	if got := newTestRequester().requestDeadline(opts.Timeout); got != 30*time.Second {
+		t.Errorf("default: gives up after %s, want 30s", got)
+	}
+	late := newTestRequester(func(p *policy.Requester) { p.RequestDeadline = policy.LateDeadline })
+	for timeout, want := range map[time.Duration]time.Duration{opts.Timeout: 45 * time.Second, time.Second: 1500 * time.Millisecond} {
+		if got := late.requestDeadline(timeout); got != want {
+			t.Errorf("late, timeout %s: gives up after %s, want %s", timeout, got, want)
+		}
+	}
+	// Still the timeout outcome, still counted.
+	var v json.RawMessage
+	if err := late.timedOutCall("m", time.Second, &v); !errors.Is(err, ErrTimedOut) || late.TimedOut() != 1 {
+		t.Errorf("late: %v, TimedOut %d", err, late.TimedOut())
+	}
+}
+
+// Two replies racing for one call: one is its reply, the other Unmatched;
+// a reply after the call gave up is Unmatched (RR-8.2).
+func TestRepliesRacingForOneCall(t *testing.T) {
+	for round := 0; round < 50; round++ {
+		r := newTestRequester()
+		c, _ := r.register("m-1")
+		var wg sync.WaitGroup
+		for i := 0; i < 2; i++ {
+			wg.Add(1)
+			go func() { defer wg.Done(); r.dispatch(amqp.Delivery{CorrelationId: "m-1", Body: []byte(`1`)}) }()
+		}
+		wg.Wait()
+		if len(c.reply) != 1 || r.Unmatched() != 1 {
+			t.Fatalf("round %d: %d replies handed over, Unmatched %d", round, len(c.reply), r.Unmatched())
+		}
+	}
+	r := newTestRequester()
+	r.register("m-2")
+	if !r.forget("m-2") {
+		t.Fatal("m-2 was not waiting")
+	}
+	r.dispatch(amqp.Delivery{CorrelationId: "m-2"})
+	if r.Unmatched() != 1 {
+		t.Errorf("a reply after the timeout: Unmatched %d", r.Unmatched())
 	}
 }

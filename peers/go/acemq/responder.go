@@ -31,7 +31,7 @@ type Request struct {
 	ReplyTo       string
 	ReplyToSource string
 	// Headers are the request's application headers without the engine's
-	// x-acemq- ones.
+	// x-acemq- ones; the spec's acemq-reply-to and responseMessageId stay.
 	Headers amqp.Table
 	// Attempt is 1 for the first delivery and counts up with every retry
 	// (x-delivery-count + 1).
@@ -337,17 +337,13 @@ func (r *Responder) handle(d amqp.Delivery) {
 		r.settle(func() { r.acceptUnanswerable(d) })
 		return
 	}
-	headers := d.Headers
-	if r.pol.StripEngineHeaders {
-		headers = stripPrefix(d.Headers, r.pol.StripPrefix)
-	}
 	req := &Request{
 		Body:          d.Body,
 		MessageID:     d.MessageId,
 		CorrelationID: d.CorrelationId,
 		ReplyTo:       replyTo,
 		ReplyToSource: source,
-		Headers:       headers,
+		Headers:       r.handlerHeaders(d.Headers),
 		Attempt:       attemptNumber(d.Headers, r.pol.AttemptBase),
 	}
 	if r.pol.HeaderTypes == policy.Strict {
@@ -378,6 +374,19 @@ func (r *Responder) handle(d amqp.Delivery) {
 		}
 		r.replyFailure(d, req, r.handlerFailureText(err), true)
 	})
+}
+
+// handlerHeaders is the headers a handler is shown: all but the engine's
+// x-acemq-* (RR-5.1); the spec's own acemq-reply-to, responseMessageId and
+// any other acemq-* reach it (RR-5.2), unless a policy hides them.
+func (r *Responder) handlerHeaders(h amqp.Table) amqp.Table {
+	if r.pol.StripEngineHeaders {
+		h = stripPrefix(h, r.pol.StripPrefix)
+	}
+	if !r.pol.PassSpecHeaders {
+		h = stripPrefix(h, "acemq-")
+	}
+	return h
 }
 
 // addressHeaders is the headers the reply address is read from: under an
@@ -465,20 +474,30 @@ func (r *Responder) reply(d amqp.Delivery, req *Request, body []byte) {
 	if countFirst {
 		atomic.AddInt64(&r.answered, 1)
 	}
-	if err := r.pub.publish("", req.ReplyTo, r.replyPublishing(req, body, "")); err != nil {
-		if countFirst && r.pol.RollbackAnswered {
-			atomic.AddInt64(&r.answered, -1)
-		}
+	err := r.pub.publish("", req.ReplyTo, r.replyPublishing(req, body, ""))
+	r.answeredAfterPublish(countFirst, err)
+	if err != nil {
 		r.undeliverable(d, req, err)
 		return
-	}
-	if r.pol.AnsweredTiming == policy.AfterConfirm {
-		time.AfterFunc(r.pol.AnsweredDelay, func() { atomic.AddInt64(&r.answered, 1) })
 	}
 	if h := r.opts.Hooks.Replied; h != nil {
 		h(req.MessageID, "")
 	}
 	r.ack(d)
+}
+
+// answeredAfterPublish settles Answered once a reply's publish has ended
+// (confirmed, or failed): a count made before it is taken back on failure
+// (RR-15.2); an after-confirm policy counts a confirmed reply only now, when
+// the caller may hold it already (RR-15.1 says count first), and had nothing
+// to take back from a failed one.
+func (r *Responder) answeredAfterPublish(countedFirst bool, err error) {
+	switch {
+	case err != nil && countedFirst && r.pol.RollbackAnswered:
+		atomic.AddInt64(&r.answered, -1)
+	case err == nil && r.pol.AnsweredTiming == policy.AfterConfirm:
+		atomic.AddInt64(&r.answered, 1)
+	}
 }
 
 // replyFailure tells the caller the handler failed and dead-letters the

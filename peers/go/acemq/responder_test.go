@@ -3,6 +3,7 @@ package acemq
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -198,5 +199,57 @@ func TestOptionsCarryTheDefaultPolicyUnlessGivenOne(t *testing.T) {
 	rq.CountTimeouts = false
 	if got := policy.WithRequester(RequesterOptions{}, rq).resolvePolicy(); got.CountTimeouts {
 		t.Errorf("requester options resolve to %+v", got)
+	}
+}
+
+func TestTheHandlerSeesTheSpecHeadersUnlessHidden(t *testing.T) {
+	names := func(h amqp.Table) map[string]bool {
+		out := map[string]bool{}
+		for k := range h {
+			out[k] = true
+		}
+		return out
+	}
+	h := amqp.Table{ReplyToHeader: "q", ResponseMessageIDHeader: "m", "acemq-whatever": "w", "x-custom": "c", "x-acemq-trace": "t"}
+	want := map[string]bool{ReplyToHeader: true, ResponseMessageIDHeader: true, "acemq-whatever": true, "x-custom": true}
+	if got := names(newTestResponder().handlerHeaders(h)); !reflect.DeepEqual(got, want) {
+		t.Errorf("default: the handler sees %v, want %v", got, want)
+	}
+	hiding := newTestResponder(func(p *policy.Responder) { p.PassSpecHeaders = false })
+	want = map[string]bool{ResponseMessageIDHeader: true, "x-custom": true}
+	if got := names(hiding.handlerHeaders(h)); !reflect.DeepEqual(got, want) {
+		t.Errorf("hiding: the handler sees %v, want %v", got, want)
+	}
+	// Independent of RR-5.1's knob.
+	both := newTestResponder(func(p *policy.Responder) { p.PassSpecHeaders, p.StripEngineHeaders = false, false })
+	want = map[string]bool{ResponseMessageIDHeader: true, "x-custom": true, "x-acemq-trace": true}
+	if got := names(both.handlerHeaders(h)); !reflect.DeepEqual(got, want) || len(h) != 5 {
+		t.Errorf("hiding, no strip: the handler sees %v, want %v (argument %v)", got, want, h)
+	}
+}
+
+func TestAnsweredIsSettledWhenThePublishEnds(t *testing.T) {
+	failed := errors.New("returned")
+	for _, c := range []struct {
+		name   string
+		change func(*policy.Responder)
+		err    error
+		want   int64
+	}{
+		{"default, confirmed", func(*policy.Responder) {}, nil, 1},
+		{"default, failed", func(*policy.Responder) {}, failed, 0},
+		{"no rollback, failed", func(p *policy.Responder) { p.RollbackAnswered = false }, failed, 1},
+		{"after confirm, confirmed", func(p *policy.Responder) { p.AnsweredTiming = policy.AfterConfirm }, nil, 1},
+		{"after confirm, failed", func(p *policy.Responder) { p.AnsweredTiming = policy.AfterConfirm }, failed, 0},
+	} {
+		r := newTestResponder(c.change)
+		first := r.countsBeforePublish()
+		if first {
+			r.answered++
+		}
+		// Counted at once: no timer, nothing later.
+		if r.answeredAfterPublish(first, c.err); r.Answered() != c.want {
+			t.Errorf("%s: Answered %d, want %d", c.name, r.Answered(), c.want)
+		}
 	}
 }

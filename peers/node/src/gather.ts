@@ -15,6 +15,8 @@ export interface PendingGatherOptions<TRes> {
   resolvesEarly?: boolean | undefined;
   /** Called once if the gather ends at its timeout (a shortfall or a budget). */
   onTimeout?: (() => void) | undefined;
+  /** SG-9.1: the timeout runs from the start (the default), or restarts at every reply kept. */
+  deadline?: 'fixed' | 'restart_per_reply' | undefined;
 }
 
 export class PendingGather<TRes> {
@@ -38,7 +40,11 @@ export class PendingGather<TRes> {
       this.resolveResult = resolve;
       this.rejectResult = reject;
     });
-    this.timer = setTimeout(() => this.onTimeout(), options.timeoutMs);
+    this.arm();
+  }
+
+  private arm(): void {
+    this.timer = setTimeout(() => this.onTimeout(), this.options.timeoutMs);
   }
 
   get isSettled(): boolean {
@@ -51,7 +57,11 @@ export class PendingGather<TRes> {
     else this.settledListeners.push(listener);
   }
 
-  /** Adds a reply; false when the gather has already ended (the reply is Unmatched). */
+  /**
+   * Adds a reply; false when the gather has already ended (the reply is Unmatched). The
+   * check and the push happen in one synchronous step, and reaching the count settles (and
+   * unregisters) the gather in that same step, so no reply can slip into a finished gather.
+   */
   add(reply: TRes): boolean {
     if (this.settled) return false;
     this.replies.push(reply);
@@ -65,6 +75,10 @@ export class PendingGather<TRes> {
     // Without early resolution (a breach of SG-5) the count is only looked at when time is up.
     if (count !== undefined && this.replies.length >= count && this.options.resolvesEarly !== false) {
       this.settle(() => this.resolveResult([...this.replies]));
+    } else if (this.options.deadline === 'restart_per_reply' && !this.settled) {
+      // A breach of SG-9.1: every reply buys the gather a whole timeout more.
+      clearTimeout(this.timer);
+      this.arm();
     }
     return true;
   }

@@ -15,15 +15,12 @@ import {
   responderPolicyFor,
 } from './adapter/catalogue';
 import { padBody, runLoad, type Call } from './adapter/load';
+import { gatherOutcome, requestOutcome, unwrapped } from './adapter/outcomes';
 import { RawRequester, RawResponder, RawTimeoutError } from './adapter/raw';
 import {
-  ReplyDecodeError,
   RequestTimedOutError,
-  RequestTimeoutError,
   Requester,
-  RequesterClosedError,
   Responder,
-  ResponderFailedError,
   newMessageId,
   type Handler,
   type RequestContext,
@@ -274,11 +271,6 @@ async function closeRequester(cmd: Command): Promise<Result> {
   return {};
 }
 
-/** A call pending when its requester was closed: version 3's `closed` outcome. */
-function closedOutcome(err: unknown): boolean {
-  return protocol >= 3 && err instanceof RequesterClosedError;
-}
-
 async function request(cmd: Command): Promise<Result> {
   const target = requester(str(cmd, 'requester'));
   const exchange = optStr(cmd, 'exchange') ?? '';
@@ -296,10 +288,8 @@ async function request(cmd: Command): Promise<Result> {
     }));
     return done({ outcome: 'reply', reply });
   } catch (err) {
-    if (err instanceof RequestTimedOutError) return done({ outcome: 'timeout' });
-    if (err instanceof ResponderFailedError) return done({ outcome: 'responder_failed', failure: err.failure });
-    if (err instanceof ReplyDecodeError) return done({ outcome: 'decode_error', error: err.message });
-    if (closedOutcome(err)) return done({ outcome: 'closed' });
+    const outcome = requestOutcome(err, protocol);
+    if (outcome) return done(outcome);
     throw err;
   }
 }
@@ -330,8 +320,8 @@ async function gather(cmd: Command): Promise<Result> {
     }
     return done({ outcome: 'replies', replies });
   } catch (err) {
-    if (err instanceof RequestTimeoutError) return done({ outcome: 'timeout_with_partial', replies: err.partialReplies });
-    if (closedOutcome(err)) return done({ outcome: 'closed' });
+    const outcome = gatherOutcome(err, protocol);
+    if (outcome) return done(outcome);
     throw err;
   }
 }
@@ -422,7 +412,7 @@ async function load(cmd: Command): Promise<Result> {
     try {
       const options = given({ timeoutMs });
       const call: Call = () => target.request(exchange, routingKey, body, options);
-      const figures = await runLoad(call, settings, (err) => err instanceof RequestTimedOutError);
+      const figures = await runLoad(call, settings, (err) => unwrapped(err).some((e) => e instanceof RequestTimedOutError));
       return { load: { ...shape, ...figures } };
     } finally {
       await target.close();

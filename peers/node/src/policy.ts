@@ -79,15 +79,20 @@ export interface RequesterPolicy {
   readonly publishCopies: number;
   /** Copies sendRequestMulti publishes when given no expectedReplyCount (SG-2.1). */
   readonly multiCopiesWithoutCount: number;
+  /** When a request not answered gives up: at its timeout, or half its timeout later (RR-9.6). */
+  readonly requestDeadline: 'timeout' | 'late';
+  /** A gather's timeout runs from its publish, or starts again at every reply it keeps (SG-9.1). */
+  readonly gatherDeadline: 'fixed' | 'restart_per_reply';
+  /** A failure reply for a pending gather: dropped, or kept as a null reply (SG-10.1). */
+  readonly gatherFailureReply: 'drop' | 'keep';
+  /** Count a failure reply a gather dropped in Unmatched (SG-10.2). */
+  readonly countGatherFailures: boolean;
 }
 
 export type AddressSource = 'header' | 'native';
 
-/**
- * When Answered is counted (RR-15). `after_confirm` carries how long after the confirm the
- * count lands: the real defect's window is microseconds, so a test widens it.
- */
-export type AnsweredTiming = { readonly at: 'before_publish' } | { readonly at: 'after_confirm'; readonly delayMs: number };
+/** When Answered is counted (RR-15): before the reply is published, or once it is confirmed. */
+export type AnsweredTiming = 'before_publish' | 'after_confirm';
 
 export interface ResponderPolicy {
   /** Where the reply address is read, in order (RR-3). */
@@ -96,6 +101,8 @@ export interface ResponderPolicy {
   readonly replyCorrelationFrom: 'message_id' | 'correlation_id';
   /** Remove x-acemq-* before the handler (RR-5). */
   readonly stripEngineHeaders: boolean;
+  /** Show the handler the spec's own acemq-* headers, acemq-reply-to among them (RR-5.2). */
+  readonly passSpecHeaders: boolean;
   /** A throwing handler: reply with acemq-error, or send nothing and retry (RR-10). */
   readonly handlerFailure: 'error_reply' | 'retry';
   /** Dead-letter a failed request after its failure reply (RR-11). */
@@ -181,18 +188,23 @@ export const DEFAULT_REQUESTER_POLICY: RequesterPolicy = Object.freeze({
   countGatherUnmatched: true,
   publishCopies: 1,
   multiCopiesWithoutCount: 1,
+  requestDeadline: 'timeout',
+  gatherDeadline: 'fixed',
+  gatherFailureReply: 'drop',
+  countGatherFailures: true,
 });
 
 export const DEFAULT_RESPONDER_POLICY: ResponderPolicy = Object.freeze({
   readOrder: Object.freeze(['header', 'native'] as const),
   replyCorrelationFrom: 'message_id',
   stripEngineHeaders: true,
+  passSpecHeaders: true,
   handlerFailure: 'error_reply',
   deadLetterFailures: true,
   countFailuresAnswered: false,
   unanswerable: 'accept',
   undeliverableReply: 'requeue',
-  answeredTiming: Object.freeze({ at: 'before_publish' as const }),
+  answeredTiming: 'before_publish',
   rollbackAnswered: true,
   countersCreated: 'before_subscribe',
   dlqQueueType: 'quorum',

@@ -1,5 +1,5 @@
 // The requester: acemq request/reply (RR-1..RR-19) and the bus's scatter-gather
-// (sendRequestMulti / publishRequest, SG-1..SG-8) over one private reply queue.
+// (sendRequestMulti / publishRequest, SG-1..SG-10) over one private reply queue.
 
 import { randomUUID } from 'node:crypto';
 import * as amqp from 'amqplib';
@@ -196,14 +196,18 @@ export class Requester {
     const replyTo = await this.replyAddressForOneCall();
 
     // null: the call ended at its timeout as a null reply (a breach of RR-9.1).
+    // RR-9.6: the timeout bounds the wait; armed half as long again, a breach that still
+    // reports the call's own timeout.
+    const deadlineMs = this.policy.requestDeadline === 'late' ? timeoutMs * 1.5 : timeoutMs;
     const reply = new Promise<ConsumeMessage | null>((resolve, reject) => {
+      // Deleting the waiter is what ends the call: a reply routed after it is Unmatched (RR-8.2).
       const timer = setTimeout(() => {
         if (this.waiters.delete(requestId)) {
           if (this.policy.countTimeouts) this.timedOutCount++;
           if (this.policy.timeoutOutcome === 'null_reply') resolve(null);
           else reject(new RequestTimedOutError(requestId, timeoutMs));
         }
-      }, timeoutMs);
+      }, deadlineMs);
       const finish = () => {
         clearTimeout(timer);
         this.waiters.delete(requestId);
@@ -313,6 +317,7 @@ export class Requester {
       resolvesEarly: policy.gatherResolvesEarly,
       // RR-9.4: a gather that ends at its timeout gave nothing up; counting it is a breach.
       onTimeout: policy.countGatherTimeouts ? () => this.timedOutCount++ : undefined,
+      deadline: policy.gatherDeadline,
     });
     this.gathers.set(requestMessageId, pending as PendingGather<unknown>);
     this.remember(requestMessageId);
@@ -417,11 +422,14 @@ export class Requester {
       this.waiters.get(route.requestId)?.settle(msg);
       return;
     }
-    if (route.kind === 'gather' && this.addToGather(route.requestMessageId, msg)) return;
-    // RR-8.2, SG-8.1: counted, whichever kind of call it was for (uncounted, a breach).
-    const counts = this.isGatherReply(correlationId, responseMessageId)
-      ? this.policy.countGatherUnmatched
-      : this.policy.countUnmatched;
+    const added = route.kind === 'gather' ? this.addToGather(route, msg) : 'dropped';
+    if (added === 'added') return;
+    // RR-8.2, SG-8.1, SG-10.2: counted, whichever kind of call it was for (uncounted, a
+    // breach). A failure reply has its own knob, so breaching one rule leaves the other be.
+    let counts: boolean;
+    if (added === 'failure') counts = this.policy.countGatherFailures;
+    else if (this.isGatherReply(correlationId, responseMessageId)) counts = this.policy.countGatherUnmatched;
+    else counts = this.policy.countUnmatched;
     if (counts) this.unmatchedCount++;
     this.options.observer?.unmatched?.({
       correlationId: correlationId ?? null,
@@ -441,17 +449,30 @@ export class Requester {
     }
   }
 
-  /** A failure reply or an undecodable body is kept out of a gather's result (SG-8). */
-  private addToGather(requestMessageId: string, msg: ConsumeMessage): boolean {
-    const pending = this.gathers.get(requestMessageId);
-    if (!pending || headerString(msg.properties.headers, ERROR_HEADER) !== undefined) return false;
+  /**
+   * A reply for the gather it was routed to: `added`; `failure`, a failure reply the pending
+   * gather it names keeps out (SG-10.1); `dropped`, the gather has ended (SG-8.1), or the
+   * body is not JSON. Whether the gather is still open is decided inside the same
+   * synchronous step that adds the reply (PendingGather.add), so a reply past the count or
+   * the deadline is never added to the finished gather.
+   */
+  private addToGather(route: { requestMessageId: string; stray?: true }, msg: ConsumeMessage): 'added' | 'failure' | 'dropped' {
+    const pending = this.gathers.get(route.requestMessageId);
+    if (!pending || pending.isSettled) return 'dropped';
+    if (headerString(msg.properties.headers, ERROR_HEADER) !== undefined) {
+      // A stray failure reply (handed over by a breach of SG-8.2) is not this gather's: SG-8's.
+      if (route.stray) return 'dropped';
+      // A failure is not an answer (kept as a null reply, a breach of SG-10.1).
+      if (this.policy.gatherFailureReply === 'drop') return 'failure';
+      return pending.add(null) ? 'added' : 'dropped';
+    }
     let reply: unknown;
     try {
       reply = decodeJson(msg.content);
     } catch {
-      return false;
+      return 'dropped';
     }
-    return pending.add(reply);
+    return pending.add(reply) ? 'added' : 'dropped';
   }
 
   /**

@@ -71,6 +71,9 @@ export interface ResponderOptions {
   socketOptions?: SocketOptions | undefined;
 }
 
+/** The spec's own header namespace (acemq-reply-to, acemq-error...): not the engine's to hide. */
+const SPEC_HEADER_PREFIX = 'acemq-';
+
 /** How long stop() waits for answered requests to be settled before it closes anyway. */
 const STOP_SETTLE_BOUND_MS = 5_000;
 
@@ -287,7 +290,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
       correlationId: nonEmpty(props.correlationId as string | undefined) ?? null,
       replyTo: address.address,
       replyToSource: address.source,
-      headers: handlerHeaders(props.headers, policy.stripEngineHeaders, policy.stripPrefix),
+      headers: this.shownHeaders(props.headers),
       attempt: attemptNumber(props.headers, policy.attemptBase),
     };
     // Strict header typing (a breach of WF-1): a header of a type it does not expect fails
@@ -321,28 +324,38 @@ export class Responder<TReq = unknown, TRes = unknown> {
     await this.settling(this.answer(msg, context, result));
   }
 
+  /**
+   * RR-5.2: the handler sees every header but the engine's `x-acemq-*`; the spec's own
+   * (acemq-reply-to and any acemq-*) stay (hidden with them, a breach).
+   */
+  private shownHeaders(headers: Headers | undefined): Headers {
+    const shown = handlerHeaders(headers, this.policy.stripEngineHeaders, this.policy.stripPrefix);
+    return this.policy.passSpecHeaders ? shown : handlerHeaders(shown, true, SPEC_HEADER_PREFIX);
+  }
+
   /** The handler returned: RR-15's count, the reply, and the ack or the retry policy. */
   private async answer(msg: ConsumeMessage, context: RequestContext, result: TRes): Promise<void> {
     const policy = this.policy;
     const messageId = context.messageId;
 
-    // RR-15: counted before the publish, unless the policy counts after the confirm; with
-    // lazily made counters (a breach of RR-16) the first delivery is never counted.
-    const timing = policy.answeredTiming;
+    // RR-15: counted before the publish (once its confirm is in, a breach of RR-15.1: the
+    // caller can hold the reply before it counts); with lazily made counters (a breach of
+    // RR-16) the first delivery is never counted.
     const uncounted = !this.countersMade;
     this.countersMade = true;
-    const counted = !uncounted && timing.at === 'before_publish';
+    const counted = !uncounted && policy.answeredTiming === 'before_publish';
     if (counted) this.answeredCount++;
     try {
       await this.sendReply(context, encodeJson(result), {});
     } catch (err) {
+      // Counted after the confirm, a failed publish was never counted: nothing to take back.
       if (counted && policy.rollbackAnswered) this.answeredCount--;
       await this.retryOrDeadLetter(msg, context, err);
       return;
     }
+    if (!uncounted && policy.answeredTiming === 'after_confirm') this.answeredCount++;
     this.channel.ack(msg);
     this.options.observer?.replied?.({ messageId, failure: null });
-    if (!uncounted && timing.at === 'after_confirm') setTimeout(() => this.answeredCount++, timing.delayMs);
   }
 
   /**

@@ -4,7 +4,8 @@
 import type { RequesterPolicy } from './policy';
 
 export type ReplyRoute =
-  | { kind: 'gather'; requestMessageId: string }
+  // `stray`: the reply names no pending gather and is handed to one anyway (a breach of SG-8.2).
+  | { kind: 'gather'; requestMessageId: string; stray?: true }
   | { kind: 'request'; requestId: string }
   | { kind: 'unmatched' };
 
@@ -50,7 +51,7 @@ export function routeReply(
     return { kind: 'request', requestId: reply.correlationId };
   }
   if (policy.gatherStrayReply === 'oldest_gather' && reply.responseMessageId !== undefined) {
-    for (const requestMessageId of pendingGathers.keys()) return { kind: 'gather', requestMessageId };
+    for (const requestMessageId of pendingGathers.keys()) return { kind: 'gather', requestMessageId, stray: true };
   }
   // A reply nobody waits for handed to the oldest request still waiting: a breach of RR-8.3.
   if (policy.unmatchedReply === 'oldest_waiter') {

@@ -53,6 +53,9 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "error_type_name": ("simple", "qualified"),
     "last_attempt": ("dead_letter", "ack"),
     "request_queue": ("quorum", "classic_if_missing"),
+    "request_deadline": ("timeout", "late"),
+    "gather_deadline": ("fixed", "restart_per_reply"),
+    "gather_failure_reply": ("drop", "keep"),
 }
 READ_FROM = ("header", "native")
 
@@ -108,6 +111,13 @@ class RequesterPolicy:
     count_gather_unmatched: bool = True  # SG-8: a reply for no pending gather counts in Unmatched
     publish_copies: int = 1  # SG-2: messages publishRequest publishes to its exchange
     multi_copies_without_count: int = 1  # SG-2: copies sendRequestMulti sends given no count
+    # RR-9: a request not answered gives up at its timeout ("late": half its timeout after it).
+    request_deadline: Literal["timeout", "late"] = "timeout"
+    # SG-9: a gather's timeout runs from its publish ("restart_per_reply": again from every reply it keeps).
+    gather_deadline: Literal["fixed", "restart_per_reply"] = "fixed"
+    # SG-10: a failure reply for a pending gather is dropped and counted Unmatched ("keep": a null reply).
+    gather_failure_reply: Literal["drop", "keep"] = "drop"
+    count_gather_failures: bool = True  # SG-10: such a dropped failure reply counts in Unmatched
 
     def __post_init__(self) -> None:
         _check(self)
@@ -120,15 +130,13 @@ class ResponderPolicy:
     read_order: tuple[str, ...] = READ_FROM  # RR-3: where the reply address is read, in order
     reply_correlation_from: Literal["message_id", "correlation_id"] = "message_id"  # RR-4
     strip_engine_headers: bool = True  # RR-5
+    pass_spec_headers: bool = True  # RR-5: the handler sees acemq-reply-to and every other acemq-*
     handler_failure: Literal["error_reply", "retry"] = "error_reply"  # RR-10
     dead_letter_failures: bool = True  # RR-11
     count_failures_answered: bool = False  # RR-11
     unanswerable: Literal["accept", "dead_letter"] = "accept"  # RR-12
     undeliverable_reply: Literal["requeue", "ack"] = "requeue"  # RR-14
     answered_timing: Literal["before_publish", "after_confirm"] = "before_publish"  # RR-15
-    # Part of after_confirm: how long after the confirm Answered is counted. A real
-    # defect's window is microseconds; a test widens it so the defect shows every time.
-    answered_delay_seconds: float = 0.0
     rollback_answered: bool = True  # RR-15
     counters_created: Literal["before_subscribe", "after_first_delivery"] = "before_subscribe"  # RR-16
     dlq_queue_type: Literal["quorum", "classic"] = "quorum"  # RR-17

@@ -5,11 +5,16 @@ completes as soon as the count is reached; at its deadline it either resolves
 (no count given: the timeout is a budget) or fails with RequestTimeoutError
 holding the partial replies. Once finished it accepts nothing more, so a late
 reply is the caller's to count as Unmatched.
+
+Whether a reply is still taken is decided under the gather's lock together with
+taking it: a reply arriving once the count is in or the deadline has passed is
+refused even while nobody has yet woken to finish the gather (SG-8.1).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from enum import Enum
 from typing import Any, Callable, Optional
 
@@ -32,6 +37,7 @@ class Gather:
         on_reply: Optional[Callable[[Any], None]] = None,
         rejects_shortfall: bool = True,
         resolves_early: bool = True,
+        restarts_per_reply: bool = False,
     ) -> None:
         if expected_reply_count is not None and expected_reply_count < 1:
             raise ValueError("expected_reply_count must be at least 1")
@@ -43,6 +49,11 @@ class Gather:
         self._rejects_shortfall = rejects_shortfall
         # SG-5: a reached count resolves at once (False waits for the deadline).
         self._resolves_early = resolves_early
+        # SG-9 forbids True: every reply taken starts the timeout again.
+        self._restarts_per_reply = restarts_per_reply
+        # Armed (time.monotonic) once the gather is published; None until then.
+        self._deadline: Optional[float] = None
+        self._timeout = 0.0
         self._lock = threading.Lock()
         self._replies: list[Any] = []
         self._state = GatherState.COLLECTING
@@ -61,12 +72,21 @@ class Gather:
         with self._lock:
             return list(self._replies)
 
-    def add(self, reply: Any) -> bool:
-        """Take one reply; False when the gather has finished or holds its count (Unmatched)."""
+    def arm(self, timeout: float) -> None:
+        """Start the timeout: the gather ends ``timeout`` seconds from now (SG-9)."""
         with self._lock:
-            if self._state is not GatherState.COLLECTING or self._count_reached():
+            self._timeout = timeout
+            self._deadline = time.monotonic() + timeout
+
+    def add(self, reply: Any) -> bool:
+        """Take one reply; False when the gather has finished, holds its count or is past its
+        deadline (Unmatched)."""
+        with self._lock:
+            if not self._open():
                 return False
             self._replies.append(reply)
+            if self._restarts_per_reply and self._deadline is not None:
+                self._deadline = time.monotonic() + self._timeout
             if self._count_reached() and self._resolves_early:
                 self._state = GatherState.RESOLVED
                 self._done.set()
@@ -74,18 +94,36 @@ class Gather:
             self._on_reply(reply)
         return True
 
+    def accepting(self) -> bool:
+        """Whether a reply arriving now would be taken (the gather is pending)."""
+        with self._lock:
+            return self._open()
+
+    def _open(self) -> bool:
+        """Whether it takes replies; called with the lock held. A passed deadline ends it here
+        and now, rather than when its waiter wakes."""
+        if self._state is not GatherState.COLLECTING or self._count_reached():
+            return False
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            self._expire()
+            return False
+        return True
+
     def expire(self) -> GatherState:
         """The deadline passed: finish now, unless the count was reached first."""
         with self._lock:
-            if self._state is GatherState.COLLECTING:
-                shortfall = self.expected_reply_count is not None and not self._count_reached()
-                if shortfall and self._rejects_shortfall:
-                    self._state = GatherState.REJECTED
-                else:
-                    self._state = GatherState.RESOLVED
-                self.expired = True
-                self._done.set()
+            self._expire()
             return self._state
+
+    def _expire(self) -> None:
+        if self._state is GatherState.COLLECTING:
+            shortfall = self.expected_reply_count is not None and not self._count_reached()
+            if shortfall and self._rejects_shortfall:
+                self._state = GatherState.REJECTED
+            else:
+                self._state = GatherState.RESOLVED
+            self.expired = True
+            self._done.set()
 
     @property
     def done(self) -> bool:
@@ -110,10 +148,18 @@ class Gather:
                 self._state = GatherState.CLOSED
                 self._done.set()
 
-    def wait(self, timeout: float) -> list[Any]:
-        """Block until finished or ``timeout`` seconds passed; the replies, or RequestTimeoutError
-        (a shortfall), or RequesterClosed."""
-        self._done.wait(timeout)
+    def wait(self, timeout: Optional[float] = None) -> list[Any]:
+        """Block until finished or past the deadline (armed now with ``timeout`` when it was not
+        yet); the replies, or RequestTimeoutError (a shortfall), or RequesterClosed."""
+        with self._lock:
+            if self._deadline is None:
+                self._timeout = timeout or 0.0
+                self._deadline = time.monotonic() + self._timeout
+        while True:
+            with self._lock:
+                remaining = self._deadline - time.monotonic()  # it moves under restarts_per_reply
+            if remaining <= 0 or self._done.wait(remaining):
+                break
         state = self.expire()
         if state is GatherState.CLOSED:
             raise RequesterClosed("the requester was closed")

@@ -43,6 +43,7 @@ CONFIRM_TIMEOUT_SECONDS = 30.0
 # request from one to a gather (each counted in Unmatched under its own rule, RR-8 / SG-8).
 REMEMBERED_IDS = 4096
 STALE_SUFFIX = ".stale"  # what the native_address policy "stale" appends (RR-1 forbids it)
+LATE_FACTOR = 1.5  # the request_deadline policy "late": gives up at 1.5 x the timeout (RR-9 forbids it)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,9 @@ class _Call:
 
     def __init__(self, request_id: str) -> None:
         self.request_id = request_id
+        # When the caller gives up (time.monotonic), set once the request is published; a
+        # reply arriving later is not this call's (RR-8). Read and set under the requester's lock.
+        self.deadline: Optional[float] = None
         self._done = threading.Event()
         self._value: Any = None
         self._error: Optional[BaseException] = None
@@ -111,10 +115,9 @@ class PendingRequest:
 class PendingGather:
     """A sent gather; ``result()`` waits until it resolves or rejects."""
 
-    def __init__(self, requester: "Requester", gather: Gather, deadline: float) -> None:
+    def __init__(self, requester: "Requester", gather: Gather) -> None:
         self._requester = requester
         self._gather = gather
-        self._deadline = deadline
 
     @property
     def request_id(self) -> str:
@@ -127,7 +130,7 @@ class PendingGather:
     def result(self) -> list[Any]:
         """The replies in arrival order; raises RequestTimeoutError on a shortfall (SG-6),
         RequesterClosed when the requester was closed first."""
-        return self._requester._wait_gather(self._gather, self._deadline)
+        return self._requester._wait_gather(self._gather)
 
 
 class Requester:
@@ -241,10 +244,16 @@ class Requester:
                 # Closed under the publish: the channel's failure is the close, not a refusal.
                 raise RequesterClosed("the requester was closed") from exc
             raise
-        return PendingRequest(self, call, time.monotonic() + timeout, timeout)
+        # RR-9: the timeout runs from the publish; "late" waits half as long again.
+        waited = timeout * LATE_FACTOR if self._policy.request_deadline == "late" else timeout
+        with self._lock:
+            call.deadline = time.monotonic() + waited
+        return PendingRequest(self, call, call.deadline, timeout)
 
     def _wait(self, call: _Call, deadline: float, timeout: float) -> Any:
-        if not call.wait(max(0.0, deadline - time.monotonic())):
+        while not call.wait(max(0.0, deadline - time.monotonic())):
+            if time.monotonic() < deadline:
+                continue  # woke early: the deadline is not to be anticipated
             with self._lock:
                 gave_up = self._calls.pop(call.request_id, None) is not None
             if gave_up:
@@ -254,6 +263,7 @@ class Requester:
                     return None  # RR-9 forbids this: a timeout passed off as a null reply
                 raise RequestTimedOut(call.request_id, timeout)
             call.wait(None)  # a reply took it at the last moment and is completing it
+            break
         return call.result()
 
     # -- scatter-gather ---------------------------------------------------
@@ -329,6 +339,7 @@ class Requester:
             on_reply,
             rejects_shortfall=policy.gather_shortfall == "reject",
             resolves_early=policy.gather_resolves_early,
+            restarts_per_reply=policy.gather_deadline == "restart_per_reply",
         )
         # sendRequestMulti sends one copy per expected reply: a queue hands each
         # message to one of its consumers, so N workers need N copies (SG-2).
@@ -373,11 +384,12 @@ class Requester:
             if self._closed and isinstance(exc, Exception):
                 raise RequesterClosed("the requester was closed") from exc
             raise
-        return PendingGather(self, gather, time.monotonic() + timeout)
+        gather.arm(timeout)  # SG-9: the timeout runs from the publish
+        return PendingGather(self, gather)
 
-    def _wait_gather(self, gather: Gather, deadline: float) -> list[Any]:
+    def _wait_gather(self, gather: Gather) -> list[Any]:
         try:
-            return gather.wait(max(0.0, deadline - time.monotonic()))
+            return gather.wait()
         finally:
             with self._lock:
                 self._gathers.pop(gather.request_id, None)
@@ -537,7 +549,12 @@ class Requester:
             return self._calls.popitem(last=False)[1]
         if correlation_id is None:
             return None
-        return self._calls.pop(correlation_id, None)
+        call = self._calls.get(correlation_id)
+        if call is None or (call.deadline is not None and time.monotonic() >= call.deadline):
+            # Past its deadline the call has timed out, though its waiter may not have woken to
+            # say so yet: the reply is Unmatched (RR-8), and the waiter ends it as a timeout.
+            return None
+        return self._calls.pop(correlation_id)
 
     def _deliver_to_call(self, call: _Call, properties: pika.BasicProperties, body: bytes) -> None:
         if self._policy.unknown_reply_headers == "fail":
@@ -564,10 +581,21 @@ class Requester:
             call.complete(error=ReplyDecodeError(call.request_id, str(exc)))
 
     def _deliver_to_gather(self, gather: Gather, properties: pika.BasicProperties, body: bytes) -> None:
-        # Spec choice (SG-8): failure replies and undecodable bodies stay out of a gather's result.
+        policy = self._policy
         if wire.header(properties.headers, wire.ERROR_HEADER) is not None:
-            self._count_unmatched(properties, for_gather=True)
+            if policy.gather_failure_reply == "keep":
+                # SG-10 forbids this: a failure kept as a null reply, counting toward the count.
+                if not gather.add(None):
+                    self._count_unmatched(properties, for_gather=True)  # the gather had ended (SG-8)
+                return
+            # SG-10: a failure is not an answer. For a pending gather it is counted under its
+            # own rule; for one that has ended, like any late reply (SG-8).
+            if gather.accepting():
+                self._count_unmatched(properties, counted=policy.count_gather_failures)
+            else:
+                self._count_unmatched(properties, for_gather=True)
             return
+        # Spec choice (SG-8): an undecodable body stays out of a gather's result.
         try:
             reply = wire.decode_body(body)
         except ValueError:
@@ -583,10 +611,13 @@ class Requester:
         except Exception:
             log.exception("connection_lost observer failed")
 
-    def _count_unmatched(self, properties: pika.BasicProperties, for_gather: bool = False) -> None:
-        """Count a dropped reply in Unmatched (RR-8, SG-8) and tell the observer."""
-        counted = self._policy.count_gather_unmatched if for_gather else self._policy.count_unmatched
-        if counted:  # RR-8 / SG-8 forbid False: the observer hears of it, the counter does not
+    def _count_unmatched(
+        self, properties: pika.BasicProperties, for_gather: bool = False, counted: Optional[bool] = None
+    ) -> None:
+        """Count a dropped reply in Unmatched (RR-8, SG-8; ``counted`` given: SG-10) and tell the observer."""
+        if counted is None:
+            counted = self._policy.count_gather_unmatched if for_gather else self._policy.count_unmatched
+        if counted:  # RR-8 / SG-8 / SG-10 forbid False: the observer hears of it, the counter does not
             self.unmatched.increment()
         response_message_id = wire.header(properties.headers, wire.RESPONSE_MESSAGE_ID_HEADER)
         try:

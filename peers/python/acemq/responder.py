@@ -313,9 +313,13 @@ class Responder:
 
     def _shown_headers(self, headers: Optional[dict[str, Any]]) -> dict[str, Any]:
         policy = self._policy
+        shown = dict(headers or {})
         if policy.strip_engine_headers:  # RR-5
-            return wire.strip_engine_headers(headers, policy.strip_prefix)
-        return dict(headers or {})
+            shown = wire.strip_engine_headers(shown, policy.strip_prefix)
+        if not policy.pass_spec_headers:
+            # RR-5 forbids this: acemq-reply-to and the other acemq-* are the handler's to see.
+            shown = wire.strip_engine_headers(shown, wire.SPEC_HEADER_PREFIX)
+        return shown
 
     # -- replies and dead letters (I/O thread) -------------------------------
 
@@ -369,19 +373,19 @@ class Responder:
     def _answer(self, delivery: _Delivery, payload: bytes) -> None:
         policy = self._policy
         counted = policy.answered_timing == "before_publish"
+        counts_on_confirm = not counted
         if policy.counters_created == "after_first_delivery" and not self._first_delivery_handled:
             # RR-16 forbids this: counters that come to exist only once the first delivery
             # has been handled never count that delivery.
             self._first_delivery_handled = True
-            counted = False
+            counted = counts_on_confirm = False
         elif counted:
             self.answered.increment()  # RR-15: before the caller can hold the reply
 
         def confirmed() -> None:
-            if policy.answered_timing == "after_confirm":  # RR-15 forbids this
-                timer = threading.Timer(policy.answered_delay_seconds, self.answered.increment)
-                timer.daemon = True
-                timer.start()
+            if counts_on_confirm:
+                # RR-15 forbids this: the caller may hold the reply before the confirm is in.
+                self.answered.increment()
             self._ack(delivery.tag)
             self._observer.replied(delivery.message_id, None)
 

@@ -20,6 +20,7 @@ ERROR_HEADER = "acemq-error"
 DEAD_LETTER_REASON_HEADER = "acemq-dead-letter-reason"
 RESPONSE_MESSAGE_ID_HEADER = "responseMessageId"
 ENGINE_HEADER_PREFIX = "x-acemq-"
+SPEC_HEADER_PREFIX = "acemq-"  # the spec's own headers (acemq-reply-to, acemq-error, ...)
 DELIVERY_COUNT_HEADER = "x-delivery-count"
 TYPE_HEADER = "type"  # only where a defective binding puts the type (the type_carrier policy)
 MALFORMED_REQUEST = "MalformedRequest"

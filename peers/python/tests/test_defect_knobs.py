@@ -10,7 +10,7 @@ import pika
 import pytest
 
 from acemq import wire
-from acemq.errors import ReplyDecodeError, ResponderFailed
+from acemq.errors import ReplyDecodeError, RequestTimedOut, RequestTimeoutError, ResponderFailed
 from acemq.requester import Requester, _Outgoing
 from test_reply_routing import _gathering, _publishing, _reply, _requester, _waiting
 from test_responder_policies import _delivery, _responder, _settling
@@ -138,6 +138,115 @@ def test_send_request_multi_without_a_count_sends_one_copy_unless_the_defect(wit
     assert len(sent) == copies + 2
 
 
+# RR-9.6: a request gives up at its timeout; "late" half its timeout after it.
+@pytest.mark.parametrize("deadline, factor", [("timeout", 1.0), ("late", 1.5)])
+def test_a_request_gives_up_at_its_timeout_unless_the_defect_waits_half_as_long_again(deadline, factor):
+    requester, _ = _publishing(request_deadline=deadline)
+    started = time.monotonic()
+    with pytest.raises(RequestTimedOut):
+        requester.send("", "pricing", {}, timeout=0.2).result()
+    assert 0.2 * factor <= time.monotonic() - started < 0.2 * factor + 0.15
+    assert requester.timed_out.value == 1  # still the timeout, still counted
+    unanswered = requester.send("", "pricing", {})  # the default 30 s: 45 s under the defect
+    assert unanswered._call.deadline - time.monotonic() == pytest.approx(30.0 * factor, abs=1.0)
+
+
+def test_the_late_deadline_leaves_gathers_alone():
+    requester, _ = _publishing(request_deadline="late")
+    started = time.monotonic()
+    assert requester.begin_gather({}, endpoint="pricing", timeout=0.2).result() == []
+    assert time.monotonic() - started < 0.28
+
+
+# SG-9.1: a gather ends at its timeout from the publish; "restart_per_reply" starts it again at every reply kept.
+@pytest.mark.parametrize("deadline, restarts", [("fixed", False), ("restart_per_reply", True)])
+@pytest.mark.parametrize("mode, count", [("endpoint", 2), ("endpoint", None), ("exchange", 2), ("exchange", None)])
+def test_a_reply_restarts_a_gathers_timeout_only_by_the_defect(deadline, restarts, mode, count):
+    requester, _ = _publishing(gather_deadline=deadline)
+    pending = requester.begin_gather({}, **{mode: "pricing"}, expected_reply_count=count, timeout=10)
+    gather = requester._gathers[pending.request_id]
+    armed = gather._deadline
+    time.sleep(0.02)
+    _reply(requester, "c", b'{"n":1}', responseMessageId=pending.request_id)
+    assert gather.replies == [{"n": 1}]
+    assert (gather._deadline >= armed + 0.02) is restarts
+    after_reply = gather._deadline
+    time.sleep(0.02)
+    _reply(requester, "c", b"", responseMessageId=pending.request_id, **{"acemq-error": "ScenarioFailure: x"})
+    assert gather._deadline == after_reply  # a failure reply is not kept: it restarts nothing
+
+
+@pytest.mark.parametrize("deadline, ends", [("fixed", 0.3), ("restart_per_reply", 0.5)])
+def test_a_gather_given_a_reply_ends_late_only_by_the_defect(deadline, ends):
+    requester, _ = _publishing(gather_deadline=deadline)
+    seen = []
+    started = time.monotonic()
+    pending = requester.begin_gather({}, exchange="fanout", on_reply=seen.append, expected_reply_count=2, timeout=0.3)
+    threading.Timer(0.2, _reply, args=(requester, "c", b'{"n":1}'), kwargs={"responseMessageId": pending.request_id}).start()
+    with pytest.raises(RequestTimeoutError) as shortfall:
+        pending.result()
+    assert shortfall.value.partial_replies == seen == [{"n": 1}]
+    assert ends <= time.monotonic() - started < ends + 0.15
+
+
+def _failure(requester, gather_id):
+    _reply(requester, "c-f", b"", responseMessageId=gather_id, **{"acemq-error": "ScenarioFailure: no"})
+
+
+# SG-10: a failure reply for a pending gather is dropped and counted Unmatched, and the gather waits on.
+@pytest.mark.parametrize("mode", ["endpoint", "exchange"])
+def test_a_failure_reply_is_not_an_answer_to_a_pending_gather(mode):
+    requester, sent = _publishing()
+    observer = requester._observer
+    seen = []
+    pending = requester.begin_gather({}, **{mode: "pricing"}, on_reply=seen.append, expected_reply_count=1, timeout=5)
+    _failure(requester, pending.request_id)
+    assert not pending.done() and seen == []
+    assert requester.unmatched.value == 1 and observer.unmatched_pairs == [("c-f", pending.request_id)]
+    _reply(requester, "c", b'{"n":1}', responseMessageId=pending.request_id)
+    assert pending.result() == seen == [{"n": 1}]
+
+
+def test_a_failure_reply_is_a_null_reply_counting_toward_the_count_by_the_defect():
+    requester, _ = _publishing(gather_failure_reply="keep")
+    seen = []
+    pending = requester.begin_gather({}, exchange="fanout", on_reply=seen.append, expected_reply_count=2, timeout=5)
+    _reply(requester, "c", b'{"n":1}', responseMessageId=pending.request_id)
+    _failure(requester, pending.request_id)
+    assert pending.result() == seen == [{"n": 1}, None]
+    assert requester.unmatched.value == 0 and requester._observer.unmatched_pairs == []
+    _failure(requester, pending.request_id)  # after it resolved: a late reply like any other (SG-8)
+    assert requester.unmatched.value == 1
+
+
+def test_a_failure_reply_dropped_is_told_but_not_counted_by_the_defect():
+    requester, _ = _publishing(count_gather_failures=False)
+    pending = requester.begin_gather({}, endpoint="pricing", expected_reply_count=1, timeout=0.1)
+    _failure(requester, pending.request_id)
+    assert requester.unmatched.value == 0 and requester._observer.unmatched_pairs == [("c-f", pending.request_id)]
+    with pytest.raises(RequestTimeoutError) as shortfall:
+        pending.result()
+    assert shortfall.value.partial_replies == []
+
+
+def test_the_failure_and_stray_counters_are_independent():
+    # SG-8.1's defect leaves a failure for a pending gather counted (SG-10.2) ...
+    requester, _ = _publishing(count_gather_unmatched=False)
+    pending = requester.begin_gather({}, endpoint="pricing", expected_reply_count=1, timeout=5)
+    _failure(requester, pending.request_id)
+    assert requester.unmatched.value == 1
+    _reply(requester, "c", b"{}", responseMessageId=pending.request_id)
+    _reply(requester, "c", b"{}", responseMessageId=pending.request_id)  # late: SG-8.1's defect
+    assert pending.result() == [{}] and requester.unmatched.value == 1
+    # ... and SG-10.2's leaves a late reply, failure or not, counted (SG-8.1).
+    requester, _ = _publishing(count_gather_failures=False)
+    pending = requester.begin_gather({}, endpoint="pricing", expected_reply_count=1, timeout=5)
+    _reply(requester, "c", b"{}", responseMessageId=pending.request_id)
+    _reply(requester, "c", b"{}", responseMessageId=pending.request_id)
+    _failure(requester, pending.request_id)
+    assert pending.result() == [{}] and requester.unmatched.value == 2
+
+
 # -- responder ---------------------------------------------------------------
 
 
@@ -259,6 +368,39 @@ def test_the_last_attempt_knob_leaves_earlier_attempts_requeued():
     _settling(responder, ["returned"])
     responder._answer(_delivery(attempt=1), b"{}")
     assert responder._channel.calls == [("nack", 7, True)]
+
+
+# RR-5.2: the handler sees the spec's own headers; only x-acemq-* is the engine's.
+@pytest.mark.parametrize("passed, shown", [
+    (True, ["acemq-reply-to", "acemq-whatever", "responseMessageId", "x-custom"]),
+    (False, ["responseMessageId", "x-custom"]),
+])
+def test_the_handler_sees_the_acemq_headers_unless_the_defect(passed, shown):
+    seen = []
+    responder, _ = _responder(handler=seen.append, pass_spec_headers=passed)
+    headers = {"acemq-reply-to": "amq.gen-x", "acemq-whatever": 1, "responseMessageId": "m-0", "x-custom": 2, "x-acemq-trace": 3}
+    responder._handle(_delivery(headers=headers))
+    assert sorted(seen[0].headers) == shown
+
+
+# RR-15.1: Answered counts a reply before it is published; the defect counts it on the confirm, at once.
+@pytest.mark.parametrize("timing", ["before_publish", "after_confirm"])
+def test_answered_counts_before_the_publish_unless_the_defect_waits_for_the_confirm(timing):
+    responder, _ = _responder(answered_timing=timing)
+    confirms = []
+    responder._publish_then = lambda key, properties, body, on_confirmed, on_failed: confirms.append(on_confirmed)
+    responder._answer(_delivery(), b"{}")
+    assert responder.answered.value == (1 if timing == "before_publish" else 0)  # published, not confirmed
+    confirms.pop()()
+    assert responder.answered.value == 1 and responder._channel.calls == [("ack", 7)]  # no added delay
+
+
+@pytest.mark.parametrize("timing, rollback", [("before_publish", True), ("before_publish", False), ("after_confirm", True)])
+def test_a_returned_reply_leaves_answered_as_before_it_unless_no_rollback(timing, rollback):
+    responder, _ = _responder(answered_timing=timing, rollback_answered=rollback)
+    _settling(responder, ["returned"])
+    responder._answer(_delivery(attempt=1), b"{}")
+    assert responder.answered.value == (0 if rollback else 1)  # after_confirm never counted it
 
 
 # -- stop settles what it answered -------------------------------------------

@@ -1,6 +1,7 @@
 """The gather state machine (SG-5..SG-8)."""
 
 import threading
+import time
 
 import pytest
 
@@ -95,3 +96,39 @@ def test_without_early_resolution_a_reached_count_waits_for_the_deadline():
     assert not gather.add("extra")  # full: counted Unmatched as after a resolution
     assert gather.wait(0) == ["a", "b"]
     assert gather.state is GatherState.RESOLVED
+
+
+def test_a_reply_past_the_deadline_is_refused_before_anyone_wakes_to_end_it():
+    gather = Gather("m-1", "c-1", expected_reply_count=2)
+    gather.arm(0)  # its deadline has passed; nobody waits on it yet
+    assert not gather.accepting()
+    assert not gather.add("late")
+    assert gather.replies == [] and gather.state is GatherState.REJECTED and gather.expired
+
+
+def test_concurrent_replies_never_overfill_a_gather():
+    # Whether a reply is still taken is decided together with taking it (SG-8.1).
+    gather = Gather("m-1", "c-1", expected_reply_count=5)
+    taken = []
+    start = threading.Barrier(20)
+
+    def add(n):
+        start.wait()
+        if gather.add(n):
+            taken.append(n)
+
+    threads = [threading.Thread(target=add, args=(n,)) for n in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(taken) == 5 and sorted(gather.wait(0)) == sorted(taken)
+
+
+def test_a_restarting_deadline_moves_to_a_full_timeout_after_each_reply():
+    gather = Gather("m-1", "c-1", restarts_per_reply=True)
+    gather.arm(0.1)
+    threading.Timer(0.07, gather.add, args=("a",)).start()
+    started = time.monotonic()
+    assert gather.wait() == ["a"]
+    assert time.monotonic() - started >= 0.17

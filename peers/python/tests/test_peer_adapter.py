@@ -1,15 +1,20 @@
-"""The peer adapter's pure parts: echo body, failure text, the policy table, hello, output lines."""
+"""The peer adapter's pure parts: echo body, failure text, the policy table, hello, output lines,
+and how a binding's errors become outcomes."""
 
+import builtins
 import copy
 import io
 import json
+from concurrent.futures import Future, TimeoutError as FutureTimeout
 from pathlib import Path
 from dataclasses import fields
 
 import pytest
 import yaml
 
+from acemq import RequestRefused, RequestTimedOut, RequestTimeoutError
 from acemq._policy import RequesterPolicy, ResponderPolicy
+from acemq.requester import Requester
 from acemq.responder import Request
 from acemq.wire import failure_text
 from acemq_peer import BadCommand, Output, Peer, _optional, make_handler
@@ -84,9 +89,7 @@ def test_every_mutant_sets_exactly_its_catalogue_policy_on_its_side(name):
     acting, default = (requester, RequesterPolicy()) if on_requester else (responder, ResponderPolicy())
     other = responder if on_requester else requester
     assert other == type(other)()  # the other side runs as current
-    got = _set_fields(acting, default)
-    got.pop("answered_delay_seconds", None)
-    assert got == _expected(mutant["policy"])
+    assert _set_fields(acting, default) == _expected(mutant["policy"])
 
 
 def test_every_catalogue_mutant_is_offered_but_an_only_where_one_pika_cannot_write():
@@ -105,11 +108,6 @@ def test_a_mutant_not_offered_without_only_where_fails_at_start_up():
 def test_a_mutant_not_offered_is_refused_saying_why():
     with pytest.raises(UnknownName, match="never B, u or i"):
         TABLE.requester(None, "narrow-int-header")
-
-
-def test_answered_after_the_confirm_is_widened_to_a_second():
-    assert TABLE.responder(None, "answered-after-publish").answered_delay_seconds == 1.0
-    assert TABLE.responder(None, None).answered_delay_seconds == 0.0
 
 
 def test_profiles_are_the_catalogues_for_this_peer():
@@ -202,3 +200,108 @@ def test_hello_refuses_a_tls_field_without_a_ca_file():
         peer.hello({"op": "hello", "protocol": 2, "amqp_url": "amqps://u:p@h/", "tls": {"ca": "x"}})
     with pytest.raises(FileNotFoundError):
         peer.hello({"op": "hello", "protocol": 2, "amqp_url": "amqps://u:p@h/", "tls": {"ca_file": "/nonexistent/ca.pem"}})
+
+
+# -- a binding's timeout is the timeout outcome, whatever carries it -------------------------
+
+class _LateTimeout(RequestTimedOut):
+    """A subclass of the binding's timeout: still a timeout."""
+
+
+def _wrapped(error):
+    """``error`` as the cause of another error, as a layer re-raising it would (``raise ... from``)."""
+    try:
+        raise error
+    except BaseException as inner:
+        try:
+            raise RuntimeError("the call failed") from inner
+        except RuntimeError as outer:
+            return outer
+
+
+def _timeouts(error):
+    """``error`` plain, wrapped once and twice, and (Python 3.11+) in an exception group."""
+    cases = [error, _wrapped(error), _wrapped(_wrapped(error))]
+    group = getattr(builtins, "ExceptionGroup", None)
+    if group is not None:
+        cases.append(group("calls", [ValueError("other"), error]))
+    return cases
+
+
+class _Failing:
+    """A requester whose every call ends with ``error``."""
+
+    def __init__(self, error):
+        self._error = error
+
+    def _pending(self):
+        error = self._error
+
+        class Pending:
+            request_id = "m-1"
+
+            def done(self):
+                return True
+
+            def result(self):
+                raise error
+
+        return Pending()
+
+    def send(self, *args, **kwargs):
+        return self._pending()
+
+    def begin_gather(self, *args, **kwargs):
+        return self._pending()
+
+
+def _peer_with(requester):
+    stream = io.StringIO()
+    peer = Peer(Output(stream))
+    peer._requesters["q"] = requester
+    return peer, stream
+
+
+def _answer(peer_and_stream, op, **fields):
+    peer, stream = peer_and_stream
+    peer._run(1, op, {"id": 1, "op": op, "requester": "q", **fields})
+    return json.loads(stream.getvalue().splitlines()[-1])
+
+
+_REQUEST = {"routing_key": "pricing", "body": {}}
+_GATHER = {"mode": "multi", "endpoint": "pricing", "expected_reply_count": 2}
+
+
+@pytest.mark.parametrize("error", _timeouts(RequestTimedOut("m-1", 0.2)) + _timeouts(_LateTimeout("m-1", 0.2)))
+def test_a_request_timeout_plain_or_wrapped_is_the_timeout_outcome(error):
+    answer = _answer(_peer_with(_Failing(error)), "request", **_REQUEST)
+    assert answer["ok"] and answer["outcome"] == "timeout"
+
+
+@pytest.mark.parametrize("error", _timeouts(RequestTimeoutError("g-1", 2, [{"n": 1}])))
+def test_a_gather_shortfall_plain_or_wrapped_is_the_timeout_with_its_partial_replies(error):
+    answer = _answer(_peer_with(_Failing(error)), "gather", **_GATHER)
+    assert answer["ok"] and answer["outcome"] == "timeout_with_partial" and answer["replies"] == [{"n": 1}]
+
+
+@pytest.mark.parametrize("error", [RequestRefused("no confirm"), _wrapped(FutureTimeout()), ValueError("x")])
+def test_other_errors_stay_refused_calls(error):
+    # A confirm that never came is a refusal, though Python spells its wait's end TimeoutError.
+    for op, fields in (("request", _REQUEST), ("gather", _GATHER)):
+        assert _answer(_peer_with(_Failing(error)), op, **fields)["ok"] is False
+
+
+def _acked(fn, outgoing):
+    confirm = Future()
+    confirm.set_result(None)
+    return confirm
+
+
+def test_the_bindings_own_timeouts_reach_the_harness_as_timeouts():
+    requester = Requester("amqp://unused/")
+    requester._io.call = _acked  # published and confirmed; nobody answers
+    peer = _peer_with(requester)
+    assert _answer(peer, "request", **_REQUEST, timeout_ms=10)["outcome"] == "timeout"
+    answer = _answer(peer, "gather", **_GATHER, timeout_ms=10)
+    assert answer["outcome"] == "timeout_with_partial" and answer["replies"] == []
+    assert requester.timed_out.value == 1

@@ -346,3 +346,36 @@ def test_unmatched_names_both_ids():
     _reply(requester, None, responseMessageId="g-2")
     _reply(requester, "c-3")
     assert observer.unmatched_pairs == [("c-1", "g-gone"), (None, "g-2"), ("c-3", None)]
+
+
+# -- a reply racing the end of its call or gather -------------------------------------------
+
+
+def test_a_gather_reply_past_the_deadline_is_unmatched_while_the_gather_is_still_pending():
+    requester, observer = _requester()
+    gather = _gathering(requester, "g-1", "c-1", 2)
+    gather.arm(0)  # ended by its deadline, not yet removed by its waiter
+    _reply(requester, "c-1", b'{"r":1}', responseMessageId="g-1")
+    assert "g-1" in requester._gathers and gather.replies == []
+    assert requester.unmatched.value == 1 and observer.unmatched_pairs == [("c-1", "g-1")]
+
+
+def test_a_gather_reply_past_its_count_is_unmatched_while_the_gather_is_still_pending():
+    requester, observer = _requester()
+    gather = _gathering(requester, "g-1", "c-1", 1)
+    _reply(requester, "c-1", b'{"r":1}', responseMessageId="g-1")
+    _reply(requester, "c-2", b'{"r":2}', responseMessageId="g-1")  # before its waiter removed it
+    assert "g-1" in requester._gathers and gather.wait(0) == [{"r": 1}]
+    assert requester.unmatched.value == 1 and observer.unmatched_pairs == [("c-2", "g-1")]
+
+
+def test_a_request_reply_past_the_deadline_is_unmatched_and_the_call_still_times_out():
+    requester, observer = _requester()
+    (call,) = _waiting(requester, "m-1")
+    requester._sent_requests["m-1"] = None
+    call.deadline = time.monotonic() - 0.001  # timed out; its waiter has not woken yet
+    _reply(requester, "m-1", b'{"late":true}')
+    assert not call.done and requester.unmatched.value == 1 and observer.unmatched_ids == ["m-1"]
+    with pytest.raises(RequestTimedOut):
+        requester._wait(call, call.deadline, 0.0)
+    assert requester.timed_out.value == 1

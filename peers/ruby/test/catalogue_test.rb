@@ -39,17 +39,12 @@ class CatalogueTest < Minitest::Test
     end
   end
 
-  # answered_timing is an AnsweredTiming (moment and delay); the catalogue names the moment.
-  def comparable(knob, value)
-    knob.to_s == "answered_timing" ? value.moment : value
-  end
-
   def test_policy_fields_and_defaults_are_the_catalogues
     POLICY_TYPES.each do |side, type|
       knobs = CATALOGUE.fetch("policies").fetch(side).reject { |knob, _| UNOFFERED_KNOBS.include?(knob) && !type.members.include?(knob.to_sym) }
       assert_equal knobs.keys.map(&:to_sym), type.members, side
       knobs.each do |knob, spec|
-        assert_equal ruby_value(knob, spec["default"]), comparable(knob, type::DEFAULT[knob.to_sym]), "#{side}.#{knob}"
+        assert_equal ruby_value(knob, spec["default"]), type::DEFAULT[knob.to_sym], "#{side}.#{knob}"
       end
     end
   end
@@ -60,7 +55,7 @@ class CatalogueTest < Minitest::Test
         next unless spec["values"] && type.members.include?(knob.to_sym)
 
         spec["values"].each do |value|
-          value = knob == "answered_timing" ? Acemq::Internal::AnsweredTiming.new(value.to_sym, 0) : ruby_value(knob, value)
+          value = ruby_value(knob, value)
           assert type.build(knob.to_sym => value), "#{side}.#{knob} = #{value}"
         end
       end
@@ -84,7 +79,7 @@ class CatalogueTest < Minitest::Test
       assert_equal spec["side"], side.to_s, name
       assert_equal spec["policy"].keys.map(&:to_sym), fields.keys, name
       spec["policy"].each do |knob, value|
-        assert_equal ruby_value(knob, value), comparable(knob, fields[knob.to_sym]), "#{name}: #{knob}"
+        assert_equal ruby_value(knob, value), fields[knob.to_sym], "#{name}: #{knob}"
       end
     end
   end
@@ -114,7 +109,9 @@ class CatalogueTest < Minitest::Test
     # A mutant of the other side leaves this end as current.
     assert_equal({}, Catalogue.responder_policy("current", "native-only").changes)
     assert_equal({ read_order: %i[header] }, Catalogue.responder_policy("0.3.0", nil).changes)
-    assert_equal 1.0, Catalogue.responder_policy(nil, "answered-after-publish").answered_timing.delay
+    assert_equal({ answered_timing: :after_confirm }, Catalogue.responder_policy(nil, "answered-after-publish").changes)
+    assert_equal({ request_deadline: :late }, Catalogue.requester_policy(nil, "late-timeout").changes)
+    assert_equal({ pass_spec_headers: false }, Catalogue.responder_policy(nil, "hides-acemq-headers").changes)
     error = assert_raises(ArgumentError) { Catalogue.requester_policy(nil, "native-onyl") }
     assert_includes error.message, "native-only"
     error = assert_raises(ArgumentError) { Catalogue.responder_policy("0.3", nil) }

@@ -124,13 +124,13 @@ class GatherTest < Minitest::Test
   end
 
   def test_gathering_without_early_resolution_waits_for_the_timeout
-    gathering = Acemq::Gathering.new("g", "c", 1, nil, early: false)
-    gathering.add(:a)
     started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-    assert_equal [[:a], :timeout, true], gathering.wait(0.2).to_a
+    gathering = Acemq::Gathering.new("g", "c", 1, 0.2, early: false)
+    gathering.add(:a)
+    assert_equal [[:a], :timeout, true], gathering.wait.to_a
     assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :>=, 0.2
-    assert_equal [[], :timeout, false], Acemq::Gathering.new("g", "c", 1, nil, early: false).wait(0.01).to_a
-    assert_equal [[:a], :count, true], Acemq::Gathering.new("g", "c", 1, nil).tap { _1.add(:a) }.wait(5).to_a
+    assert_equal [[], :timeout, false], Acemq::Gathering.new("g", "c", 1, 0.01, early: false).wait.to_a
+    assert_equal [[:a], :count, true], Acemq::Gathering.new("g", "c", 1, 5).tap { _1.add(:a) }.wait.to_a
   end
 
   def test_no_count_means_one_mutant
@@ -153,5 +153,170 @@ class GatherTest < Minitest::Test
     # With no gather pending there is nothing to misroute to.
     r.send(:on_reply, FakeProps.new(headers: { "responseMessageId".b => "other".b }, correlation_id: "c".b), "9")
     assert_equal 1, r.unmatched
+  end
+
+  # --- SG-10: a failure reply is not an answer ---
+
+  def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+  def failure_reply(r, id)
+    r.send(:on_reply, FakeProps.new(headers: { "responseMessageId".b => id.b, "acemq-error".b => "E: x".b },
+                                    correlation_id: id.b), "")
+  end
+
+  def good_reply(r, id, body = "7")
+    r.send(:on_reply, FakeProps.new(headers: { "responseMessageId".b => id.b }, correlation_id: id.b), body)
+  end
+
+  # A gather of count 1 on its own thread, started (registered) once this returns.
+  def pending_gather(r, sent, mode: :publish, timeout: 2, &on_reply)
+    thread = Thread.new do
+      Thread.current.report_on_exception = false
+      if mode == :publish
+        r.publish_request(1, exchange: "fan", expected_reply_count: 1, request_id: "g1", timeout: timeout, &on_reply)
+      else
+        r.send_request_multi(1, endpoint: "e", expected_reply_count: 1, request_id: "g1", timeout: timeout)
+      end
+    end
+    sent.pop
+    thread
+  end
+
+  def recording(r)
+    [].tap { |events| r.on(:unmatched) { |e| events << e } }
+  end
+
+  def test_a_failure_reply_is_kept_out_of_the_gather_and_its_count_and_is_unmatched
+    %i[publish multi].each do |mode|
+      sent = Queue.new
+      r = requester(FakePublisher.new { |m| sent << m })
+      events = recording(r)
+      seen = []
+      thread = pending_gather(r, sent, mode: mode) { |reply| seen << reply }
+      failure_reply(r, "g1")
+      assert thread.alive?, "#{mode}: the failure reply counted toward the count"
+      good_reply(r, "g1")
+      assert_equal [7], thread.value, mode
+      assert_equal [7], seen if mode == :publish # on_reply never saw the failure
+      assert_equal 1, r.unmatched, mode
+      assert_equal [{ correlation_id: "g1", response_message_id: "g1" }], events, mode
+    end
+  end
+
+  def test_gather_keeps_failures_mutant_adds_a_nil_reply_that_counts
+    sent = Queue.new
+    r = requester(FakePublisher.new { |m| sent << m }, gather_failure_reply: :keep)
+    events = recording(r)
+    seen = []
+    thread = pending_gather(r, sent) { |reply| seen << reply }
+    failure_reply(r, "g1")
+    assert_equal [nil], thread.value
+    assert_equal [nil], seen
+    assert_equal [0, []], [r.unmatched, events]
+  end
+
+  def test_gather_failures_not_counted_mutant_emits_without_counting
+    sent = Queue.new
+    r = requester(FakePublisher.new { |m| sent << m }, count_gather_failures: false)
+    events = recording(r)
+    thread = pending_gather(r, sent)
+    failure_reply(r, "g1")
+    assert thread.alive?
+    good_reply(r, "g1")
+    assert_equal [7], thread.value
+    assert_equal [0, 1], [r.unmatched, events.size]
+  end
+
+  # SG-8's and SG-10's counter fields are independent of each other.
+  def test_failure_and_late_reply_counters_are_independent
+    sent = Queue.new
+    r = requester(FakePublisher.new { |m| sent << m }, count_gather_unmatched: false)
+    thread = pending_gather(r, sent)
+    failure_reply(r, "g1") # SG-10: still counted
+    good_reply(r, "g1")
+    thread.value
+    good_reply(r, "g1") # late (SG-8): not counted by this policy
+    assert_equal 1, r.unmatched
+
+    r = requester(FakePublisher.new { |m| sent << m }, count_gather_failures: false)
+    thread = pending_gather(r, sent)
+    failure_reply(r, "g1") # SG-10: not counted by this policy
+    good_reply(r, "g1")
+    thread.value
+    good_reply(r, "g1") # late (SG-8): still counted
+    assert_equal 1, r.unmatched
+  end
+
+  # --- SG-8.1: a gather that ended but is not yet removed takes no reply ---
+
+  def test_gathering_refuses_a_reply_once_its_count_is_reached_or_its_time_is_up
+    gathering = Acemq::Gathering.new("g", "c", 1, 5)
+    assert gathering.add(:a)
+    refute gathering.add(:b), "added to a gathering whose count was reached"
+    assert_equal [:a], gathering.wait.replies
+    gathering = Acemq::Gathering.new("g", "c", nil, 0.01)
+    sleep 0.02
+    refute gathering.add(:a), "added to a gathering whose deadline passed"
+    assert_equal [[], :timeout], gathering.wait.to_a.first(2)
+    gathering = Acemq::Gathering.new("g", "c", nil, 5).tap(&:close)
+    refute gathering.add(:a)
+  end
+
+  # The window between "count reached" (or the deadline) and the requester removing the
+  # gather: a reply arriving there is Unmatched with its event, not added and lost.
+  def test_a_reply_for_a_finished_gather_still_pending_removal_is_unmatched
+    [[1, 5], [nil, 0.01]].each do |expected, timeout|
+      r = requester(FakePublisher.new)
+      events = recording(r)
+      gathering = Acemq::Gathering.new("g1", "g1", expected, timeout)
+      gathering.add(1) if expected
+      sleep 0.02 unless expected
+      r.instance_variable_get(:@gathers)["g1"] = gathering # ended, not yet removed
+      good_reply(r, "g1")
+      assert_equal [expected ? [1] : [], 1], [gathering.wait.replies, r.unmatched], "count #{expected.inspect}"
+      assert_equal [{ correlation_id: "g1", response_message_id: "g1" }], events
+    end
+  end
+
+  # The same race end to end: a reply beyond the count, delivered as the count is reached.
+  def test_a_reply_beyond_the_count_is_unmatched_not_in_the_result
+    r, = requester_answering(3)
+    assert_equal [0, 1], r.publish_request(1, exchange: "fan", expected_reply_count: 2, timeout: 2)
+    deadline = now + 5
+    sleep 0.01 until r.unmatched == 1 || now > deadline # the third reply is on its way
+    assert_equal 1, r.unmatched
+  end
+
+  # --- SG-9: the timeout bounds every gather ---
+
+  def test_a_reply_does_not_extend_a_gather_and_restart_per_reply_does
+    [[:fixed, 0.3, 0.45], [:restart_per_reply, 0.5, 5]].each do |deadline, at_least, under|
+      sent = Queue.new
+      r = requester(FakePublisher.new { |m| sent << m }, gather_deadline: deadline)
+      started = now
+      thread = Thread.new { r.publish_request(1, exchange: "fan", request_id: "g1", timeout: 0.3) }
+      sent.pop
+      sleep 0.2
+      good_reply(r, "g1")
+      assert_equal [7], thread.value, deadline
+      assert_operator now - started, :>=, at_least, deadline
+      assert_operator now - started, :<, under, deadline
+    end
+  end
+
+  def test_restart_per_reply_makes_a_shortfall_reject_late
+    sent = Queue.new
+    r = requester(FakePublisher.new { |m| sent << m }, gather_deadline: :restart_per_reply)
+    started = now
+    thread = Thread.new do
+      Thread.current.report_on_exception = false
+      r.send_request_multi(1, endpoint: "e", expected_reply_count: 2, request_id: "g1", timeout: 0.3)
+    end
+    sent.pop
+    sleep 0.2
+    good_reply(r, "g1")
+    error = assert_raises(Acemq::RequestTimeoutError) { thread.value }
+    assert_equal [7], error.partial_replies
+    assert_operator now - started, :>=, 0.5
   end
 end

@@ -117,4 +117,43 @@ class RequesterKnobsTest < Minitest::Test
     assert_equal [], r.send_request_multi(1, endpoint: "e", timeout: 0.05)
     assert_equal 2, publisher.published.size
   end
+
+  def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+  # RR-9.6: a request ends at its timeout; :late gives up half a timeout later, still a
+  # timeout and still counted. Gathers keep their own deadline.
+  def test_request_deadline_late_gives_up_at_one_and_a_half_timeouts
+    [[:timeout, 0.2, 0.3], [:late, 0.3, 5]].each do |deadline, at_least, under|
+      r = requester(FakePublisher.new, request_deadline: deadline)
+      started = now
+      assert_raises(Acemq::RequestTimedOut) { r.request(1, routing_key: "k", timeout: 0.2) }
+      assert_operator now - started, :>=, at_least, deadline
+      assert_operator now - started, :<, under, deadline
+      assert_equal 1, r.timed_out
+    end
+    r = requester(FakePublisher.new, request_deadline: :late)
+    started = now
+    assert_equal [], r.publish_request(1, exchange: "fan", timeout: 0.2)
+    assert_operator now - started, :<, 0.3
+  end
+
+  # The default timeout too: the timer is armed at 1.5 x whatever timeout the call has.
+  def test_request_deadline_late_applies_to_the_default_timeout
+    r = requester(FakePublisher.new, request_deadline: :late, default_timeout_ms: 200)
+    started = now
+    assert_raises(Acemq::RequestTimedOut) { r.request(1, routing_key: "k") }
+    assert_operator now - started, :>=, 0.3
+  end
+
+  # RR-8.2: a second reply for a request that already ended is Unmatched.
+  def test_a_reply_for_a_request_already_answered_is_unmatched
+    sent = Queue.new
+    r = requester(FakePublisher.new { |m| sent << m })
+    call = Thread.new { r.request(1, routing_key: "k", message_id: "a", timeout: 2) }
+    message = sent.pop
+    reply_to(r, message, "5")
+    assert_equal 5, call.value
+    reply_to(r, message, "6")
+    assert_equal 1, r.unmatched
+  end
 end

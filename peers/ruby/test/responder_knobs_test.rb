@@ -28,6 +28,23 @@ class ResponderKnobsTest < ResponderTest
     assert_equal "hs", @events.assoc(:handled).last[:request].reply_to
   end
 
+  SPEC_HEADERS = { "acemq-reply-to" => "rq", "acemq-whatever" => "w", "responseMessageId" => "g",
+                   "x-custom" => "c", "x-acemq-trace" => "t" }.freeze
+
+  # RR-5: only x-acemq-* is hidden; the spec's own acemq-* headers reach the handler.
+  def test_the_handler_sees_the_spec_headers_and_hides_acemq_ones_only_by_policy
+    deliver(responder(FakePublisher.new), headers: SPEC_HEADERS)
+    assert_equal %w[acemq-reply-to acemq-whatever responseMessageId x-custom],
+                 @events.assoc(:handled).last[:request].headers.keys.sort
+    publisher = FakePublisher.new
+    r = responder(publisher, pass_spec_headers: false)
+    deliver(r, headers: SPEC_HEADERS)
+    request = @events.assoc(:handled).last[:request]
+    assert_equal %w[responseMessageId x-custom], request.headers.keys.sort
+    # Hidden from the handler only: the reply address was still read and answered.
+    assert_equal [["rq", :header], ["rq"]], [[request.reply_to, request.reply_to_source], publisher.published.map(&:routing_key)]
+  end
+
   def test_reply_content_type_none_leaves_it_off
     publisher = FakePublisher.new
     deliver(responder(publisher, reply_content_type: :none))

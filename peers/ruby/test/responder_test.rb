@@ -148,15 +148,38 @@ class ResponderTest < Minitest::Test
     assert_equal 1, r.answered
   end
 
-  def test_answered_after_confirm_counts_late
-    timing = Acemq::Internal::AnsweredTiming.new(:after_confirm, 0.05)
-    r = responder(FakePublisher.new, answered_timing: timing)
-    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-    deliver(r)
-    assert_equal 0, r.answered
-    Thread.pass until r.answered == 1 || Process.clock_gettime(Process::CLOCK_MONOTONIC) - started > 5
+  # A publisher whose publish returns (the broker's confirm) only once the test lets it.
+  def held_publisher(confirm)
+    FakePublisher.new { confirm.pop }
+  end
+
+  def test_answered_after_confirm_counts_on_the_confirm_and_no_later
+    confirm = Queue.new
+    r = responder(held_publisher(confirm), answered_timing: :after_confirm)
+    delivery = Thread.new { deliver(r) }
+    Thread.pass until confirm.num_waiting == 1
+    assert_equal 0, r.answered # the reply is out, its confirm not back: not counted yet
+    confirm << :ack
+    delivery.join
+    assert_equal 1, r.answered # at once: no added delay
+
+    # The default counts before the publish, while the confirm is still held.
+    confirm = Queue.new
+    r = responder(held_publisher(confirm))
+    delivery = Thread.new { deliver(r) }
+    Thread.pass until confirm.num_waiting == 1
     assert_equal 1, r.answered
-    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :>=, 0.05
+    confirm << :ack
+    delivery.join
+  end
+
+  # Counting on the confirm has nothing to roll back: a reply that failed was never counted.
+  def test_answered_after_confirm_never_counts_a_failed_reply
+    [true, false].each do |rollback|
+      r = responder(returning_publisher, answered_timing: :after_confirm, rollback_answered: rollback)
+      deliver(r)
+      assert_equal [0, [[:nack, 7, false, true]]], [r.answered, settled(r)]
+    end
   end
 
   def test_handler_failure_retry_sends_nothing_and_requeues_then_dead_letters

@@ -7,7 +7,6 @@ package main
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"acemq-interop/peers/go/internal/policy"
 )
@@ -26,10 +25,6 @@ func req(side string, f func(*policy.Requester)) mutant {
 
 func resp(f func(*policy.Responder)) mutant { return mutant{side: "responder", responder: f} }
 
-// answeredDelay widens the after-confirm count's window (the real defect's
-// is microseconds) so the suite catches it every time, not by luck.
-const answeredDelay = 1000 * time.Millisecond
-
 // mutants is every catalogue mutant, in catalogue order.
 var mutants = named([]mutant{
 	req("requester", func(p *policy.Requester) { p.WriteHeaderAddress = false }),
@@ -43,7 +38,7 @@ var mutants = named([]mutant{
 	resp(func(p *policy.Responder) { p.CountFailuresAnswered = true }),
 	resp(func(p *policy.Responder) { p.Unanswerable = policy.DeadLetterIt }),
 	resp(func(p *policy.Responder) { p.RollbackAnswered = false }),
-	resp(func(p *policy.Responder) { p.AnsweredTiming, p.AnsweredDelay = policy.AfterConfirm, answeredDelay }),
+	resp(func(p *policy.Responder) { p.AnsweredTiming = policy.AfterConfirm }),
 	resp(func(p *policy.Responder) { p.CountersCreated = policy.AfterFirstDelivery }),
 	req("gatherer", func(p *policy.Requester) { p.GatherDemuxBy = policy.DemuxByCorrelationID }),
 	req("gatherer", func(p *policy.Requester) { p.GatherShortfall = policy.ResolveShortfall }),
@@ -92,6 +87,11 @@ var mutants = named([]mutant{
 	resp(func(p *policy.Responder) { p.RetryFailures = true }),
 	resp(func(p *policy.Responder) { p.CountUnanswerable = false }),
 	resp(func(p *policy.Responder) { p.RequestQueue = policy.ClassicIfMissing }),
+	req("requester", func(p *policy.Requester) { p.RequestDeadline = policy.LateDeadline }),
+	req("gatherer", func(p *policy.Requester) { p.GatherDeadline = policy.RestartPerReply }),
+	req("gatherer", func(p *policy.Requester) { p.GatherFailureReply = policy.KeepGatherFailure }),
+	req("gatherer", func(p *policy.Requester) { p.CountGatherFailures = false }),
+	resp(func(p *policy.Responder) { p.PassSpecHeaders = false }),
 	resp(func(p *policy.Responder) { p.LastAttempt = policy.AckLastAttempt }),
 },
 	"native-only", "header-bytes", "queue-per-request", "late-reply-to-next", "ignores-error-header",
@@ -107,6 +107,7 @@ var mutants = named([]mutant{
 	"fails-on-unknown-headers", "shared-reply-queue", "gather-unmatched-not-counted", "publish-twice", "no-count-no-copy",
 	"header-only-reader", "ignores-bytes-address", "no-content-type", "strips-x-headers", "failure-with-body",
 	"qualified-error-type", "retries-failures", "unanswerable-not-counted", "classic-request-queue",
+	"late-timeout", "budget-restarts-per-reply", "gather-keeps-failures", "gather-failures-not-counted", "hides-acemq-headers",
 	"last-attempt-acked",
 )
 

@@ -444,25 +444,34 @@ func (p *peer) request(cmd command) (answer, error) {
 	started := time.Now()
 	var reply json.RawMessage
 	err = r.Request(context.Background(), cmd.Exchange, *cmd.RoutingKey, bodyOf(cmd), &reply, opts...)
-	res := answer{"request_id": id}
+	res, err := requestOutcome(reply, err)
+	if err != nil {
+		return nil, err
+	}
+	res["request_id"], res["elapsed_ms"] = id, elapsedMS(started)
+	return res, nil
+}
+
+// requestOutcome is how a request call ended, as the protocol names it. The
+// binding's errors are matched with errors.Is / errors.As, so a wrapped one
+// (fmt.Errorf("...: %w", err)) is still its outcome; only an error that is no
+// outcome (the call could not be made) is returned, as a refusal.
+func requestOutcome(reply json.RawMessage, err error) (answer, error) {
 	var failed *acemq.ResponderFailedError
 	var undecodable *acemq.DecodeError
 	switch {
 	case err == nil:
-		res["outcome"], res["reply"] = "reply", reply
+		return answer{"outcome": "reply", "reply": reply}, nil
 	case errors.Is(err, acemq.ErrTimedOut):
-		res["outcome"] = "timeout"
+		return answer{"outcome": "timeout"}, nil
 	case errors.As(err, &failed):
-		res["outcome"], res["failure"] = "responder_failed", failed.Failure
+		return answer{"outcome": "responder_failed", "failure": failed.Failure}, nil
 	case errors.As(err, &undecodable):
-		res["outcome"], res["error"] = "decode_error", undecodable.Err.Error()
+		return answer{"outcome": "decode_error", "error": undecodable.Err.Error()}, nil
 	case errors.Is(err, acemq.ErrClosed):
-		res["outcome"] = "closed"
-	default:
-		return nil, err
+		return answer{"outcome": "closed"}, nil
 	}
-	res["elapsed_ms"] = elapsedMS(started)
-	return res, nil
+	return nil, err
 }
 
 func (p *peer) gather(cmd command) (answer, error) {
@@ -505,20 +514,30 @@ func (p *peer) gather(cmd command) (answer, error) {
 	default:
 		return nil, bad("unknown gather mode %q", cmd.Mode)
 	}
-	res := answer{"request_id": opts.MessageID}
+	res, err := gatherOutcome(replies, err)
+	if err != nil {
+		return nil, err
+	}
+	res["request_id"], res["elapsed_ms"] = opts.MessageID, elapsedMS(started)
+	return res, nil
+}
+
+// gatherOutcome is requestOutcome's counterpart: a shortfall, wrapped or
+// not, is timeout_with_partial with its partial replies; any other timeout
+// error (none has partial replies) is one with none.
+func gatherOutcome(replies []json.RawMessage, err error) (answer, error) {
 	var shortfall *acemq.RequestTimeoutError
 	switch {
 	case err == nil:
-		res["outcome"], res["replies"] = "replies", jsonValues(replies)
+		return answer{"outcome": "replies", "replies": jsonValues(replies)}, nil
 	case errors.As(err, &shortfall):
-		res["outcome"], res["replies"] = "timeout_with_partial", jsonValues(shortfall.PartialReplies)
+		return answer{"outcome": "timeout_with_partial", "replies": jsonValues(shortfall.PartialReplies)}, nil
+	case errors.Is(err, acemq.ErrTimedOut):
+		return answer{"outcome": "timeout_with_partial", "replies": []interface{}{}}, nil
 	case errors.Is(err, acemq.ErrClosed):
-		res["outcome"] = "closed"
-	default:
-		return nil, err
+		return answer{"outcome": "closed"}, nil
 	}
-	res["elapsed_ms"] = elapsedMS(started)
-	return res, nil
+	return nil, err
 }
 
 func (p *peer) counters(cmd command) (answer, error) {

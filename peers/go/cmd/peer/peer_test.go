@@ -2,12 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"acemq-interop/peers/go/acemq"
 	"acemq-interop/peers/go/internal/policy"
@@ -59,7 +60,7 @@ func TestMutantsActOnlyOnTheirSide(t *testing.T) {
 		t.Errorf("responder policy = %+v, %v", got, err)
 	}
 	late := "answered-after-publish"
-	if got, _ := responderPolicy("current", &late); got.AnsweredTiming != policy.AfterConfirm || got.AnsweredDelay != time.Second {
+	if got, _ := responderPolicy("current", &late); got.AnsweredTiming != policy.AfterConfirm {
 		t.Errorf("after-confirm policy = %+v", got)
 	}
 	// A profile and a mutant combine.
@@ -136,5 +137,70 @@ func TestHelloTakesTLSAndSaysSo(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing.pem")
 	if _, err := p.hello(command{Protocol: &two, TLS: &tlsSettings{CAFile: missing}}); err == nil || !strings.Contains(err.Error(), "CA file") {
 		t.Errorf("a CA file that is not there: %v", err)
+	}
+}
+
+// The binding's timeout errors, plain or wrapped as Go code wraps errors
+// (fmt.Errorf with %w, once or twice), are the timeout outcomes, never a
+// refusal; anything else that is no outcome stays a refusal.
+func TestTimeoutsWhateverTheirShapeAreTheTimeoutOutcome(t *testing.T) {
+	wrap := func(err error) []error {
+		return []error{err, fmt.Errorf("request m-1: %w", err), fmt.Errorf("caller: %w", fmt.Errorf("inner: %w", err))}
+	}
+	for _, err := range wrap(fmt.Errorf("%w: no reply to m-1 within 1s", acemq.ErrTimedOut)) {
+		if got, refused := requestOutcome(nil, err); refused != nil || got["outcome"] != "timeout" {
+			t.Errorf("request %q: %v, %v; want the timeout outcome", err, got, refused)
+		}
+	}
+	partial := []json.RawMessage{json.RawMessage(`{"n":1}`), json.RawMessage(`null`)}
+	for _, err := range wrap(&acemq.RequestTimeoutError{MessageID: "g-1", Expected: 3, PartialReplies: partial}) {
+		got, refused := gatherOutcome(nil, err)
+		if b, _ := json.Marshal(got["replies"]); refused != nil || got["outcome"] != "timeout_with_partial" || string(b) != `[{"n":1},null]` {
+			t.Errorf("gather %q: %v, %v; want timeout_with_partial with its two replies", err, got, refused)
+		}
+		// A shortfall is a timeout to a request's caller too.
+		if got, _ := requestOutcome(nil, err); got["outcome"] != "timeout" {
+			t.Errorf("a shortfall through requestOutcome: %v", got)
+		}
+	}
+	for _, err := range wrap(acemq.ErrTimedOut) {
+		if got, refused := gatherOutcome(nil, err); refused != nil || got["outcome"] != "timeout_with_partial" {
+			t.Errorf("gather %q: %v, %v; want timeout_with_partial", err, got, refused)
+		}
+	}
+	for _, err := range wrap(acemq.ErrClosed) {
+		if got, _ := requestOutcome(nil, err); got["outcome"] != "closed" {
+			t.Errorf("request %q: %v, want closed", err, got)
+		}
+	}
+	cannot := errors.New("connection refused")
+	if _, refused := requestOutcome(nil, cannot); refused != cannot {
+		t.Errorf("a call that could not be made is not refused: %v", refused)
+	}
+	if _, refused := gatherOutcome(nil, fmt.Errorf("publish: %w", &acemq.ReturnedError{Code: 312})); refused == nil {
+		t.Error("a returned gather is not refused")
+	}
+}
+
+func TestTheNewMutantsSetTheirKnobsOnly(t *testing.T) {
+	for name, check := range map[string]func(policy.Requester, policy.Responder) bool{
+		"late-timeout": func(q policy.Requester, _ policy.Responder) bool { return q.RequestDeadline == policy.LateDeadline },
+		"budget-restarts-per-reply": func(q policy.Requester, _ policy.Responder) bool {
+			return q.GatherDeadline == policy.RestartPerReply
+		},
+		"gather-keeps-failures": func(q policy.Requester, _ policy.Responder) bool {
+			return q.GatherFailureReply == policy.KeepGatherFailure && q.CountGatherFailures && q.CountGatherUnmatched
+		},
+		"gather-failures-not-counted": func(q policy.Requester, _ policy.Responder) bool {
+			return !q.CountGatherFailures && q.GatherFailureReply == policy.DropGatherFailure && q.CountGatherUnmatched
+		},
+		"hides-acemq-headers": func(_ policy.Requester, s policy.Responder) bool { return !s.PassSpecHeaders && s.StripEngineHeaders },
+	} {
+		name := name
+		q, err := requesterPolicy("current", &name)
+		s, err2 := responderPolicy("current", &name)
+		if err != nil || err2 != nil || !check(q, s) {
+			t.Errorf("%s: requester %+v, responder %+v (%v, %v)", name, q, s, err, err2)
+		}
 	}
 }

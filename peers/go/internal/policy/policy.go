@@ -11,8 +11,6 @@
 // catalogue field by field.
 package policy
 
-import "time"
-
 // Source is a place a reply address is read from.
 type Source string
 
@@ -59,6 +57,10 @@ type (
 	ErrorTypeName    string
 	LastAttemptRule  string
 	RequestQueueRule string
+
+	RequestDeadline    string
+	GatherDeadline     string
+	GatherFailureReply string
 )
 
 const (
@@ -159,6 +161,20 @@ const (
 	// ClassicIfMissing declares the request queue passively first and keeps
 	// it as it is; only a missing queue is declared, durable and classic.
 	ClassicIfMissing RequestQueueRule = "classic_if_missing"
+
+	DeadlineAtTimeout RequestDeadline = "timeout"
+	// LateDeadline gives up at 1.5 x the timeout (RR-9.6 says at it).
+	LateDeadline RequestDeadline = "late"
+
+	FixedGatherDeadline GatherDeadline = "fixed"
+	// RestartPerReply starts the gather's timeout again at every reply it
+	// keeps (SG-9.1 says a reply does not extend it).
+	RestartPerReply GatherDeadline = "restart_per_reply"
+
+	DropGatherFailure GatherFailureReply = "drop"
+	// KeepGatherFailure keeps a failure reply in its gather as a null reply
+	// (SG-10.1 says it is not an answer).
+	KeepGatherFailure GatherFailureReply = "keep"
 )
 
 // Requester is the requester's (and gatherer's) policy.
@@ -202,28 +218,31 @@ type Requester struct {
 	PublishCopies int `policy:"publish_copies"`
 	// MultiCopiesWithoutCount is how many copies sendRequestMulti publishes
 	// when given no expected count (SG-2: 1).
-	MultiCopiesWithoutCount int `policy:"multi_copies_without_count"`
+	MultiCopiesWithoutCount int                `policy:"multi_copies_without_count"`
+	RequestDeadline         RequestDeadline    `policy:"request_deadline"`
+	GatherDeadline          GatherDeadline     `policy:"gather_deadline"`
+	GatherFailureReply      GatherFailureReply `policy:"gather_failure_reply"`
+	// CountGatherFailures counts a failure reply its gather dropped in
+	// Unmatched (SG-10.2); independent of CountGatherUnmatched (SG-8).
+	CountGatherFailures bool `policy:"count_gather_failures"`
 }
 
 // Responder is the responder's policy.
 type Responder struct {
-	ReadOrder             []Source          `policy:"read_order"`
-	ReplyCorrelationFrom  Correlation       `policy:"reply_correlation_from"`
-	StripEngineHeaders    bool              `policy:"strip_engine_headers"`
-	HandlerFailure        FailureRule       `policy:"handler_failure"`
-	DeadLetterFailures    bool              `policy:"dead_letter_failures"`
-	CountFailuresAnswered bool              `policy:"count_failures_answered"`
-	Unanswerable          UnanswerableRule  `policy:"unanswerable"`
-	UndeliverableReply    UndeliverableRule `policy:"undeliverable_reply"`
-	AnsweredTiming        AnsweredTiming    `policy:"answered_timing"`
-	// AnsweredDelay is how much later than the confirm an AfterConfirm
-	// count lands; part of the AfterConfirm value, set with it.
-	AnsweredDelay     time.Duration      `policy:"-"`
-	RollbackAnswered  bool               `policy:"rollback_answered"`
-	CountersCreated   CountersCreation   `policy:"counters_created"`
-	DLQQueueType      QueueType          `policy:"dlq_queue_type"`
-	ResponseMessageID bool               `policy:"response_message_id"`
-	HeaderTypes       HeaderTypesReading `policy:"header_types"`
+	ReadOrder             []Source           `policy:"read_order"`
+	ReplyCorrelationFrom  Correlation        `policy:"reply_correlation_from"`
+	StripEngineHeaders    bool               `policy:"strip_engine_headers"`
+	HandlerFailure        FailureRule        `policy:"handler_failure"`
+	DeadLetterFailures    bool               `policy:"dead_letter_failures"`
+	CountFailuresAnswered bool               `policy:"count_failures_answered"`
+	Unanswerable          UnanswerableRule   `policy:"unanswerable"`
+	UndeliverableReply    UndeliverableRule  `policy:"undeliverable_reply"`
+	AnsweredTiming        AnsweredTiming     `policy:"answered_timing"`
+	RollbackAnswered      bool               `policy:"rollback_answered"`
+	CountersCreated       CountersCreation   `policy:"counters_created"`
+	DLQQueueType          QueueType          `policy:"dlq_queue_type"`
+	ResponseMessageID     bool               `policy:"response_message_id"`
+	HeaderTypes           HeaderTypesReading `policy:"header_types"`
 	// DefaultMaxAttempts is the attempts of a responder given none (RR-14: 3).
 	DefaultMaxAttempts int `policy:"default_max_attempts"`
 	// AttemptBase is added to x-delivery-count to number an attempt (RR-14: 1).
@@ -242,6 +261,9 @@ type Responder struct {
 	LastAttempt       LastAttemptRule `policy:"last_attempt"`
 	// RequestQueue is how the request queue is declared (RR-17: quorum).
 	RequestQueue RequestQueueRule `policy:"request_queue"`
+	// PassSpecHeaders shows the handler the spec's own acemq-* headers
+	// (RR-5.2: only x-acemq-* is removed).
+	PassSpecHeaders bool `policy:"pass_spec_headers"`
 }
 
 // DefaultRequester is every requester knob at the catalogue's default.
@@ -278,6 +300,10 @@ func DefaultRequester() Requester {
 		CountGatherUnmatched:     true,
 		PublishCopies:            1,
 		MultiCopiesWithoutCount:  1,
+		RequestDeadline:          DeadlineAtTimeout,
+		GatherDeadline:           FixedGatherDeadline,
+		GatherFailureReply:       DropGatherFailure,
+		CountGatherFailures:      true,
 	}
 }
 
@@ -310,6 +336,7 @@ func DefaultResponder() Responder {
 		CountUnanswerable:    true,
 		LastAttempt:          DeadLetterLastAttempt,
 		RequestQueue:         QuorumRequestQueue,
+		PassSpecHeaders:      true,
 	}
 }
 

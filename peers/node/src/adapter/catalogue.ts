@@ -79,6 +79,11 @@ export const MUTANTS: Readonly<Record<string, { side: Side; policy: Knobs }>> = 
   'retries-failures': { side: 'responder', policy: { retry_failures: true } },
   'unanswerable-not-counted': { side: 'responder', policy: { count_unanswerable: false } },
   'classic-request-queue': { side: 'responder', policy: { request_queue: 'classic_if_missing' } },
+  'late-timeout': { side: 'requester', policy: { request_deadline: 'late' } },
+  'budget-restarts-per-reply': { side: 'gatherer', policy: { gather_deadline: 'restart_per_reply' } },
+  'gather-keeps-failures': { side: 'gatherer', policy: { gather_failure_reply: 'keep' } },
+  'gather-failures-not-counted': { side: 'gatherer', policy: { count_gather_failures: false } },
+  'hides-acemq-headers': { side: 'responder', policy: { pass_spec_headers: false } },
   'last-attempt-acked': { side: 'responder', policy: { last_attempt: 'ack' } },
 };
 
@@ -90,9 +95,6 @@ export const PROFILES: Readonly<Record<string, { requester: Knobs; responder: Kn
   current: { requester: {}, responder: {} },
 };
 
-/** The catalogue says the widened window of counting after the confirm is 1000 ms. */
-export const AFTER_CONFIRM_DELAY_MS = 1000;
-
 /** An unknown profile or mutant; the message names the valid ones. */
 export class UnknownNameError extends Error {}
 
@@ -101,19 +103,14 @@ function camel(knob: string): string {
 }
 
 /**
- * Catalogue knobs in the binding's spelling; answered_timing's value carries its delay.
- * A knob the binding's policy does not have is a bug in this table, so it throws.
+ * Catalogue knobs in the binding's spelling. A knob the binding's policy does not have is a
+ * bug in this table, so it throws.
  */
 function toPolicyFields(knobs: Knobs, defaults: object): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
   for (const [knob, value] of Object.entries(knobs)) {
     if (!(camel(knob) in defaults)) throw new Error(`the binding's policy has no knob ${knob}`);
-    fields[camel(knob)] =
-      knob === 'answered_timing'
-        ? value === 'after_confirm'
-          ? { at: 'after_confirm', delayMs: AFTER_CONFIRM_DELAY_MS }
-          : { at: value }
-        : value;
+    fields[camel(knob)] = value;
   }
   return fields;
 }

@@ -86,6 +86,35 @@ describe('PendingGather', () => {
     assert.equal(gather.isSettled, true);
   });
 
+  it('ends at its timeout however many replies came, or late when every reply restarts it (SG-9.1)', async () => {
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    for (const deadline of ['fixed', 'restart_per_reply'] as const) {
+      const start = Date.now();
+      const budget = new PendingGather<number>('m11', { timeoutMs: 60, deadline });
+      const shortfall = new PendingGather<number>('m12', { expectedReplyCount: 3, timeoutMs: 60, deadline });
+      await sleep(40);
+      budget.add(1);
+      shortfall.add(1);
+      assert.deepEqual(await budget.result, [1]);
+      const budgetMs = Date.now() - start;
+      await assert.rejects(shortfall.result, RequestTimeoutError);
+      const shortfallMs = Date.now() - start;
+      if (deadline === 'fixed') {
+        assert.ok(budgetMs < 90 && shortfallMs < 90, `ended at the timeout: ${budgetMs}, ${shortfallMs} ms`);
+      } else {
+        assert.ok(budgetMs >= 95 && shortfallMs >= 95, `a whole timeout after the reply: ${budgetMs}, ${shortfallMs} ms`);
+      }
+    }
+  });
+
+  it('takes no reply once it ended at its timeout (SG-8.1)', async () => {
+    const gather = new PendingGather<number>('m13', { expectedReplyCount: 2, timeoutMs: 10 });
+    gather.add(1);
+    await assert.rejects(gather.result, RequestTimeoutError);
+    assert.equal(gather.add(2), false);
+    assert.deepEqual(gather.replies, [1]);
+  });
+
   it('refuses a count that is not a positive integer', () => {
     assert.throws(() => new PendingGather('m8', { expectedReplyCount: 0, timeoutMs: 10 }), RangeError);
   });

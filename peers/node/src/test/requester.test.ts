@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import type { Options } from 'amqplib';
 import { PublishFailedError, ReplyDecodeError, RequestTimedOutError, RequesterClosedError, RequestTimeoutError } from '../errors';
 import { type RequesterPolicy, requesterPolicy } from '../policy';
-import { Requester, type RequesterOptions } from '../requester';
+import { Requester, type RequesterOptions, type UnmatchedReply } from '../requester';
 
 interface Published {
   exchange: string;
@@ -32,6 +32,8 @@ function requester(changes: Partial<RequesterPolicy> = {}, returnAll = false, op
   const made = new ctor(connection, null, 'rq', options, requesterPolicy(changes));
   return { requester: made, published };
 }
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function elapsed<T>(call: Promise<T>): Promise<number> {
   const start = Date.now();
@@ -219,5 +221,109 @@ describe('Requester policy', () => {
       }
       assert.ok(lastId(published));
     }
+  });
+  it('gives an unanswered request up at its timeout, or half its timeout later still as a counted timeout (RR-9.6)', async () => {
+    for (const requestDeadline of ['timeout', 'late'] as const) {
+      // The default timeout is the policy's here, so the late breach applies to it too.
+      const { requester: r } = requester({ requestDeadline, defaultTimeoutMs: 100 });
+      const took = await elapsed(
+        assert.rejects(r.request('', 'q', {}), (err: unknown) => err instanceof RequestTimedOutError && err.timeoutMs === 100),
+      );
+      if (requestDeadline === 'timeout') assert.ok(took >= 95 && took < 145, `at the timeout: ${took} ms`);
+      else assert.ok(took >= 145, `half the timeout late: ${took} ms`);
+      assert.equal(r.timedOut, 1);
+      // Gathers keep their own deadline.
+      const gather = r.sendRequestMulti(undefined, {}, { endpoint: 'q', expectedReplyCount: 1, timeoutMs: 100 });
+      assert.ok((await elapsed(assert.rejects(gather, RequestTimeoutError))) < 145);
+    }
+  });
+
+  it('ends a gather at its timeout despite its replies, or restarts the timeout at every reply it keeps (SG-9.1)', async () => {
+    for (const gatherDeadline of ['fixed', 'restart_per_reply'] as const) {
+      const { requester: r } = requester({ gatherDeadline });
+      const start = Date.now();
+      const multi = r.sendRequestMulti(undefined, {}, { endpoint: 'q', expectedReplyCount: 2, timeoutMs: 100, requestMessageId: 'g1' });
+      const fan = r.publishRequest(undefined, {}, () => undefined, { exchange: 'fan', timeoutMs: 100, requestMessageId: 'g2' });
+      await sleep(60);
+      reply(r, 'g1', { responseMessageId: 'g1' });
+      reply(r, 'g2', { responseMessageId: 'g2' });
+      await assert.rejects(multi, (err: unknown) => err instanceof RequestTimeoutError && err.partialReplies.length === 1);
+      assert.deepEqual(await fan, [{ ok: 1 }]);
+      const took = Date.now() - start;
+      if (gatherDeadline === 'fixed') assert.ok(took < 150, `at the timeout: ${took} ms`);
+      else assert.ok(took >= 155, `a whole timeout after the reply: ${took} ms`);
+    }
+  });
+
+  /** A failure reply, as a responder whose handler threw sends it (RR-10): empty body, acemq-error. */
+  function failure(r: Requester, correlationId: string, responseMessageId: string): void {
+    reply(r, correlationId, { 'acemq-error': 'ScenarioFailure: no price', responseMessageId }, '');
+  }
+
+  it('keeps a failure reply out of its pending gather and counts it Unmatched, or as the policy says (SG-10)', async () => {
+    const cases = [
+      // changes, kept as a null reply, counted, heard
+      [{}, false, 2, 2],
+      [{ gatherFailureReply: 'keep' }, true, 0, 0],
+      [{ countGatherFailures: false }, false, 0, 2],
+      // SG-8.1's knob is not SG-10's: a failure reply is still counted.
+      [{ countGatherUnmatched: false }, false, 2, 2],
+      [{ gatherStrayReply: 'oldest_gather' }, false, 2, 2],
+    ] as const;
+    for (const [changes, kept, counted, heard] of cases) {
+      const events: UnmatchedReply[] = [];
+      const { requester: r } = requester(changes, false, { observer: { unmatched: (u) => events.push(u) } });
+      const handed: unknown[] = [];
+      const count = { expectedReplyCount: 2, timeoutMs: 1_000 };
+      const multi = r.sendRequestMulti(undefined, {}, { ...count, endpoint: 'q', requestMessageId: 'g1' });
+      const fan = r.publishRequest(undefined, {}, (x) => handed.push(x), { ...count, exchange: 'fan', requestMessageId: 'g2', correlationId: 'biz' });
+      failure(r, 'g1', 'g1');
+      failure(r, 'biz', 'g2');
+      reply(r, 'g1', { responseMessageId: 'g1' });
+      reply(r, 'biz', { responseMessageId: 'g2' });
+      const label = JSON.stringify(changes);
+      if (kept) {
+        assert.deepEqual(await multi, [null, { ok: 1 }], label);
+        assert.deepEqual(await fan, [null, { ok: 1 }], label);
+        assert.deepEqual(handed, [null, { ok: 1 }], label);
+      } else {
+        // The failure did not count toward the count: each gather still waits for a second answer.
+        reply(r, 'g1', { responseMessageId: 'g1' }, '{"ok":2}');
+        reply(r, 'biz', { responseMessageId: 'g2' }, '{"ok":2}');
+        assert.deepEqual(await multi, [{ ok: 1 }, { ok: 2 }], label);
+        assert.deepEqual(await fan, [{ ok: 1 }, { ok: 2 }], label);
+        assert.deepEqual(handed, [{ ok: 1 }, { ok: 2 }], label);
+      }
+      assert.equal(r.unmatched, counted, label);
+      const expected = [
+        { correlationId: 'g1', responseMessageId: 'g1' },
+        { correlationId: 'biz', responseMessageId: 'g2' },
+      ];
+      assert.deepEqual(events, heard ? expected : [], label);
+    }
+  });
+
+  it('counts a reply past the count, past a gather timeout or past a request timeout in Unmatched, never adding it (SG-8.1, RR-8.2)', async () => {
+    const events: UnmatchedReply[] = [];
+    // SG-10's knob is not SG-8's: a failure reply for an ended gather is still counted.
+    const { requester: r, published } = requester({ countGatherFailures: false }, false, { observer: { unmatched: (u) => events.push(u) } });
+    const done = r.sendRequestMulti(undefined, {}, { endpoint: 'q', expectedReplyCount: 1, timeoutMs: 1_000, requestMessageId: 'g1' });
+    reply(r, 'g1', { responseMessageId: 'g1' }, '{"n":1}');
+    reply(r, 'g1', { responseMessageId: 'g1' }, '{"n":2}'); // the same turn: the count was reached
+    assert.deepEqual(await done, [{ n: 1 }]);
+
+    const short = r.sendRequestMulti(undefined, {}, { endpoint: 'q', expectedReplyCount: 2, timeoutMs: 10, requestMessageId: 'g2' });
+    await assert.rejects(short, (err: unknown) => err instanceof RequestTimeoutError && err.partialReplies.length === 0);
+    reply(r, 'g2', { responseMessageId: 'g2' });
+    failure(r, 'g2', 'g2');
+
+    const call = r.request('', 'q', {}, { timeoutMs: 10 });
+    await tick();
+    const id = lastId(published);
+    await assert.rejects(call, RequestTimedOutError);
+    reply(r, id, { responseMessageId: id });
+
+    assert.equal(r.unmatched, 4);
+    assert.deepEqual(events.map((e) => e.responseMessageId), ['g1', 'g2', 'g2', id]);
   });
 });

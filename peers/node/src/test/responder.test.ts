@@ -339,6 +339,18 @@ describe('Responder', () => {
     assert.equal(seen.length, 2);
   });
 
+  it("shows the handler the spec's own headers, acemq-reply-to among them, or hides every acemq-* when the policy says so (RR-5.2)", async () => {
+    const seen: string[][] = [];
+    const observed: ResponderOptions = { observer: { handled: (context) => seen.push(Object.keys(context.headers).sort()) } };
+    const headers = { 'acemq-reply-to': 'rq', responseMessageId: 'r1', 'acemq-whatever': 'w', 'x-acemq-hop': '1', 'x-custom': 'c' };
+    const spec = responder({}, false, undefined, observed);
+    await deliver(spec.responder, 'm1', { headers });
+    const hides = responder({ passSpecHeaders: false }, false, undefined, observed);
+    await deliver(hides.responder, 'm1', { headers });
+    assert.deepEqual(seen, [['acemq-reply-to', 'acemq-whatever', 'responseMessageId', 'x-custom'], ['responseMessageId', 'x-custom']]);
+    assert.equal(hides.published[0]?.routingKey, 'rq', 'the reply still goes to acemq-reply-to');
+  });
+
   it('counts a request with no reply address, or only tells the observer when the policy does not count (RR-12.1)', async () => {
     const heard: unknown[] = [];
     const observed: ResponderOptions = { observer: { unanswerable: (e) => heard.push(e) } };
@@ -355,7 +367,7 @@ describe('Responder', () => {
 
 describe('Responder stop', () => {
   /** A responder whose reply confirms wait until `confirm()`; the connection records when it closed. */
-  function slowConfirms(handler: () => unknown) {
+  function slowConfirms(handler: () => unknown, changes: Partial<ResponderPolicy> = {}) {
     const events: string[] = [];
     const confirms: Array<() => void> = [];
     const channel = {
@@ -371,7 +383,7 @@ describe('Responder stop', () => {
     };
     const connection = { close: async () => events.push('close') };
     const ctor = Responder as unknown as new (...args: unknown[]) => Responder;
-    const r = new ctor(connection, channel, publisher, 'svc', handler, {}, responderPolicy());
+    const r = new ctor(connection, channel, publisher, 'svc', handler, {}, responderPolicy(changes));
     (r as unknown as { consumerTag: string }).consumerTag = 'ctag';
     const confirm = () => confirms.splice(0).forEach((resolve) => resolve());
     return { r, events, confirms, confirm };
@@ -398,5 +410,30 @@ describe('Responder stop', () => {
     await Promise.all([answered, abandoned]);
     assert.deepEqual(f.events, ['cancel', 'ack', 'close'], 'the abandoned request is neither answered nor settled');
     assert.equal(f.confirms.length, 0);
+  });
+
+  it('counts Answered before the reply is confirmed, or right as its confirm arrives when the policy says so (RR-15.1)', async () => {
+    for (const [answeredTiming, beforeConfirm] of [['before_publish', 1], ['after_confirm', 0]] as const) {
+      const f = slowConfirms(() => ({ ok: 1 }), { answeredTiming });
+      const answered = deliver(f.r, 'm1');
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(f.confirms.length, 1, 'the reply is out, its confirm held back');
+      assert.equal(f.r.answered, beforeConfirm, answeredTiming);
+      f.confirm();
+      await answered;
+      assert.equal(f.r.answered, 1, `${answeredTiming}: counted once the confirm is in, no later`);
+      assert.deepEqual(f.events, ['ack']);
+    }
+  });
+
+  it('takes Answered back when the reply publish fails, and never counts it after the confirm (RR-15.2)', async () => {
+    for (const answeredTiming of ['before_publish', 'after_confirm'] as const) {
+      const { responder: r } = responder({ answeredTiming }, true);
+      await deliver(r, 'm1');
+      assert.equal(r.answered, 0, answeredTiming);
+    }
+    const { responder: kept } = responder({ rollbackAnswered: false }, true);
+    await deliver(kept, 'm1');
+    assert.equal(kept.answered, 1);
   });
 });

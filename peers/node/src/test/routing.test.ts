@@ -50,7 +50,7 @@ describe('routeReply', () => {
     assert.equal(routeReply({ correlationId: 'gone', responseMessageId: undefined }, gathers, new Map(), policy).kind, 'unmatched');
   });
 
-  it('adds a stray gather reply to the oldest gather when the policy says so', () => {
+  it('adds a stray gather reply to the oldest gather, marked stray, when the policy says so', () => {
     const policy = requesterPolicy({ gatherStrayReply: 'oldest_gather' });
     const two = new Map<string, unknown>([
       ['gather-old', null],
@@ -59,7 +59,12 @@ describe('routeReply', () => {
     assert.deepEqual(routeReply({ correlationId: 'c-1', responseMessageId: 'elsewhere' }, two, requests, policy), {
       kind: 'gather',
       requestMessageId: 'gather-old',
+      stray: true,
     });
+    assert.deepEqual(routeReply({ correlationId: 'c-1', responseMessageId: 'gather-new' }, two, requests, policy), {
+      kind: 'gather',
+      requestMessageId: 'gather-new',
+    }, 'a reply naming a pending gather is no stray');
     assert.equal(routeReply({ correlationId: 'req-new', responseMessageId: 'req-new' }, two, requests, policy).kind, 'request');
     assert.equal(routeReply({ correlationId: 'c-1', responseMessageId: 'elsewhere' }, new Map(), requests, policy).kind, 'unmatched');
     assert.equal(routeReply({ correlationId: 'c-1', responseMessageId: undefined }, two, requests, policy).kind, 'unmatched');

@@ -13,7 +13,6 @@ module Acemq
   module Internal
     RequesterPolicy = Acemq.const_get(:RequesterPolicy)
     ResponderPolicy = Acemq.const_get(:ResponderPolicy)
-    AnsweredTiming = Acemq.const_get(:AnsweredTiming)
 
     # A Requester resolved with `policy` (a RequesterPolicy) instead of the default.
     class Requester < Acemq::Requester

@@ -13,25 +13,40 @@ module Acemq
 
     attr_reader :request_id, :correlation_id, :expected
 
-    # early: resolve as soon as the count is reached (SG-5), else wait out the timeout.
-    def initialize(request_id, correlation_id, expected, on_reply, early: true)
+    # timeout: seconds from now (the publish) to the gather's end (SG-9). early: resolve as
+    # soon as the count is reached (SG-5), else wait out the timeout. restart: every reply
+    # kept starts the timeout again (what SG-9.1 forbids; only a non-default policy).
+    def initialize(request_id, correlation_id, expected, timeout, on_reply = nil, early: true, restart: false)
       @request_id = request_id
       @correlation_id = correlation_id
       @expected = expected
+      @timeout = timeout
+      @deadline = now + timeout
       @early = early
+      @restart = restart
       @on_reply = on_reply
       @replies = []
       @mutex = Mutex.new
       @changed = ConditionVariable.new
       @closed = false
+      @ended = nil
     end
 
+    # Adds a reply and returns true, or returns false when the gathering has ended (count
+    # reached, timeout passed, closed) though its requester has not removed it yet. Decided
+    # under the lock the wait ends under, so a reply is either in the result or refused, for
+    # the caller to count Unmatched (SG-8.1): never added to a finished gather and lost.
     def add(reply)
       @mutex.synchronize do
+        return false if ending
+
         @replies << reply
+        @deadline = now + @timeout if @restart
+        # Before the wait can see the reply: the gather never returns with a call still to come.
+        @on_reply&.call(reply)
         @changed.broadcast
+        true
       end
-      @on_reply&.call(reply)
     end
 
     def close
@@ -43,21 +58,24 @@ module Acemq
 
     # Waits until the count is reached (SG-5), the timeout passes or the gathering is
     # closed; returns an Ending.
-    def wait(timeout)
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+    def wait
       @mutex.synchronize do
-        ended = loop do
-          break :closed if @closed
-          break :count if @early && @expected && @replies.size >= @expected
-
-          left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
-          break :timeout if left <= 0
-
-          @changed.wait(@mutex, left)
-        end
-        Ending.new(@replies.dup, ended, @expected.nil? || @replies.size >= @expected)
+        @changed.wait(@mutex, @deadline - now) until ending
+        Ending.new(@replies.dup, @ended, @expected.nil? || @replies.size >= @expected)
       end
     end
+
+    private
+
+    # Under @mutex: how the gathering ended (kept once decided), nil while it is open.
+    def ending
+      @ended ||= if @closed then :closed
+                 elsif @early && @expected && @replies.size >= @expected then :count
+                 elsif now >= @deadline then :timeout
+                 end
+    end
+
+    def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
   end
 
   # Scatter-gather on a Requester's reply queue (the SG rules).
@@ -73,7 +91,8 @@ module Acemq
   module Gather
     # How many ended gathers a requester remembers, to tell a late gather reply (SG-8) from a request's (RR-8).
     ENDED_GATHERS_KEPT = 1024
-    private_constant :ENDED_GATHERS_KEPT
+    UNDECODABLE = Object.new.freeze
+    private_constant :ENDED_GATHERS_KEPT, :UNDECODABLE
 
     # Publishes expected_reply_count copies (one without a count) to the endpoint queue:
     # a queue hands each message to one of its competing consumers (SG-2).
@@ -99,7 +118,8 @@ module Acemq
       # SG-1: the copies carry the requestMessageId as correlation_id when none is given.
       correlation_id ||= request_id if @policy.gather_default_correlation == :request_message_id
       expected ||= 1 if @policy.gather_missing_count == :one # SG-7: no count means the whole budget
-      gathering = Gathering.new(request_id, correlation_id, expected, on_reply, early: @policy.gather_resolves_early)
+      gathering = Gathering.new(request_id, correlation_id, expected, timeout, on_reply,
+                                early: @policy.gather_resolves_early, restart: @policy.gather_deadline == :restart_per_reply)
       payload = JSON.generate(body)
       call do
         with_reply_address do |address|
@@ -111,7 +131,7 @@ module Acemq
               publish_checked(@policy.honour_gather_returns, payload, exchange, routing_key, address,
                               message_id: message_id, correlation_id: correlation_id, headers: {}, type: type)
             end
-            ending = gathering.wait(timeout)
+            ending = gathering.wait
           ensure
             # From here on a reply for this gather is Unmatched (SG-8).
             @lock.synchronize { end_gathering(request_id) }
@@ -150,17 +170,27 @@ module Acemq
       gathering = @lock.synchronize { @gathers[key] || stray_gathering(correlation_id) }
       return false unless gathering
 
-      # A failure reply or an undecodable body is kept out of the result (SG-8's choice).
-      if headers.key?(Headers::ERROR)
-        count_unmatched(headers, correlation_id)
-      else
-        begin
-          gathering.add(JSON.parse(Headers.text(body)))
-        rescue JSON::ParserError
-          count_unmatched(headers, correlation_id)
-        end
+      if headers.key?(Headers::ERROR) && @policy.gather_failure_reply == :drop
+        # SG-10: a failure reply is not an answer: kept out of the gather and its count.
+        # Its own counter field, apart from SG-8's.
+        count_unmatched(headers, correlation_id, counted: @policy.count_gather_failures)
+      elsif (reply = gather_reply(headers, body)).equal?(UNDECODABLE)
+        count_unmatched(headers, correlation_id) # kept out of the result (SG-8's choice)
+      elsif !gathering.add(reply)
+        # SG-8.1: the gather ended (count or timeout) before its requester removed it.
+        count_unmatched(headers, correlation_id, counted: @policy.count_gather_unmatched)
       end
       true
+    end
+
+    # The decoded body; nil for a failure reply (kept by the policy's :keep), UNDECODABLE
+    # for a body that is not JSON.
+    def gather_reply(headers, body)
+      return nil if headers.key?(Headers::ERROR)
+
+      JSON.parse(Headers.text(body))
+    rescue JSON::ParserError
+      UNDECODABLE
     end
 
     # SG-8: a reply for no pending gather is Unmatched. The policy's other value gives one

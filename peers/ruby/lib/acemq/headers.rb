@@ -9,6 +9,7 @@ module Acemq
     RESPONSE_MESSAGE_ID = "responseMessageId"
     DELIVERY_COUNT = "x-delivery-count"
     PRIVATE_PREFIX = "x-acemq-"
+    SPEC_PREFIX = "acemq-"
     CONTENT_TYPE = "application/json"
     SHORT_STRING_LIMIT = 255
     DEFAULT_MAX_ATTEMPTS = 3

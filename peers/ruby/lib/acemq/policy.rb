@@ -75,6 +75,10 @@ module Acemq
     :count_gather_unmatched,    # SG-8: a gather reply for no pending gather counts in unmatched
     :publish_copies,            # SG-2: messages publish_request publishes (1, or 2)
     :multi_copies_without_count, # SG-2: copies send_request_multi publishes given no expected count (1, or 0)
+    :request_deadline,          # RR-9: a request not answered gives up at its :timeout, or half a timeout :late
+    :gather_deadline,           # SG-9: a gather's timeout is :fixed, or starts again at every reply it keeps (:restart_per_reply)
+    :gather_failure_reply,      # SG-10: a failure reply for a pending gather is :drop-ped (Unmatched), or kept as a nil reply (:keep)
+    :count_gather_failures,     # SG-10: a failure reply a gather dropped counts in unmatched
     keyword_init: true
   ) do
     include PolicyFields
@@ -90,7 +94,8 @@ module Acemq
     gather_default_correlation: :request_message_id, count_gather_timeouts: false, pending_at_close: :end_closed,
     honour_gather_returns: true, type_carrier: :property, native_address: :reply_queue, count_unmatched: true,
     unmatched_reply: :drop, timeout_outcome: :timeout, unknown_reply_headers: :ignore, exclusive_reply_queue: true,
-    count_gather_unmatched: true, publish_copies: 1, multi_copies_without_count: 1
+    count_gather_unmatched: true, publish_copies: 1, multi_copies_without_count: 1, request_deadline: :timeout,
+    gather_deadline: :fixed, gather_failure_reply: :drop, count_gather_failures: true
   ).freeze
 
   RequesterPolicy::CHOICES = {
@@ -106,15 +111,10 @@ module Acemq
     pending_at_close: %i[end_closed wait], honour_gather_returns: BOOLEAN, type_carrier: %i[property header],
     native_address: %i[reply_queue stale empty], count_unmatched: BOOLEAN, unmatched_reply: %i[drop oldest_waiter],
     timeout_outcome: %i[timeout null_reply], unknown_reply_headers: %i[ignore fail], exclusive_reply_queue: BOOLEAN,
-    count_gather_unmatched: BOOLEAN, publish_copies: [1, 2], multi_copies_without_count: [1, 0]
+    count_gather_unmatched: BOOLEAN, publish_copies: [1, 2], multi_copies_without_count: [1, 0],
+    request_deadline: %i[timeout late], gather_deadline: %i[fixed restart_per_reply],
+    gather_failure_reply: %i[drop keep], count_gather_failures: BOOLEAN
   }.freeze
-
-  # RR-15's when: :before_publish, or :after_confirm plus a delay in seconds (a real
-  # binding's window is microseconds; a delay widens it so a test sees it every time).
-  AnsweredTiming = Struct.new(:moment, :delay) do
-    def after_confirm? = moment == :after_confirm
-  end
-  AnsweredTiming::BEFORE_PUBLISH = AnsweredTiming.new(:before_publish, 0).freeze
 
   ResponderPolicy = Struct.new(
     :read_order,              # RR-3: where the reply address is read, in order (:header, :native)
@@ -125,7 +125,7 @@ module Acemq
     :count_failures_answered, # RR-11: a failure reply counts in answered
     :unanswerable,            # RR-12: :accept or :dead_letter
     :undeliverable_reply,     # RR-14: :requeue or :ack
-    :answered_timing,         # RR-15: an AnsweredTiming
+    :answered_timing,         # RR-15: counted :before_publish, or only once the reply is confirmed (:after_confirm)
     :rollback_answered,       # RR-15: answered taken back when the reply publish fails
     :counters_created,        # RR-16: :before_subscribe or :after_first_delivery
     :dlq_queue_type,          # RR-17: :quorum or :classic
@@ -143,6 +143,7 @@ module Acemq
     :retry_failures,          # RR-11: after a failure reply, requeue until the last attempt, then dead-letter
     :count_unanswerable,      # RR-12: a request with no reply address counts in unanswerable
     :request_queue,           # RR-17: :quorum, or :classic_if_missing (passive first; classic when missing)
+    :pass_spec_headers,       # RR-5: the handler sees acemq-* headers (acemq-reply-to among them)
     :last_attempt,            # RR-14: the last attempt at an undeliverable reply: :dead_letter or :ack
     keyword_init: true
   ) do
@@ -152,13 +153,13 @@ module Acemq
   ResponderPolicy::DEFAULT = ResponderPolicy.new(
     read_order: %i[header native].freeze, reply_correlation_from: :message_id, strip_engine_headers: true,
     handler_failure: :error_reply, dead_letter_failures: true, count_failures_answered: false,
-    unanswerable: :accept, undeliverable_reply: :requeue, answered_timing: AnsweredTiming::BEFORE_PUBLISH,
+    unanswerable: :accept, undeliverable_reply: :requeue, answered_timing: :before_publish,
     rollback_answered: true, counters_created: :before_subscribe, dlq_queue_type: :quorum,
     response_message_id: true, header_types: :lenient, default_max_attempts: Headers::DEFAULT_MAX_ATTEMPTS,
     attempt_base: 1, failure_reply_delivery: :checked, malformed_request: :fail_reply, bytes_address: :accept,
     reply_content_type: :"application/json", strip_prefix: :"x-acemq-", failure_body: :empty,
     error_type_name: :simple, retry_failures: false, count_unanswerable: true, request_queue: :quorum,
-    last_attempt: :dead_letter
+    pass_spec_headers: true, last_attempt: :dead_letter
   ).freeze
 
   ResponderPolicy::CHOICES = {
@@ -166,15 +167,15 @@ module Acemq
     reply_correlation_from: %i[message_id correlation_id], strip_engine_headers: BOOLEAN,
     handler_failure: %i[error_reply retry], dead_letter_failures: BOOLEAN, count_failures_answered: BOOLEAN,
     unanswerable: %i[accept dead_letter], undeliverable_reply: %i[requeue ack],
-    answered_timing: ->(timing) { timing.is_a?(AnsweredTiming) && %i[before_publish after_confirm].include?(timing.moment) },
+    answered_timing: %i[before_publish after_confirm],
     rollback_answered: BOOLEAN, counters_created: %i[before_subscribe after_first_delivery],
     dlq_queue_type: %i[quorum classic], response_message_id: BOOLEAN, header_types: %i[lenient strict],
     default_max_attempts: POSITIVE_INTEGER, attempt_base: [1, 0], failure_reply_delivery: %i[checked unchecked],
     malformed_request: %i[fail_reply drop], bytes_address: %i[accept ignore],
     reply_content_type: %i[application/json none], strip_prefix: %i[x-acemq- x-], failure_body: %i[empty json],
     error_type_name: %i[simple qualified], retry_failures: BOOLEAN, count_unanswerable: BOOLEAN,
-    request_queue: %i[quorum classic_if_missing], last_attempt: %i[dead_letter ack]
+    request_queue: %i[quorum classic_if_missing], pass_spec_headers: BOOLEAN, last_attempt: %i[dead_letter ack]
   }.freeze
 
-  private_constant :PolicyFields, :BOOLEAN, :POSITIVE_INTEGER, :RequesterPolicy, :ResponderPolicy, :AnsweredTiming
+  private_constant :PolicyFields, :BOOLEAN, :POSITIVE_INTEGER, :RequesterPolicy, :ResponderPolicy
 end

@@ -32,7 +32,9 @@ module Acemq
     # Headers a strict reader still lets by: the broker's and clients' own (RabbitMQ.Client 7
     # puts x-dotnet-pub-seq-no on every message it publishes with confirms).
     CLIENT_HEADER_PREFIX = "x-"
-    private_constant :TYPE_HEADER, :KNOWN_REPLY_HEADERS, :CLIENT_HEADER_PREFIX
+    # request_deadline: :late arms a request's timer at this many timeouts.
+    LATE_DEADLINE = 1.5
+    private_constant :TYPE_HEADER, :KNOWN_REPLY_HEADERS, :CLIENT_HEADER_PREFIX, :LATE_DEADLINE
 
     attr_reader :reply_queue
 
@@ -158,7 +160,8 @@ module Acemq
     end
 
     def settle(message_id, slot, timeout)
-      got, reply = slot.wait(timeout)
+      # RR-9.6: the timeout bounds the wait; giving up half a timeout later is the policy's other value.
+      got, reply = slot.wait(@policy.request_deadline == :late ? timeout * LATE_DEADLINE : timeout)
       unless got
         # A reply that raced the timeout still wins; after this point it is Unmatched.
         removed = @lock.synchronize do

@@ -128,7 +128,7 @@ module Acemq
       request = Request.new(
         message_id: message_id, correlation_id: Headers.text(props.correlation_id),
         reply_to: address, reply_to_source: source, attempt: Headers.attempt(headers, @policy.attempt_base),
-        headers: @policy.strip_engine_headers ? Headers.strip_private(headers, @policy.strip_prefix.to_s) : headers
+        headers: handler_headers(headers)
       )
       result = begin
         reject_strict_header_types(headers)
@@ -205,6 +205,15 @@ module Acemq
       headers.reject { |name, _| name == Headers::REPLY_TO }
     end
 
+    # RR-5: the handler sees every header but the engine's own x-acemq-* ones; the spec's
+    # headers (acemq-reply-to, any acemq-*) are the request's and stay. Hiding those too is
+    # the policy's other value.
+    def handler_headers(headers)
+      headers = Headers.strip_private(headers, @policy.strip_prefix.to_s) if @policy.strip_engine_headers
+      headers = Headers.strip_private(headers, Headers::SPEC_PREFIX) unless @policy.pass_spec_headers
+      headers
+    end
+
     # A body that is not JSON fails the request before the handler runs, as a handler
     # failure would: a failure reply, then the DLQ (RR-10, RR-11).
     def decode_request(body)
@@ -213,11 +222,13 @@ module Acemq
       raise MalformedRequest, e.message
     end
 
-    # RR-15: counted before the reply leaves, taken back if it does not arrive.
+    # RR-15: counted before the reply leaves, taken back if it does not arrive. Counting
+    # on the confirm (the policy's other value) needs no rollback: a failed publish was
+    # never counted.
     def answer(info, props, body, request, payload)
-      timing = @policy.answered_timing
+      after_confirm = @policy.answered_timing == :after_confirm
       exists = counters_exist?
-      counted = exists && !timing.after_confirm?
+      counted = exists && !after_confirm
       count_answered(1) if counted
       begin
         publish_reply(request, payload, {})
@@ -225,7 +236,7 @@ module Acemq
         count_answered(-1) if counted && @policy.rollback_answered
         return retry_or_dead_letter(info, props, body, request, "#{Headers::UNDELIVERABLE_REPLY}#{e.message}", e.message)
       end
-      count_answered_later(timing.delay) if exists && timing.after_confirm?
+      count_answered(1) if exists && after_confirm
       emit(:replied, message_id: request.message_id, failure: nil)
       @channel.ack(info.delivery_tag)
     end
@@ -341,16 +352,6 @@ module Acemq
       return true if @policy.counters_created == :before_subscribe
 
       @lock.synchronize { @first_answer_seen.tap { @first_answer_seen = true } }
-    end
-
-    # The count of an answer made only after its reply was confirmed, and later still.
-    def count_answered_later(delay)
-      return count_answered(1) unless delay.positive?
-
-      Thread.new do
-        sleep delay
-        count_answered(1)
-      end
     end
 
     def safely_requeue(info)

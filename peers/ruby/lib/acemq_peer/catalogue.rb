@@ -10,11 +10,6 @@ module AcemqPeer
   module Catalogue
     RequesterPolicy = Acemq::Internal::RequesterPolicy
     ResponderPolicy = Acemq::Internal::ResponderPolicy
-    AnsweredTiming = Acemq::Internal::AnsweredTiming
-
-    # The catalogue's answered-after-publish widens a microsecond window to one second,
-    # so the suite catches it every time.
-    ANSWERED_LATE = AnsweredTiming.new(:after_confirm, 1.0).freeze
 
     # name => [side, policy fields]. Gatherer mutants act on a requester's gathers.
     # Not offered: narrow-int-header (only where the client can write B, u or i: Bunny's
@@ -31,7 +26,7 @@ module AcemqPeer
       "counts-failures" => [:responder, { count_failures_answered: true }],
       "dead-letter-unanswerable" => [:responder, { unanswerable: :dead_letter }],
       "no-rollback" => [:responder, { rollback_answered: false }],
-      "answered-after-publish" => [:responder, { answered_timing: ANSWERED_LATE }],
+      "answered-after-publish" => [:responder, { answered_timing: :after_confirm }],
       "counters-after-subscribe" => [:responder, { counters_created: :after_first_delivery }],
       "gather-by-correlation-id" => [:gatherer, { gather_demux_by: :correlation_id }],
       "shortfall-resolves" => [:gatherer, { gather_shortfall: :resolve }],
@@ -80,7 +75,12 @@ module AcemqPeer
       "retries-failures" => [:responder, { retry_failures: true }],
       "unanswerable-not-counted" => [:responder, { count_unanswerable: false }],
       "last-attempt-acked" => [:responder, { last_attempt: :ack }],
-      "classic-request-queue" => [:responder, { request_queue: :classic_if_missing }]
+      "classic-request-queue" => [:responder, { request_queue: :classic_if_missing }],
+      "late-timeout" => [:requester, { request_deadline: :late }],
+      "budget-restarts-per-reply" => [:gatherer, { gather_deadline: :restart_per_reply }],
+      "gather-keeps-failures" => [:gatherer, { gather_failure_reply: :keep }],
+      "gather-failures-not-counted" => [:gatherer, { count_gather_failures: false }],
+      "hides-acemq-headers" => [:responder, { pass_spec_headers: false }]
     }.freeze
 
     # profile => { requester: fields, responder: fields }; "current" is every default.

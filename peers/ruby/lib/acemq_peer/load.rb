@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "json"
+require_relative "outcome"
 require_relative "raw"
 
 module AcemqPeer
@@ -63,12 +64,16 @@ module AcemqPeer
             begin
               requester.request(@body, exchange: @exchange, routing_key: @routing_key, timeout: @timeout_s)
               latencies << Clock.us - started
-            rescue Acemq::RequestTimedOut
-              lock.synchronize { outcome.timeouts += 1 }
             rescue StandardError => e
+              # A timeout in whatever shape the binding raises it, as the request command tells it.
+              timed_out = CallOutcome.of_request(e)&.fetch(:outcome) == "timeout"
               lock.synchronize do
-                outcome.errors += 1
-                outcome.error_samples << "#{e.class.name.split('::').last}: #{e.message}" if outcome.error_samples.size < ERROR_SAMPLES
+                if timed_out
+                  outcome.timeouts += 1
+                else
+                  outcome.errors += 1
+                  outcome.error_samples << "#{e.class.name.split('::').last}: #{e.message}" if outcome.error_samples.size < ERROR_SAMPLES
+                end
               end
             end
           end

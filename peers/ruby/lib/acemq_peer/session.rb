@@ -7,6 +7,7 @@ require "acemq"
 require "acemq/_internal"
 require_relative "catalogue"
 require_relative "load"
+require_relative "outcome"
 require_relative "raw"
 
 module AcemqPeer
@@ -186,14 +187,8 @@ module AcemqPeer
       started = now
       outcome = owing(command, name) do
         { outcome: "reply", reply: requester.request(command["body"], **options) }
-      rescue Acemq::RequestTimedOut
-        { outcome: "timeout" }
-      rescue Acemq::ResponderFailed => e
-        { outcome: "responder_failed", failure: e.failure }
-      rescue Acemq::DecodeError => e
-        { outcome: "decode_error", error: e.message }
-      rescue Acemq::RequesterClosed
-        { outcome: "closed" }
+      rescue StandardError => e
+        CallOutcome.of_request(e) or raise # anything else is a refusal (ok: false)
       end
       outcome.merge(request_id: id, elapsed_ms: elapsed_ms(started))
     end
@@ -216,10 +211,8 @@ module AcemqPeer
                     requester.publish_request(command["body"], exchange: command.fetch("exchange"), **options)
                   end
         { outcome: "replies", replies: replies }
-      rescue Acemq::RequestTimeoutError => e
-        { outcome: "timeout_with_partial", replies: e.partial_replies }
-      rescue Acemq::RequesterClosed
-        { outcome: "closed" }
+      rescue StandardError => e
+        CallOutcome.of_gather(e) or raise
       end
       outcome.merge(request_id: id, elapsed_ms: elapsed_ms(started))
     end

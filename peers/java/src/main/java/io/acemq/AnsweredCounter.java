@@ -1,9 +1,7 @@
 package io.acemq;
 
-import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.BiConsumer;
 
 /**
  * A responder's Answered counter (RR-15): counted before the reply is published, so a caller
@@ -12,17 +10,11 @@ import java.util.function.BiConsumer;
  */
 final class AnsweredCounter {
     private final ResponderPolicy policy;
-    private final BiConsumer<Duration, Runnable> later;
     private final AtomicLong count = new AtomicLong();
     private final AtomicBoolean created;
 
     AnsweredCounter(ResponderPolicy policy) {
-        this(policy, Timers::after);
-    }
-
-    AnsweredCounter(ResponderPolicy policy, BiConsumer<Duration, Runnable> later) {
         this.policy = policy;
-        this.later = later;
         // RR-16: the counter exists, at zero, before the consumer is registered.
         this.created = new AtomicBoolean(policy.countersCreated() == ResponderPolicy.CountersCreated.BEFORE_SUBSCRIBE);
     }
@@ -36,7 +28,7 @@ final class AnsweredCounter {
      * takes it back.
      */
     boolean beforePublish() {
-        if (policy.answeredTiming().afterConfirm()) {
+        if (policy.answeredTiming() == ResponderPolicy.AnsweredTiming.AFTER_CONFIRM) {
             return false;
         }
         // A counter made lazily once the first reply has been sent does not exist yet while the
@@ -57,10 +49,14 @@ final class AnsweredCounter {
         }
     }
 
-    /** The broker confirmed a reply that {@link #beforePublish()} saw. */
+    /**
+     * The broker confirmed a reply that {@link #beforePublish()} saw. Counting only now breaks
+     * RR-15.1: the caller may hold the reply while Answered still lacks it. Nothing to take back
+     * here: a publish that failed was never counted.
+     */
     void published() {
-        if (policy.answeredTiming().afterConfirm()) {
-            later.accept(policy.answeredTiming().delay(), count::incrementAndGet);
+        if (policy.answeredTiming() == ResponderPolicy.AnsweredTiming.AFTER_CONFIRM) {
+            count.incrementAndGet();
         }
     }
 }

@@ -16,6 +16,8 @@ public final class Headers {
     public static final String DEAD_LETTER_REASON = "acemq-dead-letter-reason";
     /** The request's message id echoed on every reply; gathers demultiplex on it (SG-4). */
     public static final String RESPONSE_MESSAGE_ID = "responseMessageId";
+    /** The spec's own headers' prefix: they reach the handler like any other (RR-5.2). */
+    static final String SPEC_PREFIX = "acemq-";
     /** The engine's namespace, stripped before a handler sees a request (RR-5). */
     public static final String ENGINE_PREFIX = "x-acemq-";
     /** Set by a quorum queue on redelivery; the retry policy counts attempts with it. */

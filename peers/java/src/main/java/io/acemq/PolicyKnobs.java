@@ -3,7 +3,6 @@ package io.acemq;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.RecordComponent;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -35,7 +34,7 @@ final class PolicyKnobs {
     }
 
     /** The policy {@code spec} with every knob given replaced. */
-    static <T extends Record> T resolve(T spec, Map<String, Object> knobs, Duration answeredDelay) {
+    static <T extends Record> T resolve(T spec, Map<String, Object> knobs) {
         RecordComponent[] components = spec.getClass().getRecordComponents();
         Set<String> unknown = new TreeSet<>(knobs.keySet());
         Object[] values = new Object[components.length];
@@ -45,7 +44,7 @@ final class PolicyKnobs {
                 String knob = snake(component.getName());
                 unknown.remove(knob);
                 values[i] = knobs.containsKey(knob)
-                        ? convert(knob, component, knobs.get(knob), answeredDelay)
+                        ? convert(knob, component, knobs.get(knob))
                         : component.getAccessor().invoke(spec);
             }
             if (!unknown.isEmpty()) {
@@ -62,7 +61,7 @@ final class PolicyKnobs {
         }
     }
 
-    private static Object convert(String knob, RecordComponent component, Object value, Duration answeredDelay) {
+    private static Object convert(String knob, RecordComponent component, Object value) {
         Class<?> type = component.getType();
         if (type == boolean.class && value instanceof Boolean flag) {
             return flag;
@@ -85,14 +84,6 @@ final class PolicyKnobs {
                 sources.add(enumValue(ReplyAddress.Source.class, knob, String.valueOf(name)));
             }
             return sources;
-        }
-        if (type == ResponderPolicy.AnsweredTiming.class && value instanceof String name) {
-            return switch (name) {
-                case "before_publish" -> ResponderPolicy.AnsweredTiming.BEFORE_PUBLISH;
-                case "after_confirm" -> ResponderPolicy.AnsweredTiming.afterConfirm(
-                        answeredDelay == null ? Duration.ZERO : answeredDelay);
-                default -> throw new IllegalArgumentException(knob + " has no value '" + name + "'");
-            };
         }
         throw new IllegalArgumentException(knob + " cannot be " + value);
     }

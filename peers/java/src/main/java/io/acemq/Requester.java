@@ -189,7 +189,7 @@ public final class Requester implements AutoCloseable {
             ensureOpen();
             calls.put(messageId, call);
         }
-        call.timer = Timers.after(budget, () -> expire(call));
+        call.timer = Timers.after(deadline(policy, budget), () -> expire(call));
         try {
             publisher.publish(exchange, routingKey, properties, Json.encode(body), policy.honourReturns());
         } catch (IOException | RuntimeException e) {
@@ -201,6 +201,16 @@ public final class Requester implements AutoCloseable {
             throw e;
         }
         return new PendingRequest(messageId, call.future);
+    }
+
+    /**
+     * When a request given {@code timeout} gives up: at its timeout (RR-9.6), or half of it later
+     * under a policy that breaks that (still the timeout outcome).
+     */
+    static Duration deadline(RequesterPolicy policy, Duration timeout) {
+        return policy.requestDeadline() == RequesterPolicy.RequestDeadline.LATE
+                ? timeout.plus(timeout.dividedBy(2))
+                : timeout;
     }
 
     /** Blocking {@link #sendRequestMultiAsync}: the replies, or {@link RequestTimeoutException}. */
@@ -258,16 +268,13 @@ public final class Requester implements AutoCloseable {
             gathers.put(requestMessageId, gather);
         }
         Duration budget = options.timeout() == null ? defaultTimeout : options.timeout();
-        ScheduledFuture<?> timer = Timers.after(budget, () -> {
+        gather.startTimer(budget, Timers::after, () -> {
             // TimedOut counts requests only (RR-9): a gather ending at its timeout is not one.
-            if (gather.expire() && policy.countGatherTimeouts()) {
+            if (policy.countGatherTimeouts()) {
                 timedOut.incrementAndGet();
             }
         });
-        gather.result().whenComplete((replies, error) -> {
-            timer.cancel(false);
-            gathers.remove(requestMessageId, gather);
-        });
+        gather.result().whenComplete((replies, error) -> gathers.remove(requestMessageId, gather));
         try {
             byte[] body = Json.encode(message);
             for (int i = 0; i < copies; i++) {
@@ -402,7 +409,7 @@ public final class Requester implements AutoCloseable {
         if (failure == null && policy.undecodableReply() == RequesterPolicy.UndecodableReply.DROP
                 && !Json.isJson(body)) {
             // Breaks RR-19: the caller is left to wait out its timeout.
-            countUnmatched(properties, false);
+            unmatched(properties, policy.countUnmatched());
             return;
         }
         Call call = takeCall(correlationId);
@@ -417,7 +424,7 @@ public final class Requester implements AutoCloseable {
                 // Breaks SG-8: a reply for no pending gather lands in another one.
                 onGatherReply(oldest, properties, body);
             } else {
-                countUnmatched(properties, oldest != null);
+                unmatched(properties, oldest != null ? policy.countGatherUnmatched() : policy.countUnmatched());
             }
             return;
         }
@@ -492,10 +499,18 @@ public final class Requester implements AutoCloseable {
                 .orElse(null);
     }
 
-    /** A failure reply or an undecodable body is kept out of a gather's result (SG-8's choice). */
+    /**
+     * A reply for a pending gather. A failure reply is no answer (SG-10): dropped and counted
+     * Unmatched under its own knob, apart from SG-8's. An undecodable body is kept out too. The
+     * gather decides under its lock whether it is still open as it adds, so a reply arriving
+     * after its count or timeout, before it left the table, is Unmatched as SG-8 says.
+     */
     private void onGatherReply(Gather gather, AMQP.BasicProperties properties, byte[] body) {
         if (Headers.text(properties.getHeaders(), Headers.ERROR) != null) {
-            countUnmatched(properties, true);
+            Gather.FailureReply fate = gather.offerFailure();
+            if (fate != Gather.FailureReply.KEPT) {
+                unmatched(properties, countsInUnmatched(policy, fate));
+            }
             return;
         }
         JsonElement reply;
@@ -503,20 +518,29 @@ public final class Requester implements AutoCloseable {
             reply = Json.decode(body);
         } catch (JsonParseException e) {
             LOG.warn("gather {}: reply body is not JSON: {}", gather.requestMessageId(), e.getMessage());
-            countUnmatched(properties, true);
+            unmatched(properties, policy.countGatherUnmatched());
             return;
         }
         if (!gather.offer(reply)) {
-            countUnmatched(properties, true);
+            unmatched(properties, policy.countGatherUnmatched());
         }
     }
 
     /**
-     * A reply nobody takes: counted (RR-8; SG-8 for a gather's), and named to the observer by
-     * both of its ids. Not counting it breaks RR-8.2 or SG-8.1; the observer hears of it all the same.
+     * Whether a failure reply a gather did not keep counts in Unmatched: under SG-10's knob when
+     * the gather was pending, SG-8's when it had ended, so neither knob changes the other's case.
      */
-    private void countUnmatched(AMQP.BasicProperties reply, boolean gatherReply) {
-        if (gatherReply ? policy.countGatherUnmatched() : policy.countUnmatched()) {
+    static boolean countsInUnmatched(RequesterPolicy policy, Gather.FailureReply fate) {
+        return fate == Gather.FailureReply.DROPPED ? policy.countGatherFailures() : policy.countGatherUnmatched();
+    }
+
+    /**
+     * A reply nobody takes: dropped, counted when {@code counted} (the knob of RR-8, SG-8 or
+     * SG-10 that applies; false breaks that clause), and named to the observer by both of its
+     * ids all the same.
+     */
+    private void unmatched(AMQP.BasicProperties reply, boolean counted) {
+        if (counted) {
             unmatched.incrementAndGet();
         }
         observer.unmatched(reply.getCorrelationId(), Headers.text(reply.getHeaders(), Headers.RESPONSE_MESSAGE_ID));

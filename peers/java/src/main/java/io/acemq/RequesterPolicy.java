@@ -15,7 +15,9 @@ import java.util.Objects;
  * {@code countUnmatched} and {@code countGatherUnmatched}, whether a reply nobody takes counts in
  * Unmatched (RR-8, SG-8; its observer hears of it either way); {@code exclusiveReplyQueue}
  * (RR-7); {@code publishCopies}, the messages publishRequest publishes (SG-2: 1);
- * {@code multiCopiesWithoutCount}, the copies sendRequestMulti publishes given no count (SG-2: 1).
+ * {@code multiCopiesWithoutCount}, the copies sendRequestMulti publishes given no count (SG-2: 1);
+ * {@code countGatherFailures}, whether a failure reply a pending gather dropped counts in
+ * Unmatched (SG-10), apart from {@code countGatherUnmatched} (SG-8).
  *
  * <p>Package-private on purpose: a service always gets {@link #SPEC}. Only the conformance
  * peer (which ships its own class in this package) chooses another policy.
@@ -53,7 +55,11 @@ record RequesterPolicy(
         boolean exclusiveReplyQueue,
         boolean countGatherUnmatched,
         int publishCopies,
-        int multiCopiesWithoutCount) {
+        int multiCopiesWithoutCount,
+        RequestDeadline requestDeadline,
+        GatherDeadline gatherDeadline,
+        GatherFailureReply gatherFailureReply,
+        boolean countGatherFailures) {
 
     /** How a reply finds its caller (RR-8). */
     enum MatchRepliesBy { CORRELATION_ID, OLDEST_WAITER }
@@ -110,6 +116,18 @@ record RequesterPolicy(
      */
     enum UnknownReplyHeaders { IGNORE, FAIL }
 
+    /** When a request not answered gives up (RR-9): at its timeout, or half its timeout later. */
+    enum RequestDeadline { TIMEOUT, LATE }
+
+    /** A gather's timeout (SG-9): runs from the publish, or starts again at every reply it keeps. */
+    enum GatherDeadline { FIXED, RESTART_PER_REPLY }
+
+    /**
+     * A reply carrying acemq-error for a pending gather (SG-10): dropped (Unmatched), or kept
+     * in the gather as a null reply that counts toward expectedReplyCount.
+     */
+    enum GatherFailureReply { DROP, KEEP }
+
     /** What the wire spec says: every knob at its catalogue default. */
     static final RequesterPolicy SPEC = new RequesterPolicy(
             true, true, false, false, true, MatchRepliesBy.CORRELATION_ID, true, true, true,
@@ -118,7 +136,8 @@ record RequesterPolicy(
             GatherShortfall.REJECT, GatherMissingCount.BUDGET, GatherStrayReply.UNMATCHED,
             Options.DEFAULT_TIMEOUT.toMillis(), GatherDefaultCorrelation.REQUEST_MESSAGE_ID, false,
             PendingAtClose.END_CLOSED, true, TypeCarrier.PROPERTY, NativeAddress.REPLY_QUEUE, true,
-            UnmatchedReply.DROP, TimeoutOutcome.TIMEOUT, UnknownReplyHeaders.IGNORE, true, true, 1, 1);
+            UnmatchedReply.DROP, TimeoutOutcome.TIMEOUT, UnknownReplyHeaders.IGNORE, true, true, 1, 1,
+            RequestDeadline.TIMEOUT, GatherDeadline.FIXED, GatherFailureReply.DROP, true);
 
     RequesterPolicy {
         Objects.requireNonNull(matchRepliesBy, "matchRepliesBy");
@@ -137,6 +156,9 @@ record RequesterPolicy(
         Objects.requireNonNull(unmatchedReply, "unmatchedReply");
         Objects.requireNonNull(timeoutOutcome, "timeoutOutcome");
         Objects.requireNonNull(unknownReplyHeaders, "unknownReplyHeaders");
+        Objects.requireNonNull(requestDeadline, "requestDeadline");
+        Objects.requireNonNull(gatherDeadline, "gatherDeadline");
+        Objects.requireNonNull(gatherFailureReply, "gatherFailureReply");
         if (defaultTimeoutMs < 1) {
             throw new IllegalArgumentException("defaultTimeoutMs must be positive");
         }

@@ -183,9 +183,7 @@ public final class Responder implements AutoCloseable {
             return;
         }
         int attempt = Headers.attempt(headers, policy.attemptBase());
-        Map<String, Object> visible = policy.stripEngineHeaders()
-                ? Headers.visibleToHandler(headers, policy.stripPrefix())
-                : new TreeMap<>(headers == null ? Map.of() : headers);
+        Map<String, Object> visible = visibleToHandler(policy, headers);
 
         Admission admission = screen(policy, headers, body);
         if (admission.drop()) {
@@ -288,6 +286,21 @@ public final class Responder implements AutoCloseable {
                     ? new Admission(null, null, true)
                     : new Admission(null, MALFORMED_REQUEST + ": " + e.getMessage(), false);
         }
+    }
+
+    /**
+     * The headers the handler is shown (RR-5): all but {@code x-acemq-*}. The spec's own
+     * {@code acemq-*} headers (acemq-reply-to among them) are application headers like any
+     * other; hiding them breaks RR-5.2, as does stripping more than the engine's namespace.
+     */
+    static Map<String, Object> visibleToHandler(ResponderPolicy policy, Map<String, Object> headers) {
+        Map<String, Object> visible = policy.stripEngineHeaders()
+                ? Headers.visibleToHandler(headers, policy.stripPrefix())
+                : new TreeMap<>(headers == null ? Map.of() : headers);
+        if (!policy.passSpecHeaders()) {
+            visible.keySet().removeIf(name -> name.startsWith(Headers.SPEC_PREFIX));
+        }
+        return visible;
     }
 
     /** {@code {ExceptionType}: {message}} (RR-10): the unqualified type name, or the qualified one under a policy breaking RR-10.2. */

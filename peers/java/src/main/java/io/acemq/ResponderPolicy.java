@@ -1,6 +1,5 @@
 package io.acemq;
 
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -14,7 +13,9 @@ import java.util.Objects;
  * reply when the responder was built without {@link Options} (RR-14: 3); {@code attemptBase},
  * added to {@code x-delivery-count} (absent: 0) to number an attempt (RR-14: 1). The string:
  * {@code stripPrefix}, the header prefix removed before the handler (RR-5: {@code x-acemq-}).
- * The booleans {@code retryFailures} (RR-11: false) and {@code countUnanswerable} (RR-12: true).
+ * The booleans {@code retryFailures} (RR-11: false), {@code countUnanswerable} (RR-12: true) and
+ * {@code passSpecHeaders}, whether the handler is shown the spec's own {@code acemq-*} headers
+ * (RR-5.2: true; only {@code x-acemq-*} is the engine's to strip).
  *
  * <p>Package-private on purpose: a service always gets {@link #SPEC}. Only the conformance
  * peer (which ships its own class in this package) chooses another policy.
@@ -46,7 +47,8 @@ record ResponderPolicy(
         boolean retryFailures,
         boolean countUnanswerable,
         LastAttempt lastAttempt,
-        RequestQueue requestQueue) {
+        RequestQueue requestQueue,
+        boolean passSpecHeaders) {
 
     /** What the reply's correlation_id copies (RR-4). */
     enum ReplyCorrelationFrom { MESSAGE_ID, CORRELATION_ID }
@@ -120,20 +122,10 @@ record ResponderPolicy(
     }
 
     /**
-     * When Answered is counted (RR-15): before the reply is published, or once it is confirmed
-     * and {@code delay} later (a window wide enough for a test to see it every time).
+     * When Answered is counted (RR-15): before the reply is published, or once the broker
+     * confirmed it (a caller holding the reply may then still read a count without it).
      */
-    record AnsweredTiming(boolean afterConfirm, Duration delay) {
-        static final AnsweredTiming BEFORE_PUBLISH = new AnsweredTiming(false, Duration.ZERO);
-
-        AnsweredTiming {
-            Objects.requireNonNull(delay, "delay");
-        }
-
-        static AnsweredTiming afterConfirm(Duration delay) {
-            return new AnsweredTiming(true, delay);
-        }
-    }
+    enum AnsweredTiming { BEFORE_PUBLISH, AFTER_CONFIRM }
 
     /** What the wire spec says: every knob at its catalogue default. */
     static final ResponderPolicy SPEC = new ResponderPolicy(
@@ -143,7 +135,7 @@ record ResponderPolicy(
             true, HeaderTypes.LENIENT, Options.DEFAULT_MAX_ATTEMPTS, 1, FailureReplyDelivery.CHECKED,
             MalformedRequest.FAIL_REPLY, BytesAddress.ACCEPT, ReplyContentType.APPLICATION_JSON,
             Headers.ENGINE_PREFIX, FailureBody.EMPTY, ErrorTypeName.SIMPLE, false, true, LastAttempt.DEAD_LETTER,
-            RequestQueue.QUORUM);
+            RequestQueue.QUORUM, true);
 
     ResponderPolicy {
         readOrder = List.copyOf(readOrder);

@@ -2,7 +2,6 @@ package io.acemq;
 
 import com.rabbitmq.client.ConnectionFactory;
 import java.io.IOException;
-import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeoutException;
@@ -35,14 +34,11 @@ public final class PeerPolicies {
      */
     public static Requester openRequester(ConnectionFactory factory, RequesterObserver observer, Map<String, Object> knobs)
             throws IOException, TimeoutException {
-        return Requester.open(factory, null, observer, PolicyKnobs.resolve(RequesterPolicy.SPEC, knobs, null));
+        return Requester.open(factory, null, observer, PolicyKnobs.resolve(RequesterPolicy.SPEC, knobs));
     }
 
-    /**
-     * Gives the builder the spec's responder policy with {@code knobs} applied;
-     * {@code answered_timing: after_confirm} counts {@code answeredDelay} after the confirm.
-     */
-    public static Responder.Builder withPolicy(Responder.Builder builder, Map<String, Object> knobs, Duration answeredDelay) {
-        return builder.policy(PolicyKnobs.resolve(ResponderPolicy.SPEC, knobs, answeredDelay));
+    /** Gives the builder the spec's responder policy with {@code knobs} applied. */
+    public static Responder.Builder withPolicy(Responder.Builder builder, Map<String, Object> knobs) {
+        return builder.policy(PolicyKnobs.resolve(ResponderPolicy.SPEC, knobs));
     }
 }

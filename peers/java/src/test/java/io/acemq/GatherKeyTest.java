@@ -24,7 +24,7 @@ class GatherKeyTest {
     @Test
     void aCorrelationIdPolicyLooksThemUpByCorrelationIdInstead() {
         RequesterPolicy byCorrelation = PolicyKnobs.resolve(
-                RequesterPolicy.SPEC, Map.of("gather_demux_by", "correlation_id"), null);
+                RequesterPolicy.SPEC, Map.of("gather_demux_by", "correlation_id"));
         assertEquals("business-correlation", Requester.gatherKey(byCorrelation, REPLY));
     }
 }

@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -20,11 +21,11 @@ import org.junit.jupiter.api.Test;
  */
 class PolicyDecisionsTest {
     private static RequesterPolicy requester(Map<String, Object> knobs) {
-        return PolicyKnobs.resolve(RequesterPolicy.SPEC, knobs, null);
+        return PolicyKnobs.resolve(RequesterPolicy.SPEC, knobs);
     }
 
     private static ResponderPolicy responder(Map<String, Object> knobs) {
-        return PolicyKnobs.resolve(ResponderPolicy.SPEC, knobs, null);
+        return PolicyKnobs.resolve(ResponderPolicy.SPEC, knobs);
     }
 
     @Test
@@ -89,6 +90,20 @@ class PolicyDecisionsTest {
         Map<String, Object> headers = Map.of("x-acemq-trace", "t", "x-tenant", "acme", "tenant", "acme");
         assertEquals(Map.of("x-tenant", "acme", "tenant", "acme"), Headers.visibleToHandler(headers, ResponderPolicy.SPEC.stripPrefix()));
         assertEquals(Map.of("tenant", "acme"), Headers.visibleToHandler(headers, "x-"));
+    }
+
+    @Test
+    void theHandlerSeesTheSpecsOwnHeadersUnlessHidesAcemqHeaders() {
+        Map<String, Object> headers = Map.of(Headers.REPLY_TO, "amq.gen-1", Headers.RESPONSE_MESSAGE_ID, "m",
+                "acemq-whatever", "w", "x-custom", "c", "x-acemq-trace", "t");
+        assertEquals(Set.of(Headers.REPLY_TO, Headers.RESPONSE_MESSAGE_ID, "acemq-whatever", "x-custom"),
+                Responder.visibleToHandler(ResponderPolicy.SPEC, headers).keySet());
+        assertEquals(Set.of(Headers.RESPONSE_MESSAGE_ID, "x-custom"),
+                Responder.visibleToHandler(responder(Map.of("pass_spec_headers", false)), headers).keySet());
+        // Independent of RR-5.1's knob: no-strip shows x-acemq-* and the acemq-* headers alike.
+        assertEquals(headers.keySet(),
+                Responder.visibleToHandler(responder(Map.of("strip_engine_headers", false)), headers).keySet());
+        assertEquals(Set.of(), Responder.visibleToHandler(ResponderPolicy.SPEC, null).keySet());
     }
 
     @Test

@@ -32,6 +32,18 @@ class SpecDefaultsTest {
     }
 
     @Test
+    void aRequestGivesUpAtItsTimeoutAndHalfOfItLaterUnderLateTimeout() {
+        assertEquals(Duration.ofMillis(2000), Requester.deadline(RequesterPolicy.SPEC, Duration.ofMillis(2000)));
+        RequesterPolicy late = requester("request_deadline", "late");
+        assertEquals(Duration.ofMillis(3000), Requester.deadline(late, Duration.ofMillis(2000)));
+        // The default's too: 30 s becomes 45 s.
+        assertEquals(Duration.ofSeconds(45), Requester.deadline(late, Requester.defaultTimeout(null, late)));
+        assertEquals(RequesterPolicy.RequestDeadline.TIMEOUT, RequesterPolicy.SPEC.requestDeadline());
+        // Requests only: a gather's timeout is its own knob.
+        assertEquals(RequesterPolicy.GatherDeadline.FIXED, late.gatherDeadline());
+    }
+
+    @Test
     void defaultMaxAttemptsIsThreeUnlessOptionsSayOtherwise() {
         assertEquals(3, Responder.maxAttempts(null, ResponderPolicy.SPEC));
         assertEquals(5, Responder.maxAttempts(null, responder("default_max_attempts", 5)));
@@ -151,14 +163,14 @@ class SpecDefaultsTest {
 
     @Test
     void numericKnobsTakeAnyWholeNumberAndRefuseTheRest() {
-        assertEquals(10000, PolicyKnobs.resolve(RequesterPolicy.SPEC, Map.of("default_timeout_ms", 10000.0), null).defaultTimeoutMs());
-        assertEquals(5, PolicyKnobs.resolve(ResponderPolicy.SPEC, Map.of("default_max_attempts", 5L), null).defaultMaxAttempts());
+        assertEquals(10000, PolicyKnobs.resolve(RequesterPolicy.SPEC, Map.of("default_timeout_ms", 10000.0)).defaultTimeoutMs());
+        assertEquals(5, PolicyKnobs.resolve(ResponderPolicy.SPEC, Map.of("default_max_attempts", 5L)).defaultMaxAttempts());
         assertThrows(IllegalArgumentException.class,
-                () -> PolicyKnobs.resolve(RequesterPolicy.SPEC, Map.of("default_timeout_ms", 1.5), null));
+                () -> PolicyKnobs.resolve(RequesterPolicy.SPEC, Map.of("default_timeout_ms", 1.5)));
         assertThrows(IllegalArgumentException.class,
-                () -> PolicyKnobs.resolve(ResponderPolicy.SPEC, Map.of("attempt_base", "zero"), null));
+                () -> PolicyKnobs.resolve(ResponderPolicy.SPEC, Map.of("attempt_base", "zero")));
         assertThrows(IllegalStateException.class,
-                () -> PolicyKnobs.resolve(ResponderPolicy.SPEC, Map.of("default_max_attempts", 0), null));
+                () -> PolicyKnobs.resolve(ResponderPolicy.SPEC, Map.of("default_max_attempts", 0)));
     }
 
     /** Deliveries of a request whose reply never goes through, x-delivery-count as the broker counts. */
@@ -175,10 +187,10 @@ class SpecDefaultsTest {
     }
 
     private static RequesterPolicy requester(String knob, Object value) {
-        return PolicyKnobs.resolve(RequesterPolicy.SPEC, Map.of(knob, value), null);
+        return PolicyKnobs.resolve(RequesterPolicy.SPEC, Map.of(knob, value));
     }
 
     private static ResponderPolicy responder(String knob, Object value) {
-        return PolicyKnobs.resolve(ResponderPolicy.SPEC, Map.of(knob, value), null);
+        return PolicyKnobs.resolve(ResponderPolicy.SPEC, Map.of(knob, value));
     }
 }

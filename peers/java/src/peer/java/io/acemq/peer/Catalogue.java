@@ -1,6 +1,5 @@
 package io.acemq.peer;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -26,12 +25,6 @@ final class Catalogue {
     /** A release's settings: requester knobs and responder knobs. */
     record Profile(String name, Map<String, Object> requester, Map<String, Object> responder) {
     }
-
-    /**
-     * The widening of {@code answered_timing: after_confirm}: the real defect's window is
-     * microseconds; counting a second after the confirm makes it caught every time.
-     */
-    static final Duration ANSWERED_AFTER_CONFIRM_DELAY = Duration.ofMillis(1000);
 
     static final Map<String, Mutant> MUTANTS = index(List.of(
             mutant("native-only", Side.REQUESTER, Map.of("write_header_address", false)),
@@ -96,7 +89,13 @@ final class Catalogue {
             mutant("retries-failures", Side.RESPONDER, Map.of("retry_failures", true)),
             mutant("unanswerable-not-counted", Side.RESPONDER, Map.of("count_unanswerable", false)),
             mutant("last-attempt-acked", Side.RESPONDER, Map.of("last_attempt", "ack")),
-            mutant("classic-request-queue", Side.RESPONDER, Map.of("request_queue", "classic_if_missing"))),
+            mutant("classic-request-queue", Side.RESPONDER, Map.of("request_queue", "classic_if_missing")),
+            // Upper bounds of the timeouts, failure replies to a gather, the spec's own headers.
+            mutant("late-timeout", Side.REQUESTER, Map.of("request_deadline", "late")),
+            mutant("budget-restarts-per-reply", Side.GATHERER, Map.of("gather_deadline", "restart_per_reply")),
+            mutant("gather-keeps-failures", Side.GATHERER, Map.of("gather_failure_reply", "keep")),
+            mutant("gather-failures-not-counted", Side.GATHERER, Map.of("count_gather_failures", false)),
+            mutant("hides-acemq-headers", Side.RESPONDER, Map.of("pass_spec_headers", false))),
             Mutant::name);
 
     /**

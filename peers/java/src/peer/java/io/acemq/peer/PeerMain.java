@@ -16,14 +16,9 @@ import io.acemq.IncomingRequest;
 import io.acemq.PeerPolicies;
 import io.acemq.PendingGather;
 import io.acemq.PendingRequest;
-import io.acemq.ReplyDecodeException;
-import io.acemq.RequestTimedOutException;
-import io.acemq.RequesterClosedException;
-import io.acemq.RequestTimeoutException;
 import io.acemq.Requester;
 import io.acemq.RequesterObserver;
 import io.acemq.Responder;
-import io.acemq.ResponderFailedException;
 import io.acemq.ResponderObserver;
 import io.acemq.Tls;
 import java.io.BufferedReader;
@@ -309,26 +304,14 @@ public final class PeerMain {
             throw e;
         }
         call.sent(pending.result());
+        JsonElement reply = null;
+        Throwable error = null;
         try {
-            JsonElement reply = pending.result().get();
-            answer.addProperty("outcome", "reply");
-            answer.add("reply", reply);
+            reply = pending.result().get();
         } catch (ExecutionException e) {
-            Throwable cause = e.getCause();
-            if (cause instanceof RequestTimedOutException) {
-                answer.addProperty("outcome", "timeout");
-            } else if (cause instanceof ResponderFailedException failed) {
-                answer.addProperty("outcome", "responder_failed");
-                answer.addProperty("failure", failed.getFailure());
-            } else if (cause instanceof ReplyDecodeException decode) {
-                answer.addProperty("outcome", "decode_error");
-                answer.addProperty("error", decode.getMessage());
-            } else if (cause instanceof RequesterClosedException && protocol >= 3) {
-                answer.addProperty("outcome", "closed");
-            } else {
-                throw cause instanceof Exception exception ? exception : e;
-            }
+            error = e;
         }
+        CallOutcome.ofRequest(answer, reply, error, protocol);
         answer.addProperty("request_id", pending.requestId());
         answer.addProperty("elapsed_ms", elapsedMs(started));
     }
@@ -361,20 +344,14 @@ public final class PeerMain {
             throw e;
         }
         call.sent(pending.result());
+        List<JsonElement> replies = null;
+        Throwable error = null;
         try {
-            answer.addProperty("outcome", "replies");
-            answer.add("replies", array(pending.result().get()));
+            replies = pending.result().get();
         } catch (ExecutionException e) {
-            if (e.getCause() instanceof RequestTimeoutException shortfall) {
-                answer.addProperty("outcome", "timeout_with_partial");
-                answer.add("replies", array(shortfall.getPartialReplies()));
-            } else if (e.getCause() instanceof RequesterClosedException && protocol >= 3) {
-                answer.remove("replies");
-                answer.addProperty("outcome", "closed");
-            } else {
-                throw e.getCause() instanceof Exception exception ? exception : e;
-            }
+            error = e;
         }
+        CallOutcome.ofGather(answer, replies, error, protocol);
         answer.addProperty("request_id", pending.requestMessageId());
         answer.addProperty("elapsed_ms", elapsedMs(started));
     }
@@ -402,8 +379,7 @@ public final class PeerMain {
         JsonObject behavior = command.has("behavior") && command.get("behavior").isJsonObject()
                 ? command.getAsJsonObject("behavior")
                 : new JsonObject();
-        Responder.Builder builder = PeerPolicies.withPolicy(Responder.builder(queue), knobs,
-                        Catalogue.ANSWERED_AFTER_CONFIRM_DELAY)
+        Responder.Builder builder = PeerPolicies.withPolicy(Responder.builder(queue), knobs)
                 .handler(behaviorHandler(name, behavior))
                 .observer(new EventObserver(name));
         // Only a given max_attempts replaces the binding's own default (3, RR-14): no Options otherwise.
@@ -473,7 +449,7 @@ public final class PeerMain {
                                     .whenComplete((reply, error) -> {
                                         if (error == null) {
                                             load.done(index, startedNanos);
-                                        } else if (error instanceof RequestTimedOutException) {
+                                        } else if (CallOutcome.isRequestTimeout(error)) {
                                             load.timedOut();
                                         } else {
                                             load.failed(error);
@@ -716,12 +692,6 @@ public final class PeerMain {
     }
 
     private static JsonArray strings(List<String> values) {
-        JsonArray array = new JsonArray();
-        values.forEach(array::add);
-        return array;
-    }
-
-    private static JsonArray array(List<JsonElement> values) {
         JsonArray array = new JsonArray();
         values.forEach(array::add);
         return array;
