@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from acemq_interop.broker_control import NOT_HERE
 from acemq_interop.docker_engine import RUN_LABEL
 from acemq_interop.manifests import REPO_ROOT, discover
 
@@ -188,7 +189,11 @@ def test_compose_builds_everything_and_runs_the_matrix(engine) -> None:
         down = _sh(["docker-compose", "down", "--remove-orphans"], env, 300)
         assert down.returncode == 0, _tail(down)
     results = json.loads(results_file.read_text())
-    assert results["summary"]["PASS"] == len(results["cells"]) > 0, results["summary"]
+    # The runner is given the broker service by URL: the one scenario that holds a queue on the
+    # broker (it needs the node's CLI) is a SKIP saying so, every other cell a PASS.
+    skipped = [c for c in results["cells"] if c["status"] == "SKIP"]
+    assert all(c["reason"] == NOT_HERE for c in skipped), skipped
+    assert results["summary"]["PASS"] + len(skipped) == len(results["cells"]) > 0, results["summary"]
     assert {name for name, p in results["peers"].items() if p["unavailable"] is None} == set(ALL_PEERS)
     assert results["brokers"][0]["label"].startswith("rabbitmq-3.10."), results["brokers"]
     assert not _labelled(env), "containers of the compose run were left"
