@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import assertions
 from . import catalogue as spec
@@ -22,6 +22,8 @@ from .probe import Probe
 from .scenarios import SIDE_OBJECTS
 from .steps import STEP_KINDS, STEPS, Opened, connection_lost_in, inputs_of, unreported  # noqa: F401 (STEPS: the registry, re-exported)
 
+if TYPE_CHECKING:
+    from .broker_control import BrokerControl
 
 
 @dataclass
@@ -42,7 +44,7 @@ class RunContext:
     # A broker condition that makes a cell's verdict worthless (a memory or disk alarm, a
     # blocked connection) seen since a time.monotonic() instant: the cause, or None.
     broker_condition: Callable[[float], str | None] | None = None
-    broker_control: Any = None  # broker_control.BrokerControl, or None on a broker given by URL
+    broker_control: "BrokerControl | None" = None  # None on a broker given by URL
 
 
 @dataclass

@@ -11,7 +11,6 @@ with an in-memory implementation of it, every run uses `PeerClient`.
 from __future__ import annotations
 
 import time
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -20,9 +19,8 @@ from .errors import PeerError
 from .manifests import Manifest
 from .peer_process import DEFAULT_OP_BOUND_S, LIVENESS_BOUND_S, PeerProcess
 
-# Told of every command a client sends, with its answer (None while an async call is out).
-# What a peer client tells of each command: (command, answer or None when only sent, and the
-# round trip in ms of a command that was answered).
+# Told of every command a client sends: (command, its answer or None while an async call is
+# out, and the round trip in ms of an answered one, which the cell's grace is measured from).
 Note = Callable[..., None]
 
 

@@ -15,7 +15,7 @@ from functools import lru_cache
 from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from . import catalogue, redact
 from . import cells as cellmod
@@ -37,6 +37,9 @@ from .paths import SCENARIOS_DIR
 from .sharding import TYPICAL_FILE_NAME, Shard, read_typical, select as shard_select
 from . import suite_info
 from .verdict import rerun_line, verdict
+
+if TYPE_CHECKING:
+    from .broker_control import BrokerControl
 
 BUILD_BOUND_S = 900
 # Cells at once. Measured on this project's 2-core machine (full matrix, 540 cells, private
@@ -76,7 +79,7 @@ class RunOptions:
     builds: "Builds | None" = None  # peer builds already under way (started before the broker)
     transcripts: str = "failed"  # failed | all | none: which cells keep the broker's transcript (issue 13)
     broker_lost: Callable[[], str | None] | None = None  # the caller's Broker.lost: certain news of a dead node
-    broker_control: Any = None  # broker_control.BrokerControl of a broker the harness runs; None: given by URL
+    broker_control: "BrokerControl | None" = None  # of a broker the harness runs; None: given by URL
 
 
 class RunInterrupted(KeyboardInterrupt):

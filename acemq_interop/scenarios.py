@@ -37,7 +37,7 @@ class Scenario:
     steps: tuple[dict[str, Any], ...]
     path: Path
     catches: tuple[str, ...] = ()
-    # Mutants whose defect its checks may see only by chance (a window of microseconds): a
+    # Mutants whose defect its checks may see only by chance (a window of one round trip): a
     # FAIL of one names its clause, a PASS is no miss; another scenario catches it every time.
     may_catch: tuple[str, ...] = ()
     # It holds a queue on the broker (broker_control.py): a SKIP on a broker given by URL.
