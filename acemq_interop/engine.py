@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from . import assertions
 from . import catalogue as spec
+from .broker_control import HeldQueue
 from .cells import Cell, result_of
 from .errors import BrokerError, CheckFailed, PeerError, TemplateError
 from .management import Management
@@ -68,10 +69,18 @@ class CellState:
     step_index: int = 0
     lacking: dict[int, tuple[str, str]] = field(default_factory=dict)  # step index -> (role, part) its peer declares it lacks
     lacking_names: dict[str, tuple[str, str]] = field(default_factory=dict)  # a name such a step would have bound
-    held: list[str] = field(default_factory=list)  # queues the cell holds (broker_control.py), released at its end
+    held: list[HeldQueue] = field(default_factory=list)  # queues the cell holds (broker_control.py), released at its end
 
     def name(self, logical: str) -> str:
         return f"{self.ns}.{logical}"
+
+    def release(self, held: HeldQueue) -> str | None:
+        """Ends a hold (deleting its key) and says why what the cell saw while holding is no
+        verdict, or None. A probe whose connection is gone took its exclusive key along."""
+        self.held.remove(held)
+        if self.probe is not None and self.probe.fault() is None:
+            self.probe.delete_queue(held.key)
+        return held.untrusted()
 
     def queue_name(self, value: str) -> str:
         """A queue given in a step: `${...}` is a real name, anything else is namespaced."""
@@ -460,13 +469,16 @@ def _broken_party(state: CellState) -> str | None:
 
 def _cleanup(state: CellState, result: CellResult) -> None:
     """Close what the cell opened and delete what it declared, whatever happened."""
-    for queue in list(state.held):  # first: a held queue holds its publishers' confirms, and its deletion
+    for held in list(state.held):  # first: a held queue holds its publishers' confirms
         try:
-            state.ctx.broker_control.release(state.ctx.vhost, queue)
-            state.held.remove(queue)
+            untrusted = state.release(held)
         except BrokerError as exc:
-            if result.status == Status.PASS:
-                result.status, result.message = Status.ERROR, f"cleanup: {exc}"
+            untrusted = f"releasing queue {held.queue}: {exc}"
+        # A FAIL seen while a hold may have run out is no verdict either.
+        if untrusted is not None and result.status in (Status.PASS, Status.FAIL):
+            was = f"\n(the cell's check {result.rule} failed while holding: {result.message})" if result.status == Status.FAIL else ""
+            result.status, result.message = Status.ERROR, f"cleanup: {untrusted}{was}"
+            result.rule, result.expected, result.observed, result.seen_as, result.failures = None, None, None, None, []
     for opened in reversed(state.opened):
         if not opened.peer.alive:
             continue

@@ -229,6 +229,10 @@ class Probe:
                 name = result.method.queue
         return name
 
+    def delete_queue(self, name: str) -> None:
+        with self._guard():
+            self._channel.queue_delete(name)
+
     def declare_exchange(self, name: str, kind: str) -> None:
         with self._guard():
             self._channel.exchange_declare(name, exchange_type=kind, durable=False, auto_delete=False)

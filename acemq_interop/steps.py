@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from . import assertions, grace, raw_amqp
 from .catalogue import mutants
+from .broker_control import HOLD_BOUND_MS, HOLD_TRUSTED_MS, HeldQueue
 from .errors import BrokerError, CallNotEnded, CheckFailed, PeerError, TemplateError
 from .manifests import PeerSpec
 from .probe import TYPE_WORDS, raw_record
@@ -77,16 +78,20 @@ def _step_pause(state: CellState, args: dict[str, Any]) -> None:
 
 def _step_hold_queue(state: CellState, args: dict[str, Any]) -> None:
     queue = state.queue_name(args["queue"])
-    state.ctx.broker_control.hold(state.ctx.vhost, queue)
-    state.held.append(queue)
+    # The key: an exclusive queue on the probe's connection, whose deletion releases the hold
+    # at once, and whose connection's end releases it whatever becomes of the cell.
+    key = state.get_probe().declare_queue(state.name(f"hold-key.{len(state.held)}"), "classic", exclusive=True)
+    state.ctx.broker_control.hold(state.ctx.vhost, queue, key)
+    state.held.append(HeldQueue(queue, key))
     state.note("hold_queue", queue=queue)
 
 
 def _step_release_queue(state: CellState, args: dict[str, Any]) -> None:
     queue = state.queue_name(args["queue"])
-    if queue in state.held:
-        state.ctx.broker_control.release(state.ctx.vhost, queue)
-        state.held.remove(queue)
+    for held in [h for h in state.held if h.queue == queue]:
+        untrusted = state.release(held)
+        if untrusted is not None:
+            raise BrokerError(untrusted)
     state.note("release_queue", queue=queue)
 
 
@@ -710,7 +715,8 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              "never a wait for something to happen: a wait is bounded and checked (`wait_event`, `counters: until`)"),
     StepKind("hold_queue", _obj(["queue"], queue=NAME), _step_hold_queue, "`hold_queue: {queue}`",
              "holds a queue on the broker: a message published to it is routed but neither enqueued nor confirmed "
-             "until `release_queue` (or the cell's end); needs a broker the harness runs (a SKIP on a `--broker` URL)",
+             f"until `release_queue` (or the cell's end), and never longer than {HOLD_BOUND_MS // 1000} s (a hold that "
+             f"lasted {HOLD_TRUSTED_MS // 1000} s or more makes the cell an ERROR: no verdict); needs a broker the harness runs (a SKIP on a `--broker` URL)",
              templates={"queue": ()}),
     StepKind("release_queue", _obj(["queue"], queue=NAME), _step_release_queue, "`release_queue: {queue}`",
              "releases a held queue: what was published to it is enqueued and confirmed", templates={"queue": ()}),
