@@ -119,4 +119,15 @@ class CallOutcomeTest {
                 () -> CallOutcome.ofGather(new JsonObject(), null, new ExecutionException(closed), 2)));
         assertFalse(CallOutcome.isRequestTimeout(new ExecutionException(returned)));
     }
+
+    @Test
+    void aSendTheCloseEndedIsTheClosedOutcomeNotARefusal() {
+        // The race of rr-requester-close-ends-pending under load: the close lands while send
+        // waits for the request's confirm, and send throws instead of returning a pending call.
+        for (Function<Throwable, Throwable> wrap : WRAPPINGS) {
+            assertTrue(CallOutcome.endedByClose(wrap.apply(new RequesterClosedException()), 3));
+            assertFalse(CallOutcome.endedByClose(wrap.apply(new RequesterClosedException()), 2));
+        }
+        assertFalse(CallOutcome.endedByClose(new PublishRefusedException("returned: 312 NO_ROUTE"), 3));
+    }
 }

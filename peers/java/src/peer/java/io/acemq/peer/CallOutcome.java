@@ -71,6 +71,16 @@ final class CallOutcome {
         }
     }
 
+    /**
+     * True when a call the binding refused at once was ended by its requester's close: a close
+     * that lands while {@code send} waits for its request's confirm makes {@code send} throw
+     * {@link RequesterClosedException}. That call was pending and the close ended it, so its
+     * outcome is {@code closed} (RR-9.5), not a refusal; before protocol 3 there is no such outcome.
+     */
+    static boolean endedByClose(Throwable error, int protocol) {
+        return protocol >= 3 && bindingError(error) instanceof RequesterClosedException;
+    }
+
     /** True when {@code error} is, or wraps, the binding's timeout of a request. */
     static boolean isRequestTimeout(Throwable error) {
         return bindingError(error) instanceof RequestTimedOutException;

@@ -301,6 +301,11 @@ public final class PeerMain {
                     headers(command));
         } catch (Exception | Error e) {
             call.refused(e);
+            if (CallOutcome.endedByClose(e, protocol)) {
+                answer.addProperty("outcome", "closed");
+                answer.addProperty("elapsed_ms", elapsedMs(started));
+                return;
+            }
             throw e;
         }
         call.sent(pending.result());
@@ -341,6 +346,11 @@ public final class PeerMain {
         } catch (Exception | Error e) {
             // A returned copy lands here at once (RR-13 for gathers): ok false with the binding's text.
             call.refused(e);
+            if (CallOutcome.endedByClose(e, protocol)) {
+                answer.addProperty("outcome", "closed");
+                answer.addProperty("elapsed_ms", elapsedMs(started));
+                return;
+            }
             throw e;
         }
         call.sent(pending.result());
