@@ -77,6 +77,18 @@ const SPEC_HEADER_PREFIX = 'acemq-';
 /** How long stop() waits for answered requests to be settled before it closes anyway. */
 const STOP_SETTLE_BOUND_MS = 5_000;
 
+/** How long stop() waits for the broker to close the channel (its acks taken) before it closes the connection anyway. */
+const STOP_CLOSE_BOUND_MS = 5_000;
+
+/** `work`, or a rejection once `boundMs` elapsed. */
+function withinMs<T>(work: Promise<T>, boundMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${boundMs} ms`)), boundMs);
+  });
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+}
+
 /** The reply publish failed: the request goes to the retry policy (RR-14). */
 class ReplyNotDelivered extends Error {}
 
@@ -199,6 +211,12 @@ export class Responder<TReq = unknown, TRes = unknown> {
     if (!(await this.settled(STOP_SETTLE_BOUND_MS))) {
       console.error(`responder ${this.queue}: stopping with ${this.unsettled.size} answered requests not settled after ${STOP_SETTLE_BOUND_MS} ms`);
     }
+    // The channel before the connection. amqplib buffers each channel's frames apart and
+    // interleaves them on the socket, so the connection's Close (channel 0) can overtake an
+    // ack still buffered on this channel: under load the broker then put an answered request
+    // back on the queue, to be answered again by the next responder (RR-17). The channel's
+    // Close follows its acks in one buffer, and its Close-Ok says the broker has them.
+    await withinMs(this.channel.close(), STOP_CLOSE_BOUND_MS).catch(() => undefined);
     await this.connection.close().catch(() => undefined);
   }
 
