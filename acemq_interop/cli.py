@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -32,7 +33,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130
 OUTPUT_FILES = ("results.json", "junit.xml", "report.html", "summary.md")
 EXIT_CODES_HELP = (
-    "exit codes: 0 all cells pass; 1 a FAIL, ERROR or XPASS (compare, --baseline: a regression); "
+    "exit codes: 0 all cells pass; 1 a FAIL, ERROR or XPASS (compare, --baseline: a regression; --repeat, flakes: a verdict that varied); "
     "2 usage or bad input (before any broker starts); 3 infrastructure (broker unreachable or lost)"
 )
 VERBOSITY = {"level": 1}  # 0 quiet, 1 progress, 2 verbose
@@ -152,8 +153,71 @@ def _write_not_run(options: "RunOptions", source, why: str, out: Path) -> None:
     write_outputs(Runner(options).not_run(BrokerInfo(source.describe()), text(why)), out)
 
 
+MAX_REPEAT = 100
+
+
+def cmd_flakes(args: argparse.Namespace) -> int:
+    from .repeat import RepeatReport, load_runs
+
+    report = RepeatReport.of(load_runs([Path(p) for p in args.results]))
+    paths = report.write(Path(args.out))
+    print(report.text())
+    print(f"Wrote {', '.join(str(p) for p in paths)}")
+    return EXIT_FAILED if report.varying else EXIT_OK
+
+
+def cmd_repeat(args: argparse.Namespace) -> int:
+    """`run --repeat N`: N runs of the same selection, each a whole run of its own (its broker
+    node, vhost and peer processes) in OUT/run-K/, then the repeat report in OUT/. A run cut
+    short (the broker lost, an interrupt) ends the repetition: its cells are not a verdict."""
+    import copy
+
+    from .repeat import RepeatReport, load_runs
+
+    if not 2 <= args.repeat <= MAX_REPEAT:
+        raise UsageError(f"--repeat {args.repeat}: give 2 to {MAX_REPEAT} runs (1, the default, is one run)")
+    if args.baseline or args.shard:
+        raise UsageError("--repeat runs the whole selection each time: give --baseline or --shard to a single run")
+    out = Path(args.out)
+    for name in (*OUTPUT_FILES, "repeat.json"):
+        (out / name).unlink(missing_ok=True)
+    for old in out.glob("run-*"):
+        if old.is_dir() and re.fullmatch(r"run-\d+", old.name):
+            shutil.rmtree(old, ignore_errors=True)
+    codes: list[int] = []
+    for k in range(1, args.repeat + 1):
+        _log(f"repeat {k}/{args.repeat}: out {out / f'run-{k}'}")
+        one = copy.copy(args)
+        one.repeat, one.out = 1, str(out / f"run-{k}")
+        one.no_build = args.no_build or k > 1  # built once, before the first run
+        codes.append(cmd_run(one))
+        if codes[-1] in (EXIT_INFRA, EXIT_INTERRUPTED):
+            break
+    finished = [out / f"run-{k}" / "results.json" for k in range(1, len(codes) + 1)]
+    finished = [p for p in finished if p.exists()]
+    if len(finished) >= 2:
+        report = RepeatReport.of(load_runs(finished))
+        paths = report.write(out)
+        # results.json of OUT: the last run's, carrying the repeat report.
+        last = json.loads(finished[-1].read_text(encoding="utf-8"))
+        last["repeat"] = report.record()
+        (out / "results.json").write_text(json.dumps(last, indent=2) + "\n", encoding="utf-8")
+        print(report.text())
+        print(f"Wrote {', '.join(str(p) for p in [out / 'results.json', *paths])}")
+        varied = bool(report.varying)
+    else:
+        varied = False
+    if codes[-1] in (EXIT_INFRA, EXIT_INTERRUPTED):
+        print(f"acemq-interop: --repeat stopped after run {len(codes)} of {args.repeat} (exit {codes[-1]})", file=sys.stderr)
+        return codes[-1]
+    return EXIT_FAILED if varied or any(c != EXIT_OK for c in codes) else EXIT_OK
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from dataclasses import replace
+
+    if getattr(args, "repeat", 1) != 1:
+        return cmd_repeat(args)
 
     from . import cells as cellmod
     from .broker import Broker, broker_sources
@@ -465,9 +529,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--baseline", help="an earlier results.json: print what changed; a regression exits 1")
     run.add_argument("--transcripts", choices=("failed", "all", "none"), default="failed",
                      help="keep the broker's transcript (firehose) of: non-PASS cells (default), every cell, or none")
+    run.add_argument("--repeat", type=int, default=1, metavar="N",
+                     help="run the same selection N times (2 to 100), each in OUT/run-K/, then report per cell its "
+                          "verdicts across the runs, the cells whose verdict varied and a flake rate per peer and scenario "
+                          "(OUT/repeat.json, OUT/summary.md, OUT/report.html); a varying cell exits 1")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the result")
     run.add_argument("-v", "--verbose", action="store_true", help="more detail in progress lines")
     run.set_defaults(func=cmd_run)
+    flakes = sub.add_parser("flakes", help="which cells flake: the repeat report of several runs' results.json of one selection",
+                            epilog=EXIT_CODES_HELP)
+    flakes.add_argument("results", nargs="+", help="the runs' results.json files (two or more)")
+    flakes.add_argument("--out", default="out", help="folder for repeat.json, summary.md and report.html (default ./out)")
+    flakes.set_defaults(func=cmd_flakes)
     lst = sub.add_parser("list", help="list peers and scenarios")
     lst.add_argument("-v", "--verbose", action="store_true", help="with each scenario's title and procedure")
     lst.add_argument("--rules", action="store_true",

@@ -117,6 +117,11 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
 
 
+def cell_anchor(cell_id: str) -> str:
+    """The fragment of a cell's row in report.html (for links from elsewhere, repeat.py's)."""
+    return "cell-" + _slug(cell_id)
+
+
 # -- evidence -----------------------------------------------------------------------
 
 

@@ -1,12 +1,17 @@
 """The harness on a real broker when peers or inputs are broken: clear results, no hangs."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
 import urllib.parse
+from pathlib import Path
 
+import jsonschema
 import pytest
+
+import acemq_interop
 
 from acemq_interop.cells import ERROR
 from support import describe, fixture_manifest, run
@@ -73,6 +78,24 @@ def test_cli_run_of_one_cell_writes_reports_and_exits_zero(broker, tmp_path) -> 
     assert "1 cells: 1 PASS" in done.stdout
     for name in ("results.json", "junit.xml", "report.html"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_run_repeat_runs_the_selection_each_time_and_reports_the_verdicts_across_runs(broker, tmp_path) -> None:
+    url = broker.amqp_url("/").rsplit("/", 1)[0] + "/"
+    cell = "rr-pair-round-trip[requester=python,responder=python]"
+    done = cli("run", "--peers", "python", "--cell", cell, "--repeat", "2",
+               "--broker", url, "--management-url", broker.mgmt_url, "--out", str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 runs of 1 cells: 0 cell(s) whose verdict varied" in done.stdout
+    for k in (1, 2):
+        ran = json.loads((tmp_path / f"run-{k}" / "results.json").read_text())
+        assert [(c["id"], c["status"]) for c in ran["cells"]] == [(cell, "PASS")]
+    top = json.loads((tmp_path / "results.json").read_text())
+    schema = json.loads((Path(acemq_interop.__file__).parent / "schemas" / "results.schema.json").read_text())
+    jsonschema.validate(top, schema)
+    assert top["repeat"]["cells"] == 1 and top["repeat"]["varying"] == []
+    assert [r["counts"]["PASS"] for r in top["repeat"]["runs"]] == [1, 1]
+    assert "run-2/results.json" in (tmp_path / "summary.md").read_text()
 
 
 def test_the_default_run_starts_a_private_node_and_leaves_nothing_behind(tmp_path) -> None:
