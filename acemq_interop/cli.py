@@ -76,6 +76,8 @@ def _rerun_flags(args: argparse.Namespace) -> list[str]:
         flags.append("--tls")
     if getattr(args, "ca_cert", None):
         flags += ["--ca-cert", str(Path(args.ca_cert).expanduser().resolve())]
+    if getattr(args, "cpu_hog", 0):
+        flags += ["--cpu-hog", str(args.cpu_hog)]  # a verdict seen under load is reproduced under load
     return flags
 
 
@@ -227,6 +229,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .runner import RunInterrupted, Runner
     from .selection import check_cells
 
+    from .cpu_hog import MAX_HOGS
+
+    if not 0 <= getattr(args, "cpu_hog", 0) <= MAX_HOGS:
+        raise UsageError(f"--cpu-hog {args.cpu_hog}: give 0 to {MAX_HOGS} busy processes")
     options = run_options(args, getattr(args, "argv", None))
     check_cells(cellmod.plan(options.scenarios, options.specs, options.diagonal), options.only_cells)
     baseline = None
@@ -260,6 +266,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     interrupted = False
     stack = ExitStack()  # the run's certificates (with --tls) outlive the brokers and containers that use them
     try:
+        if args.cpu_hog:
+            from .cpu_hog import cpu_hogs
+
+            stack.enter_context(cpu_hogs(args.cpu_hog, _log))
         certificates = None
         if args.tls and any(s.kind != "url" for s in sources):
             from .tls import run_certificates
@@ -533,6 +543,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run the same selection N times (2 to 100), each in OUT/run-K/, then report per cell its "
                           "verdicts across the runs, the cells whose verdict varied and a flake rate per peer and scenario "
                           "(OUT/repeat.json, OUT/summary.md, OUT/report.html); a varying cell exits 1")
+    run.add_argument("--cpu-hog", type=int, default=0, metavar="N",
+                     help="stress: N busy processes beside the run (stopped at its end), so a verdict that needs an idle "
+                          "machine shows here first; with a --concurrency above the default and --repeat, the suite's own stress mode")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the result")
     run.add_argument("-v", "--verbose", action="store_true", help="more detail in progress lines")
     run.set_defaults(func=cmd_run)
