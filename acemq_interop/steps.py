@@ -342,9 +342,9 @@ def _step_probe_reply(state: CellState, args: dict[str, Any]) -> None:
                    f"step {state.step_index + 1} probe_reply: {args['request']}.properties.message_id", role=requester_role)
         raise TemplateError(f"{args['request']}.properties.message_id (the request has none)")
     reply_queue = assertions.lookup(state.variables, f"{args['requester']}.reply_queue")
-    if assertions.is_missing(reply_queue):
-        # The requester did not say which queue it declared: answer where the request says,
-        # as a responder would (the header first, then reply_to).
+    if args.get("to") == "request" or assertions.is_missing(reply_queue):
+        # Asked to (`to: request`), or the requester did not say which queue it declared:
+        # answer where the request says, as a responder would (the header first, then reply_to).
         for where in ("headers.acemq-reply-to", "properties.reply_to"):
             found = assertions.lookup(state.variables, f"{args['request']}.{where}")
             if isinstance(found, str) and found:
@@ -792,10 +792,11 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              fields=("message_id", "routed", "messages")),
     StepKind("probe_reply", _obj(["requester", "request"], _excludes("body", "body_text"), **{
         "as": AS, "requester": AS, "request": NAME, "body": {}, "body_text": {"type": "string"},
-        "headers": HEADERS, "correlation_id": {"type": "string"}}), _step_probe_reply,
-             "`probe_reply: {requester, request, body \\| body_text, headers?, correlation_id?, as?}`",
+        "headers": HEADERS, "correlation_id": {"type": "string"}, "to": {"enum": ["requester", "request"]}}), _step_probe_reply,
+             "`probe_reply: {requester, request, body \\| body_text, headers?, correlation_id?, to?, as?}`",
              "the probe replies to a request it took with `probe_get` (`request`: its record, or a path such as "
-             "`copies.0`) as a responder must: to the requester's `reply_queue`, `correlation_id` and "
+             "`copies.0`) as a responder must: to the requester's `reply_queue` (`to: request`: to the address the request "
+             "names, `acemq-reply-to` first, then `reply_to`, as a responder reads it), `correlation_id` and "
              "`responseMessageId` set to the request's `message_id`; `headers` (typed as in `probe_publish`) are "
              "added, e.g. `acemq-error`; `correlation_id` forges another (a gather's replies carry the gather's)",
              "`{message_id, routed}`", binds=True, uses={"requester": ("requester",), "request": ("probe_get",)},
