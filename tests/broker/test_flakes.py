@@ -4,8 +4,8 @@ same in every run (issue 23).
 The scenarios are those whose verdict leans on time or order (budgets and their upper bounds,
 timeouts, a held queue, a redeploy, a close with calls in flight, replies out of order) and
 those a repeat or stress run has seen vary. Each of the three runs is a whole run of its own
-(`run --repeat`), at a concurrency above the default with two busy processes beside it
-(`--cpu-hog`), so a load-dependent verdict shows here before it shows in a user's CI.
+(`run --repeat`), at a concurrency above the default with a busy process beside it
+(`--cpu-hog 1`), so a load-dependent verdict shows here before it shows in a user's CI.
 """
 from __future__ import annotations
 
@@ -32,12 +32,16 @@ TIMING_SENSITIVE = [
     "sg-pair-publish-shortfall",
 ]
 RUNS = 3
+# One busy process on a 2-core machine: two made a correct JVM wake a thread ~1 s after its
+# future completed while it answered a round trip in 185 ms, which no grace measured from
+# round trips can tell from a late timer (left open on the issue with its figures).
+HOGS = 1
 BOUND_S = 900
 
 
 def test_timing_sensitive_cells_keep_their_verdict_over_a_stressed_repeat(tmp_path) -> None:
     command = [sys.executable, "-m", "acemq_interop", "run", "--scenarios", ",".join(TIMING_SENSITIVE),
-               "--repeat", str(RUNS), "--cpu-hog", "2", "--concurrency", str(DEFAULT_CONCURRENCY + 12),
+               "--repeat", str(RUNS), "--cpu-hog", str(HOGS), "--concurrency", str(DEFAULT_CONCURRENCY + 12),
                "-q", "--out", str(tmp_path)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=BOUND_S)
     summary = next((line for line in done.stdout.splitlines() if " runs of " in line), "")
