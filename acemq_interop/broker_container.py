@@ -107,9 +107,11 @@ class ContainerBroker:
         if done.returncode != 0:
             raise BrokerError(f"docker run {self.image} failed ({done.returncode}): {done.stderr.strip()}")
         self.container_id = done.stdout.strip()
+        from .preflight import amqp_answers
+
         management = self.endpoint.management()
         while time.monotonic() - started < READY_BOUND_S:
-            if management.ready():
+            if management.ready() and amqp_answers(self.endpoint):
                 self._progress(f"broker container ready in {time.monotonic() - started:.1f}s")
                 return self.endpoint
             if not docker_engine.is_running(self.name):

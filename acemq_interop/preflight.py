@@ -99,6 +99,18 @@ def _amqp_handshake(endpoint: BrokerEndpoint, vhost: str) -> None:
         pass
 
 
+def amqp_answers(endpoint: BrokerEndpoint) -> bool:
+    """Whether an AMQP handshake on the default vhost completes now: for a node the harness
+    started, the last sign of readiness. RabbitMQ 4.0 answered its management API while
+    its AMQP listener still closed connections at the protocol header (EOF), and the
+    run's pre-flight then took a booting broker for one that does not speak AMQP."""
+    try:
+        _amqp_handshake(endpoint, "/")
+    except BrokerError:
+        return False
+    return True
+
+
 def preflight(endpoint: BrokerEndpoint) -> None:
     """Raises BrokerError (one line) on the first thing that is wrong."""
     from .ownership import vhost_description
