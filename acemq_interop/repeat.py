@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .compare import read_results
 from .errors import UsageError
 from .html_report import cell_anchor
 from .results_files import _peers_of, broken_clauses
@@ -76,15 +77,7 @@ class Rate:
 
 def load_runs(paths: list[Path]) -> list[RunSource]:
     """The runs' results.json files, in the order given; a file that is not one is a usage error."""
-    runs = []
-    for index, path in enumerate(paths, 1):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"{path}: not a readable results.json ({exc})") from None
-        if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
-            raise UsageError(f"{path}: not a results.json (no 'cells' list): give the results.json an acemq-interop run wrote")
-        runs.append(RunSource(f"run {index}", path, data))
+    runs = [RunSource(f"run {index}", path, read_results(path)) for index, path in enumerate(paths, 1)]
     if len(runs) < 2:
         raise UsageError("flakes needs the results.json of two runs or more of the same selection")
     return runs
