@@ -50,5 +50,5 @@ ENV PATH=/opt/acemq-interop/bin:$PATH ACEMQ_INTEROP_PEER_PATH=/opt/acemq-interop
 WORKDIR /work
 # Every module imports (a dependency missing from the image fails the build, not a run).
 RUN acemq-interop list >/dev/null \
- && /opt/acemq-interop/bin/python -c 'import importlib, pkgutil, acemq_interop; [importlib.import_module("acemq_interop." + m.name) for m in pkgutil.iter_modules(acemq_interop.__path__) if m.name != "__main__"]' 
+ && /opt/acemq-interop/bin/python -c 'import importlib, pkgutil, acemq_interop; [importlib.import_module(m.name) for m in pkgutil.walk_packages(acemq_interop.__path__, "acemq_interop.") if not m.name.endswith("__main__")]'
 ENTRYPOINT ["acemq-interop"]

@@ -13,7 +13,8 @@ import pytest
 
 import support
 
-from acemq_interop.broker import BrokerEndpoint, EmbeddedBroker, parse_broker_url
+from acemq_interop.broker.endpoint import BrokerEndpoint, parse_broker_url
+from acemq_interop.broker.node import EmbeddedBroker
 
 
 def _log(message: str) -> None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from acemq_interop import known_failures, scenarios
-from acemq_interop.broker import BrokerEndpoint
-from acemq_interop.model import CellResult, RunResult
-from acemq_interop.manifests import Manifest, PeerSpec, discover, load_manifest
-from acemq_interop.runner import DEFAULT_CONCURRENCY, RunOptions, Runner
+from acemq_interop.spec import known_failures
+from acemq_interop.spec import scenarios
+from acemq_interop.broker.endpoint import BrokerEndpoint
+from acemq_interop.results.model import CellResult, RunResult
+from acemq_interop.peers.manifests import Manifest, PeerSpec, discover, load_manifest
+from acemq_interop.run.runner import DEFAULT_CONCURRENCY, RunOptions, Runner
 
 FIXTURE_PEERS = Path(__file__).parent / "fixtures" / "peers"
 

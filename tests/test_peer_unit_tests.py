@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from acemq_interop.manifests import discover
-from acemq_interop.runner import build_peer
+from acemq_interop.peers.manifests import discover
+from acemq_interop.peers.builds import build_peer
 from support import log
 
 MANIFESTS = discover()

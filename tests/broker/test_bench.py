@@ -12,9 +12,9 @@ import json
 import jsonschema
 import pytest
 
-from acemq_interop.bench import BenchSettings, run_bench
-from acemq_interop.manifests import PeerSpec, discover
-from acemq_interop.paths import SCHEMAS_DIR
+from acemq_interop.commands.bench import BenchSettings, run_bench
+from acemq_interop.peers.manifests import PeerSpec, discover
+from acemq_interop.core.paths import SCHEMAS_DIR
 
 pytestmark = pytest.mark.broker
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from acemq_interop import catalogue as spec
-from acemq_interop.broker_control import NOT_HERE
-from acemq_interop.paths import DATA_ROOT
+from acemq_interop.spec import catalogue as spec
+from acemq_interop.broker.control import NOT_HERE
+from acemq_interop.core.paths import DATA_ROOT
 
 pytestmark = pytest.mark.broker
 

@@ -10,7 +10,7 @@ import pika
 import pytest
 
 import support
-from acemq_interop.broker_control import CtlControl, HeldQueue, HOLD_BOUND_MS, HOLD_TRUSTED_MS
+from acemq_interop.broker.control import CtlControl, HeldQueue, HOLD_BOUND_MS, HOLD_TRUSTED_MS
 
 NOT_HELD_FOR_S = 0.5  # how long a held publish must stay unconfirmed for the hold to count as one
 RELEASED_WITHIN_S = 5.0  # a bound on the wait for a released confirm, never a measure of it

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from acemq_interop.broker_control import NOT_HERE
-from acemq_interop.docker_engine import RUN_LABEL
-from acemq_interop.manifests import REPO_ROOT, discover
+from acemq_interop.broker.control import NOT_HERE
+from acemq_interop.core.docker_engine import RUN_LABEL
+from acemq_interop.peers.manifests import REPO_ROOT, discover
 
 pytestmark = [
     pytest.mark.broker,

@@ -31,10 +31,10 @@ from typing import Callable, Iterator
 
 import pytest
 
-from acemq_interop.broker import EmbeddedBroker, NODE_DIR_PREFIX
-from acemq_interop.endpoint import BrokerEndpoint
-from acemq_interop.model import Status
-from acemq_interop.ownership import node_processes
+from acemq_interop.broker.node import EmbeddedBroker, NODE_DIR_PREFIX
+from acemq_interop.broker.endpoint import BrokerEndpoint
+from acemq_interop.results.model import Status
+from acemq_interop.core.ownership import node_processes
 
 pytestmark = pytest.mark.broker
 
@@ -706,9 +706,9 @@ def test_a_memory_alarm_raised_mid_run_makes_the_cells_errors_naming_it_never_fa
     """Raised once the peers are up (pre-flight passed), before any cell: the peer's request
     (rr-pair-round-trip) and the probe's (rr-responder-header-only) are blocked; each cell is
     an ERROR naming the alarm, and the run ends (every wait is bounded: the probe's too)."""
-    from acemq_interop import scenarios
-    from acemq_interop.manifests import PeerSpec, discover
-    from acemq_interop.runner import RunOptions, Runner
+    from acemq_interop.spec import scenarios
+    from acemq_interop.peers.manifests import PeerSpec, discover
+    from acemq_interop.run.runner import RunOptions, Runner
 
     node, endpoint = alarm_node
     lines: list[str] = []

@@ -26,12 +26,13 @@ from typing import Any, Callable
 
 import pytest
 
-from acemq_interop import scenarios
-from acemq_interop.broker import BrokerEndpoint
-from acemq_interop.cli import write_outputs
-from acemq_interop.manifests import Manifest, PeerSpec, discover, load_manifest
-from acemq_interop.model import RunResult, Status
-from acemq_interop.runner import RunOptions, Runner, build_peer
+from acemq_interop.spec import scenarios
+from acemq_interop.broker.endpoint import BrokerEndpoint
+from acemq_interop.commands.cli import write_outputs
+from acemq_interop.peers.manifests import Manifest, PeerSpec, discover, load_manifest
+from acemq_interop.results.model import RunResult, Status
+from acemq_interop.peers.builds import build_peer
+from acemq_interop.run.runner import RunOptions, Runner
 from support import FIXTURE_PEERS, describe, log
 
 pytestmark = pytest.mark.broker

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from acemq_interop import catalogue as spec
-from acemq_interop.cells import FAIL, PASS
-from acemq_interop.manifests import PeerSpec, discover
-from acemq_interop.model import CellResult
-from acemq_interop.scenarios import Scenario, load_all
+from acemq_interop.spec import catalogue as spec
+from acemq_interop.run.cells import FAIL, PASS
+from acemq_interop.peers.manifests import PeerSpec, discover
+from acemq_interop.results.model import CellResult
+from acemq_interop.spec.scenarios import Scenario, load_all
 from support import log, run
 
 pytestmark = pytest.mark.broker

@@ -13,7 +13,7 @@ import itertools
 
 import pytest
 
-from acemq_interop.cells import PASS, XFAIL
+from acemq_interop.run.cells import PASS, XFAIL
 from support import describe, run
 
 pytestmark = pytest.mark.broker

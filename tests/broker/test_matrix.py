@@ -5,8 +5,8 @@ from collections import Counter
 
 import pytest
 
-from acemq_interop.cells import FAIL, PASS, XFAIL
-from acemq_interop.manifests import PeerSpec, discover
+from acemq_interop.run.cells import FAIL, PASS, XFAIL
+from acemq_interop.peers.manifests import PeerSpec, discover
 from support import describe, run
 
 pytestmark = pytest.mark.broker

@@ -17,10 +17,10 @@ from collections import defaultdict
 
 import pytest
 
-from acemq_interop import catalogue as spec
-from acemq_interop.cells import FAIL, PASS
-from acemq_interop.manifests import PeerSpec, discover
-from acemq_interop.scenarios import load_all
+from acemq_interop.spec import catalogue as spec
+from acemq_interop.run.cells import FAIL, PASS
+from acemq_interop.peers.manifests import PeerSpec, discover
+from acemq_interop.spec.scenarios import load_all
 from support import describe, log, run
 
 pytestmark = pytest.mark.broker

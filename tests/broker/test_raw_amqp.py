@@ -5,8 +5,9 @@ import uuid
 
 import pytest
 
-from acemq_interop.probe import Probe, Typed
-from acemq_interop.raw_amqp import RawAmqpError, RawConnection, plain, type_codes
+from acemq_interop.amqp.codec import Typed
+from acemq_interop.amqp.probe import Probe
+from acemq_interop.amqp.raw_client import RawAmqpError, RawConnection, plain, type_codes
 
 pytestmark = pytest.mark.broker
 

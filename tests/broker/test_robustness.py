@@ -13,7 +13,7 @@ import pytest
 
 import acemq_interop
 
-from acemq_interop.cells import ERROR
+from acemq_interop.run.cells import ERROR
 from support import describe, fixture_manifest, run
 
 pytestmark = pytest.mark.broker

@@ -20,9 +20,9 @@ import time
 
 import pytest
 
-from acemq_interop.manifests import PeerSpec, discover
-from acemq_interop.runner import DEFAULT_CONCURRENCY
-from acemq_interop.scenarios import load_all
+from acemq_interop.peers.manifests import PeerSpec, discover
+from acemq_interop.run.runner import DEFAULT_CONCURRENCY
+from acemq_interop.spec.scenarios import load_all
 from support import fixture_manifest, log, run
 
 pytestmark = pytest.mark.broker

@@ -24,8 +24,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from acemq_interop.broker import EmbeddedBroker
-from acemq_interop.tls import Certificates, make_certificates, run_certificates
+from acemq_interop.broker.node import EmbeddedBroker
+from acemq_interop.amqp.tls import Certificates, make_certificates, run_certificates
 
 pytestmark = pytest.mark.broker
 

@@ -32,13 +32,14 @@ import pika
 import pika.spec
 import pika.validators
 
-from acemq_interop import raw_amqp
-from acemq_interop.errors import BrokerError, CallNotEnded, PeerError
-from acemq_interop.peer_client import PeerClient
-from acemq_interop.probe import Typed, raw_record, record
-from acemq_interop.protocol import SCHEMA_PATH, validate_peer_line
-from acemq_interop.transcript import Field as TraceField
-from acemq_interop.transcript import Raw, Tracer
+from acemq_interop.amqp import raw_client as raw_amqp
+from acemq_interop.core.errors import BrokerError, CallNotEnded, PeerError
+from acemq_interop.peers.client import PeerClient
+from acemq_interop.amqp.codec import Typed
+from acemq_interop.amqp.probe import raw_record, record
+from acemq_interop.peers.protocol import SCHEMA_PATH, validate_peer_line
+from acemq_interop.amqp.transcript import Field as TraceField
+from acemq_interop.amqp.transcript import Raw, Tracer
 
 _SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 _FULL = jsonschema.validators.validator_for(_SCHEMA)(_SCHEMA)
@@ -58,7 +59,7 @@ def check_line(message: dict[str, Any]) -> dict[str, Any]:
 
 
 class Clock:
-    """Virtual time for acemq_interop.steps: a wait passes by moving the clock on."""
+    """Virtual time for acemq_interop.run.steps: a wait passes by moving the clock on."""
 
     def __init__(self) -> None:
         self.now = 1000.0
@@ -469,7 +470,7 @@ class InMemoryProbe:
 
     def publish(self, exchange: str, routing_key: str, body: bytes, properties: dict[str, Any],
                 headers: dict[str, Any], mandatory: bool = True) -> bool:
-        from acemq_interop.probe import header_value
+        from acemq_interop.amqp.codec import header_value
 
         # As Probe.publish builds it, then as pika encodes it on the wire.
         props = pika.BasicProperties(headers={k: header_value(v) for k, v in headers.items()} or None, **properties)

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from acemq_interop.errors import PeerError
+from acemq_interop.core.errors import PeerError
 
 
 class FakeBroker:

@@ -1,5 +1,5 @@
 """A process that speaks just enough of the peer protocol to break it on purpose, for the
-unit tests of acemq_interop.peer_process (the pipes, the bounds, the faults).
+unit tests of acemq_interop.peers.process (the pipes, the bounds, the faults).
 
 It answers `hello` and then every command with `{"ok": true}`, except as its arguments say:
 `hang:OP` never answers OP; `lose:OP` answers OP with nothing but a `connection_lost` event

@@ -20,12 +20,17 @@ from typing import Any
 
 import pytest
 
-from acemq_interop import catalogue, cells, engine, raw_amqp, steps, transcript
-from acemq_interop.engine import RunContext, run_cell
-from acemq_interop.errors import BrokerError, CheckFailed, PeerError, TemplateError
-from acemq_interop.manifests import PeerSpec
-from acemq_interop.model import PROBE, Status
-from acemq_interop.scenarios import load_all
+from acemq_interop.spec import catalogue
+from acemq_interop.run import cells
+from acemq_interop.run import engine
+from acemq_interop.amqp import raw_client as raw_amqp
+from acemq_interop.run import steps
+from acemq_interop.amqp import transcript
+from acemq_interop.run.engine import RunContext, run_cell
+from acemq_interop.core.errors import BrokerError, CheckFailed, PeerError, TemplateError
+from acemq_interop.peers.manifests import PeerSpec
+from acemq_interop.results.model import PROBE, Status
+from acemq_interop.spec.scenarios import load_all
 from adversarial_peer import Clock, World
 
 SEED = os.environ.get("ACEMQ_ADVERSARIAL_SEED", "20250611")

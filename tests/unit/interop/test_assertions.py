@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from acemq_interop.assertions import check, lookup, render, is_missing
-from acemq_interop.errors import TemplateError
+from acemq_interop.spec.assertions import check, lookup, render, is_missing
+from acemq_interop.core.errors import TemplateError
 
 VARS = {
     "call": {"outcome": "reply", "reply": {"seen": {"headers": ["a", "x-custom"]}}},

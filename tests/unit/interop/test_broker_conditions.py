@@ -11,13 +11,13 @@ import time
 
 import pytest
 
-from acemq_interop.broker_conditions import (BrokerConditions, ConditionLog, alarms_of, blocked_of, describe,
+from acemq_interop.broker.conditions import (BrokerConditions, ConditionLog, alarms_of, blocked_of, describe,
                                              preflight_problem, _with_query)
-from acemq_interop.broker_watch import BrokerWatch
-from acemq_interop.endpoint import loopback_endpoint
-from acemq_interop.engine import run_cell
-from acemq_interop.management import ManagementError
-from acemq_interop.model import Status
+from acemq_interop.broker.watch import BrokerWatch
+from acemq_interop.broker.endpoint import loopback_endpoint
+from acemq_interop.run.engine import run_cell
+from acemq_interop.broker.management import ManagementError
+from acemq_interop.results.model import Status
 from fake_peers import FakeBroker, FakePeer
 from test_engine_in_memory import ROUND_TRIP, context, pair_cell
 

@@ -5,10 +5,10 @@ import re
 
 import pytest
 
-from acemq_interop import catalogue
-from acemq_interop.manifests import discover
-from acemq_interop.paths import DOCS_DIR, SCENARIOS_DIR
-from acemq_interop.scenarios import load_file
+from acemq_interop.spec import catalogue
+from acemq_interop.peers.manifests import discover
+from acemq_interop.core.paths import DOCS_DIR, SCENARIOS_DIR
+from acemq_interop.spec.scenarios import load_file
 
 WIRE_SPEC = DOCS_DIR / "wire-spec.md"
 _HEADING = re.compile(r"^### ((?:RR|SG|WF)-\d+) (.+?)(?: \*\([^)]*\)\*)?$", re.M)
@@ -27,7 +27,7 @@ def test_the_wire_specs_rule_headings_are_the_catalogues_rules_in_order() -> Non
 def test_the_wire_specs_mutant_table_is_generated_from_the_catalogue() -> None:
     doc = WIRE_SPEC.read_text(encoding="utf-8")
     assert catalogue.with_mutant_table(doc) == doc, (
-        "docs/wire-spec.md's mutant table is stale: run `python -m acemq_interop.catalogue`")
+        "docs/wire-spec.md's mutant table is stale: run `python -m acemq_interop.spec.catalogue`")
     table = doc[doc.index(catalogue.TABLE_BEGIN):doc.index(catalogue.TABLE_END)]
     rows = re.findall(r"^\| `([a-z0-9-]+)` \|", table, re.M)
     assert rows == list(catalogue.mutants())

@@ -8,11 +8,12 @@ from pathlib import Path
 import jsonschema
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from acemq_interop.compare import compare
-from acemq_interop.markdown_report import render_markdown
-from acemq_interop.model import BrokerInfo, CellResult, PeerStatus, RunResult, Status
-from acemq_interop.paths import SCHEMAS_DIR
-from acemq_interop.results_files import results_data, write_json, write_junit
+from acemq_interop.results.compare import compare
+from acemq_interop.reports.markdown import render_markdown
+from acemq_interop.results.model import BrokerInfo, CellResult, PeerStatus, RunResult, Status
+from acemq_interop.core.paths import SCHEMAS_DIR
+from acemq_interop.reports.junit import write_junit
+from acemq_interop.results.files import results_data, write_json
 
 
 def cell(scenario: str, roles: dict, status: Status, rule: str | None = None, message: str = "", stderr: dict | None = None,

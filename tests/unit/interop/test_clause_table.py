@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from acemq_interop import catalogue
-from acemq_interop.cli import main
-from acemq_interop.clause_table import clause_rows, totals
-from acemq_interop.paths import DOCS_DIR
-from acemq_interop.scenarios import load_all
+from acemq_interop.spec import catalogue
+from acemq_interop.commands.cli import main
+from acemq_interop.spec.clause_table import clause_rows, totals
+from acemq_interop.core.paths import DOCS_DIR
+from acemq_interop.spec.scenarios import load_all
 
 
 @pytest.fixture(scope="module")

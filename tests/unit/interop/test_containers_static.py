@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from acemq_interop.broker import BrokerFacts, BrokerSource, broker_sources
-from acemq_interop.docker_engine import RUN_LABEL, new_run_id
-from acemq_interop.errors import UsageError
-from acemq_interop.manifests import discover
+from acemq_interop.broker.lifecycle import BrokerFacts, BrokerSource, broker_sources
+from acemq_interop.core.docker_engine import RUN_LABEL, new_run_id
+from acemq_interop.core.errors import UsageError
+from acemq_interop.peers.manifests import discover
 
 ROOT = Path(__file__).resolve().parents[3]
 # What a Dockerfile's base ARGs may default to: official images (or Debian's slim one).
@@ -109,10 +109,11 @@ def test_ci_scripts_start_and_stop_only_their_engine() -> None:
 def test_the_broker_axis_tags_every_cell_and_lists_every_broker(tmp_path) -> None:
     from junitparser import JUnitXml
 
-    from acemq_interop import cells as cellmod, scenarios
-    from acemq_interop.cli import write_outputs
-    from acemq_interop.manifests import PeerSpec
-    from acemq_interop.model import BrokerInfo, PeerStatus, RunResult, combine_runs
+    from acemq_interop.run import cells as cellmod
+    from acemq_interop.spec import scenarios
+    from acemq_interop.commands.cli import write_outputs
+    from acemq_interop.peers.manifests import PeerSpec
+    from acemq_interop.results.model import BrokerInfo, PeerStatus, RunResult, combine_runs
 
     specs = [PeerSpec.parse("python")]
     planned = cellmod.plan(scenarios.select(scenarios.load_all(), ["rr-pair-*"]), specs)

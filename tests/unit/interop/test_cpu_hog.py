@@ -1,7 +1,7 @@
 """The stress mode's CPU hog (cpu_hog.py): busy while the run lasts, gone after it, bounded."""
 from __future__ import annotations
 
-from acemq_interop.cpu_hog import cpu_hogs
+from acemq_interop.run.cpu_hog import cpu_hogs
 
 
 def test_hogs_run_for_the_block_and_are_gone_after_it():

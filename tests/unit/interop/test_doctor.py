@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acemq_interop.doctor import check_peer
-from acemq_interop.manifests import discover, load_manifest
+from acemq_interop.peers.doctor import check_peer
+from acemq_interop.peers.manifests import discover, load_manifest
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "peers" / "old-toolchain" / "peer.yaml"
 

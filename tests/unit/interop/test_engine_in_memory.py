@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from acemq_interop import cells
-from acemq_interop.engine import RunContext, run_cell
-from acemq_interop.known_failures import KnownFailure
-from acemq_interop.manifests import PeerSpec
-from acemq_interop.model import Status
-from acemq_interop.runner import RunOptions, Runner
-from acemq_interop.scenarios import Scenario, load_all, load_file
+from acemq_interop.run import cells
+from acemq_interop.run.engine import RunContext, run_cell
+from acemq_interop.spec.known_failures import KnownFailure
+from acemq_interop.peers.manifests import PeerSpec
+from acemq_interop.results.model import Status
+from acemq_interop.run.runner import RunOptions, Runner
+from acemq_interop.spec.scenarios import Scenario, load_all, load_file
 from fake_peers import FakeBroker, FakeManagement, FakePeer, Hellos, no_probe
 
 ROUND_TRIP = next(s for s in load_all() if s.id == "rr-pair-round-trip")
@@ -215,9 +215,9 @@ def test_the_wf2_check_fails_on_a_b_u_or_i_anywhere_in_a_header_table() -> None:
     """What rr-*-header-wire-types assert, on a record the raw client would make of a defective writer's message."""
     import struct
 
-    from acemq_interop import assertions
-    from acemq_interop.probe import raw_record
-    from acemq_interop.raw_amqp import Message, decode_table
+    from acemq_interop.spec import assertions
+    from acemq_interop.amqp.probe import raw_record
+    from acemq_interop.amqp.raw_client import Message, decode_table
 
     def entry(key: str, code: str, encoded: bytes) -> bytes:
         return bytes([len(key)]) + key.encode() + code.encode() + encoded

@@ -10,11 +10,11 @@ from pathlib import Path
 from junitparser import Failure as JUnitFailure, JUnitXml
 from rich.console import Console
 
-from acemq_interop.console_report import print_report
-from acemq_interop.html_report import render_html
-from acemq_interop.markdown_report import render_markdown
-from acemq_interop.model import BrokerInfo, CellResult, Failure, NotEvaluated, PeerStatus, RunResult, Status
-from acemq_interop.results_files import write_junit
+from acemq_interop.reports.console import print_report
+from acemq_interop.reports.html import render_html
+from acemq_interop.reports.markdown import render_markdown
+from acemq_interop.results.model import BrokerInfo, CellResult, Failure, NotEvaluated, PeerStatus, RunResult, Status
+from acemq_interop.reports.junit import write_junit
 
 MULTI = "rr-pair-round-trip[requester=go,responder=python]"
 PROBE_ONLY = "rr-requester-late-reply[requester=go]"

@@ -6,10 +6,10 @@ tests/broker/test_faults_peers.py.
 """
 from __future__ import annotations
 
-from acemq_interop.engine import run_cell
-from acemq_interop.manifests import PeerSpec
-from acemq_interop.model import PeerStatus, Status
-from acemq_interop.runner import RunOptions, Runner
+from acemq_interop.run.engine import run_cell
+from acemq_interop.peers.manifests import PeerSpec
+from acemq_interop.results.model import PeerStatus, Status
+from acemq_interop.run.runner import RunOptions, Runner
 from fake_peers import FakeBroker, FakePeer, Hellos
 from test_engine_in_memory import ROUND_TRIP, context, pair_cell
 
@@ -92,7 +92,7 @@ def test_the_probe_names_the_brokers_reason_and_never_an_empty_text() -> None:
     import pika.exceptions
     from pika.adapters.utils.connection_workflow import AMQPConnectorSocketConnectError
 
-    from acemq_interop.probe import cause
+    from acemq_interop.amqp.probe import cause
 
     forced = pika.exceptions.ConnectionClosedByBroker(320, "CONNECTION_FORCED - Closed via management plugin")
     assert cause(forced) == "320 CONNECTION_FORCED - Closed via management plugin"

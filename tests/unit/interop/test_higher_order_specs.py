@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from acemq_interop import catalogue as spec
-from acemq_interop.cells import Cell, plan, skip_reason
-from acemq_interop.errors import UsageError
-from acemq_interop.manifests import PeerSpec, discover, parse_peer_list
-from acemq_interop.scenarios import load_all
-from acemq_interop.steps import _mutant_for
+from acemq_interop.spec import catalogue as spec
+from acemq_interop.run.cells import Cell, plan, skip_reason
+from acemq_interop.core.errors import UsageError
+from acemq_interop.peers.manifests import PeerSpec, discover, parse_peer_list
+from acemq_interop.spec.scenarios import load_all
+from acemq_interop.run.steps import _mutant_for
 
 SCENARIOS = {s.id: s for s in load_all()}
 

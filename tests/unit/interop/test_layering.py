@@ -1,51 +1,91 @@
-"""The floors of the harness: the result model at the bottom, the reports on it, never on the run."""
+"""The floors of the harness, by package: each imports only the floors under it.
+
+    commands                      the `acemq-interop` command and its subcommands
+    reports      run              the views of a result / the session, the engine, the cells
+    results      peers            the result model and its files / manifests, builds, processes
+    spec                          catalogue, scenario language, step definitions, known failures
+    broker                        where the broker comes from, its API, its conditions
+    amqp                          one codec, the probe, the raw client, the transcript
+    core                          errors, signals, redaction, paths, ownership
+
+Two packages on one floor never import each other.
+"""
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import acemq_interop
 
 PACKAGE = Path(acemq_interop.__file__).parent
-REPORTS = ("console_report", "html_report", "results_files", "markdown_report")
+FLOOR = {"core": 1, "amqp": 2, "broker": 3, "spec": 4, "results": 5, "peers": 5, "reports": 6, "run": 6, "commands": 7}
 
 
-def _imports(module: str) -> set[str]:
-    """The acemq_interop modules `module` imports (at any depth of its code)."""
-    tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
+def _imports(path: Path) -> set[str]:
+    """The acemq_interop modules (dotted, below the package) a file imports, at any depth of its code."""
+    rel = path.relative_to(PACKAGE).with_suffix("").parts
+    here = rel[:-1]
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
-            if node.level == 1:
-                if node.module:
-                    found.add(node.module.split(".")[0])
-                else:
-                    found.update(a.name for a in node.names)
-            elif node.module and node.module.startswith("acemq_interop."):
-                found.add(node.module.split(".")[1])
-            elif node.module == "acemq_interop":
-                found.update(a.name for a in node.names)
+            if node.level:
+                base = list(here[:len(here) - node.level + 1])
+                module = base + (node.module.split(".") if node.module else [])
+            elif node.module and node.module.startswith("acemq_interop"):
+                module = node.module.split(".")[1:]
+            else:
+                continue
+            if node.module is None or (module and (PACKAGE.joinpath(*module)).is_dir()):
+                found.update(".".join(module + [a.name]) for a in node.names)
+            else:
+                found.add(".".join(module))
         elif isinstance(node, ast.Import):
-            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("acemq_interop."))
-    return {m for m in found if (PACKAGE / f"{m}.py").exists()}
+            found.update(a.name.split(".", 1)[1] for a in node.names if a.name.startswith("acemq_interop."))
+    return {m for m in found if m}
 
 
-def _closure(module: str) -> set[str]:
-    seen, todo = set(), [module]
-    while todo:
-        for dep in _imports(todo.pop()) - seen:
-            seen.add(dep)
-            todo.append(dep)
-    return seen
+def _modules() -> dict[str, Path]:
+    return {".".join(p.relative_to(PACKAGE).with_suffix("").parts): p for p in PACKAGE.rglob("*.py")}
+
+
+def test_every_module_lives_in_a_package_of_a_floor() -> None:
+    for name in _modules():
+        if name in ("__init__", "__main__"):
+            continue
+        assert name.split(".")[0] in FLOOR, f"acemq_interop/{name}.py: put it in one of {sorted(FLOOR)}"
+
+
+def test_each_package_imports_only_the_floors_under_it() -> None:
+    for name, path in _modules().items():
+        package = name.split(".")[0]
+        if package not in FLOOR:
+            continue
+        for imported in _imports(path):
+            other = imported.split(".")[0]
+            if other == package or other not in FLOOR:
+                continue
+            assert FLOOR[other] < FLOOR[package], f"{name} imports {imported}: {other} is not under {package}"
+
+
+def test_the_views_render_the_model_only() -> None:
+    """A report reads a result; it never runs a cell, a peer or a broker."""
+    for name, path in _modules().items():
+        if name.startswith(("reports.", "results.")):
+            reached = {m.split(".")[0] for m in _imports(path)}
+            assert not reached & {"run", "peers", "broker", "amqp", "commands"}, (name, sorted(reached))
 
 
 def test_the_model_imports_nothing_of_the_harness_but_the_catalogue() -> None:
-    assert _imports("model") <= {"catalogue"}
-    assert _closure("model") <= {"catalogue", "paths"}
+    assert {m for m in _imports(PACKAGE / "results" / "model.py")} <= {"spec.catalogue"}
 
 
-def test_no_report_module_imports_the_runner_or_the_engine() -> None:
-    for report in REPORTS:
-        assert (PACKAGE / f"{report}.py").exists(), report
-        reached = _closure(report)
-        assert not reached & {"runner", "engine", "peer_client", "peer_process", "broker"}, (report, sorted(reached))
+def test_reading_a_scenario_touches_neither_the_probe_nor_pika() -> None:
+    """The loader reads step definitions; how a step runs (the probe, the peers) is the engine's."""
+    import subprocess
+
+    code = ("import sys; from acemq_interop.spec import scenarios; scenarios.load_all(); "
+            "print(sorted(m for m in sys.modules if m == 'pika' or m.startswith(('acemq_interop.run', 'acemq_interop.peers', "
+            "'acemq_interop.amqp.probe'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]", out

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from acemq_interop import catalogue as spec
-from acemq_interop.cells import plan
-from acemq_interop.errors import UsageError
-from acemq_interop.known_failures import KnownFailure
-from acemq_interop.manifests import PeerSpec, discover, load_manifest, parse_peer_list
-from acemq_interop.scenarios import load_all
+from acemq_interop.spec import catalogue as spec
+from acemq_interop.run.cells import plan
+from acemq_interop.core.errors import UsageError
+from acemq_interop.spec.known_failures import KnownFailure
+from acemq_interop.peers.manifests import PeerSpec, discover, load_manifest, parse_peer_list
+from acemq_interop.spec.scenarios import load_all
 
 
 def test_peer_spec_syntax() -> None:

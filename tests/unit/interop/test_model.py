@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json
 
-from acemq_interop.markdown_report import render_markdown
-from acemq_interop.model import BrokerInfo, CellResult, PeerStatus, RunResult, Status, counts_of
+from acemq_interop.reports.markdown import render_markdown
+from acemq_interop.results.model import BrokerInfo, CellResult, PeerStatus, RunResult, Status, counts_of
 
 
 def cell(scenario: str, matrix: str, roles: dict, status: Status, rule: str | None = None, broker: str = "b") -> CellResult:

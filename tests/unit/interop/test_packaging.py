@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from acemq_interop.manifests import REPO_ROOT, discover
+from acemq_interop.peers.manifests import REPO_ROOT, discover
 
 
 def test_docker_compose_file_is_valid() -> None:
@@ -54,6 +54,13 @@ def test_a_plain_install_lists_the_scenarios_from_another_directory(tmp_path: Pa
     ids = sorted(p.stem for p in (REPO_ROOT / "scenarios").rglob("*.yaml"))
     for scenario_id in ids:
         assert scenario_id in listed.stdout, f"{scenario_id} missing from the installed tool's list:\n{listed.stdout}"
-    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import acemq_interop.paths as p; print(p.DATA_ROOT)"],
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import acemq_interop.core.paths as p; print(p.DATA_ROOT)"],
                            cwd=elsewhere, capture_output=True, text=True, timeout=60, env=env)
     assert where.stdout.strip() == str(venv / "share" / "acemq-interop"), where.stdout + where.stderr
+    # Every module of every package is installed and imports, the report's template with them.
+    code = ("import importlib, pkgutil, acemq_interop; from acemq_interop.reports.html import TEMPLATES_DIR; "
+            "[importlib.import_module(m.name) for m in pkgutil.walk_packages(acemq_interop.__path__, 'acemq_interop.') "
+            "if not m.name.endswith('__main__')]; print((TEMPLATES_DIR / 'report.html.j2').is_file())")
+    imported = subprocess.run([str(venv / "bin" / "python"), "-c", code], cwd=elsewhere, capture_output=True, text=True,
+                              timeout=120, env=env)
+    assert imported.stdout.strip() == "True", imported.stdout + imported.stderr

@@ -1,6 +1,6 @@
 """The peer's pipes under faults: every bound holds, every fault is marked once with its cause.
 
-Pure logic of acemq_interop.peer_process against a scripted process (scripted_peer.py): no
+Pure logic of acemq_interop.peers.process against a scripted process (scripted_peer.py): no
 broker, no binding. What real peers do when they are killed, stopped or write junk is in
 tests/broker/test_faults_peers.py.
 """
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from acemq_interop.errors import PeerError
-from acemq_interop.manifests import Manifest
-from acemq_interop.peer_process import MAX_LINE_BYTES, PeerProcess, excerpt, exit_text
+from acemq_interop.core.errors import PeerError
+from acemq_interop.peers.manifests import Manifest
+from acemq_interop.peers.process import MAX_LINE_BYTES, PeerProcess, excerpt, exit_text
 
 SCRIPT = Path(__file__).with_name("scripted_peer.py")
 URL = "amqp://guest:guest@127.0.0.1:1/unused"

@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from acemq_interop.raw_amqp import (
+from acemq_interop.amqp.raw_client import (
     Field, RawAmqpError, decode_content_header, decode_table, method_frame, plain, type_codes,
 )
 

@@ -9,9 +9,9 @@ import urllib.error
 
 import pytest
 
-from acemq_interop import redact
-from acemq_interop.management import _transient
-from acemq_interop.ownership import Owner, boot_id, pid_namespace, start_time, vhost_description, vhost_owner
+from acemq_interop.core import redact
+from acemq_interop.broker.management import _transient
+from acemq_interop.core.ownership import Owner, boot_id, pid_namespace, start_time, vhost_description, vhost_owner
 
 
 @pytest.mark.parametrize("given, shown", [
@@ -37,7 +37,7 @@ def test_text_hides_urls_and_remembered_passwords_anywhere() -> None:
 
 
 def test_a_rerun_line_names_the_variable_when_the_url_has_a_password() -> None:
-    from acemq_interop.verdict import rerun_line
+    from acemq_interop.run.verdict import rerun_line
 
     line = rerun_line(["go"], "c[x]", "amqp://u:secret@h/")
     assert "secret" not in line and '--broker "$ACEMQ_INTEROP_BROKER"' in line

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from acemq_interop import cli
-from acemq_interop.errors import UsageError
-from acemq_interop.repeat import RepeatReport, load_runs
+from acemq_interop.commands import cli
+from acemq_interop.core.errors import UsageError
+from acemq_interop.reports.flakes import repeat_text, write_repeat
+from acemq_interop.results.repeat import RepeatReport, load_runs
 
 
 def _cell(cell_id: str, status: str = "PASS", clauses: tuple[str, ...] = (), message: str = "",
@@ -52,12 +53,12 @@ def test_a_status_a_clause_or_an_absence_that_changes_is_a_varying_cell(tmp_path
 def test_the_renderings_link_each_varying_verdict_to_its_run_report(tmp_path):
     first, second = [_cell("a[x]")], [_cell("a[x]", "FAIL", ("RR-9.6",))]
     report = RepeatReport.of(load_runs([_write(tmp_path, "run-1", first), _write(tmp_path, "run-2", second)]))
-    paths = report.write(tmp_path)
+    paths = write_repeat(report, tmp_path)
     markdown = (tmp_path / "summary.md").read_text()
     assert "[FAIL RR-9.6](run-2/report.html#cell-a-x)" in markdown
     assert 'href="run-2/report.html#cell-a-x"' in (tmp_path / "report.html").read_text()
     assert json.loads(paths[0].read_text())["varying"][0]["outcomes"][1]["clauses"] == ["RR-9.6"]
-    assert "VARIES a[x]: run 1: PASS | run 2: FAIL RR-9.6" in report.text()
+    assert "VARIES a[x]: run 1: PASS | run 2: FAIL RR-9.6" in repeat_text(report)
 
 
 def test_flakes_refuses_what_is_not_two_results_files(tmp_path):

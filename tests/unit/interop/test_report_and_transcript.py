@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pika.data
 
-from acemq_interop import transcript as tr
-from acemq_interop.catalogue import rules
-from acemq_interop.html_report import github_anchor, render_html, rule_anchors
-from acemq_interop.model import BrokerInfo, CellResult, PeerStatus, RunResult, Status
-from acemq_interop.paths import DOCS_DIR
-from acemq_interop.publish import badge, publish, run_of
-from acemq_interop.results_files import results_data, write_json, write_junit
+from acemq_interop.amqp import transcript as tr
+from acemq_interop.spec.catalogue import rules
+from acemq_interop.reports.html import github_anchor, render_html, rule_anchors
+from acemq_interop.results.model import BrokerInfo, CellResult, PeerStatus, RunResult, Status
+from acemq_interop.core.paths import DOCS_DIR
+from acemq_interop.reports.publish import badge, publish, run_of
+from acemq_interop.reports.junit import write_junit
+from acemq_interop.results.files import results_data, write_json
 
 
 def cell(scenario: str, matrix: str, roles: dict, status: Status, **extra) -> CellResult:
@@ -91,7 +92,7 @@ def test_a_large_all_pass_page_stays_small(tmp_path: Path) -> None:
 
 
 def test_no_absent_marker_leaks_as_a_python_object(tmp_path: Path) -> None:
-    from acemq_interop import assertions
+    from acemq_interop.spec import assertions
 
     report = run_result()
     report.results[1].trace.append({"step": "expect", "observed": assertions.lookup({}, "a.b")})

@@ -1,7 +1,7 @@
 """A rerun line repeats every flag that shaped the run (issue 9, item 10)."""
 from __future__ import annotations
 
-from acemq_interop.cli import _rerun_flags, build_parser
+from acemq_interop.commands.cli import _rerun_flags, build_parser
 
 
 def flags(*argv: str) -> list[str]:

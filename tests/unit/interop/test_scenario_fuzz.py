@@ -22,11 +22,12 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from acemq_interop import strict_yaml
-from acemq_interop.errors import UsageError
-from acemq_interop.paths import SCENARIOS_DIR
-from acemq_interop.scenarios import load_file, scenario_files
-from acemq_interop.steps import STEP_KINDS, scenario_schema
+from acemq_interop.spec import strict_yaml
+from acemq_interop.core.errors import UsageError
+from acemq_interop.core.paths import SCENARIOS_DIR
+from acemq_interop.spec.scenarios import load_file, scenario_files
+from acemq_interop.spec.schema import scenario_schema
+from acemq_interop.spec.steps import STEP_KINDS
 
 SEED = int(os.environ.get("ACEMQ_INTEROP_FUZZ_SEED", "9009"))
 COUNT = int(os.environ.get("ACEMQ_INTEROP_FUZZ_COUNT", "400"))
@@ -500,7 +501,7 @@ def test_the_loader_refuses_every_wrong_mutation_with_its_own_bounded_message(tm
 
 
 def test_every_real_scenario_loads_as_yml_too(tmp_path: Path) -> None:
-    from acemq_interop.scenarios import load_all
+    from acemq_interop.spec.scenarios import load_all
 
     for source in sources():
         (tmp_path / f"{source.path.stem}.yml").write_text(source.text, encoding="utf-8")

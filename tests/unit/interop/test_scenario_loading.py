@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from acemq_interop.errors import UsageError
-from acemq_interop.scenarios import load_all, load_file
+from acemq_interop.core.errors import UsageError
+from acemq_interop.spec.scenarios import load_all, load_file
 
 GOOD = """\
 id: demo-round-trip
@@ -147,7 +147,7 @@ def test_a_step_that_checks_must_name_its_clause(tmp_path: Path, step: str, key:
 
 
 def test_every_scenario_lists_exactly_the_rules_it_asserts_and_catches_only_what_it_asserts() -> None:
-    from acemq_interop.catalogue import mutants, rule_of
+    from acemq_interop.spec.catalogue import mutants, rule_of
 
     for scenario in load_all():
         assert set(scenario.rules) == {rule_of(c) for c in scenario.clauses}, scenario.id
@@ -208,7 +208,7 @@ def path_of(tmp_path: Path) -> Path:
 
 
 def test_known_failure_files_are_read_as_strictly(tmp_path: Path) -> None:
-    from acemq_interop import known_failures
+    from acemq_interop.spec import known_failures
 
     entry = '  - {cell: "x[requester=a]", reason: old}\n'
     (tmp_path / "a.yml").write_text("known_failures:\n" + entry)
@@ -234,7 +234,7 @@ def test_the_cli_says_one_line_and_exits_2_for_a_bad_file(tmp_path: Path, conten
     import subprocess
     import sys
 
-    from acemq_interop.paths import DATA_ROOT
+    from acemq_interop.core.paths import DATA_ROOT
 
     for folder in ("scenarios", "catalogue", "known-failures", "docs"):
         shutil.copytree(DATA_ROOT / folder, tmp_path / folder)

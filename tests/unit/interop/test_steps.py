@@ -3,28 +3,27 @@ from __future__ import annotations
 
 import json
 
-from acemq_interop import steps
-from acemq_interop.engine import STEPS
-from acemq_interop.paths import DOCS_DIR
-from acemq_interop.scenarios import SCHEMA_PATH, load_all
+from acemq_interop.run.steps import RUNS
+from acemq_interop.spec import schema, steps
+from acemq_interop.core.paths import DOCS_DIR
+from acemq_interop.spec.scenarios import SCHEMA_PATH, load_all
 
 
 def test_the_schema_file_is_generated_from_the_registry() -> None:
-    assert json.loads(SCHEMA_PATH.read_text(encoding="utf-8")) == steps.scenario_schema(), (
-        "scenarios/scenario.schema.json is stale: run `python -m acemq_interop.steps`")
+    assert json.loads(SCHEMA_PATH.read_text(encoding="utf-8")) == schema.scenario_schema(), (
+        "scenarios/scenario.schema.json is stale: run `python -m acemq_interop.spec.schema`")
 
 
 def test_the_docs_step_table_is_generated_from_the_registry() -> None:
     doc = (DOCS_DIR / "scenarios.md").read_text(encoding="utf-8")
-    assert steps.with_docs_table(doc) == doc, "docs/scenarios.md's step table is stale: run `python -m acemq_interop.steps`"
+    assert schema.with_docs_table(doc) == doc, "docs/scenarios.md's step table is stale: run `python -m acemq_interop.spec.schema`"
     for name in steps.STEP_KINDS:
         assert f"| `{name}:" in doc, name
 
 
 def test_the_engine_runs_every_kind_the_registry_defines_and_no_other() -> None:
-    assert STEPS is steps.STEPS
-    assert set(STEPS) == set(steps.STEP_KINDS)
-    schema_kinds = set(steps.scenario_schema()["$defs"]["step"]["properties"])
+    assert set(RUNS) == set(steps.STEP_KINDS)
+    schema_kinds = set(schema.scenario_schema()["$defs"]["step"]["properties"])
     assert schema_kinds == set(steps.STEP_KINDS)
 
 

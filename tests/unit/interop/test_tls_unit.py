@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from acemq_interop.broker import parse_broker_url
-from acemq_interop.broker_container import TLS_CONF, TLS_MOUNT, ContainerBroker
-from acemq_interop.errors import UsageError
-from acemq_interop.manifests import discover
-from acemq_interop.model import BrokerInfo, RunResult
-from acemq_interop.tls import check_ca_file, client_context, connect_error, make_certificates, run_certificates
+from acemq_interop.broker.endpoint import parse_broker_url
+from acemq_interop.broker.container import TLS_CONF, TLS_MOUNT, ContainerBroker
+from acemq_interop.core.errors import UsageError
+from acemq_interop.peers.manifests import discover
+from acemq_interop.results.model import BrokerInfo, RunResult
+from acemq_interop.amqp.tls import check_ca_file, client_context, connect_error, make_certificates, run_certificates
 
 SECRET = "pw-9f3c1e77b2"
 
@@ -120,7 +120,7 @@ def test_a_peer_container_sees_the_ca_folder_read_only_at_the_same_path() -> Non
 
 
 def test_results_and_reports_say_the_run_was_over_tls() -> None:
-    from acemq_interop.results_files import results_data
+    from acemq_interop.results.files import results_data
 
     report = RunResult([], {}, [], [BrokerInfo("rabbitmq-3.10.8", "RabbitMQ", "3.10.8", "25", tls=True)], 1.0, "now")
     assert report.tls and report.broker == "rabbitmq-3.10.8 over TLS"

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from acemq_interop.known_failures import KnownFailure
-from acemq_interop.model import Status
-from acemq_interop.verdict import rerun_line, verdict
+from acemq_interop.spec.known_failures import KnownFailure
+from acemq_interop.results.model import Status
+from acemq_interop.run.verdict import rerun_line, verdict
 
 CELL = "rr-pair-round-trip[requester=go@0.3.0,responder=dotnet@0.3.0]"
 ANY = KnownFailure("rr-pair-round-trip[requester=go@0.3.0,*]", "they never talked", "https://example.invalid/1", "known-failures/h.yaml")

@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from acemq_interop import cells
-from acemq_interop.engine import RunContext, run_cell
-from acemq_interop.errors import CallNotEnded
-from acemq_interop.manifests import PeerSpec
-from acemq_interop.model import BrokerInfo, PeerStatus, RunResult, Status
-from acemq_interop.scenarios import Scenario, load_file
+from acemq_interop.run import cells
+from acemq_interop.run.engine import RunContext, run_cell
+from acemq_interop.core.errors import CallNotEnded
+from acemq_interop.peers.manifests import PeerSpec
+from acemq_interop.results.model import BrokerInfo, PeerStatus, RunResult, Status
+from acemq_interop.spec.scenarios import Scenario, load_file
 from fake_peers import FakeBroker, FakeCall, FakeManagement, FakePeer, no_probe
 
 
@@ -156,8 +156,8 @@ def test_a_part_a_binding_declares_it_lacks_fails_its_clauses_at_once_charged_to
 def test_no_request_reply_clause_is_checked_only_inside_a_gather_scenario() -> None:
     """A request/reply-only binding (no `gather` capability) SKIPs every gather scenario:
     every request/reply clause it is obliged by must still be judged somewhere else."""
-    from acemq_interop import catalogue as spec
-    from acemq_interop.scenarios import load_all
+    from acemq_interop.spec import catalogue as spec
+    from acemq_interop.spec.scenarios import load_all
 
     outside: set[str] = set()
     for scenario in load_all():
@@ -170,7 +170,7 @@ def test_no_request_reply_clause_is_checked_only_inside_a_gather_scenario() -> N
 
 
 def test_a_scenario_counts_at_its_conformance_level() -> None:
-    from acemq_interop.scenarios import LEVELS, load_all
+    from acemq_interop.spec.scenarios import LEVELS, load_all
 
     levels = {s.id: s.level for s in load_all()}
     assert levels["rr-pair-round-trip"] == LEVELS[0] and levels["rr-responder-backlog-counted"] == LEVELS[1]
@@ -178,7 +178,7 @@ def test_a_scenario_counts_at_its_conformance_level() -> None:
 
 
 def _failed(cell: str, scenario: str, clause: str, peer: str, seen_as: str | None = None) -> Any:
-    from acemq_interop.model import CellResult, Failure
+    from acemq_interop.results.model import CellResult, Failure
 
     failure = Failure(clause, clause.partition(".")[0], "responder", "responder", peer, "check", f"{clause} broke",
                       seen_as=seen_as)
@@ -187,7 +187,7 @@ def _failed(cell: str, scenario: str, clause: str, peer: str, seen_as: str | Non
 
 
 def test_a_failure_seen_through_a_presumed_clause_the_peer_broke_elsewhere_is_that_clause() -> None:
-    from acemq_interop import presumptions
+    from acemq_interop.run import presumptions
 
     proof = _failed("header-wins[b]", "header-wins", "RR-3.1", "b")
     seen = _failed("as-bytes[b]", "as-bytes", "RR-2.2", "b")
@@ -202,8 +202,8 @@ def test_a_failure_seen_through_a_presumed_clause_the_peer_broke_elsewhere_is_th
 
 
 def test_conformance_is_counted_per_level_and_charged_only_to_the_peer_that_broke_it() -> None:
-    from acemq_interop.console_report import levels_table
-    from acemq_interop.markdown_report import render_markdown
+    from acemq_interop.reports.console import levels_table
+    from acemq_interop.reports.markdown import render_markdown
 
     broke = _failed("c1", "s1", "RR-16.1", "b")
     broke.level, broke.roles, broke.peers = "request/reply full", {"requester": "a", "responder": "b"}, ("a", "b")

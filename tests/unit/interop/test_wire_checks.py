@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from acemq_interop.wire_checks import judge, message_breaks
+from acemq_interop.run.wire_checks import judge, message_breaks
 
 
 def publish(n: int, who: str, routing_key: str, exchange: str = "", headers: dict[str, Any] | None = None,
@@ -56,7 +56,7 @@ def test_a_responder_consequence_is_confirmed_or_refuted_by_the_replies_on_the_w
 
 
 def test_a_reply_through_the_requests_fanout_is_the_responders_rr_4_1_not_the_gatherers_sg_2_2() -> None:
-    from acemq_interop.wire_checks import extra_publishes_by_others
+    from acemq_interop.run.wire_checks import extra_publishes_by_others
 
     copy = publish(1, "a (requester)", "", exchange="c1.quotes", reply_to="amq.gen-q", headers={"acemq-reply-to": S("amq.gen-q")})
     misrouted = publish(2, "b (responder)", "", exchange="c1.quotes", content_type="application/json",

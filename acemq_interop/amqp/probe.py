@@ -1,0 +1,262 @@
+"""The probe: the harness's own raw AMQP client.
+
+It publishes exactly the properties, headers and header value types a scenario describes
+(a header as a byte array, an empty `reply_to`, a `b`-typed number...) and records exactly
+what arrives, header types included, so one binding can be checked against the spec rather
+than against another binding.
+"""
+from __future__ import annotations
+
+import json
+import struct
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import pika
+import pika.data
+import pika.exceptions
+
+from . import raw_client as raw_amqp
+from ..core.errors import BrokerError, ConnectionLost
+from .codec import Typed, header_value
+from .tls import connect_error, pika_parameters
+
+POLL_S = 0.02
+
+
+_original_encode_value = pika.data.encode_value
+
+
+def _encode_value(pieces: list, value: Any) -> int:
+    # pika picks field types itself; the probe needs to choose them, so Typed values are
+    # encoded here and everything else is left to pika.
+    if not isinstance(value, Typed):
+        return _original_encode_value(pieces, value)
+    kind, v = value.kind, value.value
+    if kind == "x":
+        raw = v.encode("utf-8") if isinstance(v, str) else bytes(v)
+        pieces.append(struct.pack(">cI", b"x", len(raw)))
+        pieces.append(raw)
+        return 5 + len(raw)
+    # B, u and i are never a scenario's word (WF-2 forbids writing them); they are here so
+    # the raw client's tests can show it reads what a defective binding would write.
+    formats = {"b": ">cb", "l": ">cq", "I": ">ci", "t": ">cB", "d": ">cd", "B": ">cB", "u": ">cH", "i": ">cI"}
+    if kind not in formats:
+        raise ValueError(f"the probe cannot write header type {kind!r}")
+    packed = struct.pack(formats[kind], kind.encode(), int(v) if kind != "d" else float(v))
+    pieces.append(packed)
+    return len(packed)
+
+
+pika.data.encode_value = _encode_value
+
+def value_type(value: Any) -> str:
+    """The field type a header arrived as, in words pika lets us tell apart."""
+    if isinstance(value, str):
+        return "longstr"
+    if isinstance(value, bytes):
+        return "bytes"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, dict):
+        return "table"
+    if isinstance(value, list):
+        return "array"
+    return type(value).__name__
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def record(method: Any, properties: pika.BasicProperties, body: bytes) -> dict[str, Any]:
+    """What arrived, as the data scenarios assert on."""
+    headers = properties.headers or {}
+    try:
+        decoded: Any = json.loads(body.decode("utf-8")) if body else None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        decoded = None
+    return {
+        "properties": {
+            "message_id": properties.message_id,
+            "correlation_id": properties.correlation_id,
+            "reply_to": properties.reply_to,
+            "content_type": properties.content_type,
+            "type": properties.type,
+        },
+        "headers": {k: _plain(v) for k, v in headers.items()},
+        "header_types": {k: value_type(v) for k, v in headers.items()},
+        "body": decoded,
+        "body_text": body.decode("utf-8", errors="replace"),
+        "body_length": len(body),
+        "redelivered": bool(getattr(method, "redelivered", False)),
+        # Where it was published: a reply goes to the default exchange ("") with the reply address as routing key (RR-4.1).
+        "exchange": getattr(method, "exchange", None),
+        "routing_key": getattr(method, "routing_key", None),
+    }
+
+
+_CODE_WORDS = {"S": "longstr", "x": "bytes", "t": "bool", "F": "table", "A": "array", "d": "float", "f": "float",
+               "V": "void", "T": "timestamp", "D": "decimal"}
+
+
+def raw_record(message: raw_amqp.Message) -> dict[str, Any]:
+    """What arrived, read by the raw client: `record`'s fields, plus every header value's
+    wire type code (`wire_types`: header -> code; `wire_types_by_code`: code -> the dotted
+    paths of every value with it, nested ones included)."""
+    body = message.body
+    try:
+        decoded: Any = json.loads(body.decode("utf-8")) if body else None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        decoded = None
+    props = message.properties
+    return {
+        "properties": {k: props.get(k) for k in ("message_id", "correlation_id", "reply_to", "content_type", "type")},
+        "headers": {k: raw_amqp.plain(v) for k, v in message.headers.items()},
+        "header_types": {k: _CODE_WORDS.get(v.code, "integer") for k, v in message.headers.items()},
+        "wire_types": {k: v.code for k, v in message.headers.items()},
+        "wire_types_by_code": raw_amqp.type_codes(message.headers),
+        "body": decoded,
+        "body_text": body.decode("utf-8", errors="replace"),
+        "body_length": len(body),
+        "redelivered": message.redelivered,
+    }
+
+
+def cause(exc: BaseException) -> str:
+    """The broker's reply code and text of a closed connection or channel, else pika's words
+    (some of its exceptions print as an empty string: their argument is another exception)."""
+    if isinstance(exc, (pika.exceptions.ConnectionClosed, pika.exceptions.ChannelClosed)):
+        return f"{exc.reply_code} {exc.reply_text}"
+    parts = [str(a) or repr(a) for a in exc.args]
+    return "; ".join(p for p in parts if p) or type(exc).__name__
+
+
+class Probe:
+    """One blocking AMQP connection, used by one cell's thread only (over TLS with `ca_file`).
+
+    Losing it (the broker force-closing it, the broker gone) raises ConnectionLost with the
+    broker's reason, and every later call raises the same: the cell is an ERROR, not a FAIL.
+    """
+
+    def __init__(self, amqp_url: str, ca_file: str | None = None):
+        params = pika_parameters(amqp_url, ca_file, "acemq-interop probe")
+        self._lost: str | None = None
+        try:
+            self._connection = pika.BlockingConnection(params)
+            self._channel = self._connection.channel()
+            self._channel.confirm_delivery()
+        except (pika.exceptions.AMQPError, OSError) as exc:
+            # pika raises a TLS verification error as it is, and nests other causes in an
+            # AMQPConnectionError whose own text is empty.
+            raise BrokerError(f"probe cannot connect to {params.host}:{params.port}: {connect_error(exc)}") from None
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        if self._lost is not None:
+            raise ConnectionLost(self._lost)
+        try:
+            yield
+        except pika.exceptions.AMQPConnectionError as exc:
+            self._lost = f"probe connection lost: {cause(exc)}"
+            raise ConnectionLost(self._lost) from None
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            self._lost = f"probe channel closed by the broker: {cause(exc)}"
+            raise ConnectionLost(self._lost) from None
+        except pika.exceptions.AMQPChannelError as exc:
+            self._lost = f"probe channel failed: {type(exc).__name__}: {cause(exc)}"
+            raise ConnectionLost(self._lost) from None
+
+    def fault(self) -> str | None:
+        """Why the probe's connection is gone (looking at the socket now, without waiting), or None."""
+        if self._lost is None:
+            try:
+                with self._guard():
+                    self._connection.process_data_events(time_limit=0)
+            except ConnectionLost:
+                pass
+        return self._lost
+
+    def close(self) -> None:
+        try:
+            self._connection.close()
+        except (pika.exceptions.AMQPError, OSError):
+            pass
+
+    def declare_queue(self, name: str, kind: str = "quorum", exclusive: bool = False) -> str:
+        with self._guard():
+            if kind == "quorum":
+                self._channel.queue_declare(name, durable=True, arguments={"x-queue-type": "quorum"})
+            else:
+                result = self._channel.queue_declare(
+                    name, durable=False, exclusive=exclusive, auto_delete=exclusive, arguments={"x-queue-type": "classic"}
+                )
+                name = result.method.queue
+        return name
+
+    def delete_queue(self, name: str) -> None:
+        with self._guard():
+            self._channel.queue_delete(name)
+
+    def declare_exchange(self, name: str, kind: str) -> None:
+        with self._guard():
+            self._channel.exchange_declare(name, exchange_type=kind, durable=False, auto_delete=False)
+
+    def depth(self, name: str) -> tuple[int, int] | None:
+        """(messages ready, consumers) of a queue, from a passive queue.declare: the broker's
+        own count at this instant (the management API's is sampled every few seconds). None
+        when the queue does not exist."""
+        try:
+            ok = self._channel.queue_declare(name, passive=True)
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            if exc.reply_code != 404:
+                raise
+            self._channel = self._connection.channel()  # a 404 closes the channel
+            self._channel.confirm_delivery()
+            return None
+        return ok.method.message_count, ok.method.consumer_count
+
+    def bind(self, queue: str, exchange: str, routing_key: str) -> None:
+        with self._guard():
+            self._channel.queue_bind(queue, exchange, routing_key=routing_key)
+
+    def publish(
+        self,
+        exchange: str,
+        routing_key: str,
+        body: bytes,
+        properties: dict[str, Any],
+        headers: dict[str, Any],
+        mandatory: bool = True,
+    ) -> bool:
+        """Publish with confirms; False when the broker returned it (unroutable)."""
+        props = pika.BasicProperties(headers={k: header_value(v) for k, v in headers.items()} or None, **properties)
+        with self._guard():
+            try:
+                self._channel.basic_publish(exchange, routing_key, body, props, mandatory=mandatory)
+            except pika.exceptions.UnroutableError:
+                return False
+        return True
+
+    def get(self, queue: str, bound_s: float) -> dict[str, Any] | None:
+        """The next message on `queue` (acknowledged), or None when none came within the bound."""
+        deadline = time.monotonic() + bound_s
+        with self._guard():
+            while True:
+                method, properties, body = self._channel.basic_get(queue, auto_ack=True)
+                if method is not None:
+                    return record(method, properties, body)
+                if time.monotonic() >= deadline:
+                    return None
+                self._connection.sleep(POLL_S)

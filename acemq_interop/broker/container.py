@@ -1,0 +1,137 @@
+"""A RabbitMQ broker in a container, for `--broker-image IMAGE`.
+
+The image is one built from ci/rabbitmq/Dockerfile (any base: the official
+rabbitmq:*-management images, or Debian's rabbitmq-server on a Debian base): its entry
+point takes the listeners from the environment. The container uses host networking (the
+CI engine has no bridge, and the peers, in containers or not, reach it at 127.0.0.1) with
+free loopback ports of its own: AMQP, management, the Erlang distribution and epmd, so
+several brokers and a private node can run side by side. It carries the run label and is
+force-removed at the end (docker rm -f), whatever happened.
+
+With `--tls` the run's server certificate folder is mounted read-only at TLS_MOUNT and a
+rabbitmq.conf fragment with the TLS listener (on a free loopback port of its own) is
+mounted into /etc/rabbitmq/conf.d beside the one the entry point writes, so any image
+built from ci/rabbitmq/Dockerfile takes TLS without being rebuilt.
+"""
+from __future__ import annotations
+
+import subprocess
+import time
+from typing import Callable
+
+from ..core import docker_engine
+from .endpoint import loopback_endpoint
+from ..core.errors import BrokerError
+from ..amqp.tls import Certificates, rabbitmq_tls_config
+
+READY_BOUND_S = 120.0
+START_BOUND_S = 60.0
+TLS_MOUNT = "/etc/acemq-interop/tls"
+TLS_CONF = "/etc/rabbitmq/conf.d/91-acemq-interop-tls.conf"
+
+
+def _free_port() -> int:
+    from .endpoint import free_port as free
+
+    return free()
+
+
+class ContainerBroker:
+    """One broker container for one run (the caller removes it with stop())."""
+
+    kind = "image"
+
+    def __init__(self, image: str, progress: Callable[[str], None], run_id: str, index: int = 0,
+                 tls: Certificates | None = None):
+        self.image = image
+        self.index = index
+        self._progress = progress
+        self.run_id = run_id
+        self.name = f"acemq-interop-{run_id}-broker-{index}"
+        self.node = f"acemq-interop-{run_id.rsplit('-', 1)[-1]}-{index}@localhost"
+        self.amqp_port, self.mgmt_port, self.dist_port, self.epmd_port = (_free_port() for _ in range(4))
+        self.container_id: str | None = None
+        self._started = False
+
+        self._tls = tls
+        self.tls_port: int | None = _free_port() if tls is not None else None
+        self.endpoint = loopback_endpoint(self.amqp_port, self.mgmt_port, self.tls_port,
+                                          str(tls.ca_file) if tls is not None else None)
+
+    def describe(self) -> str:
+        return f"image {self.image}"
+
+    def _check_image(self) -> None:
+        problem = docker_engine.engine_problem()
+        if problem:
+            raise BrokerError(f"--broker-image {self.image}: {problem}")
+        if not docker_engine.image_exists(self.image):
+            raise BrokerError(
+                f"--broker-image {self.image}: no such image on the engine (nothing is pulled). Build it: "
+                f"docker build -t {self.image} --build-arg BASE_IMAGE=rabbitmq:4.0-management ci/rabbitmq "
+                f"(or sh ci/images.sh rabbitmq:3.10 rabbitmq:4.0 where no registry is reached)")
+        if docker_engine.image_labels(self.image).get(docker_engine.ROLE_LABEL) != "broker":
+            raise BrokerError(
+                f"--broker-image {self.image}: not built from ci/rabbitmq/Dockerfile, so its listeners cannot be chosen; "
+                f"wrap it: docker build -t acemq-interop/rabbitmq:custom --build-arg BASE_IMAGE={self.image} ci/rabbitmq")
+
+    def _tls_args(self) -> list[str]:
+        """The mounts of a TLS listener: the server's files and the conf fragment naming them."""
+        if self._tls is None or self.tls_port is None:
+            return []
+        conf = self._tls.server_dir / f"tls-{self.index}.conf"
+        conf.write_text(rabbitmq_tls_config(self.tls_port, f"{TLS_MOUNT}/ca.pem", f"{TLS_MOUNT}/server.pem",
+                                            f"{TLS_MOUNT}/server.key"), encoding="ascii")
+        conf.chmod(0o644)
+        return ["-v", f"{self._tls.server_dir}:{TLS_MOUNT}:ro", "-v", f"{conf}:{TLS_CONF}:ro"]
+
+    def start(self):
+        self._check_image()
+        argv = [
+            "docker", "run", "-d", "--pull", "never", "--name", self.name, "--network", "host",
+            *docker_engine.run_labels(self.run_id, "broker"),
+            "-e", f"ACEMQ_AMQP_PORT={self.amqp_port}", "-e", f"ACEMQ_MGMT_PORT={self.mgmt_port}",
+            "-e", f"RABBITMQ_NODENAME={self.node}", "-e", f"RABBITMQ_DIST_PORT={self.dist_port}",
+            "-e", f"ERL_EPMD_PORT={self.epmd_port}", "-e", "ERL_EPMD_ADDRESS=127.0.0.1",
+            *self._tls_args(),
+            self.image,
+        ]
+        tls = f", amqps :{self.tls_port}" if self.tls_port else ""
+        self._progress(f"starting broker container {self.name} from {self.image} (amqp 127.0.0.1:{self.amqp_port}{tls}, management :{self.mgmt_port})")
+        started = time.monotonic()
+        self._started = True  # from here on, stop() removes it by name even if `run` is interrupted
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=START_BOUND_S, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as exc:
+            raise BrokerError(f"docker run {self.image} did not return within {START_BOUND_S:.0f}s") from exc
+        if done.returncode != 0:
+            raise BrokerError(f"docker run {self.image} failed ({done.returncode}): {done.stderr.strip()}")
+        self.container_id = done.stdout.strip()
+        from .preflight import amqp_answers
+
+        management = self.endpoint.management()
+        while time.monotonic() - started < READY_BOUND_S:
+            if management.ready() and amqp_answers(self.endpoint):
+                self._progress(f"broker container ready in {time.monotonic() - started:.1f}s")
+                return self.endpoint
+            if not docker_engine.is_running(self.name):
+                raise BrokerError(f"the broker container from {self.image} exited; its log ends:\n{docker_engine.logs_tail(self.name)}")
+            time.sleep(0.5)
+        raise BrokerError(f"the broker container from {self.image} did not answer within {READY_BOUND_S:.0f}s; its log ends:\n"
+                          f"{docker_engine.logs_tail(self.name)}")
+
+    def control(self):
+        """Holds and releases queues in the container's node (broker_control.py)."""
+        from .control import CtlControl
+
+        return CtlControl(["docker", "exec", self.name, "rabbitmqctl", "-n", self.node])
+
+    def stop(self) -> None:
+        if not self._started:
+            return
+        self._progress(f"removing broker container {self.name}")
+        try:
+            subprocess.run(["docker", "rm", "-f", "-v", self.name], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self._started = False

@@ -1,0 +1,100 @@
+"""How to reach a broker (AMQP and its management API), and a free loopback port for one.
+
+The bottom of the broker floor: the lifecycle, the private node and the container all
+build endpoints, so none imports another for it. A `--broker` URL is parsed here.
+"""
+from __future__ import annotations
+
+import socket
+import urllib.parse
+from dataclasses import dataclass
+
+from ..amqp.tls import DEFAULT_TLS_PORT
+from ..core.errors import UsageError
+from .management import Management
+
+
+@dataclass
+class BrokerEndpoint:
+    """How to reach a broker: AMQP on host:port, management API at mgmt_url.
+
+    With `ca_file` the AMQP port is a TLS one: URLs are `amqps://`, and every client of
+    the run verifies the broker's certificate against that CA (acemq_interop/amqp/tls.py).
+    """
+
+    host: str
+    port: int
+    username: str
+    password: str
+    mgmt_url: str
+    ca_file: str | None = None
+
+    @property
+    def tls(self) -> bool:
+        return self.ca_file is not None
+
+    def amqp_url(self, vhost: str) -> str:
+        user = urllib.parse.quote(self.username, safe="")
+        password = urllib.parse.quote(self.password, safe="")
+        scheme = "amqps" if self.tls else "amqp"
+        return f"{scheme}://{user}:{password}@{self.host}:{self.port}/{urllib.parse.quote(vhost, safe='')}"
+
+    def management(self) -> Management:
+        return Management(self.mgmt_url, self.username, self.password)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def loopback_endpoint(amqp_port: int, mgmt_port: int, tls_port: int | None = None,
+                      ca_file: str | None = None) -> BrokerEndpoint:
+    """A broker the harness started on 127.0.0.1 (a private node or a container), as guest.
+
+    With --tls the broker has a TLS listener beside the plain one (kept for the harness's own
+    checks), and the endpoint every client of the run gets is the TLS one."""
+    mgmt = f"http://127.0.0.1:{mgmt_port}"
+    if tls_port is None:
+        return BrokerEndpoint("127.0.0.1", amqp_port, "guest", "guest", mgmt)
+    return BrokerEndpoint("127.0.0.1", tls_port, "guest", "guest", mgmt, ca_file=ca_file)
+
+
+def parse_broker_url(url: str, mgmt_url: str | None, ca_file: str | None = None) -> BrokerEndpoint:
+    """An `amqp://user:pass@host:port/` URL, or `amqps://...` (port 5671) with the CA file that
+    signed the broker's certificate; the management API defaults to port 15672.
+
+    A malformed URL is bad input (exit 2) with a message that never shows the password."""
+    from ..core.redact import remember, url as redacted
+
+    shown = redacted(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+        host = parts.hostname
+    except ValueError as exc:
+        raise UsageError(f"--broker {shown}: not a URL ({exc}); expected amqp://USER:PASS@HOST[:PORT]/") from None
+    if parts.scheme not in ("amqp", "amqps") or not host:
+        raise UsageError(f"--broker {shown}: expected amqp://USER:PASS@HOST[:PORT]/ or amqps://... "
+                         f"(the harness makes its own vhost per run)")
+    tls = parts.scheme == "amqps"
+    if tls and ca_file is None:
+        raise UsageError(f"--broker {shown}: an amqps broker needs --ca-cert FILE (the PEM file of the CA that signed its certificate)")
+    if not tls and ca_file is not None:
+        raise UsageError("--ca-cert is for a TLS broker: give --broker amqps://USER:PASS@HOST[:PORT]/ with it")
+    password = urllib.parse.unquote(parts.password or "guest")
+    remember(password)
+    if mgmt_url:
+        try:
+            urllib.parse.urlsplit(mgmt_url).port
+        except ValueError as exc:
+            raise UsageError(f"--management-url {redacted(mgmt_url)}: not a URL ({exc}); expected http://HOST:PORT") from None
+    return BrokerEndpoint(
+        host=host,
+        port=port or (DEFAULT_TLS_PORT if tls else 5672),
+        username=urllib.parse.unquote(parts.username or "guest"),
+        password=password,
+        mgmt_url=mgmt_url or f"http://{host if ':' not in host else '[' + host + ']'}:15672",
+        ca_file=ca_file,
+    )

@@ -1,0 +1,184 @@
+"""Where the broker comes from, and its lifecycle: one context for every kind.
+
+- `--broker URL`: an existing RabbitMQ, used as it is (`amqps://` with `--ca-cert FILE`).
+- default: a private node from the installed `rabbitmq-server`: its own node name, free
+  ports on 127.0.0.1 (the Erlang distribution port too), a temporary data dir owned by the
+  `rabbitmq` user, the management plugin; shut down and removed at the end.
+- `--broker-image IMAGE`: a container (broker/container.py), removed at the end.
+
+With `--tls` the private node and the container get a TLS listener too, on the run's
+certificates (acemq_interop/amqp/tls.py), and the endpoint every client is given is that one.
+
+`Broker` is the one context: it owns the broker from before it is spawned (so a signal
+during start-up still removes it) to after it is gone, defers Ctrl-C and SIGTERM while it
+cleans up (a second signal cannot cut the cleanup short), and reads every broker's facts
+(product, version, Erlang version, a short label such as `rabbitmq-4.0.5`) from the
+management API, whichever way it came.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..amqp.tls import Certificates
+from ..core.errors import BrokerError, UsageError
+from ..core.signals import deferred as deferred_signals
+from .endpoint import BrokerEndpoint, parse_broker_url
+from .leftovers import sweep_nodes, sweep_vhosts
+from .node import EmbeddedBroker
+
+
+@dataclass
+class BrokerFacts:
+    """What a run records about its broker (from the management API's /api/overview)."""
+
+    source: str
+    product: str | None = None
+    version: str | None = None
+    erlang_version: str | None = None
+    management_version: str | None = None
+    amqp: str = ""
+
+    @property
+    def label(self) -> str:
+        """A short name for the broker axis: `rabbitmq-4.0.5`."""
+        product = (self.product or "rabbitmq").lower().replace(" ", "-")
+        return f"{product}-{self.version}" if self.version else f"{product}-unknown"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "product": self.product, "version": self.version,
+                "erlang_version": self.erlang_version, "management_version": self.management_version,
+                "source": self.source, "amqp": self.amqp}
+
+
+def read_facts(endpoint: BrokerEndpoint, source: str) -> BrokerFacts:
+    overview = endpoint.management().overview() or {}
+    return BrokerFacts(
+        source=source,
+        product=overview.get("product_name") or ("RabbitMQ" if overview.get("rabbitmq_version") else None),
+        version=overview.get("product_version") or overview.get("rabbitmq_version"),
+        erlang_version=overview.get("erlang_version"),
+        management_version=overview.get("management_version"),
+        amqp=f"{endpoint.host}:{endpoint.port}",
+    )
+
+
+@dataclass(frozen=True)
+class BrokerSource:
+    """Where one broker of a run comes from: kind is "node", "url" or "image"."""
+
+    kind: str
+    endpoint: BrokerEndpoint | None = None
+    image: str | None = None
+    url: str | None = None
+
+    def describe(self) -> str:
+        if self.kind == "image":
+            return f"image {self.image}"
+        if self.kind == "url":
+            assert self.endpoint is not None
+            return f"--broker {'amqps ' if self.endpoint.tls else ''}{self.endpoint.host}:{self.endpoint.port}"
+        return "private node (rabbitmq-server)"
+
+    def rerun_args(self) -> str:
+        """How a rerun line names this broker."""
+        if self.kind == "image":
+            return f" --broker-image {self.image}"
+        if self.kind == "url":
+            return f" --broker {self.url}"
+        return ""
+
+
+def broker_sources(url: str | None, mgmt_url: str | None, images: list[str] | None,
+                   ca_file: str | None = None) -> list[BrokerSource]:
+    """The run's broker axis: every --broker-image, else the --broker URL, else a private node."""
+    if url and images:
+        raise UsageError("give either --broker or --broker-image, not both")
+    if images:
+        if len(set(images)) != len(images):
+            raise UsageError("a --broker-image is named twice")
+        return [BrokerSource("image", image=image) for image in images]
+    if url:
+        return [BrokerSource("url", endpoint=parse_broker_url(url, mgmt_url, ca_file), url=url)]
+    return [BrokerSource("node")]
+
+
+class Broker:
+    """One broker's whole lifecycle, whichever way it comes: `with Broker(...) as b:`.
+
+    The managed broker (a private node or a container) is created before it is spawned
+    and registered, so that whatever interrupts the start (a failure, Ctrl-C, SIGTERM)
+    still stops and removes it; stopping runs with the signals deferred. `facts` is read
+    once the broker answers.
+    """
+
+    def __init__(self, source: BrokerSource, log: Callable[[str], None], run_id: str | None = None, index: int = 0,
+                 tls: Certificates | None = None):
+        self.source = source
+        self.tls = tls  # --tls: the run's certificates, for a private node's or a container's TLS listener
+        self._log = log
+        self.run_id = run_id or uuid.uuid4().hex[:8]
+        self.index = index
+        self.managed: Any = None  # EmbeddedBroker or ContainerBroker: what we must stop
+        self.endpoint: BrokerEndpoint | None = source.endpoint
+        self.facts = BrokerFacts(source=source.describe())
+
+    def __enter__(self) -> "Broker":
+        try:
+            sweep_nodes(self._log)  # private nodes killed runs left, by owner record only
+            # Created with the signals deferred: from the moment the node's dir exists,
+            # `self.managed` holds it, so an interrupt still removes it.
+            with deferred_signals():
+                if self.source.kind == "node":
+                    self.managed = EmbeddedBroker(self._log, tls=self.tls)
+                elif self.source.kind == "image":
+                    from .container import ContainerBroker
+
+                    assert self.source.image
+                    self.managed = ContainerBroker(self.source.image, self._log, self.run_id, self.index, tls=self.tls)
+            if self.managed is not None:
+                self.endpoint = self.managed.start()
+            assert self.endpoint is not None
+            check_broker(self.endpoint, self._log)
+            self.facts = read_facts(self.endpoint, self.source.describe())
+            self._log(f"broker: {self.facts.label} (Erlang {self.facts.erlang_version}) from {self.facts.source}")
+        except BaseException:
+            self.close(reraise=False)
+            raise
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        # With an exception on its way (RunInterrupted carrying the results), a signal during
+        # the stop is recorded, not raised over it.
+        self.close(reraise=exc_type is None)
+
+    def control(self) -> Any:
+        """The managed broker's queue holder (broker_control.py), None for a broker given by URL."""
+        return self.managed.control() if self.managed is not None else None
+
+    def lost(self) -> str | None:
+        """Why the managed broker is certainly gone (its VM exited), else None."""
+        check = getattr(self.managed, "lost", None)
+        return check() if check is not None else None
+
+    def close(self, reraise: bool = True) -> None:
+        if self.managed is None:
+            return
+        managed, self.managed = self.managed, None
+        with deferred_signals(reraise):
+            if isinstance(managed, EmbeddedBroker):
+                self._log("stopping the private RabbitMQ node")
+            managed.stop()
+
+
+def check_broker(endpoint: BrokerEndpoint, log: Callable[[str], None]) -> None:
+    """Pre-flight (preflight.py: one line on what is wrong, exit 3), then the vhosts killed
+    runs left on this broker, where their owner records prove them dead."""
+    from .preflight import preflight
+
+    preflight(endpoint)
+    try:
+        sweep_vhosts(endpoint.management(), log)
+    except BrokerError as exc:
+        log(f"could not sweep vhosts left by killed runs: {exc}")

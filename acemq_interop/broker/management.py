@@ -1,0 +1,165 @@
+"""The RabbitMQ management HTTP API: vhosts, and facts only the broker knows about queues.
+
+What an answer means is decided per call, never by status code alone:
+- a 404 is an answer ("there is none") only where the caller expects absence: a queue
+  looked up, something deleted that is already gone. Anywhere else (a vhost made, a
+  permission set, a listing) it is an error naming the call: a wrong --management-url or a
+  proxy in the way must not look like success.
+- a 5xx, a connection reset or a dropped connection is retried a bounded number of times
+  with a short backoff, for idempotent calls only (GET, PUT and DELETE of one resource all
+  are), then it is an error naming the call. A refused connection is not retried: the API
+  is not there, and saying so at once is better than saying so later.
+"""
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from ..core.errors import BrokerError
+
+HTTP_BOUND_S = 10.0
+RETRIES = 3  # extra attempts after the first, for a 5xx or a reset connection
+BACKOFF_S = (0.2, 0.5, 1.0)
+IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
+_ABSENT = object()
+
+
+class ManagementError(BrokerError):
+    """The management API answered a call with an error (status is the HTTP status, 0: no answer)."""
+
+    def __init__(self, message: str, status: int = 0):
+        super().__init__(message)
+        self.status = status
+
+
+def _transient(exc: BaseException) -> bool:
+    """A reset or dropped connection: worth another try. A refused one is not."""
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if isinstance(reason, ConnectionRefusedError):
+        return False
+    return isinstance(reason, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError,
+                               http.client.RemoteDisconnected, http.client.BadStatusLine, http.client.IncompleteRead))
+
+
+class Management:
+    def __init__(self, base_url: str, username: str, password: str):
+        self.base_url = base_url.rstrip("/")
+        token = base64.b64encode(f"{username}:{password}".encode()).decode()
+        self._auth = f"Basic {token}"
+        self.username = username
+
+    def _where(self) -> str:
+        from ..core.redact import url
+
+        return url(self.base_url)
+
+    def _call(self, method: str, path: str, body: Any = None, absent: Any = _ABSENT, retries: int = RETRIES,
+              bound_s: float = HTTP_BOUND_S) -> Any:
+        """One call. `absent` is what a 404 returns when the caller expects absence (else a
+        404 is an error); 5xx and resets are retried for idempotent methods."""
+        data = None if body is None else json.dumps(body).encode()
+        attempts = 1 + (retries if method in IDEMPOTENT else 0)
+        what = f"{method} {path}"
+        for attempt in range(attempts):
+            last = attempt == attempts - 1
+            request = urllib.request.Request(self.base_url + path, data=data, method=method)
+            request.add_header("Authorization", self._auth)
+            request.add_header("content-type", "application/json")
+            try:
+                with urllib.request.urlopen(request, timeout=bound_s) as response:
+                    raw = response.read()
+            except urllib.error.HTTPError as exc:
+                detail = exc.read()[:200].decode("utf-8", "replace")
+                if exc.code == 404 and absent is not _ABSENT:
+                    return absent
+                if exc.code >= 500 and not last:
+                    time.sleep(BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)])
+                    continue
+                tried = f" (after {attempt + 1} attempts)" if attempt else ""
+                raise ManagementError(f"management API {what}: HTTP {exc.code}{tried} {detail}".rstrip(), exc.code) from None
+            except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+                if _transient(exc) and not last:
+                    time.sleep(BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)])
+                    continue
+                reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+                raise ManagementError(f"management API at {self._where()} did not answer {what}: "
+                                      f"{type(reason).__name__}: {reason}") from None
+            try:
+                return json.loads(raw) if raw else None
+            except ValueError:
+                raise ManagementError(f"management API {what}: the answer is not JSON "
+                                      f"(is {self._where()} RabbitMQ's management API?)") from None
+        raise AssertionError("unreachable")
+
+    def ready(self) -> bool:
+        """The API answers (a node starting up): polled, so no retries here."""
+        try:
+            return self._call("GET", "/api/overview", retries=0, bound_s=5.0) is not None
+        except BrokerError:
+            return False
+
+    def overview(self) -> dict[str, Any]:
+        """The broker's product and versions (product_name, product_version, erlang_version, ...)."""
+        return self._call("GET", "/api/overview") or {}
+
+    def whoami(self) -> dict[str, Any]:
+        """The user the API authenticated (name, tags)."""
+        return self._call("GET", "/api/whoami") or {}
+
+    @staticmethod
+    def _q(name: str) -> str:
+        return urllib.parse.quote(name, safe="")
+
+    def create_vhost(self, vhost: str, description: str = "") -> None:
+        self._call("PUT", f"/api/vhosts/{self._q(vhost)}", {"description": description} if description else {})
+        self._call("PUT", f"/api/permissions/{self._q(vhost)}/{self._q(self.username)}", {"configure": ".*", "write": ".*", "read": ".*"})
+
+    def set_tracing(self, vhost: str, on: bool) -> None:
+        """The vhost's firehose switch. A PUT replaces the vhost's metadata, so its
+        description (the run's owner record) is sent again with it."""
+        info = self._call("GET", f"/api/vhosts/{self._q(vhost)}") or {}
+        self._call("PUT", f"/api/vhosts/{self._q(vhost)}", {"tracing": on, "description": info.get("description") or ""})
+
+    def delete_vhost(self, vhost: str) -> None:
+        """Gone already is as good as deleted."""
+        self._call("DELETE", f"/api/vhosts/{self._q(vhost)}", absent=None)
+
+    def vhosts(self) -> list[str]:
+        return [v["name"] for v in self._call("GET", "/api/vhosts") or []]
+
+    def vhost_records(self) -> list[dict[str, Any]]:
+        """Every vhost with its description (where a run records who owns it)."""
+        return list(self._call("GET", "/api/vhosts?columns=name,description") or [])
+
+    def queue(self, vhost: str, name: str) -> dict[str, Any] | None:
+        """The queue's facts, or None when the broker has no such queue."""
+        info = self._call("GET", f"/api/queues/{self._q(vhost)}/{self._q(name)}", absent=None)
+        if info is None:
+            return None
+        return {
+            "name": info.get("name"),
+            "type": info.get("type"),
+            "durable": info.get("durable"),
+            "exclusive": info.get("exclusive"),
+            "auto_delete": info.get("auto_delete"),
+            "arguments": info.get("arguments", {}),
+            "consumers": info.get("consumers"),
+        }
+
+    def queues(self, vhost: str) -> list[dict[str, Any]]:
+        return self._call("GET", f"/api/queues/{self._q(vhost)}?columns=name,type,exclusive,auto_delete,durable") or []
+
+    def delete_queue(self, vhost: str, name: str) -> None:
+        self._call("DELETE", f"/api/queues/{self._q(vhost)}/{self._q(name)}", absent=None)
+
+    def exchanges(self, vhost: str) -> list[dict[str, Any]]:
+        return self._call("GET", f"/api/exchanges/{self._q(vhost)}?columns=name") or []
+
+    def delete_exchange(self, vhost: str, name: str) -> None:
+        self._call("DELETE", f"/api/exchanges/{self._q(vhost)}/{self._q(name)}", absent=None)

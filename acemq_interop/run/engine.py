@@ -1,0 +1,508 @@
+"""Runs one cell: interprets a scenario's steps against peers and the probe.
+
+Each cell has a namespace (`c0007`): every queue and exchange name it uses is prefixed with
+it, and everything it opened is closed and deleted at its end, pass or fail. Every wait is
+bounded; a FAIL names the rule and shows what was expected against what was observed.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..spec import assertions
+from ..spec import catalogue as spec
+from ..broker.control import HeldQueue
+from .cells import Cell, result_of
+from ..core.errors import BrokerError, CheckFailed, PeerError, TemplateError
+from ..broker.management import Management
+from ..peers.manifests import PeerSpec
+from ..results.model import CellResult, Failure, NotEvaluated, Status
+from ..peers.client import Note, PeerLink, PendingCall
+from ..amqp.probe import Probe
+from ..spec.scenarios import SIDE_OBJECTS
+from ..spec.steps import STEP_KINDS, inputs_of
+from .steps import RUNS, Opened, connection_lost_in, unreported
+
+if TYPE_CHECKING:
+    from ..broker.control import BrokerControl
+
+
+@dataclass
+class RunContext:
+    """What every cell of a run shares."""
+
+    amqp_url: str
+    vhost: str
+    management: Management
+    peers: dict[str, PeerLink]
+    op_bound_s: float = 20.0  # for commands that do not wait on the broker's behaviour
+    broker: str = ""  # the label of the broker the cells run on
+    probe_factory: Callable[[str], Probe] = Probe  # the seam for unit tests of the engine
+    ca_file: str | None = None  # a TLS run's CA: every client the harness opens verifies the broker with it
+    # -- transcripts (issue 13): the run's firehose tracer, and which cells keep theirs --
+    tracer: Any = None  # transcript.Tracer | None
+    keep_transcript: Callable[[CellResult], bool] | None = None
+    # A broker condition that makes a cell's verdict worthless (a memory or disk alarm, a
+    # blocked connection) seen since a time.monotonic() instant: the cause, or None.
+    broker_condition: Callable[[float], str | None] | None = None
+    broker_control: "BrokerControl | None" = None  # None on a broker given by URL
+
+
+@dataclass
+class CellState:
+    cell: Cell
+    ns: str
+    ctx: RunContext
+    variables: dict[str, Any] = field(default_factory=dict)
+    pending: dict[str, tuple[PeerLink, PendingCall, float, bool]] = field(default_factory=dict)
+    opened: list[Opened] = field(default_factory=list)
+    owners: dict[str, tuple[PeerLink, str]] = field(default_factory=dict)  # step name -> (peer, peer-side name)
+    event_marks: dict[str, int] = field(default_factory=dict)  # peer name -> events index at cell start
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    probe: Probe | None = None
+    # -- every check, every cell --
+    failures: list[Failure] = field(default_factory=list)
+    not_evaluated: list[NotEvaluated] = field(default_factory=list)
+    unavailable: dict[str, str] = field(default_factory=dict)  # a name no step could bind -> why
+    spoiled: list[tuple[tuple[str, ...], str]] = field(default_factory=list)  # paths a failed check judged -> why
+    refused: dict[str, str] = field(default_factory=dict)  # calls refused unasked -> the peer's error, until judged
+    step_index: int = 0
+    lacking: dict[int, tuple[str, str]] = field(default_factory=dict)  # step index -> (role, part) its peer declares it lacks
+    lacking_names: dict[str, tuple[str, str]] = field(default_factory=dict)  # a name such a step would have bound
+    held: list[HeldQueue] = field(default_factory=list)  # queues the cell holds (broker_control.py), released at its end
+
+    def name(self, logical: str) -> str:
+        return f"{self.ns}.{logical}"
+
+    def release(self, held: HeldQueue) -> str | None:
+        """Ends a hold (deleting its key) and says why what the cell saw while holding is no
+        verdict, or None. A probe whose connection is gone took its exclusive key along."""
+        self.held.remove(held)
+        if self.probe is not None and self.probe.fault() is None:
+            self.probe.delete_queue(held.key)
+        return held.untrusted()
+
+    def queue_name(self, value: str) -> str:
+        """A queue given in a step: `${...}` is a real name, anything else is namespaced."""
+        rendered = assertions.render(value, self.variables)
+        return rendered if value.startswith("${") else self.name(rendered)
+
+    def get_probe(self) -> Probe:
+        if self.probe is None:
+            self.probe = self.ctx.probe_factory(self.ctx.amqp_url)
+        return self.probe
+
+    def spec_of(self, role: str) -> PeerSpec:
+        who = self.cell.roles[role]
+        assert isinstance(who, PeerSpec)
+        return who
+
+    def note(self, step: str, **details: Any) -> None:
+        self.trace.append({"t": round(time.monotonic() - self.variables["_t0"], 3), "step": step, **details})
+
+    # -- failures: recorded, charged to the side that broke them, and the cell goes on --
+
+    def fail(self, failed: CheckFailed, check: str, index: int | None = None, sub: int = 0,
+             role: str | None = None, seen_by: str | None = None) -> None:
+        """Record a broken clause. The role charged is the scenario's for this check (the
+        loader derived it), or `role` for a failure the engine itself finds (a call that never
+        ended: its requester's)."""
+        index = self.step_index if index is None else index
+        role = self.cell.scenario.charges.get((index, sub), role)
+        clause = spec.catalogue().clauses.get(failed.rule)
+        peer, suspects = self.peer_of(role)
+        self.failures.append(Failure(
+            clause=failed.rule, rule=spec.rule_of(failed.rule), side=clause.side if clause else "either", role=role,
+            peer=peer, check=check, message=failed.message, expected=failed.expected, observed=failed.observed,
+            seen_as=failed.seen_as, at=len(self.trace) - 1 if self.trace else None, suspects=suspects,
+            seen_by=seen_by if failed.seen_as else None))
+
+    def peer_of(self, role: str | None) -> tuple[str | None, tuple[str, ...]]:
+        """The label of the peer playing `role`, or (None, the candidates) when several do; the
+        probe is never charged."""
+        who = self.cell.roles.get(role) if role else None
+        if isinstance(who, tuple):
+            labels = tuple(dict.fromkeys(s.label for s in who))
+            return (labels[0], ()) if len(labels) == 1 else (None, labels)
+        return (who.label, ()) if isinstance(who, PeerSpec) else (None, ())
+
+    def skip(self, clause: str, check: str, needs: str) -> None:
+        self.not_evaluated.append(NotEvaluated(clause, check, needs))
+
+    def spoil(self, path: str, why: str) -> None:
+        """A value a check found broken: later checks reading it (or a part of it) are not
+        evaluated, so one defect is named once, by the check that judged it."""
+        self.spoiled.append((tuple(path.split(".")), why))
+
+    def blocked(self, paths: list[str]) -> str | None:
+        """Why a step reading these paths cannot be evaluated: a name an earlier step could
+        not bind, or a value an earlier check found broken; None when it can run."""
+        for path in paths:
+            parts = tuple(path.split("."))
+            if parts[0] in self.unavailable:
+                return f"needs {parts[0]} ({self.unavailable[parts[0]]})"
+            for spoiled, why in self.spoiled:
+                n = min(len(parts), len(spoiled))
+                if all(a == b or "*" in (a, b) for a, b in zip(parts[:n], spoiled[:n])):
+                    return f"needs {'.'.join(spoiled)} ({why})"
+        return None
+
+    def guarded(self, names: list[str]) -> str | None:
+        """Why a step must not bind these names: a failed check guards them (its `guards:`)."""
+        for name in names:
+            for spoiled, why in self.spoiled:
+                if spoiled == (name,):
+                    return f"guarded by a failed check ({why})"
+        return None
+
+    def noter(self, peer: PeerLink) -> Note:
+        """What a peer client tells of each command: into the cell's evidence."""
+        def note(command: dict[str, Any], answer: dict[str, Any] | None, rtt_ms: float | None = None) -> None:
+            details: dict[str, Any] = {"peer": peer.name, "sent": command}
+            if answer is not None:
+                details["answer"] = answer
+            if rtt_ms is not None:
+                details["rtt_ms"] = rtt_ms
+            self.note(command["op"], **details)
+        return note
+
+
+# -- the cell -----------------------------------------------------------------------
+
+
+def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
+    if cell.scenario.broker_control and ctx.broker_control is None:
+        from ..broker.control import NOT_HERE
+
+        return result_of(cell, Status.SKIP, broker=ctx.broker, reason=NOT_HERE)
+    state = CellState(cell=cell, ns=ns, ctx=ctx)
+    state.variables["_t0"] = time.monotonic()
+    state.variables["ns"] = ns
+    for spec in cell.specs():
+        state.event_marks[spec.name] = ctx.peers[spec.name].event_count()
+    state.lacking = _declared_lacks(state)
+    started = time.monotonic()
+    result = result_of(cell, Status.PASS, broker=ctx.broker)
+    suspect: str | None = None
+    try:
+        try:
+            for index, step in enumerate(cell.scenario.steps):
+                (kind, args), = step.items()
+                state.step_index = index
+                _run_step(state, index, kind, args)
+            if state.pending:
+                raise PeerError(f"the scenario never awaited {', '.join(state.pending)}")
+            if state.refused and not state.failures:
+                name, error = next(iter(state.refused.items()))
+                raise PeerError(f"peer refused the call '{name}': {error}")
+            if any("declared:" not in n.needs for n in state.not_evaluated) and not state.failures:
+                # Nothing broke, yet checks went unmade: never a PASS.
+                skipped = next(n for n in state.not_evaluated if "declared:" not in n.needs)
+                raise PeerError(f"{len(state.not_evaluated)} check(s) not evaluated, none failed: "
+                                f"{skipped.check} ({skipped.clause}) {skipped.needs}")
+            if state.failures:
+                first = state.failures[0]
+                result.status, result.rule, result.message = Status.FAIL, first.clause, first.message
+                result.seen_as, result.expected, result.observed = first.seen_as, first.expected, first.observed
+                result.failures = list(state.failures)
+            result.not_evaluated = list(state.not_evaluated)
+        except (PeerError, BrokerError) as exc:
+            result.status, result.message = Status.ERROR, str(exc) + _after_failures(state)
+        except Exception as exc:  # a harness bug must not take the other cells down
+            result.status, result.message = Status.ERROR, f"harness error: {type(exc).__name__}: {exc}"
+        if result.status == Status.FAIL:
+            suspect = _broken_party(state)  # before the cleanup closes the probe or waits on a stopped peer
+    finally:
+        _cleanup(state, result)
+    # After the cleanup: its round trip with every peer the cell used means each event a peer
+    # wrote before answering it (a connection_lost above all) has been read.
+    fault = _connection_lost(state) or suspect
+    if fault is not None:
+        first = (result.message or "").splitlines()[0] if result.message else ""
+        if result.status == Status.FAIL:
+            fault += f"\n(the cell's check {result.rule} failed after it: {result.message})"
+        elif result.status == Status.ERROR and first and not first.startswith("connection lost") and "lost a connection" not in first:
+            fault += f"\n(after it: {first})"
+        result.status, result.message, result.rule, result.expected, result.observed = Status.ERROR, fault, None, None, None
+        result.seen_as, result.failures = None, []
+    if result.status in (Status.FAIL, Status.ERROR) and ctx.broker_condition is not None:
+        condition = ctx.broker_condition(started)
+        if condition is not None and result.status == Status.ERROR and condition.split(" since ")[0] in (result.message or ""):
+            condition = None  # the ERROR already names it (the probe's blocked publish)
+        if condition is not None:  # the broker, not a binding: every verdict under it is void
+            what = f"the cell's check {result.rule} failed" if result.status == Status.FAIL else "the cell ended"
+            first = (result.message or "").splitlines()[0] if result.message else ""
+            result.message = f"{condition}\n({what} under it: {first})"
+            result.status, result.rule, result.expected, result.observed, result.seen_as = Status.ERROR, None, None, None, None
+            result.failures = []
+    result.duration_s = time.monotonic() - started
+    result.trace = state.trace
+    if result.status == Status.ERROR:
+        result.stderr = {s.name: ctx.peers[s.name].stderr_tail() for s in cell.specs() if s.name in ctx.peers}
+    if ctx.tracer is not None:  # -- transcript hook (issue 13) --
+        from ..amqp.transcript import attach
+
+        judged = result.status in (Status.PASS, Status.FAIL)
+        records = attach(ctx.tracer, ctx.keep_transcript, ns, state.variables["_t0"], result, read=judged)
+        if judged:
+            _message_breaks(state, result, records)
+    if result.status == Status.FAIL:
+        _check_on_wire(state, result)
+    return result
+
+
+def _message_breaks(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """Every message each peer of the cell published, against the clauses one message can
+    show (both addresses, equal, not empty; spec header types; no B, u or i; a reply's
+    content type, responseMessageId, a failure's empty body), charged to its publisher.
+    A peer replaying an older profile is not judged here: the profile is history on purpose."""
+    from .wire_checks import message_breaks, reply_queues_of
+
+    specs = state.cell.specs()
+    labels_of: dict[str, set[str]] = {}
+    for s in specs:
+        labels_of.setdefault(s.name, set()).add(s.label)
+    # One peer process serving two specs of the cell (python and python@0.3.0) may carry both
+    # on one connection: the transcript cannot tell which published, so neither is judged.
+    judged = {s.label for s in specs if s.profile == "current" and len(labels_of[s.name]) == 1}
+    targets = reply_queues_of(result.trace) | {
+        str(v["name"]) for step in state.cell.scenario.steps for kind, args in step.items()
+        if kind == "probe_inbox" and isinstance(v := state.variables.get(args.get("as")), dict) and v.get("name")}
+    breaks = message_breaks(records, judged, targets)
+    if not breaks:
+        return
+    seen = {(f.clause, f.peer) for f in result.failures}
+    added = False
+    for wire in breaks:
+        if (wire.clause, wire.peer) in seen:
+            continue  # the scenario's own check already named it
+        seen.add((wire.clause, wire.peer))
+        clause = spec.catalogue().clauses.get(wire.clause)
+        roles = [r for r, who in state.cell.roles.items()
+                 for s in (who if isinstance(who, tuple) else (who,) if who is not None else ()) if s.label == wire.peer]
+        # One spec may play both roles (the diagonal): the role keeping the clause's side.
+        keeps = set(SIDE_OBJECTS.get(clause.side if clause else "", ()))
+        role = next((r for r in roles if state.cell.scenario.opens.get(r, frozenset()) & keeps),
+                    roles[0] if roles else None)
+        result.failures.append(Failure(
+            clause=wire.clause, rule=spec.rule_of(wire.clause), side=clause.side if clause else "either", role=role,
+            peer=wire.peer, check=f"the broker's transcript, message #{wire.n}", message=wire.message,
+            expected=wire.expected, observed=wire.observed, wire=f"transcript #{wire.n}"))
+        added = True
+    if added and result.status == Status.PASS:
+        first = result.failures[0]
+        result.status, result.rule, result.message = Status.FAIL, first.clause, first.message
+        result.expected, result.observed = first.expected, first.observed
+        if result.transcript is None:
+            result.transcript = records  # a FAIL keeps its transcript: the evidence
+
+
+def _check_on_wire(state: CellState, result: CellResult) -> None:
+    """Each attribution made through a consequence, held to the broker's transcript: it
+    stands where the wire agrees, and where the wire refutes it the failure is the check's
+    own clause, charged to the side that check judges, citing the transcript lines."""
+    from dataclasses import replace
+
+    from .wire_checks import extra_publishes_by_others, judge
+
+    changed = False
+    failures = []
+    for failure in result.failures:
+        if failure.clause == "SG-2.2" and failure.peer and not failure.wire:
+            refuted = extra_publishes_by_others(result.transcript, failure.peer)
+            if refuted is not None:  # the wire shows another peer's messages: theirs is the break
+                changed = True
+                state.note("wire", refutes=failure.clause, peer=failure.peer, text=refuted.text)
+                continue
+        finding = judge(failure.clause, result.transcript, result.trace) if failure.seen_as else None
+        if finding is None:
+            failures.append(failure)
+            continue
+        changed = True
+        if finding.confirmed:
+            failures.append(replace(failure, wire=f"confirmed: {finding.text}"))
+            continue
+        own = spec.catalogue().clauses.get(failure.seen_as)
+        peer, suspects = state.peer_of(failure.seen_by)
+        failures.append(replace(failure, clause=str(failure.seen_as), rule=spec.rule_of(str(failure.seen_as)),
+                                side=own.side if own else "either", role=failure.seen_by, peer=peer, suspects=suspects,
+                                seen_as=None, wire=f"refutes {failure.clause}: {finding.text}",
+                                message=f"{failure.message}; not {failure.clause}: {finding.text}"))
+    if changed and not failures:  # every failure refuted by the wire: nothing the cell's peers broke
+        result.failures, result.status, result.rule, result.message = [], Status.ERROR, None, (
+            "every failure of the cell was refuted by the broker's transcript, and nothing else broke: "
+            "the scenario cannot judge this cell")
+        return
+    if changed:
+        result.failures = failures
+        first = failures[0]
+        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+
+
+def _after_failures(state: CellState) -> str:
+    if not state.failures:
+        return ""
+    return f"\n(after {len(state.failures)} failed check(s): {', '.join(dict.fromkeys(f.clause for f in state.failures))})"
+
+
+def _declared_lacks(state: CellState) -> dict[int, tuple[str, str]]:
+    """The steps needing a part a peer of the cell declares it has none of (hello `lacks`)."""
+    found: dict[int, tuple[str, str]] = {}
+    for index, (role, part) in state.cell.scenario.part_steps.items():
+        who = state.cell.roles.get(role)
+        for spec in who if isinstance(who, tuple) else (who,) if who is not None else ():
+            lacks = getattr(state.ctx.peers.get(spec.name), "lacks", None)
+            if callable(lacks) and part in lacks():
+                found[index] = (role, part)
+    return found
+
+
+def lack_failure(state: CellState, role: str, part: str, clause: str, check: str) -> None:
+    """A check the charged peer cannot meet at all: its binding declares it has no `part`."""
+    state.fail(CheckFailed(clause, f"the binding declares no {part} (hello lacks): {clause} cannot be met",
+                           expected=part, observed="declared lacking"), check, role=role)
+
+
+def _run_step(state: CellState, index: int, kind: str, args: Any) -> None:
+    """One step. A check that fails is recorded and the cell goes on; a step reading what an
+    earlier step could not produce is not run, and its checks are "not evaluated"; a fault
+    (PeerError, BrokerError) ends the cell."""
+    step = STEP_KINDS[kind]
+    if index in state.lacking:  # nothing waits for a part the binding says it does not have
+        role, part = state.lacking[index]
+        for sub, check in enumerate(step.checks(args)):
+            clause = str(check[1].get("consequence_of") or check[1]["rule"])
+            if state.cell.scenario.charges.get((index, sub)) == role:
+                lack_failure(state, role, part, clause, f"step {index + 1} {kind}")
+            else:
+                state.skip(clause, f"step {index + 1} {kind}", f"declared: the peer of {role} lacks {part}")
+        state.note("not_evaluated", kind=kind, index=index + 1, why=f"the peer of {role} declares no {part}")
+        if isinstance(args, dict) and "as" in args:
+            state.unavailable[str(args["as"])] = f"declared: the peer of {role} lacks {part}"
+            state.lacking_names[str(args["as"])] = (role, part)
+        return
+    if kind == "await":
+        # Each call on its own: one no longer worth waiting for (unavailable: what it waited
+        # on was never sent) or guarded whole is dropped; a spoiled part never stops the wait.
+        names = [str(n) for n in (args if isinstance(args, list) else [args])]
+        waited = []
+        for name in names:
+            why = f"needs {name} ({state.unavailable[name]})" if name in state.unavailable else state.guarded([name])
+            if why is None:
+                waited.append(name)
+            else:
+                _not_run(state, index, kind, name, why)
+        if waited:
+            RUNS[kind](state, waited)
+        return
+    if kind != "expect":  # an expect judges each of its checks on its own
+        bound = [str(args["as"])] if isinstance(args, dict) and "as" in args else []
+        why = state.blocked(inputs_of(step, args)) or state.guarded(bound)
+    else:
+        why = None
+    if kind != "expect":
+        if why is not None:
+            _not_run(state, index, kind, args, why)
+            return
+    try:
+        RUNS[kind](state, args)
+    except CheckFailed as failed:
+        state.fail(failed, f"step {index + 1} {kind}: {failed.message}", index)
+        if isinstance(args, dict) and "as" in args:
+            state.unavailable[str(args["as"])] = f"{failed.rule}: {failed.message}"
+        for guarded in args.get("guards", ()) if isinstance(args, dict) else ():
+            state.spoil(str(guarded), f"{failed.rule}: step {index + 1} {kind}")
+    except TemplateError as exc:  # a value the scenario reads that the cell never got
+        unreported(state, exc.path)
+        _not_run(state, index, kind, args, f"needs {exc}")
+
+
+def _not_run(state: CellState, index: int, kind: str, args: Any, why: str) -> None:
+    """A step left out: its checks are not evaluated, its name is unavailable, and a call it
+    was to answer (a probe reply) will not be waited for again."""
+    step = STEP_KINDS[kind]
+    state.note("not_evaluated", kind=kind, index=index + 1, why=why)
+    for _, check in step.checks(args):
+        state.skip(str(check.get("consequence_of") or check["rule"]), f"step {index + 1} {kind}", why)
+    if isinstance(args, dict) and "as" in args:
+        state.unavailable[str(args["as"])] = why
+    if kind.startswith("probe_"):
+        # What the probe did not send, a call under way may be waiting for: its outcome no
+        # longer says anything about the binding, so it is not awaited again.
+        for name in list(state.pending):
+            state.unavailable[name] = f"the probe's step {index + 1} ({kind}) was not run: {why}"
+    if kind == "await":
+        for name in args if isinstance(args, list) else [args]:
+            pending = state.pending.pop(str(name), None)
+            if pending is not None:
+                pending[1].cancel()  # its answer, when it comes, is dropped
+            state.unavailable.setdefault(str(name), why)
+
+
+def _connection_lost(state: CellState) -> str | None:
+    """Every `connection_lost` a peer reported for the cell's requesters and responders, as
+    the cell's cause: a lost connection makes the cell an ERROR whatever it came to."""
+    of_cell = connection_lost_in(state.ns)
+    lost: list[str] = []
+    for name in sorted({s.name for s in state.cell.specs()}):
+        for event in state.ctx.peers[name].events_since(state.event_marks.get(name, 0), of_cell):
+            side = "requester" if event.get("requester") else "responder"
+            at = round(event["_at"] - state.variables["_t0"], 3) if "_at" in event else None
+            state.note("connection_lost", peer=name, **{side: event[side]}, reason=event.get("reason"), at=at)
+            loss = f"peer {name} {side} {event[side]}: {event.get('reason')}"
+            if loss not in lost:  # a channel and its connection may both report it
+                lost.append(loss)
+    return "connection lost: " + "; ".join(lost) if lost else None
+
+
+def _broken_party(state: CellState) -> str | None:
+    """Before a FAIL stands: the probe's connection gone, or a peer that no longer answers
+    (a stopped peer sends no reply, and that is not the other binding's fault)."""
+    if state.probe is not None and (lost := state.probe.fault()) is not None:
+        return lost
+    for name in sorted({s.name for s in state.cell.specs()}):
+        fault = state.ctx.peers[name].check_alive()
+        if fault is not None:
+            return fault
+    return None
+
+
+def _cleanup(state: CellState, result: CellResult) -> None:
+    """Close what the cell opened and delete what it declared, whatever happened."""
+    for held in list(state.held):  # first: a held queue holds its publishers' confirms
+        try:
+            untrusted = state.release(held)
+        except BrokerError as exc:
+            untrusted = f"releasing queue {held.queue}: {exc}"
+        # A FAIL seen while a hold may have run out is no verdict either.
+        if untrusted is not None and result.status in (Status.PASS, Status.FAIL):
+            was = f"\n(the cell's check {result.rule} failed while holding: {result.message})" if result.status == Status.FAIL else ""
+            result.status, result.message = Status.ERROR, f"cleanup: {untrusted}{was}"
+            result.rule, result.expected, result.observed, result.seen_as, result.failures = None, None, None, None, []
+    for opened in reversed(state.opened):
+        if not opened.peer.alive:
+            continue
+        try:
+            if opened.op == "responder.stop":
+                opened.peer.stop_responder(opened.name, check=False)
+            else:
+                opened.peer.close_requester(opened.name, check=False)
+        except PeerError as exc:
+            if result.status == Status.PASS:
+                result.status, result.message = Status.ERROR, f"cleanup: {exc}"
+    for _, (peer, call, _, _) in state.pending.items():
+        call.cancel()
+    if state.probe is not None:
+        state.probe.close()
+    try:
+        prefix = state.ns + "."
+        for queue in state.ctx.management.queues(state.ctx.vhost):
+            if str(queue.get("name", "")).startswith(prefix):
+                state.ctx.management.delete_queue(state.ctx.vhost, queue["name"])
+        for exchange in state.ctx.management.exchanges(state.ctx.vhost):
+            if str(exchange.get("name", "")).startswith(prefix):
+                state.ctx.management.delete_exchange(state.ctx.vhost, exchange["name"])
+    except BrokerError as exc:
+        if result.status == Status.PASS:
+            result.status, result.message = Status.ERROR, f"cleanup: {exc}"

@@ -1,0 +1,66 @@
+"""Across the cells of a run: a failure a scenario can only see through a clause it presumes.
+
+A scenario checks one behaviour, and some of its checks presume the peer keeps a more basic
+clause, judged by another scenario (`assumes:`): the probe replies by the request's
+message_id (RR-8.1), a responder reads the header address (RR-3.1) before it can be asked
+to read one written as bytes (RR-2.2). When the peer under test broke the presumed clause
+in another cell of the same run, a failure here is not a second defect but the same one
+seen again: it is charged as that clause, seen as the check's own (as `consequence_of:`
+does within one cell), citing the cell that proved it. A peer that keeps the presumed
+clause is judged on the check's own clause, as before.
+
+Pure: a function from the run's cells to the same cells, some of their failures renamed.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Iterable
+
+from ..spec import catalogue as spec
+from ..results.model import CellResult, Failure, Status
+
+
+def broken_by_peer(results: Iterable[CellResult]) -> dict[tuple[str, str], str]:
+    """(peer label, clause) -> the id of a cell proving it: a failure of that clause charged
+    to that peer that is not itself a presumption or a consequence (it was seen directly)."""
+    proven: dict[tuple[str, str], str] = {}
+    for r in results:
+        if r.status not in (Status.FAIL, Status.XFAIL):
+            continue
+        for f in r.failures:
+            if f.peer and not f.seen_as:
+                proven.setdefault((f.peer, f.clause), r.id)
+    return proven
+
+
+def apply(results: list[CellResult], assumes: dict[str, tuple[str, ...]]) -> list[CellResult]:
+    """The cells with every failure that a presumed clause explains renamed to that clause.
+
+    `assumes`: scenario id -> the clauses its checks presume of the peer they judge."""
+    proven = broken_by_peer(results)
+    out: list[CellResult] = []
+    for r in results:
+        presumed = assumes.get(r.scenario, ())
+        if r.status not in (Status.FAIL, Status.XFAIL) or not presumed or not r.failures:
+            out.append(r)
+            continue
+        failures = [_explained(f, presumed, proven, r.id) for f in r.failures]
+        if failures == r.failures:
+            out.append(r)
+            continue
+        first = failures[0]
+        out.append(replace(r, failures=failures, rule=first.clause, message=first.message, seen_as=first.seen_as,
+                           expected=first.expected, observed=first.observed))
+    return out
+
+
+def _explained(f: Failure, presumed: tuple[str, ...], proven: dict[tuple[str, str], str], cell: str) -> Failure:
+    if f.peer is None or f.seen_as:
+        return f
+    for clause in presumed:
+        where = proven.get((f.peer, clause))
+        if clause != f.clause and where is not None and where != cell:
+            obliged = spec.catalogue().clauses.get(clause)
+            return replace(f, clause=clause, rule=spec.rule_of(clause), seen_as=f.clause, side=obliged.side if obliged else f.side,
+                           message=f"{f.message}; seen through {clause}, which {f.peer} broke in {where}")
+    return f

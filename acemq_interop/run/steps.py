@@ -1,0 +1,592 @@
+"""How each step kind runs: one function per kind of the registry (spec/steps.py), in `RUNS`.
+
+The engine (run/engine.py) interprets a scenario's steps with these; the loader never
+imports them, so reading a scenario touches neither the probe nor a peer.
+"""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..amqp import raw_client as raw_amqp
+from ..amqp.probe import raw_record
+from ..broker.control import HeldQueue
+from ..core.errors import BrokerError, CallNotEnded, CheckFailed, PeerError, TemplateError
+from ..peers.manifests import PeerSpec
+from ..spec import assertions
+from ..spec.catalogue import mutants
+from ..spec.steps import NOT_CHECKED_KEYS, template_paths
+from . import grace
+
+if TYPE_CHECKING:
+    from ..peers.client import PeerLink, PendingCall
+    from .engine import CellState
+# A step's run function takes the engine's `CellState` (named as a string, not imported:
+# the engine sits above these and runs them; they never call the engine).
+
+@dataclass
+class Opened:
+    """A requester or responder a cell opened: closed at the cell's end unless a step closed it."""
+
+    peer: "PeerLink"
+    op: str  # the command that closes it: requester.close | responder.stop
+    name: str
+
+
+def connection_lost_in(ns: str) -> Callable[[dict[str, Any]], bool]:
+    """Matches a `connection_lost` event of a requester or responder of the cell `ns`."""
+    prefix = ns + "."
+
+    def lost(event: dict[str, Any]) -> bool:
+        return event.get("event") == "connection_lost" and any(
+            str(event.get(side) or "").startswith(prefix) for side in ("requester", "responder"))
+    return lost
+
+
+EVENT_SLICE_S = 0.25
+GRACE_S = 10.0  # on top of a request's own timeout, for the peer's bookkeeping
+DEFAULT_WAIT_MS = 5000
+
+
+def _mutant_for(spec: PeerSpec, op: str) -> str | None:
+    """Only the side a mutant acts on is given it (the catalogue says which): of a spec with
+    several (`go+native-only+native-first`), the one acting on `op`, or None."""
+    known = mutants()
+    return next((name for name in spec.mutants if name not in known or known[name].acts_on == op), None)
+
+
+# -- steps ------------------------------------------------------------------------
+
+
+def _step_queue(state: CellState, args: dict[str, Any]) -> None:
+    probe = state.get_probe()
+    name = probe.declare_queue(state.name(args["name"]), args.get("type", "quorum"))
+    if "bind" in args:
+        probe.bind(name, state.name(args["bind"]["exchange"]), args["bind"].get("routing_key", ""))
+
+
+def _step_exchange(state: CellState, args: dict[str, Any]) -> None:
+    state.get_probe().declare_exchange(state.name(args["name"]), args["type"])
+
+
+def _step_pause(state: CellState, args: dict[str, Any]) -> None:
+    # Part of a procedure (a reply sent late in a budget), never a wait for something to happen.
+    time.sleep(args["ms"] / 1000)
+
+
+def _step_hold_queue(state: CellState, args: dict[str, Any]) -> None:
+    queue = state.queue_name(args["queue"])
+    # The key: an exclusive queue on the probe's connection, whose deletion releases the hold
+    # at once, and whose connection's end releases it whatever becomes of the cell.
+    key = state.get_probe().declare_queue(state.name(f"hold-key.{len(state.held)}"), "classic", exclusive=True)
+    state.ctx.broker_control.hold(state.ctx.vhost, queue, key)
+    state.held.append(HeldQueue(queue, key))
+    state.note("hold_queue", queue=queue)
+
+
+def _step_release_queue(state: CellState, args: dict[str, Any]) -> None:
+    queue = state.queue_name(args["queue"])
+    for held in [h for h in state.held if h.queue == queue]:
+        untrusted = state.release(held)
+        if untrusted is not None:
+            raise BrokerError(untrusted)
+    state.note("release_queue", queue=queue)
+
+
+def _step_probe_inbox(state: CellState, args: dict[str, Any]) -> None:
+    name = state.get_probe().declare_queue(state.name(args["as"]), "classic", exclusive=True)
+    state.variables[args["as"]] = {"name": name}
+
+
+def _step_responder(state: CellState, args: dict[str, Any]) -> None:
+    who = state.cell.roles[args["role"]]
+    specs = list(who) if isinstance(who, tuple) else [who] * args.get("count", 1)
+    names = []
+    for index, spec in enumerate(specs):
+        peer = state.ctx.peers[spec.name]
+        name = state.name(f"{args['as']}{index + 1}" if len(specs) > 1 else args["as"])
+        queue = assertions.render(args["queue"], {**state.variables, "index": index + 1, "peer": f"{spec.name}-{index + 1}"})
+        bind = None
+        if "bind" in args:
+            bind = {"exchange": state.name(args["bind"]["exchange"]), "routing_key": args["bind"].get("routing_key", "")}
+        peer.start_responder(name, queue if args["queue"].startswith("${") else state.name(queue), args.get("behavior", {"reply": "echo"}), spec.profile,
+                             _mutant_for(spec, "responder.start"), bind, args.get("max_attempts"), note=state.noter(peer))
+        state.opened.append(Opened(peer, "responder.stop", name))
+        names.append(name)
+        state.owners[name] = (peer, name)
+    state.owners[args["as"]] = state.owners[names[0]]
+    state.variables[args["as"]] = {"name": names[0], "names": names, "count": len(names)}
+
+
+def _step_requester(state: CellState, args: dict[str, Any]) -> None:
+    spec = state.spec_of(args["role"])
+    peer = state.ctx.peers[spec.name]
+    name = state.name(args["as"])
+    answer = peer.open_requester(name, spec.profile, _mutant_for(spec, "requester.open"), note=state.noter(peer))
+    state.opened.append(Opened(peer, "requester.close", name))
+    state.owners[args["as"]] = (peer, name)
+    bound: dict[str, Any] = {"name": name}
+    reply_queue = answer.get("reply_queue")
+    if isinstance(reply_queue, str) and reply_queue:
+        # Optional in the protocol: a binding that does not tell its reply queue leaves the
+        # checks reading it "not evaluated", never a harness error.
+        bound["reply_queue"] = reply_queue
+    state.variables[args["as"]] = bound
+
+
+def _target(state: CellState, args: dict[str, Any]) -> tuple[str, str]:
+    if "queue" in args:
+        return "", state.queue_name(args["queue"])
+    exchange = args.get("exchange", "")
+    return (state.name(exchange) if exchange else ""), assertions.render(args.get("routing_key", ""), state.variables)
+
+
+def _started(state: CellState, args: dict[str, Any], peer: PeerLink, call: PendingCall, timeout_ms: int) -> None:
+    state.pending[args["as"]] = (peer, call, timeout_ms / 1000 + GRACE_S, bool(args.get("refusal_expected")))
+    if not args.get("async"):
+        _await(state, args["as"])
+
+
+def _step_request(state: CellState, args: dict[str, Any]) -> None:
+    exchange, routing_key = _target(state, args)
+    peer, requester = state.owners[args["requester"]]
+    call = peer.request(requester, exchange, routing_key, assertions.render(args["body"], state.variables),
+                        args.get("timeout_ms"), note=state.noter(peer), message_type=args.get("type"))
+    _started(state, args, peer, call, args.get("timeout_ms", 30000))
+
+
+def _step_gather(state: CellState, args: dict[str, Any]) -> None:
+    peer, requester = state.owners[args["requester"]]
+    multi = args["mode"] == "multi"
+    rendered = {key: assertions.render(args[key], state.variables) for key in ("correlation_id", "expected_reply_count") if key in args}
+    count = rendered.get("expected_reply_count", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        # A template can name any value; a peer handed a string or a list may crash on it.
+        raise TemplateError(f"expected_reply_count {args['expected_reply_count']} is {assertions.shown(count)!r}, not a count of at least 1")
+    call = peer.gather(requester, args["mode"], assertions.render(args["body"], state.variables), args["timeout_ms"],
+                       endpoint=state.queue_name(args["endpoint"]) if multi else None,
+                       exchange=None if multi else state.name(args["exchange"]), note=state.noter(peer),
+                       message_type=args.get("type"), **rendered)
+    _started(state, args, peer, call, args["timeout_ms"])
+
+
+# The clause a call that never ends breaks: a request's timeout (RR-9.1); a gather's budget,
+# with a count (a shortfall rejects at the timeout, SG-6.1) or without one (SG-7.1).
+def _unended_clause(command: dict[str, Any]) -> str:
+    if command.get("op") == "gather":
+        return "SG-6.1" if command.get("expected_reply_count") is not None else "SG-7.1"
+    return "RR-9.1" if command.get("timeout_ms") is not None else "RR-9.3"  # no timeout given: the default's
+
+
+def _await(state: CellState, name: str) -> None:
+    peer, call, bound_s, refusal_expected = state.pending.pop(name)
+    try:
+        answer = call.wait(bound_s, abort=lambda: _broken(state))
+    except CallNotEnded as exc:
+        # The peer still answers other commands: its binding's call has no working timeout.
+        call.cancel()
+        clause = _unended_clause(call.command)
+        timeout = call.command.get("timeout_ms")
+        within = f"its timeout ({timeout} ms)" if timeout is not None else "the default timeout (30 s)"
+        state.note("answer", peer=peer.name, of=name, never_ended=str(exc))
+        state.fail(CheckFailed(clause, f"{name} ends within {within} plus {GRACE_S:.0f}s",
+                               expected=f"an outcome within {bound_s:.1f}s", observed="no outcome: the call never ended"),
+                   f"step {state.step_index + 1} await {name}", role=state.cell.scenario.name_roles.get(name))
+        state.unavailable[name] = f"{clause}: the call never ended"
+        return
+    state.note("answer", peer=peer.name, of=name, answer=answer)
+    if not isinstance(answer, dict):
+        raise PeerError(f"peer '{peer.name}' answered {call.command['op']} '{name}' with {answer!r}, not an object")
+    if not answer.get("ok") and not refusal_expected:
+        # A call the binding ended with an error of its own: an outcome the checks judge
+        # (a timeout surfaced as a refusal FAILs the timeout clause); unjudged, an ERROR.
+        timeout = call.command.get("timeout_ms", 30000)
+        state.refused[name] = (f"{answer.get('error')} (a {call.command.get('op')} with a {timeout} ms timeout; if this "
+                               f"error is the binding's timeout, its adapter must answer outcome `timeout` (or "
+                               f"`timeout_with_partial`), not ok: false: docs/peer-protocol.md, Outcomes)")
+    state.variables[name] = answer if answer.get("ok") else {**answer, "outcome": "refused"}
+
+
+def _broken(state: CellState) -> str | None:
+    """Why waiting on in this cell is pointless: one of its peers broke, or lost a connection."""
+    lost = connection_lost_in(state.ns)
+    for spec in state.cell.specs():
+        peer = state.ctx.peers[spec.name]
+        if peer.fault is not None:
+            return peer.fault
+        if peer.events_since(state.event_marks.get(spec.name, 0), lost):
+            return f"peer '{peer.name}' lost a connection of the cell"
+    return None
+
+
+def _step_await(state: CellState, args: Any) -> None:
+    for name in args if isinstance(args, list) else [args]:
+        _await(state, name)
+
+
+COUNTER_POLL_S = 0.05  # how often `counters: {until}` reads again: a read costs one command
+
+
+def _step_counters(state: CellState, args: dict[str, Any]) -> None:
+    peer, name = state.owners[args["of"]]
+    counters = peer.counters(name, note=state.noter(peer))
+    until = args.get("until")
+    if until:
+        # A count decides, not a window: the counters are read until they hold these values
+        # (a counter incremented late gets there; one that lost a count never does).
+        deadline = time.monotonic() + args.get("timeout_ms", DEFAULT_WAIT_MS) / 1000
+        while any(counters.get(k) != v for k, v in until.items()) and time.monotonic() < deadline:
+            time.sleep(COUNTER_POLL_S)
+            counters = peer.counters(name)
+        state.note("counters", peer=peer.name, of=args["of"], until=until, counters=counters)
+        wrong = {k: counters.get(k, assertions.ABSENT) for k, v in until.items() if counters.get(k) != v}
+        if wrong:
+            raise CheckFailed(args["rule"], f"counters of {args['of']} reach {json.dumps(until)} within "
+                              f"{args.get('timeout_ms', DEFAULT_WAIT_MS) / 1000:.1f}s", expected=until, observed=wrong)
+    state.variables[args["as"]] = counters
+
+
+def _step_wait_event(state: CellState, args: dict[str, Any]) -> None:
+    peer, name = state.owners[args["of"]]
+    wanted = args["event"]
+    where = assertions.render(args.get("where", {}), state.variables)
+    count = args.get("count", 1)
+    bound_s = args.get("timeout_ms", DEFAULT_WAIT_MS) / 1000
+    # `of` a responder step that started several (`count: N`) on one peer: any of them.
+    bound = state.variables.get(args["of"])
+    group = bound.get("names") if isinstance(bound, dict) else None
+    names = {name} | {n for n in group or () if state.owners.get(n, (None, ""))[0] is peer}
+
+    def match(event: dict[str, Any]) -> bool:
+        return (
+            event.get("event") == wanted
+            and (event.get("responder") in names or event.get("requester") in names)
+            and all(event.get(k) == v for k, v in where.items())
+        )
+
+    since = state.event_marks.get(peer.name, 0)
+    deadline = time.monotonic() + bound_s
+    while True:
+        # In slices: a peer of the cell that broke or lost a connection ends the wait (the
+        # engine names the cause), instead of the bound.
+        found = peer.wait_events(match, count, min(EVENT_SLICE_S, max(0.0, deadline - time.monotonic())),
+                                 since=since, stop=connection_lost_in(state.ns))
+        broken = _broken(state) if len(found) < count else None
+        if len(found) >= count or broken is not None or time.monotonic() >= deadline:
+            break
+    state.note("wait_event", peer=peer.name, event=wanted, where=where, seen=len(found))
+    if broken is not None:
+        raise PeerError(broken)
+    if len(found) < count:
+        raise CheckFailed(
+            args["rule"],
+            f"{count} '{wanted}' event(s) from {args['of']}{' with ' + json.dumps(where) if where else ''} within {bound_s:.1f}s",
+            expected=count,
+            observed=len(found),
+        )
+    if "as" in args:
+        state.variables[args["as"]] = [{k: v for k, v in e.items() if k != "_at"} for e in found]
+
+
+def _short_string(value: Any, what: str, none_ok: bool = False) -> None:
+    """What the probe writes as an AMQP short string (an exchange, a routing key, a property)
+    must be one: a peer's answer can hand over any string (a `reply_queue` or `request_id`
+    of 20000 bytes) and pika would raise mid-publish, a harness error. The step is left out
+    instead, its checks not evaluated, saying why."""
+    if value is None and none_ok:
+        return
+    if not isinstance(value, str) or len(value.encode("utf-8")) > 255:
+        size = f" ({len(value.encode('utf-8'))} bytes)" if isinstance(value, str) else ""
+        raise TemplateError(f"{what} to be an AMQP short string (text of at most 255 bytes), "
+                            f"not {assertions.shown(value)!r:.80}{size}")
+
+
+def _step_probe_publish(state: CellState, args: dict[str, Any]) -> None:
+    probe = state.get_probe()
+    rendered = assertions.render(args, state.variables)
+    exchange, routing_key = _target(state, args)
+    _short_string(exchange, "exchange")
+    _short_string(routing_key, "routing_key")
+    properties = dict(rendered.get("properties", {}))
+    properties.setdefault("content_type", "application/json")
+    for key, value in properties.items():
+        _short_string(value, f"properties.{key}", none_ok=True)
+    published = []
+    for _ in range(args.get("repeat", 1)):
+        props = dict(properties)
+        props.setdefault("message_id", f"{state.ns}-{uuid.uuid4().hex[:12]}")
+        if "body_text" in rendered:
+            body = rendered["body_text"].encode("utf-8")
+        else:
+            body = json.dumps(rendered.get("body", {})).encode("utf-8")
+        routed = probe.publish(exchange, routing_key, body, props, rendered.get("headers", {}))
+        published.append({"message_id": props["message_id"], "routed": routed})
+    state.note("probe_publish", exchange=exchange, routing_key=routing_key, published=published,
+               properties=properties, headers={k: repr(v) for k, v in rendered.get("headers", {}).items()})
+    if "as" in args:
+        state.variables[args["as"]] = published[0] if len(published) == 1 else {"messages": published}
+
+
+def _step_probe_reply(state: CellState, args: dict[str, Any]) -> None:
+    """The probe answers a request it took (`request:`) the way a responder must: to the
+    requester's reply queue, correlation_id and responseMessageId set to its message_id."""
+    message_id = assertions.lookup(state.variables, f"{args['request']}.properties.message_id")
+    if assertions.is_missing(message_id) or message_id in (None, ""):
+        # A request with no message_id cannot be answered so that its caller finds the reply:
+        # that is the requester's RR-8.1, not a gap of the scenario.
+        requester_role = state.cell.scenario.name_roles.get(args["requester"])
+        state.fail(CheckFailed("RR-8.1", f"{args['request']}.properties.message_id is present (a reply finds its caller by it)",
+                               expected="a message_id", observed=assertions.shown(message_id)),
+                   f"step {state.step_index + 1} probe_reply: {args['request']}.properties.message_id", role=requester_role)
+        raise TemplateError(f"{args['request']}.properties.message_id (the request has none)")
+    reply_queue = assertions.lookup(state.variables, f"{args['requester']}.reply_queue")
+    if args.get("to") == "request" or assertions.is_missing(reply_queue):
+        # Asked to (`to: request`), or the requester did not say which queue it declared:
+        # answer where the request says, as a responder would (the header first, then reply_to).
+        for where in ("headers.acemq-reply-to", "properties.reply_to"):
+            found = assertions.lookup(state.variables, f"{args['request']}.{where}")
+            if isinstance(found, str) and found:
+                reply_queue = found
+                break
+        else:
+            raise TemplateError(f"${{{args['requester']}.reply_queue}} names nothing and {args['request']} carries no reply address")
+    publish: dict[str, Any] = {
+        "routing_key": reply_queue,
+        "properties": {"correlation_id": args.get("correlation_id", message_id)},
+        "headers": {**args.get("headers", {}), "responseMessageId": message_id},
+    }
+    for key in ("body", "body_text", "as"):
+        if key in args:
+            publish[key] = args[key]
+    _step_probe_publish(state, publish)
+
+
+POLL_S = 0.02  # how often a bounded wait on a broker or peer fact looks again
+
+
+def _raw_getter(state: CellState) -> tuple[Callable[[str, float], dict[str, Any] | None], Callable[[], None]]:
+    """A `get(queue, bound_s)` through the raw client, which keeps header type codes (WF-2),
+    and its close: one connection for one step."""
+    connection = raw_amqp.RawConnection(state.ctx.amqp_url, connection_name="acemq-interop probe (raw)", ca_file=state.ctx.ca_file)
+    try:
+        connection.open()
+    except raw_amqp.RawAmqpError as exc:
+        raise BrokerError(f"the raw probe could not connect: {exc}") from exc
+
+    def get(queue: str, bound_s: float) -> dict[str, Any] | None:
+        try:
+            message = connection.get_within(queue, bound_s, POLL_S)
+        except raw_amqp.RawAmqpError as exc:
+            raise BrokerError(f"the raw probe could not take a message off {queue}: {exc}") from exc
+        return None if message is None else raw_record(message)
+
+    return get, connection.close
+
+
+def _step_probe_get(state: CellState, args: dict[str, Any]) -> None:
+    if args.get("wire_types"):
+        get, close = _raw_getter(state)
+    else:
+        get, close = state.get_probe().get, lambda: None
+    try:
+        _probe_get(state, args, get)
+    finally:
+        close()
+
+
+def _probe_get(state: CellState, args: dict[str, Any], get: Callable[[str, float], dict[str, Any] | None]) -> None:
+    queue = state.queue_name(args["queue"])
+    bound_s = args.get("timeout_ms", DEFAULT_WAIT_MS) / 1000
+    if args.get("absent"):
+        got = get(queue, bound_s)
+        state.note("probe_get", queue=queue, absent_expected=True, got=got)
+        if got is not None:
+            raise CheckFailed(args["rule"], f"no message on {queue} within {bound_s:.1f}s", expected="nothing", observed=got)
+        state.variables[args["as"]] = None
+        return
+    records = []
+    for _ in range(args.get("count", 1)):
+        got = get(queue, bound_s)
+        if got is None:
+            break
+        records.append(got)
+    state.note("probe_get", queue=queue, got=records)
+    if len(records) < args.get("count", 1):
+        message = f"{args.get('count', 1)} message(s) on {queue} within {bound_s:.1f}s"
+        if "rule" in args:
+            raise CheckFailed(args["rule"], message, expected=args.get("count", 1), observed=len(records))
+        raise PeerError(f"expected {message}; got {len(records)}")
+    state.variables[args["as"]] = records[0] if "count" not in args else records
+
+
+def _step_probe_count(state: CellState, args: dict[str, Any]) -> None:
+    """Waits (bounded) until the queue holds `messages` ready messages (and `consumers`
+    consumers, when given), as a passive queue.declare counts them: the broker decides."""
+    probe = state.get_probe()
+    queue = state.queue_name(args["queue"])
+    bound_s = args.get("timeout_ms", DEFAULT_WAIT_MS) / 1000
+    wanted = {"messages": args["messages"], **({"consumers": args["consumers"]} if "consumers" in args else {})}
+    deadline = time.monotonic() + bound_s
+    while True:
+        depth = probe.depth(queue)
+        seen: dict[str, Any] = {"exists": False} if depth is None else {"messages": depth[0], "consumers": depth[1]}
+        if all(seen.get(k) == v for k, v in wanted.items()) or time.monotonic() >= deadline:
+            break
+        time.sleep(POLL_S)
+    state.note("probe_count", queue=queue, wanted=wanted, seen=seen)
+    if not all(seen.get(k) == v for k, v in wanted.items()):
+        what = " and ".join(f"{v} {k}" for k, v in wanted.items())
+        raise CheckFailed(args["rule"], f"{what} on {queue} within {bound_s:.1f}s", expected=wanted, observed=seen)
+    if "as" in args:
+        state.variables[args["as"]] = seen
+
+
+def _step_wait_counters(state: CellState, args: dict[str, Any]) -> None:
+    """Reads a requester's or responder's counters until each named one has its value (bounded).
+
+    For a count the spec says must come to be, read where no instant matters: a counter that
+    is late (RR-15) gets there, one that never counts (RR-16) does not; the peer decides."""
+    peer, name = state.owners[args["of"]]
+    until = assertions.render(args["until"], state.variables)
+    bound_s = args.get("timeout_ms", DEFAULT_WAIT_MS) / 1000
+    deadline = time.monotonic() + bound_s
+    reads = 0
+    while True:
+        counters = peer.counters(name)
+        reads += 1
+        if all(counters.get(k) == v for k, v in until.items()) or time.monotonic() >= deadline:
+            break
+        time.sleep(POLL_S)
+    state.note("wait_counters", peer=peer.name, of=name, until=until, counters=counters, reads=reads)
+    wrong = {k: counters.get(k, assertions.ABSENT) for k, v in until.items() if counters.get(k) != v}
+    if wrong:
+        raise CheckFailed(args["rule"], f"counters of {args['of']} reach {json.dumps(until)} within {bound_s:.1f}s",
+                          expected=until, observed=wrong)
+    if "as" in args:
+        state.variables[args["as"]] = counters
+
+
+def _step_queue_facts(state: CellState, args: dict[str, Any]) -> None:
+    queue = state.queue_name(args["queue"])
+    if not isinstance(queue, str) or not queue:
+        # A template can name a value that is no queue name (a request's reply_to of None):
+        # urllib cannot quote None (a TypeError), and an empty name asks the API for every
+        # queue. There is no queue to ask about: the step is not run, its checks not evaluated.
+        raise TemplateError(f"queue {args['queue']} to name a queue, not {assertions.shown(queue)!r:.80}")
+    facts = state.ctx.management.queue(state.ctx.vhost, queue)
+    state.note("queue_facts", queue=queue, facts=facts)
+    state.variables[args["as"]] = {**facts, "exists": True} if facts is not None else {"exists": False}
+
+
+def _step_stop_responder(state: CellState, name: str) -> None:
+    names = set(state.variables[name]["names"])
+    for opened in [o for o in state.opened if o.op == "responder.stop" and o.name in names]:
+        opened.peer.stop_responder(opened.name, note=state.noter(opened.peer))
+        state.opened.remove(opened)
+
+
+def _step_close_requester(state: CellState, name: str) -> None:
+    peer, peer_name = state.owners[name]
+    peer.close_requester(peer_name, note=state.noter(peer))
+    state.opened = [o for o in state.opened if not (o.op == "requester.close" and o.name == peer_name)]
+
+
+# What a call's answer must say for a later step to use it, and the clause each stands for:
+# `request_id` is the message_id the request went out with (RR-8.1), a gather's requestMessageId
+# (SG-1.1). A peer that does not give it FAILs that clause once, charged to the caller; the
+# checks needing it are not evaluated.
+ANSWER_FIELDS = {("request", "request_id"): "RR-8.1", ("gather", "request_id"): "SG-1.1"}
+
+
+def unreported(state: CellState, path: str | None) -> None:
+    head, _, rest = (path or "").partition(".")
+    field = rest.split(".")[0]
+    answer = state.variables.get(head)
+    if not isinstance(answer, dict) or not answer.get("ok") or field in answer:
+        return
+    op = next((name for step in state.cell.scenario.steps for name, args in step.items()
+               if isinstance(args, dict) and args.get("as") == head), None)
+    clause = ANSWER_FIELDS.get((op, field)) if op else None
+    if clause is None or any(f.check.endswith(f"{head}.{field} (unreported)") for f in state.failures):
+        return
+    state.fail(CheckFailed(clause, f"{head}.{field} is given: the peer's answer does not say the id its "
+                                   f"{op} went out with", expected=f"{head}.{field}", observed=assertions.ABSENT),
+               f"step {state.step_index + 1}: {head}.{field} (unreported)", index=-1,
+               role=state.cell.scenario.name_roles.get(head))
+
+
+def _step_expect(state: CellState, args: list[dict[str, Any]]) -> None:
+    """Every check of the list, each on its own: a failure is recorded and the next one is
+    judged; a check reading what an earlier step could not produce, or a value an earlier
+    check found broken, is "not evaluated"."""
+    state.variables[assertions.GRACE_VARIABLE] = grace.of_trace(state.trace)
+    for sub, expectation in enumerate(args):
+        that = expectation["that"]
+        clause = str(expectation.get("consequence_of") or expectation["rule"])
+        described = f"step {state.step_index + 1} expect: {that}"
+        why = state.blocked([that, *template_paths(expectation, NOT_CHECKED_KEYS)])
+        failure = None
+        if why is None:
+            try:
+                failure = assertions.check(expectation, state.variables)
+            except TemplateError as exc:
+                why = f"needs {exc}"
+                unreported(state, exc.path)
+        head = that.split(".")[0]
+        if why is not None and head in state.lacking_names and state.lacking_names[head][0] == \
+                state.cell.scenario.charges.get((state.step_index, sub)):
+            # The peer this check judges said it has no such part: the clause is not met.
+            role, part = state.lacking_names[head]
+            state.note("expect", that=that, rule=expectation["rule"], ok=False, not_evaluated=why)
+            state.fail(CheckFailed(clause, f"the binding declares no {part} (hello lacks): {clause} cannot be met",
+                                   expected=part, observed="declared lacking"), described, sub=sub)
+            continue
+        if why is not None:
+            state.note("expect", that=that, rule=expectation["rule"], ok=None, not_evaluated=why)
+            state.skip(clause, described, why)
+            continue
+        state.note("expect", that=that, rule=expectation["rule"], ok=failure is None,
+                   **({"consequence_of": expectation["consequence_of"]} if "consequence_of" in expectation else {}),
+                   observed=assertions.shown(assertions.lookup(state.variables, that)) if failure else None)
+        if failure is not None:
+            state.fail(failure, f"{described} {failure.message}", sub=sub,
+                       seen_by=state.cell.scenario.name_roles.get(that.split(".")[0]))
+            state.refused.pop(that.split(".")[0], None)  # a refused call, judged
+            state.spoil(that, failure.rule)
+            for guarded in expectation.get("guards", ()):  # what this failure explains downstream
+                state.spoil(str(guarded), f"{failure.rule}: {that}")
+            head, _, rest = that.partition(".")
+            if rest == "outcome":  # the wrong outcome: the rest of the answer is another shape
+                state.spoil(head, f"{failure.rule}: {head}.outcome")
+        elif that.split(".")[0] in state.refused and that.endswith(".outcome"):
+            state.refused.pop(that.split(".")[0], None)
+
+
+# Every step kind's run function, by the kind's name (a test holds it to the registry).
+RUNS: dict[str, Callable[["CellState", Any], None]] = {
+    "await": _step_await,
+    "close_requester": _step_close_requester,
+    "counters": _step_counters,
+    "exchange": _step_exchange,
+    "expect": _step_expect,
+    "gather": _step_gather,
+    "hold_queue": _step_hold_queue,
+    "pause": _step_pause,
+    "probe_count": _step_probe_count,
+    "probe_get": _step_probe_get,
+    "probe_inbox": _step_probe_inbox,
+    "probe_publish": _step_probe_publish,
+    "probe_reply": _step_probe_reply,
+    "queue": _step_queue,
+    "queue_facts": _step_queue_facts,
+    "release_queue": _step_release_queue,
+    "request": _step_request,
+    "requester": _step_requester,
+    "responder": _step_responder,
+    "stop_responder": _step_stop_responder,
+    "wait_counters": _step_wait_counters,
+    "wait_event": _step_wait_event,
+}

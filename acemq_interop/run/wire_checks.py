@@ -1,0 +1,234 @@
+"""The broker's transcript as the ground truth of an attribution made through a consequence.
+
+A check that can only see a clause through its consequence (`consequence_of:`: the gatherer
+counted replies Unmatched, so a responder left out responseMessageId) guesses whose side
+broke it. The transcript (acemq_interop/amqp/transcript.py) shows what each side really
+published: where it agrees, the attribution stands, citing the messages; where it refutes
+it (every reply on the wire carries the header), the failure goes to the check's own clause
+and the side that check judges, citing the same messages. Pure functions over transcript
+records; nothing here touches the broker.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..results.model import PROBE
+
+
+@dataclass(frozen=True)
+class WireFinding:
+    """What the transcript says of a clause: `confirmed` True (broken on the wire), False
+    (refuted: the wire shows it kept), with the message numbers (`n`) it rests on."""
+
+    confirmed: bool
+    lines: tuple[int, ...]
+    text: str
+
+
+def _header(record: dict[str, Any], name: str) -> Any:
+    value = (record.get("headers") or {}).get(name)
+    return value.get("value") if isinstance(value, dict) else value
+
+
+def replies(transcript: list[dict[str, Any]], reply_queues: set[str]) -> list[dict[str, Any]]:
+    """Every reply a peer published: to the default exchange, routed by a requester's reply queue."""
+    return [r for r in transcript
+            if r.get("event") == "publish" and r.get("exchange") == "" and r.get("who") != PROBE
+            and any(k in reply_queues for k in r.get("routing_keys") or [])]
+
+
+def _response_message_id(transcript: list[dict[str, Any]], reply_queues: set[str]) -> WireFinding | None:
+    """SG-3.1: every reply carries responseMessageId."""
+    found = replies(transcript, reply_queues)
+    if not found:
+        return None  # no reply on the wire: nothing to confirm or refute
+    missing = [r["n"] for r in found if not _header(r, "responseMessageId")]
+    if missing:
+        return WireFinding(True, tuple(missing), f"the transcript's replies {_lines(missing)} carry no responseMessageId")
+    return WireFinding(False, tuple(r["n"] for r in found),
+                       f"the transcript's replies {_lines([r['n'] for r in found])} all carry responseMessageId")
+
+
+def _lines(numbers: list[int]) -> str:
+    return ", ".join(f"#{n}" for n in numbers[:8]) + (f" and {len(numbers) - 8} more" if len(numbers) > 8 else "")
+
+
+# The clauses the wire can confirm or refute, each with how.
+CONFIRMS: dict[str, Callable[[list[dict[str, Any]], set[str]], WireFinding | None]] = {
+    "SG-3.1": _response_message_id,
+}
+
+
+def extra_publishes_by_others(transcript: list[dict[str, Any]] | None, peer: str) -> WireFinding | None:
+    """SG-2.2 judged by counting (a probe queue bound to the fanout exchange): refuted when the
+    gatherer `peer` published one message to each exchange and the extra ones there came from
+    other peers (a responder replying through the fanout breaks RR-4.1, not the gatherer's
+    SG-2.2). None when the transcript cannot tell."""
+    if not transcript:
+        return None
+    by_exchange: dict[str, list[dict[str, Any]]] = {}
+    for r in transcript:
+        if r.get("event") == "publish" and r.get("exchange") and r.get("who") != PROBE:
+            by_exchange.setdefault(str(r["exchange"]), []).append(r)
+    mine = {x: [r for r in rs if (publisher(r) or ("",))[0] == peer] for x, rs in by_exchange.items()}
+    others = {x: [r for r in rs if publisher(r) is not None and publisher(r)[0] != peer] for x, rs in by_exchange.items()}
+    if not any(mine.values()) or any(len(rs) > 1 for rs in mine.values()) or not any(others.values()):
+        return None
+    lines = [r["n"] for rs in others.values() for r in rs]
+    return WireFinding(False, tuple(lines), f"the gatherer published one message per exchange; the extra ones "
+                                            f"({_lines(lines)}) were published by other peers")
+
+
+def reply_queues_of(trace: list[dict[str, Any]]) -> set[str]:
+    """The reply queues the cell's requesters declared (their `requester.open` answers)."""
+    return {str(s["answer"]["reply_queue"]) for s in trace
+            if s.get("step") == "requester.open" and isinstance(s.get("answer"), dict) and s["answer"].get("reply_queue")}
+
+
+def judge(clause: str, transcript: list[dict[str, Any]] | None, trace: list[dict[str, Any]]) -> WireFinding | None:
+    """What the wire says of `clause` in this cell, or None (no transcript, or nothing to say)."""
+    how = CONFIRMS.get(clause)
+    if how is None or not transcript:
+        return None
+    return how(transcript, reply_queues_of(trace))
+
+
+# -- every message a peer published, against the clauses one message can show ----------
+
+NARROW_TYPES = ("B", "u", "i")  # WF-2.1: never written
+STRING_HEADERS = ("acemq-reply-to", "acemq-error", "acemq-dead-letter-reason", "responseMessageId")  # RR-2.1
+
+
+@dataclass(frozen=True)
+class WireBreak:
+    """A clause one published message breaks, by the peer (spec label) that published it."""
+
+    clause: str
+    peer: str
+    n: int  # the message's number in the transcript
+    message: str
+    expected: Any
+    observed: Any
+
+
+def publisher(record: dict[str, Any]) -> tuple[str, str] | None:
+    """(spec label, requester | responder) of a publish the transcript could name, else None."""
+    who = str(record.get("who") or "")
+    for side in ("requester", "responder"):
+        suffix = f" ({side})"
+        if who.endswith(suffix):
+            return who[: -len(suffix)], side
+    return None
+
+
+def _narrow(value: Any, path: str) -> list[str]:
+    """Dotted paths of every value typed B, u or i, nested ones included."""
+    if not isinstance(value, dict) or "type" not in value:
+        return []
+    found = [path] if value["type"] in NARROW_TYPES else []
+    inner = value.get("value")
+    if isinstance(inner, dict):
+        for key, item in inner.items():
+            found += _narrow(item, f"{path}.{key}")
+    elif isinstance(inner, list):
+        for i, item in enumerate(inner):
+            found += _narrow(item, f"{path}.{i}")
+    return found
+
+
+def _common(record: dict[str, Any], peer: str, n: int) -> list[WireBreak]:
+    found = []
+    headers = record.get("headers") or {}
+    for name in STRING_HEADERS:
+        typed = headers.get(name)
+        if isinstance(typed, dict) and typed.get("type") != "S":
+            found.append(WireBreak("RR-2.1", peer, n, f"message #{n} carries {name} as AMQP type "
+                                   f"{typed.get('type')!r}, not a long string (S)", "S", typed.get("type")))
+    narrow = [p for name, typed in headers.items() for p in _narrow(typed, name)]
+    if narrow:
+        found.append(WireBreak("WF-2.1", peer, n, f"message #{n} carries header value(s) typed B, u or i: {', '.join(narrow)}",
+                               "no B, u or i", narrow))
+    return found
+
+
+def _request(record: dict[str, Any], peer: str) -> list[WireBreak]:
+    n = record["n"]
+    native = (record.get("properties") or {}).get("reply_to")
+    typed = (record.get("headers") or {}).get("acemq-reply-to")
+    header = typed.get("value") if isinstance(typed, dict) else None
+    found = []
+    if native is None:
+        found.append(WireBreak("RR-1.1", peer, n, f"request #{n} has no reply_to", "a reply_to", None))
+    elif native == "":
+        found.append(WireBreak("RR-3.3", peer, n, f"request #{n} has an empty reply_to", "a non-empty reply_to", ""))
+    if typed is None:
+        found.append(WireBreak("RR-1.2", peer, n, f"request #{n} has no acemq-reply-to header", "acemq-reply-to", None))
+    elif native and header not in (None, "") and header != native:
+        found.append(WireBreak("RR-1.3", peer, n, f"request #{n}'s acemq-reply-to differs from its reply_to", native, header))
+    return found + _common(record, peer, n)
+
+
+def _reply(record: dict[str, Any], peer: str) -> list[WireBreak]:
+    n = record["n"]
+    properties = record.get("properties") or {}
+    headers = record.get("headers") or {}
+    found = []
+    if properties.get("content_type") != "application/json":
+        found.append(WireBreak("RR-4.3", peer, n, f"reply #{n}'s content_type is not application/json",
+                               "application/json", properties.get("content_type")))
+    if "responseMessageId" not in headers:
+        found.append(WireBreak("SG-3.1", peer, n, f"reply #{n} has no responseMessageId header", "responseMessageId", None))
+    if "acemq-error" in headers and record.get("body_length"):
+        found.append(WireBreak("RR-10.1", peer, n, f"failure reply #{n} has a body of {record.get('body_length')} bytes",
+                               "an empty body", record.get("body_length")))
+    return found + _common(record, peer, n)
+
+
+def _is_reply(record: dict[str, Any]) -> bool:
+    """A message only a responder writes: it answers a request (responseMessageId) or fails one."""
+    headers = record.get("headers") or {}
+    return "responseMessageId" in headers or "acemq-error" in headers
+
+
+def _addresses(record: dict[str, Any]) -> set[str]:
+    native = (record.get("properties") or {}).get("reply_to")
+    typed = (record.get("headers") or {}).get("acemq-reply-to")
+    header = typed.get("value") if isinstance(typed, dict) else None
+    return {a for a in (native, header) if isinstance(a, str) and a}
+
+
+def message_breaks(transcript: list[dict[str, Any]], judged: set[str], reply_targets: set[str]) -> list[WireBreak]:
+    """Every clause a message of the transcript breaks, for publishers in `judged` (spec
+    labels whose connection the transcript names without doubt: current-profile peers, one
+    spec per peer process in the cell; a profile replays an older spec on purpose).
+
+    What a message is comes from where it goes, not from who sent it (one connection may
+    carry a peer's requester and responder): a publish to the default exchange routed to a
+    reply target (a requester's reply queue, a probe inbox) is a reply, one to a `.dlq`
+    queue a dead-letter, any other a request or a gather's copy. A publish the transcript
+    cannot name is not judged: a guess would charge an innocent peer."""
+    found: list[WireBreak] = []
+    # Every address a request of the cell named is a reply target too (a queue per request).
+    targets = set(reply_targets) | {a for r in transcript if r.get("event") == "publish" for a in _addresses(r)}
+    for record in transcript:
+        if record.get("event") != "publish":
+            continue
+        named = publisher(record)
+        if named is None or named[0] not in judged:
+            continue
+        peer = named[0]
+        keys = [str(k) for k in record.get("routing_keys") or []]
+        to_default = record.get("exchange") == ""
+        if to_default and any(k.endswith(".dlq") for k in keys):
+            found += _common(record, peer, record["n"])
+        elif to_default and any(k in targets for k in keys):
+            found += _reply(record, peer)
+        elif _is_reply(record):  # a reply sent anywhere but the default exchange
+            found.append(WireBreak("RR-4.1", peer, record["n"], f"reply #{record['n']} was published to exchange "
+                                   f"{record.get('exchange')!r}, not to the default exchange with its address as routing key",
+                                   "the default exchange", record.get("exchange")))
+            found += _reply(record, peer)
+        else:
+            found += _request(record, peer)
+    return found

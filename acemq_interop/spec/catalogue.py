@@ -1,0 +1,228 @@
+"""The catalogue (catalogue/catalogue.yaml): rules and clauses, policies, mutants, profiles.
+
+This is the one source of these facts. docs/wire-spec.md's tables are checked against it
+by the tests, and every peer's `hello` offer is checked against it when a run starts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..core.paths import CATALOGUE_DIR
+
+CATALOGUE_FILE = CATALOGUE_DIR / "catalogue.yaml"
+WIRE_VECTORS_FILE = CATALOGUE_DIR / "wire-vectors.json"
+SIDES = ("requester", "responder", "gatherer")
+# The side a clause obliges: the peer playing it is the one a FAIL of the clause charges.
+# `either`: a rule for every binding (a writer's header types, a reader's leniency); the
+# check says whose message or answer it reads, or the scenario has only one peer role.
+CLAUSE_SIDES = (*SIDES, "either")
+
+
+@dataclass(frozen=True)
+class Clause:
+    id: str  # RR-4.2
+    rule: str  # RR-4
+    text: str
+    side: str = "either"  # requester | responder | gatherer | either (CLAUSE_SIDES)
+    # Why no scenario can see it on the wire, and how it is checked instead (None: a
+    # scenario must assert it; a unit test holds every clause to one or the other).
+    unobservable: str | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    clauses: tuple[Clause, ...]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    side: str  # requester | responder | gatherer
+    clause: str
+    policy: dict[str, Any]
+    description: str
+    # Set when only some clients can have the defect at all (e.g. write a header type others
+    # cannot): which ones, and why. A peer whose client cannot need not offer it; every other
+    # mutant every peer offers.
+    only_where: str | None = None
+
+    @property
+    def rule(self) -> str:
+        return rule_of(self.clause)
+
+    @property
+    def acts_on(self) -> str:
+        """The peer command that carries it: gatherer mutants live on a requester."""
+        return "responder.start" if self.side == "responder" else "requester.open"
+
+    @property
+    def opened_as(self) -> str:
+        """What a scenario must open and use for it to run: a `requester`, a `responder`, or a
+        requester's gathers (`gatherer`)."""
+        return self.side
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    what: str
+    peers: dict[str, dict[str, Any]] = field(default_factory=dict)  # peer -> {side: {policy: value}}
+
+    def offered_by(self, peer: str) -> bool:
+        return self.name == "current" or peer in self.peers
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    rules: dict[str, Rule]
+    policies: dict[str, dict[str, Any]]  # side -> policy name -> {default, values?, means}
+    mutants: dict[str, Mutant]
+    profiles: dict[str, Profile]
+
+    @property
+    def clauses(self) -> dict[str, Clause]:
+        return {c.id: c for rule in self.rules.values() for c in rule.clauses}
+
+    def title(self, rule_or_clause: str) -> str:
+        rule = self.rules.get(rule_of(rule_or_clause))
+        return rule.title if rule else ""
+
+    def describe(self, clause_id: str) -> str:
+        """`RR-4.2 (RR-4 How a reply is addressed)`: a clause with its rule, as reports name a FAIL."""
+        rule = rule_of(clause_id)
+        title = self.title(clause_id)
+        if rule == clause_id:
+            return f"{rule} {title}".strip()
+        return f"{clause_id} ({rule} {title})" if title else clause_id
+
+
+def rule_of(rule_or_clause: str) -> str:
+    """`RR-4.2` -> `RR-4`; a rule id is its own rule."""
+    head, _, _ = rule_or_clause.partition(".")
+    return head
+
+
+def is_clause_id(text: str) -> bool:
+    """`RR-4.2` is a clause id; `RR-4` is a rule id."""
+    return "." in text
+
+
+class CatalogueError(ValueError):
+    pass
+
+
+def _clause(path: Path, rule_id: str, clause_id: str, value: Any, rule_side: str) -> Clause:
+    """A clause is its text, or `{text, side?, unobservable?}`: its own side (else its rule's),
+    and why no scenario can see it on the wire."""
+    if isinstance(value, dict):
+        unknown = set(value) - {"text", "unobservable", "side"}
+        if unknown or "text" not in value:
+            raise CatalogueError(f"{path}: clause {clause_id}: a clause is its text or {{text, side?, unobservable?}}")
+        reason = value.get("unobservable")
+        side = str(value.get("side", rule_side))
+        if side not in CLAUSE_SIDES:
+            raise CatalogueError(f"{path}: clause {clause_id}: side {side!r} is not one of {CLAUSE_SIDES}")
+        return Clause(clause_id, rule_id, str(value["text"]), side, None if reason is None else str(reason))
+    return Clause(clause_id, rule_id, str(value), rule_side)
+
+
+def load(path: Path = CATALOGUE_FILE) -> Catalogue:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    rules: dict[str, Rule] = {}
+    for rule_id, body in data["rules"].items():
+        rule_side = str(body.get("side", ""))
+        if rule_side not in CLAUSE_SIDES:
+            raise CatalogueError(f"{path}: rule {rule_id}: side {rule_side!r} is not one of {CLAUSE_SIDES} (the side its clauses oblige)")
+        clauses = tuple(_clause(path, rule_id, cid, value, rule_side) for cid, value in body["clauses"].items())
+        for clause in clauses:
+            if rule_of(clause.id) != rule_id:
+                raise CatalogueError(f"{path}: clause {clause.id} is listed under {rule_id}")
+        rules[rule_id] = Rule(rule_id, str(body["title"]), clauses)
+    policies = {side: dict(values) for side, values in data["policies"].items()}
+    clause_ids = {c.id for r in rules.values() for c in r.clauses}
+    mutants: dict[str, Mutant] = {}
+    for name, body in data["mutants"].items():
+        side = body["side"]
+        if side not in SIDES:
+            raise CatalogueError(f"{path}: mutant {name}: side {side!r} is not one of {SIDES}")
+        if body["clause"] not in clause_ids:
+            raise CatalogueError(f"{path}: mutant {name}: clause {body['clause']} is not in the rules")
+        obliged = next(c.side for r in rules.values() for c in r.clauses if c.id == body["clause"])
+        if obliged not in ("either", side) and {obliged, side} != {"requester", "gatherer"}:
+            raise CatalogueError(f"{path}: mutant {name} acts on the {side} but its clause {body['clause']} obliges the {obliged}")
+        policy_side = "responder" if side == "responder" else "requester"
+        for knob in body["policy"]:
+            if knob not in policies[policy_side]:
+                raise CatalogueError(f"{path}: mutant {name}: {knob} is not a {policy_side} policy")
+        mutants[name] = Mutant(name, side, body["clause"], dict(body["policy"]), str(body["does"]),
+                               str(body["only_where"]) if body.get("only_where") else None)
+    profiles = {
+        str(name): Profile(str(name), str(body.get("what", "")), {p: dict(v or {}) for p, v in (body.get("peers") or {}).items()})
+        for name, body in data["profiles"].items()
+    }
+    return Catalogue(rules, policies, mutants, profiles)
+
+
+@lru_cache(maxsize=1)
+def catalogue() -> Catalogue:
+    return load()
+
+
+def rules() -> dict[str, str]:
+    """Rule id -> title."""
+    return {r.id: r.title for r in catalogue().rules.values()}
+
+
+def mutants() -> dict[str, Mutant]:
+    return catalogue().mutants
+
+
+def check_offer(peer: str, hello: dict[str, Any]) -> list[str]:
+    """What is wrong with a peer's `hello` offer against the catalogue (empty: nothing)."""
+    cat = catalogue()
+    problems = []
+    for name in hello.get("mutants") or []:
+        if name not in cat.mutants:
+            problems.append(f"offers mutant {name!r}, which the catalogue does not have")
+    for name in hello.get("profiles") or []:
+        if name not in cat.profiles:
+            problems.append(f"offers profile {name!r}, which the catalogue does not have")
+        elif not cat.profiles[name].offered_by(peer):
+            problems.append(f"offers profile {name!r}, which the catalogue does not list for {peer}")
+    return problems
+
+
+# -- docs/wire-spec.md's mutant table is generated from the catalogue ------------------
+
+TABLE_BEGIN = "<!-- mutant table: generated from catalogue/catalogue.yaml by `python -m acemq_interop.spec.catalogue` -->"
+TABLE_END = "<!-- end of mutant table -->"
+
+
+def mutant_table(cat: Catalogue | None = None) -> str:
+    """The wire spec's mutant table, in the catalogue's order."""
+    cat = cat or catalogue()
+    lines = ["| mutant | side | breaks | what the defective binding does |", "| --- | --- | --- | --- |"]
+    lines += [f"| `{m.name}` | {m.side} | {m.clause} | {m.description}"
+              + (f" (only where {m.only_where})" if m.only_where else "") + " |" for m in cat.mutants.values()]
+    return "\n".join(lines)
+
+
+def with_mutant_table(doc: str, cat: Catalogue | None = None) -> str:
+    """`doc` with the text between the table markers replaced by the generated table."""
+    begin, end = doc.index(TABLE_BEGIN) + len(TABLE_BEGIN), doc.index(TABLE_END)
+    return doc[:begin] + "\n" + mutant_table(cat) + "\n" + doc[end:]
+
+
+if __name__ == "__main__":
+    from ..core.paths import DOCS_DIR
+
+    spec_doc = DOCS_DIR / "wire-spec.md"
+    spec_doc.write_text(with_mutant_table(spec_doc.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"wrote the mutant table of {spec_doc}")
