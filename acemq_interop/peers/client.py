@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ..core.errors import PeerError
+from ..spec.catalogue import offer_from_knobs, policy_for
 from .manifests import Manifest
 from .process import DEFAULT_OP_BOUND_S, LIVENESS_BOUND_S, PeerProcess
+from .protocol import POLICY_PROTOCOL
 
 # Told of every command a client sends: (command, its answer or None while an async call is
 # out, and the round trip in ms of an answered one, which the cell's grace is measured from).
@@ -116,7 +118,18 @@ class PeerClient:
         return self.process.manifest
 
     def handshake(self, amqp_url: str, bound_s: float = 60.0, tls: dict[str, Any] | None = None) -> dict[str, Any]:
-        return self.process.handshake(amqp_url, bound_s, tls)
+        """`hello`. A protocol-4 peer names its policy knobs, not catalogue names: the profiles
+        and mutants it offers are derived from them here, so the rest of the run reads one offer."""
+        hello = self.process.handshake(amqp_url, bound_s, tls)
+        if self.protocol >= POLICY_PROTOCOL:
+            hello["profiles"], hello["mutants"] = offer_from_knobs(self.binding, hello)
+        return hello
+
+    @property
+    def binding(self) -> str:
+        """The binding whose catalogue history this peer replays: the manifest's name, or for
+        a peer given as an image (`go-rc=IMAGE`) the binding its hello names."""
+        return str(self.hello.get("peer") or self.name) if self.manifest.image else self.name
 
     @property
     def hello(self) -> dict[str, Any]:
@@ -192,10 +205,19 @@ class PeerClient:
             note(command, None)
         return _ProcessCall(self.process, command, future)
 
+    def _configured(self, command: dict[str, Any], profile: str, mutant: str | None) -> dict[str, Any]:
+        """A `requester.open` or `responder.start` with what to emulate: the profile's and the
+        mutant's names, and from protocol 4 on the policy values they stand for (the peer
+        applies those by knob name and never looks the names up)."""
+        command["profile"], command["mutant"] = profile, mutant
+        if self.protocol >= POLICY_PROTOCOL:
+            command["policy"] = policy_for(self.binding, command["op"], profile, (mutant,) if mutant else ())
+        return command
+
     def open_requester(self, name: str, profile: str = "current", mutant: str | None = None,
                        note: Note | None = None) -> dict[str, Any]:
         """`requester.open`; the answer carries the requester's `reply_queue`."""
-        return self._call({"op": "requester.open", "name": name, "profile": profile, "mutant": mutant}, note)
+        return self._call(self._configured({"op": "requester.open", "name": name}, profile, mutant), note)
 
     def close_requester(self, name: str, check: bool = True, note: Note | None = None) -> dict[str, Any]:
         return self._call({"op": "requester.close", "name": name}, note, check)
@@ -203,12 +225,13 @@ class PeerClient:
     def start_responder(self, name: str, queue: str, behavior: dict[str, Any] | None = None, profile: str = "current",
                         mutant: str | None = None, bind: dict[str, str] | None = None,
                         max_attempts: int | None = None, note: Note | None = None,
-                        client: str = "binding") -> dict[str, Any]:
-        """`responder.start`; `client="raw"` is protocol 2's echo responder on the bare client."""
-        command: dict[str, Any] = {
-            "op": "responder.start", "name": name, "queue": queue, "behavior": behavior or {"reply": "echo"},
-            "profile": profile, "mutant": mutant,
-        }
+                        client: str = "binding", events: bool = True) -> dict[str, Any]:
+        """`responder.start`; `client="raw"` is protocol 2's echo responder on the bare client;
+        `events=False` (protocol 4) asks for no event per request (a load, not a cell)."""
+        command: dict[str, Any] = self._configured(
+            {"op": "responder.start", "name": name, "queue": queue, "behavior": behavior or {"reply": "echo"}}, profile, mutant)
+        if not events and self.protocol >= POLICY_PROTOCOL:
+            command["events"] = False
         if client != "binding":
             command["client"] = client
         if bind is not None:
@@ -263,7 +286,7 @@ class PeerClient:
         """Protocol 2's `load`: the peer measures its own binding (or its bare client)."""
         if self.protocol < 2:
             raise PeerError(f"peer '{self.name}' speaks protocol {self.protocol}, which has no load")
-        command = {"op": "load", "client": client, "exchange": exchange, "routing_key": routing_key,
-                   "requests": requests, "in_flight": in_flight, "body_bytes": body_bytes,
-                   "timeout_ms": timeout_ms, "warmup": warmup, "profile": profile, "mutant": mutant}
+        command = self._configured({"op": "load", "client": client, "exchange": exchange, "routing_key": routing_key,
+                                    "requests": requests, "in_flight": in_flight, "body_bytes": body_bytes,
+                                    "timeout_ms": timeout_ms, "warmup": warmup}, profile, mutant)
         return self._call(command, None, bound_s=bound_s or max(self.op_bound_s, timeout_ms / 1000 * 2 + 60))["load"]

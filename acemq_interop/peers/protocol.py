@@ -8,11 +8,14 @@ from typing import Any
 
 import jsonschema
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 # Every version this harness can drive: peers outside this repository lag behind, so a
 # version-1 peer keeps certifying (it simply has no `load`), and a version-2 peer runs every
 # scenario that does not need version 3 (`min_protocol` in the scenario: `type`, `closed`).
-SUPPORTED_PROTOCOLS = (1, 2, 3)
+# Version 4 carries the policy values themselves (`policy`), so an adapter holds no catalogue;
+# an older peer keeps getting the profile's and mutant's names.
+SUPPORTED_PROTOCOLS = (1, 2, 3, 4)
+POLICY_PROTOCOL = 4  # from this version on, requester.open and responder.start carry `policy`
 SCHEMA_PATH = Path(__file__).parent.parent / "schemas" / "peer-protocol.schema.json"
 
 

@@ -296,8 +296,7 @@ class Runner:
             # peer out of step with the suite, and every cell of it is an ERROR saying why.
             # The catalogue's history is per binding: an image peer (`go-rc=IMAGE`) is checked
             # as the binding its hello names.
-            binding = str(status.hello.get("peer") or name) if o.manifests[name].image else name
-            problems = catalogue.check_offer(binding, status.hello)
+            problems = catalogue.check_offer(client.binding, status.hello)
             if problems:
                 status.unavailable, status.broken = f"its hello does not match the catalogue: {'; '.join(problems)}", True
                 self.log(f"peer {name}: {status.unavailable}")

@@ -184,10 +184,55 @@ def mutants() -> dict[str, Mutant]:
     return catalogue().mutants
 
 
+def policy_side(side_or_op: str) -> str:
+    """The policy a side or command configures: a gatherer is its requester's gathers."""
+    return "responder" if side_or_op in ("responder", "responder.start") else "requester"
+
+
+def policy_for(binding: str, op: str, profile: str = "current", mutant_names: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
+    """The policy values (protocol 4) a requester or responder of `binding` is opened with:
+    the profile's values of that binding, then each mutant acting on `op`; knobs left out keep
+    the catalogue's default."""
+    cat = catalogue()
+    side = policy_side(op)
+    chosen = cat.profiles.get(profile)
+    values: dict[str, Any] = dict((chosen.peers.get(binding) or {}).get(side) or {}) if chosen is not None else {}
+    for name in mutant_names:
+        mutant = cat.mutants.get(name)
+        if mutant is not None and mutant.acts_on == op:
+            values.update(mutant.policy)
+    return values
+
+
+def _reachable(hello: dict[str, Any], side: str, values: dict[str, Any]) -> bool:
+    knobs = hello.get("knobs") or {}
+    unreachable = hello.get("unreachable") or {}
+    return all(knob in (knobs.get(side) or ()) and value not in (unreachable.get(knob) or ()) for knob, value in values.items())
+
+
+def offer_from_knobs(binding: str, hello: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """A protocol-4 peer names the policy knobs it can set (and the values its client cannot
+    reach), never a catalogue name: its profiles and mutants are every one the catalogue
+    makes of those knobs. A profile counts only for the binding the catalogue keeps history of."""
+    cat = catalogue()
+    mutants = [m.name for m in cat.mutants.values() if _reachable(hello, policy_side(m.side), m.policy)]
+    profiles = [p.name for p in cat.profiles.values()
+                if p.name == "current" or (binding in p.peers and all(
+                    _reachable(hello, side, values) for side, values in (p.peers.get(binding) or {}).items()))]
+    return profiles, mutants
+
+
 def check_offer(peer: str, hello: dict[str, Any]) -> list[str]:
     """What is wrong with a peer's `hello` offer against the catalogue (empty: nothing)."""
     cat = catalogue()
     problems = []
+    for side, knobs in (hello.get("knobs") or {}).items():
+        for knob in knobs or ():
+            if knob not in cat.policies.get(side, {}):
+                problems.append(f"names {side} knob {knob!r}, which the catalogue does not have")
+    for knob in hello.get("unreachable") or {}:
+        if not any(knob in cat.policies[side] for side in cat.policies):
+            problems.append(f"says it cannot reach values of knob {knob!r}, which the catalogue does not have")
     for name in hello.get("mutants") or []:
         if name not in cat.mutants:
             problems.append(f"offers mutant {name!r}, which the catalogue does not have")
