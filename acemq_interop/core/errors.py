@@ -49,3 +49,10 @@ class CallNotEnded(PeerError):
     """A request or gather the binding never ended within its own timeout plus a grace,
     while its peer still answers other commands: the binding's fault (a FAIL of the clause
     its timeout stands for), not the peer's."""
+
+
+class NotProduced(Exception):
+    """A step found nothing to work on that a peer was to produce (a request the scenario
+    waits for on a queue never arrived): not a fault of the run, and no clause by itself.
+    The checks that need it are not evaluated; what the peer did publish is still judged on
+    the wire, and a cell with nothing else to show is an ERROR saying what never came."""

@@ -110,6 +110,12 @@ class Failure:
     # the broker's transcript refute the attribution; and what the wire said of it.
     seen_by: str | None = None
     wire: str | None = None
+    # Other checks of the cell that saw the same clause broken by the same peer: one defect is
+    # one entry of a cell's to-do, however many checks see it.
+    also: tuple[str, ...] = ()
+    # Seen directly, not through a check's reading of a consequence: a call that never ended,
+    # a part declared lacking. A presumed clause never renames it (not kept in results.json).
+    direct: bool = False
 
     def record(self) -> dict[str, Any]:
         out = {"clause": self.clause, "rule": self.rule, "side": self.side, "role": self.role, "peer": self.peer,
@@ -122,6 +128,8 @@ class Failure:
             out["suspects"] = list(self.suspects)
         if self.wire:
             out["wire"] = self.wire
+        if self.also:
+            out["also"] = list(self.also)
         return out
 
     @classmethod
@@ -130,7 +138,8 @@ class Failure:
                    side=str(record.get("side") or "either"), role=record.get("role"), peer=record.get("peer"),
                    check=str(record.get("check") or ""), message=str(record.get("message") or ""),
                    expected=record.get("expected"), observed=record.get("observed"), seen_as=record.get("seen_as"),
-                   at=record.get("at"), suspects=tuple(record.get("suspects") or ()), wire=record.get("wire"))
+                   at=record.get("at"), suspects=tuple(record.get("suspects") or ()), wire=record.get("wire"),
+                   also=tuple(record.get("also") or ()))
 
 
 @dataclass(frozen=True)

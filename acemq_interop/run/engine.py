@@ -14,7 +14,7 @@ from ..spec import assertions
 from ..spec import catalogue as spec
 from ..broker.control import HeldQueue
 from .cells import Cell, result_of
-from ..core.errors import BrokerError, CheckFailed, PeerError, TemplateError
+from ..core.errors import BrokerError, CheckFailed, NotProduced, PeerError, TemplateError
 from ..broker.management import Management
 from ..peers.manifests import PeerSpec
 from ..results.model import CellResult, Failure, NotEvaluated, Status
@@ -22,7 +22,7 @@ from ..peers.client import Note, PeerLink, PendingCall
 from ..amqp.probe import Probe
 from ..spec.scenarios import SIDE_OBJECTS
 from ..spec.steps import STEP_KINDS, inputs_of
-from .steps import RUNS, Opened, connection_lost_in, unreported
+from .steps import RUNS, Opened, connection_lost_in, lack_failure, unreported
 
 if TYPE_CHECKING:
     from ..broker.control import BrokerControl
@@ -71,6 +71,13 @@ class CellState:
     lacking: dict[int, tuple[str, str]] = field(default_factory=dict)  # step index -> (role, part) its peer declares it lacks
     lacking_names: dict[str, tuple[str, str]] = field(default_factory=dict)  # a name such a step would have bound
     held: list[HeldQueue] = field(default_factory=list)  # queues the cell holds (broker_control.py), released at its end
+    declared_by: dict[str, str] = field(default_factory=dict)  # a request queue -> the role whose responder declared it first
+    calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # a request's name -> when and where it was sent
+    call_checks: dict[int, str] = field(default_factory=dict)  # index in `failures` -> the call its check read
+    declaration_refusals: set[str] = field(default_factory=set)  # queues whose refused declaration the cell judged (RR-17.1)
+    # Why the rest of the scenario has lost its premise (a responder it needs never started):
+    # every later step is not run and its checks are not evaluated.
+    halted: str | None = None
 
     def name(self, logical: str) -> str:
         return f"{self.ns}.{logical}"
@@ -104,7 +111,7 @@ class CellState:
     # -- failures: recorded, charged to the side that broke them, and the cell goes on --
 
     def fail(self, failed: CheckFailed, check: str, index: int | None = None, sub: int = 0,
-             role: str | None = None, seen_by: str | None = None) -> None:
+             role: str | None = None, seen_by: str | None = None, direct: bool = False) -> None:
         """Record a broken clause. The role charged is the scenario's for this check (the
         loader derived it), or `role` for a failure the engine itself finds (a call that never
         ended: its requester's)."""
@@ -116,7 +123,7 @@ class CellState:
             clause=failed.rule, rule=spec.rule_of(failed.rule), side=clause.side if clause else "either", role=role,
             peer=peer, check=check, message=failed.message, expected=failed.expected, observed=failed.observed,
             seen_as=failed.seen_as, at=len(self.trace) - 1 if self.trace else None, suspects=suspects,
-            seen_by=seen_by if failed.seen_as else None))
+            seen_by=seen_by if failed.seen_as else None, direct=direct))
 
     def peer_of(self, role: str | None) -> tuple[str | None, tuple[str, ...]]:
         """The label of the peer playing `role`, or (None, the candidates) when several do; the
@@ -185,6 +192,9 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
     started = time.monotonic()
     result = result_of(cell, Status.PASS, broker=ctx.broker)
     suspect: str | None = None
+    # Why a cell with no failure of its own cannot pass (a refused call no check judged,
+    # checks left unevaluated): an ERROR, unless the broker's transcript shows a clause broken.
+    unjudged: str | None = None
     try:
         try:
             for index, step in enumerate(cell.scenario.steps):
@@ -195,12 +205,12 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
                 raise PeerError(f"the scenario never awaited {', '.join(state.pending)}")
             if state.refused and not state.failures:
                 name, error = next(iter(state.refused.items()))
-                raise PeerError(f"peer refused the call '{name}': {error}")
-            if any("declared:" not in n.needs for n in state.not_evaluated) and not state.failures:
+                unjudged = f"peer refused the call '{name}': {error}"
+            elif any("declared:" not in n.needs for n in state.not_evaluated) and not state.failures:
                 # Nothing broke, yet checks went unmade: never a PASS.
                 skipped = next(n for n in state.not_evaluated if "declared:" not in n.needs)
-                raise PeerError(f"{len(state.not_evaluated)} check(s) not evaluated, none failed: "
-                                f"{skipped.check} ({skipped.clause}) {skipped.needs}")
+                unjudged = (f"{len(state.not_evaluated)} check(s) not evaluated, none failed: "
+                            f"{skipped.check} ({skipped.clause}) {skipped.needs}")
             if state.failures:
                 first = state.failures[0]
                 result.status, result.rule, result.message = Status.FAIL, first.clause, first.message
@@ -249,6 +259,13 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
             _message_breaks(state, result, records)
     if result.status == Status.FAIL:
         _check_on_wire(state, result)
+        _diagnose_calls(state, result)
+        _one_entry_per_defect(result)
+    if unjudged is not None and result.status == Status.PASS:
+        result.status, result.message = Status.ERROR, unjudged
+        result.stderr = {s.name: ctx.peers[s.name].stderr_tail() for s in cell.specs() if s.name in ctx.peers}
+        if ctx.tracer is not None and result.transcript is None:
+            result.transcript = records  # an ERROR keeps its transcript, as every cell that did not pass
     return result
 
 
@@ -269,7 +286,7 @@ def _message_breaks(state: CellState, result: CellResult, records: list[dict[str
     targets = reply_queues_of(result.trace) | {
         str(v["name"]) for step in state.cell.scenario.steps for kind, args in step.items()
         if kind == "probe_inbox" and isinstance(v := state.variables.get(args.get("as")), dict) and v.get("name")}
-    breaks = message_breaks(records, judged, targets)
+    breaks = message_breaks(records, judged, targets, _id_clauses(state))
     if not breaks:
         return
     seen = {(f.clause, f.peer) for f in result.failures}
@@ -298,13 +315,28 @@ def _message_breaks(state: CellState, result: CellResult, records: list[dict[str
             result.transcript = records  # a FAIL keeps its transcript: the evidence
 
 
+def _id_clauses(state: CellState) -> dict[str, str]:
+    """Per peer label, the clause its requests break when they carry no message_id: RR-8.1
+    for a peer that only made requests in the cell, SG-1.1 for one that only gathered (one
+    that did both is not judged on it: the transcript cannot tell a copy from a request)."""
+    kinds: dict[str, set[str]] = {}
+    for step in state.cell.scenario.steps:
+        for kind, args in step.items():
+            if kind in ("request", "gather") and isinstance(args, dict):
+                role = state.cell.scenario.name_roles.get(str(args.get("requester")))
+                peer, _ = state.peer_of(role)
+                if peer is not None:
+                    kinds.setdefault(peer, set()).add(kind)
+    return {peer: {"request": "RR-8.1", "gather": "SG-1.1"}[next(iter(k))] for peer, k in kinds.items() if len(k) == 1}
+
+
 def _check_on_wire(state: CellState, result: CellResult) -> None:
     """Each attribution made through a consequence, held to the broker's transcript: it
     stands where the wire agrees, and where the wire refutes it the failure is the check's
     own clause, charged to the side that check judges, citing the transcript lines."""
     from dataclasses import replace
 
-    from .wire_checks import extra_publishes_by_others, judge
+    from .wire_checks import extra_publishes_by_others, judge, publisher
 
     changed = False
     failures = []
@@ -321,7 +353,14 @@ def _check_on_wire(state: CellState, result: CellResult) -> None:
             continue
         changed = True
         if finding.confirmed:
-            failures.append(replace(failure, wire=f"confirmed: {finding.text}"))
+            # The wire names who published the breaking messages: one peer is that peer, even
+            # where the check alone could only list the role's suspects.
+            numbered = {r.get("n"): r for r in result.transcript or []}
+            named = {p[0] for n in finding.lines if (p := publisher(numbered.get(n) or {})) is not None}
+            if failure.peer is None and len(named) == 1:
+                failures.append(replace(failure, peer=named.pop(), suspects=(), wire=f"confirmed: {finding.text}"))
+            else:
+                failures.append(replace(failure, wire=f"confirmed: {finding.text}"))
             continue
         own = spec.catalogue().clauses.get(failure.seen_as)
         peer, suspects = state.peer_of(failure.seen_by)
@@ -338,6 +377,64 @@ def _check_on_wire(state: CellState, result: CellResult) -> None:
         result.failures = failures
         first = failures[0]
         result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+
+
+def _diagnose_calls(state: CellState, result: CellResult) -> None:
+    """Each failed check of a request's outcome, held to the request's path on the wire: the
+    first break there (no message_id, no address, a responder that sent no reply or one with
+    another correlation_id or without acemq-error) is the defect, charged to whoever made it,
+    citing the transcript; the check's own clause is what it was seen as. Where the wire shows
+    the request answered right, the requester's own clause stands."""
+    from dataclasses import replace
+
+    from .wire_checks import diagnose_call
+
+    if not result.transcript and not state.call_checks:
+        return
+    records = result.transcript or []
+    changed = False
+    for index, name in sorted(state.call_checks.items()):
+        if index >= len(result.failures) or not records:
+            continue
+        failure, call = result.failures[index], state.calls.get(name)
+        if call is None or failure.wire or failure.peer is None or failure.side not in ("requester", "either"):
+            continue
+        finding = diagnose_call(records, failure.peer, call["exchange"], call["routing_key"], call["t"],
+                                failure_expected=failure.clause == "RR-10.3")
+        if finding is None or (finding.clause, finding.peer) == (failure.clause, failure.peer):
+            continue
+        clause = spec.catalogue().clauses.get(finding.clause)
+        roles = [r for r, who in state.cell.roles.items()
+                 for s in (who if isinstance(who, tuple) else (who,) if who is not None else ()) if s.label == finding.peer]
+        keeps = set(SIDE_OBJECTS.get(clause.side if clause else "", ()))
+        role = next((r for r in roles if state.cell.scenario.opens.get(r, frozenset()) & keeps), roles[0] if roles else None)
+        result.failures[index] = replace(
+            failure, clause=finding.clause, rule=spec.rule_of(finding.clause), side=clause.side if clause else "either",
+            role=role, peer=finding.peer, suspects=(), seen_as=failure.seen_as or failure.clause,
+            wire=f"transcript {', '.join(f'#{n}' for n in finding.lines)}: {finding.text}",
+            message=f"{failure.message}; the wire shows why: {finding.text}")
+        state.note("wire", diagnosed=name, clause=finding.clause, peer=finding.peer, text=finding.text)
+        changed = True
+    if changed:
+        first = result.failures[0]
+        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+        result.expected, result.observed = first.expected, first.observed
+
+
+def _one_entry_per_defect(result: CellResult) -> None:
+    """One entry per clause a peer broke in the cell: further checks that saw the same clause
+    broken by the same peer are listed under it (`also`), not as defects of their own."""
+    from dataclasses import replace
+
+    kept: dict[tuple[str, str | None, str | None], Failure] = {}
+    for failure in result.failures:
+        key = (failure.clause, failure.peer, None if failure.peer else failure.role)
+        if key in kept:
+            kept[key] = replace(kept[key], also=(*kept[key].also, failure.check))
+        else:
+            kept[key] = failure
+    if len(kept) < len(result.failures):
+        result.failures = list(kept.values())
 
 
 def _after_failures(state: CellState) -> str:
@@ -358,17 +455,14 @@ def _declared_lacks(state: CellState) -> dict[int, tuple[str, str]]:
     return found
 
 
-def lack_failure(state: CellState, role: str, part: str, clause: str, check: str) -> None:
-    """A check the charged peer cannot meet at all: its binding declares it has no `part`."""
-    state.fail(CheckFailed(clause, f"the binding declares no {part} (hello lacks): {clause} cannot be met",
-                           expected=part, observed="declared lacking"), check, role=role)
-
-
 def _run_step(state: CellState, index: int, kind: str, args: Any) -> None:
     """One step. A check that fails is recorded and the cell goes on; a step reading what an
     earlier step could not produce is not run, and its checks are "not evaluated"; a fault
     (PeerError, BrokerError) ends the cell."""
     step = STEP_KINDS[kind]
+    if state.halted is not None:
+        _not_run(state, index, kind, args, state.halted)
+        return
     if index in state.lacking:  # nothing waits for a part the binding says it does not have
         role, part = state.lacking[index]
         for sub, check in enumerate(step.checks(args)):
@@ -416,6 +510,9 @@ def _run_step(state: CellState, index: int, kind: str, args: Any) -> None:
     except TemplateError as exc:  # a value the scenario reads that the cell never got
         unreported(state, exc.path)
         _not_run(state, index, kind, args, f"needs {exc}")
+    except NotProduced as exc:  # what a peer was to publish never came: nothing to judge it by
+        state.note("not_produced", kind=kind, index=index + 1, why=str(exc))
+        _not_run(state, index, kind, args, str(exc))
 
 
 def _not_run(state: CellState, index: int, kind: str, args: Any, why: str) -> None:
@@ -443,7 +540,7 @@ def _not_run(state: CellState, index: int, kind: str, args: Any, why: str) -> No
 def _connection_lost(state: CellState) -> str | None:
     """Every `connection_lost` a peer reported for the cell's requesters and responders, as
     the cell's cause: a lost connection makes the cell an ERROR whatever it came to."""
-    of_cell = connection_lost_in(state.ns)
+    of_cell = connection_lost_in(state.ns, excused=tuple(state.declaration_refusals))
     lost: list[str] = []
     for name in sorted({s.name for s in state.cell.specs()}):
         for event in state.ctx.peers[name].events_since(state.event_marks.get(name, 0), of_cell):

@@ -55,7 +55,9 @@ def apply(results: list[CellResult], assumes: dict[str, tuple[str, ...]]) -> lis
 
 
 def _explained(f: Failure, presumed: tuple[str, ...], proven: dict[tuple[str, str], str], cell: str) -> Failure:
-    if f.peer is None or f.seen_as:
+    # What the wire showed of one message, and a part the binding declared it lacks, are
+    # seen directly: never a consequence of something else.
+    if f.peer is None or f.seen_as or f.wire or f.direct:
         return f
     for clause in presumed:
         where = proven.get((f.peer, clause))

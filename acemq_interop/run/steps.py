@@ -6,6 +6,7 @@ imports them, so reading a scenario touches neither the probe nor a peer.
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -14,10 +15,10 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..amqp import raw_client as raw_amqp
 from ..amqp.probe import raw_record
 from ..broker.control import HeldQueue
-from ..core.errors import BrokerError, CallNotEnded, CheckFailed, PeerError, TemplateError
+from ..core.errors import BrokerError, CallNotEnded, CheckFailed, NotProduced, PeerError, TemplateError
 from ..peers.manifests import PeerSpec
 from ..spec import assertions
-from ..spec.catalogue import mutants
+from ..spec.catalogue import catalogue, mutants
 from ..spec.steps import NOT_CHECKED_KEYS, template_paths
 from . import grace
 
@@ -36,18 +37,22 @@ class Opened:
     name: str
 
 
-def connection_lost_in(ns: str) -> Callable[[dict[str, Any]], bool]:
-    """Matches a `connection_lost` event of a requester or responder of the cell `ns`."""
+def connection_lost_in(ns: str, excused: tuple[str, ...] = ()) -> Callable[[dict[str, Any]], bool]:
+    """Matches a `connection_lost` event of a requester or responder of the cell `ns`, but one
+    whose reason names a queue in `excused` (the broker refused a declaration of it, which the
+    cell judged as a binding's break)."""
     prefix = ns + "."
 
     def lost(event: dict[str, Any]) -> bool:
         return event.get("event") == "connection_lost" and any(
-            str(event.get(side) or "").startswith(prefix) for side in ("requester", "responder"))
+            str(event.get(side) or "").startswith(prefix) for side in ("requester", "responder")) and not any(
+            queue in str(event.get("reason")) for queue in excused)
     return lost
 
 
 EVENT_SLICE_S = 0.25
 GRACE_S = 10.0  # on top of a request's own timeout, for the peer's bookkeeping
+DEFAULT_TIMEOUT_MS = 30000  # RR-9.3: a request given no timeout
 DEFAULT_WAIT_MS = 5000
 
 
@@ -112,13 +117,52 @@ def _step_responder(state: CellState, args: dict[str, Any]) -> None:
         bind = None
         if "bind" in args:
             bind = {"exchange": state.name(args["bind"]["exchange"]), "routing_key": args["bind"].get("routing_key", "")}
-        peer.start_responder(name, queue if args["queue"].startswith("${") else state.name(queue), args.get("behavior", {"reply": "echo"}), spec.profile,
-                             _mutant_for(spec, "responder.start"), bind, args.get("max_attempts"), note=state.noter(peer))
+        queue = queue if args["queue"].startswith("${") else state.name(queue)
+        try:
+            peer.start_responder(name, queue, args.get("behavior", {"reply": "echo"}), spec.profile,
+                                 _mutant_for(spec, "responder.start"), bind, args.get("max_attempts"), note=state.noter(peer))
+        except PeerError as exc:
+            if not _refused_declaration(str(exc)):
+                raise
+            _judge_declaration(state, args, spec, queue, str(exc))
+            return
         state.opened.append(Opened(peer, "responder.stop", name))
+        state.declared_by.setdefault(queue, args["role"])
         names.append(name)
         state.owners[name] = (peer, name)
     state.owners[args["as"]] = state.owners[names[0]]
     state.variables[args["as"]] = {"name": names[0], "names": names, "count": len(names)}
+
+
+# How the broker refuses a declaration that differs from the queue's (AMQP 406): a responder
+# whose request queue is not the durable quorum queue RR-17.1 asks for, or that meets one.
+_DECLARATION_REFUSALS = ("PRECONDITION_FAILED", "inequivalent arg")
+
+
+def _refused_declaration(error: str) -> bool:
+    return any(sign in error for sign in _DECLARATION_REFUSALS)
+
+
+def _judge_declaration(state: CellState, args: dict[str, Any], spec: PeerSpec, queue: str, error: str) -> None:
+    """A responder.start the broker refused because the queue exists with other arguments:
+    RR-17.1 is broken by whoever declared the queue otherwise than as a durable quorum queue.
+    The management API says what the queue is: a durable quorum queue means the refused
+    responder asked for something else; anything else means the responder that declared it
+    first in the cell did. The responder never started: what needs it is not evaluated."""
+    facts = state.ctx.management.queue(state.ctx.vhost, queue) or {}
+    state.note("declaration_refused", queue=queue, peer=spec.label, error=error, facts=facts)
+    kept = facts.get("type") == "quorum" and bool(facts.get("durable"))
+    role = args["role"] if kept else state.declared_by.get(queue)
+    if role is None:  # declared by the probe, or by nobody the cell knows: not a binding's break
+        raise PeerError(f"peer '{spec.name}' refused responder.start: {error}")
+    state.declaration_refusals.add(queue)
+    state.fail(CheckFailed("RR-17.1", f"{queue} is declared a durable quorum queue by every responder",
+                           expected={"type": "quorum", "durable": True},
+                           observed={"type": facts.get("type"), "durable": facts.get("durable"), "refused": error}),
+               f"step {state.step_index + 1} responder {args['as']}: the broker refused a declaration of {queue}",
+               role=role)
+    state.unavailable[str(args["as"])] = f"RR-17.1: the responder did not start ({error})"
+    state.halted = f"needs responder {args['as']}, which did not start (RR-17.1: {queue} declared otherwise)"
 
 
 def _step_requester(state: CellState, args: dict[str, Any]) -> None:
@@ -145,7 +189,12 @@ def _target(state: CellState, args: dict[str, Any]) -> tuple[str, str]:
 
 
 def _started(state: CellState, args: dict[str, Any], peer: PeerLink, call: PendingCall, timeout_ms: int) -> None:
-    state.pending[args["as"]] = (peer, call, timeout_ms / 1000 + GRACE_S, bool(args.get("refusal_expected")))
+    # The call's deadline runs from when it was sent, not from its await: a call awaited
+    # after another that took long is held to its own timeout all the same.
+    # A call given no timeout is waited for twice the default: one that ends late is told from
+    # one that never ends (a late timer, RR-9.6, from no default at all, RR-9.3).
+    wait_s = timeout_ms / 1000 + GRACE_S if "timeout_ms" in args else 2 * DEFAULT_TIMEOUT_MS / 1000
+    state.pending[args["as"]] = (peer, call, time.monotonic() + wait_s, bool(args.get("refusal_expected")))
     if not args.get("async"):
         _await(state, args["as"])
 
@@ -153,9 +202,12 @@ def _started(state: CellState, args: dict[str, Any], peer: PeerLink, call: Pendi
 def _step_request(state: CellState, args: dict[str, Any]) -> None:
     exchange, routing_key = _target(state, args)
     peer, requester = state.owners[args["requester"]]
+    # Where and when it went, for reading its path on the broker's transcript afterwards.
+    state.calls[args["as"]] = {"t": round(time.monotonic() - state.variables["_t0"], 3), "exchange": exchange,
+                               "routing_key": routing_key}
     call = peer.request(requester, exchange, routing_key, assertions.render(args["body"], state.variables),
                         args.get("timeout_ms"), note=state.noter(peer), message_type=args.get("type"))
-    _started(state, args, peer, call, args.get("timeout_ms", 30000))
+    _started(state, args, peer, call, args.get("timeout_ms", DEFAULT_TIMEOUT_MS))
 
 
 def _step_gather(state: CellState, args: dict[str, Any]) -> None:
@@ -173,33 +225,46 @@ def _step_gather(state: CellState, args: dict[str, Any]) -> None:
     _started(state, args, peer, call, args["timeout_ms"])
 
 
-# The clause a call that never ends breaks: a request's timeout (RR-9.1); a gather's budget,
-# with a count (a shortfall rejects at the timeout, SG-6.1) or without one (SG-7.1).
+# The clause a call breaks that has not ended within its timeout plus the grace: the upper
+# bound of a request's timeout (RR-9.6) or a gather's (SG-9.1); a request given no timeout,
+# the 30 s default (RR-9.3). Whether it ends later or never, it did not end when it had to.
 def _unended_clause(command: dict[str, Any]) -> str:
     if command.get("op") == "gather":
-        return "SG-6.1" if command.get("expected_reply_count") is not None else "SG-7.1"
-    return "RR-9.1" if command.get("timeout_ms") is not None else "RR-9.3"  # no timeout given: the default's
+        return "SG-9.1"
+    return "RR-9.6" if command.get("timeout_ms") is not None else "RR-9.3"  # no timeout given: the default's
 
 
 def _await(state: CellState, name: str) -> None:
-    peer, call, bound_s, refusal_expected = state.pending.pop(name)
+    peer, call, deadline, refusal_expected = state.pending.pop(name)
+    timeout = call.command.get("timeout_ms")
+    within = f"its timeout ({timeout} ms)" if timeout is not None else "the default timeout (30 s)"
+    limit_ms = (timeout if timeout is not None else DEFAULT_TIMEOUT_MS) + GRACE_S * 1000
+    waited_s = limit_ms / 1000 if timeout is not None else 2 * DEFAULT_TIMEOUT_MS / 1000
     try:
-        answer = call.wait(bound_s, abort=lambda: _broken(state))
+        answer = call.wait(max(0.0, deadline - time.monotonic()), abort=lambda: _broken(state))
     except CallNotEnded as exc:
-        # The peer still answers other commands: its binding's call has no working timeout.
+        # The peer still answers other commands: its binding's call did not end when its
+        # timeout said it must (late, or never: the harness stops waiting here).
         call.cancel()
         clause = _unended_clause(call.command)
-        timeout = call.command.get("timeout_ms")
-        within = f"its timeout ({timeout} ms)" if timeout is not None else "the default timeout (30 s)"
         state.note("answer", peer=peer.name, of=name, never_ended=str(exc))
         state.fail(CheckFailed(clause, f"{name} ends within {within} plus {GRACE_S:.0f}s",
-                               expected=f"an outcome within {bound_s:.1f}s", observed="no outcome: the call never ended"),
-                   f"step {state.step_index + 1} await {name}", role=state.cell.scenario.name_roles.get(name))
-        state.unavailable[name] = f"{clause}: the call never ended"
+                               expected=f"an outcome within {limit_ms / 1000:.1f}s of the call",
+                               observed=f"no outcome {waited_s:.1f}s after the call was made"),
+                   f"step {state.step_index + 1} await {name}", role=state.cell.scenario.name_roles.get(name), direct=True)
+        state.unavailable[name] = f"{clause}: the call had not ended {limit_ms / 1000:.1f}s after it was made"
         return
     state.note("answer", peer=peer.name, of=name, answer=answer)
     if not isinstance(answer, dict):
         raise PeerError(f"peer '{peer.name}' answered {call.command['op']} '{name}' with {answer!r}, not an object")
+    elapsed = answer.get("elapsed_ms")
+    if isinstance(elapsed, (int, float)) and not isinstance(elapsed, bool) and elapsed > limit_ms:
+        # Ended, but by its own measure later than its timeout and the grace allow (an answer
+        # already there when a slow earlier await let this one be read).
+        clause = _unended_clause(call.command)
+        state.fail(CheckFailed(clause, f"{name} ends within {within} plus {GRACE_S:.0f}s",
+                               expected=f"elapsed_ms <= {limit_ms:.0f}", observed=elapsed),
+                   f"step {state.step_index + 1} await {name}", role=state.cell.scenario.name_roles.get(name))
     if not answer.get("ok") and not refusal_expected:
         # A call the binding ended with an error of its own: an outcome the checks judge
         # (a timeout surfaced as a refusal FAILs the timeout clause); unjudged, an ERROR.
@@ -211,8 +276,9 @@ def _await(state: CellState, name: str) -> None:
 
 
 def _broken(state: CellState) -> str | None:
-    """Why waiting on in this cell is pointless: one of its peers broke, or lost a connection."""
-    lost = connection_lost_in(state.ns)
+    """Why waiting on in this cell is pointless: one of its peers broke, or lost a connection
+    (one the broker closed for a declaration the cell judged, RR-17.1, is no fault of the run)."""
+    lost = connection_lost_in(state.ns, excused=tuple(state.declaration_refusals))
     for spec in state.cell.specs():
         peer = state.ctx.peers[spec.name]
         if peer.fault is not None:
@@ -418,7 +484,7 @@ def _probe_get(state: CellState, args: dict[str, Any], get: Callable[[str, float
         message = f"{args.get('count', 1)} message(s) on {queue} within {bound_s:.1f}s"
         if "rule" in args:
             raise CheckFailed(args["rule"], message, expected=args.get("count", 1), observed=len(records))
-        raise PeerError(f"expected {message}; got {len(records)}")
+        raise NotProduced(f"expected {message}; got {len(records)}")
     state.variables[args["as"]] = records[0] if "count" not in args else records
 
 
@@ -490,8 +556,31 @@ def _step_stop_responder(state: CellState, name: str) -> None:
 
 def _step_close_requester(state: CellState, name: str) -> None:
     peer, peer_name = state.owners[name]
-    peer.close_requester(peer_name, note=state.noter(peer))
+    # Closing is the binding's own behaviour under test: a close its binding fails (an error
+    # of its client) is evidence, and the calls it left pending are judged by their outcomes
+    # (RR-9.5), never an ERROR of the cell by itself.
+    answer = peer.close_requester(peer_name, check=False, note=state.noter(peer))
+    if not answer.get("ok"):
+        state.note("close_refused", peer=peer.name, requester=name, error=answer.get("error"))
+        return
     state.opened = [o for o in state.opened if not (o.op == "requester.close" and o.name == peer_name)]
+
+
+def lack_failure(state: CellState, role: str, part: str, clause: str, check: str, sub: int | None = None) -> None:
+    """A check of the peer whose binding declares it has no `part`: a FAIL when the part's
+    absence itself breaks the clause (the catalogue's `parts`: a MUST that something be
+    counted, dead-lettered, declared), else not evaluated: a binding without counters cannot
+    count wrongly, and one without a dead-letter queue writes no dead-letter to judge."""
+    known = catalogue().parts.get(part)
+    if known is not None and clause not in known.breaks:
+        state.skip(clause, check, f"declared: the binding of {role} has no {part}, so it cannot be judged on {clause}")
+        return
+    failed = CheckFailed(clause, f"the binding declares no {part} (hello lacks): {clause} cannot be met",
+                         expected=part, observed="declared lacking")
+    if sub is None:
+        state.fail(failed, check, role=role, direct=True)
+    else:
+        state.fail(failed, check, sub=sub, direct=True)
 
 
 # What a call's answer must say for a later step to use it, and the clause each stands for:
@@ -518,6 +607,26 @@ def unreported(state: CellState, path: str | None) -> None:
                role=state.cell.scenario.name_roles.get(head))
 
 
+# The outcomes only a reply makes: a check expecting one reads the reply's whole path (the
+# request, the responder, the reply), so a failure of it may be any side's on the wire.
+_REPLY_OUTCOMES = frozenset({"reply", "responder_failed", "decode_error"})
+
+
+def _reads_the_reply(expectation: dict[str, Any]) -> bool:
+    """Whether a check of a call needs its reply: its outcome expected to be one a reply makes,
+    or a part of the reply or failure read. A check expecting `timeout`, `closed` or `refused`
+    judges the requester alone."""
+    head, _, rest = str(expectation["that"]).partition(".")
+    if rest == "outcome":
+        wanted = expectation.get("equals", expectation.get("one_of"))
+        return bool(set(wanted if isinstance(wanted, list) else [wanted]) & _REPLY_OUTCOMES)
+    return rest.split(".")[0] in ("reply", "failure")
+
+
+# A check of a header's AMQP type (`reply.header_types.acemq-error`, `m.wire_types.x`).
+_TYPE_PATH = re.compile(r"(^|\.)(?:header_types|wire_types)\.([^.]+)$")
+
+
 def _step_expect(state: CellState, args: list[dict[str, Any]]) -> None:
     """Every check of the list, each on its own: a failure is recorded and the next one is
     judged; a check reading what an earlier step could not produce, or a value an earlier
@@ -528,6 +637,11 @@ def _step_expect(state: CellState, args: list[dict[str, Any]]) -> None:
         clause = str(expectation.get("consequence_of") or expectation["rule"])
         described = f"step {state.step_index + 1} expect: {that}"
         why = state.blocked([that, *template_paths(expectation, NOT_CHECKED_KEYS)])
+        typed = _TYPE_PATH.search(that)
+        if why is None and typed and assertions.missing(assertions.lookup(state.variables, that)):
+            # The type of a header that is not there: its absence is the clause that requires
+            # the header (RR-1.2, RR-10.1, SG-3.1...), judged by its own check, not a type.
+            why = f"needs header {typed.group(2)}, which the message does not carry"
         failure = None
         if why is None:
             try:
@@ -541,8 +655,7 @@ def _step_expect(state: CellState, args: list[dict[str, Any]]) -> None:
             # The peer this check judges said it has no such part: the clause is not met.
             role, part = state.lacking_names[head]
             state.note("expect", that=that, rule=expectation["rule"], ok=False, not_evaluated=why)
-            state.fail(CheckFailed(clause, f"the binding declares no {part} (hello lacks): {clause} cannot be met",
-                                   expected=part, observed="declared lacking"), described, sub=sub)
+            lack_failure(state, role, part, clause, described, sub=sub)
             continue
         if why is not None:
             state.note("expect", that=that, rule=expectation["rule"], ok=None, not_evaluated=why)
@@ -554,6 +667,8 @@ def _step_expect(state: CellState, args: list[dict[str, Any]]) -> None:
         if failure is not None:
             state.fail(failure, f"{described} {failure.message}", sub=sub,
                        seen_by=state.cell.scenario.name_roles.get(that.split(".")[0]))
+            if that.split(".")[0] in state.calls and _reads_the_reply(expectation):
+                state.call_checks[len(state.failures) - 1] = that.split(".")[0]
             state.refused.pop(that.split(".")[0], None)  # a refused call, judged
             state.spoil(that, failure.rule)
             for guarded in expectation.get("guards", ()):  # what this failure explains downstream

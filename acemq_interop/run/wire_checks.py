@@ -152,7 +152,10 @@ def _common(record: dict[str, Any], peer: str, n: int) -> list[WireBreak]:
     return found
 
 
-def _request(record: dict[str, Any], peer: str) -> list[WireBreak]:
+def _request(record: dict[str, Any], peer: str, id_clause: str | None) -> list[WireBreak]:
+    """A request or a gather's copy: both reply addresses, equal and not empty, and an id a
+    reply can be matched by (`id_clause`: RR-8.1 for a request, SG-1.1 for a gather's copy;
+    None when the cell cannot tell which the message was)."""
     n = record["n"]
     native = (record.get("properties") or {}).get("reply_to")
     typed = (record.get("headers") or {}).get("acemq-reply-to")
@@ -166,10 +169,17 @@ def _request(record: dict[str, Any], peer: str) -> list[WireBreak]:
         found.append(WireBreak("RR-1.2", peer, n, f"request #{n} has no acemq-reply-to header", "acemq-reply-to", None))
     elif native and header not in (None, "") and header != native:
         found.append(WireBreak("RR-1.3", peer, n, f"request #{n}'s acemq-reply-to differs from its reply_to", native, header))
+    if id_clause is not None and not (record.get("properties") or {}).get("message_id"):
+        # A reply carries the request's message_id back (RR-4.2, SG-3.1): without one no reply
+        # can ever find its caller, whatever the responder does.
+        found.append(WireBreak(id_clause, peer, n, f"request #{n} has no message_id: no reply can be matched to it",
+                               "a message_id", None))
     return found + _common(record, peer, n)
 
 
-def _reply(record: dict[str, Any], peer: str) -> list[WireBreak]:
+def _reply(record: dict[str, Any], peer: str, answered: list[dict[str, Any]]) -> list[WireBreak]:
+    """A reply, beside the requests it may answer (`answered`: those published before it that
+    named its address; [] when the transcript holds none)."""
     n = record["n"]
     properties = record.get("properties") or {}
     headers = record.get("headers") or {}
@@ -177,8 +187,16 @@ def _reply(record: dict[str, Any], peer: str) -> list[WireBreak]:
     if properties.get("content_type") != "application/json":
         found.append(WireBreak("RR-4.3", peer, n, f"reply #{n}'s content_type is not application/json",
                                "application/json", properties.get("content_type")))
-    if "responseMessageId" not in headers:
+    ids = [(r.get("properties") or {}).get("message_id") for r in answered]
+    # A request that carried no message_id leaves its responder nothing to echo: a reply to it
+    # is not judged on responseMessageId or correlation_id (the requester's RR-8.1 is the break).
+    echoable = not answered or any(ids)
+    if echoable and "responseMessageId" not in headers:
         found.append(WireBreak("SG-3.1", peer, n, f"reply #{n} has no responseMessageId header", "responseMessageId", None))
+    if answered and any(ids) and properties.get("correlation_id") not in ids:
+        found.append(WireBreak("RR-4.2", peer, n, f"reply #{n}'s correlation_id is the message_id of no request "
+                               f"that named its address ({_lines([r['n'] for r in answered])})",
+                               [i for i in ids if i], properties.get("correlation_id")))
     if "acemq-error" in headers and record.get("body_length"):
         found.append(WireBreak("RR-10.1", peer, n, f"failure reply #{n} has a body of {record.get('body_length')} bytes",
                                "an empty body", record.get("body_length")))
@@ -198,7 +216,8 @@ def _addresses(record: dict[str, Any]) -> set[str]:
     return {a for a in (native, header) if isinstance(a, str) and a}
 
 
-def message_breaks(transcript: list[dict[str, Any]], judged: set[str], reply_targets: set[str]) -> list[WireBreak]:
+def message_breaks(transcript: list[dict[str, Any]], judged: set[str], reply_targets: set[str],
+                   id_clauses: dict[str, str] | None = None) -> list[WireBreak]:
     """Every clause a message of the transcript breaks, for publishers in `judged` (spec
     labels whose connection the transcript names without doubt: current-profile peers, one
     spec per peer process in the cell; a profile replays an older spec on purpose).
@@ -207,28 +226,109 @@ def message_breaks(transcript: list[dict[str, Any]], judged: set[str], reply_tar
     carry a peer's requester and responder): a publish to the default exchange routed to a
     reply target (a requester's reply queue, a probe inbox) is a reply, one to a `.dlq`
     queue a dead-letter, any other a request or a gather's copy. A publish the transcript
-    cannot name is not judged: a guess would charge an innocent peer."""
+    cannot name is not judged: a guess would charge an innocent peer. `id_clauses` says, per
+    publisher, the clause a request without a message_id breaks (RR-8.1 for a requester that
+    only made requests in the cell, SG-1.1 for one that only gathered); absent, it is not judged."""
     found: list[WireBreak] = []
     # Every address a request of the cell named is a reply target too (a queue per request).
     targets = set(reply_targets) | {a for r in transcript if r.get("event") == "publish" for a in _addresses(r)}
+    requests: list[dict[str, Any]] = []  # every request so far (by anyone), for the replies after it
     for record in transcript:
         if record.get("event") != "publish":
             continue
+        keys = [str(k) for k in record.get("routing_keys") or []]
+        to_default = record.get("exchange") == ""
+        is_reply = to_default and any(k in targets for k in keys)
+        is_dead_letter = to_default and any(k.endswith(".dlq") for k in keys)
         named = publisher(record)
+        if not is_reply and not is_dead_letter and not _is_reply(record):
+            requests.append(record)
         if named is None or named[0] not in judged:
             continue
         peer = named[0]
-        keys = [str(k) for k in record.get("routing_keys") or []]
-        to_default = record.get("exchange") == ""
-        if to_default and any(k.endswith(".dlq") for k in keys):
+        if is_dead_letter:
             found += _common(record, peer, record["n"])
-        elif to_default and any(k in targets for k in keys):
-            found += _reply(record, peer)
+        elif is_reply:
+            answered = [r for r in requests if any(k in _addresses(r) for k in keys)]
+            found += _reply(record, peer, answered)
         elif _is_reply(record):  # a reply sent anywhere but the default exchange
             found.append(WireBreak("RR-4.1", peer, record["n"], f"reply #{record['n']} was published to exchange "
                                    f"{record.get('exchange')!r}, not to the default exchange with its address as routing key",
                                    "the default exchange", record.get("exchange")))
-            found += _reply(record, peer)
+            found += _reply(record, peer, [])
         else:
-            found += _request(record, peer)
+            found += _request(record, peer, (id_clauses or {}).get(peer))
     return found
+
+
+# -- a call's path on the wire: whose side a failed outcome shows broken -------------------
+
+
+@dataclass(frozen=True)
+class CallFinding:
+    """The break the wire shows earliest on a call's path (request, delivery, reply), and whose:
+    `peer` is the spec label of the publisher or consumer the transcript named."""
+
+    clause: str
+    peer: str
+    lines: tuple[int, ...]
+    text: str
+
+
+def _props(record: dict[str, Any]) -> dict[str, Any]:
+    return record.get("properties") or {}
+
+
+def diagnose_call(transcript: list[dict[str, Any]], requester: str, exchange: str, routing_key: str,
+                  sent_t: float, failure_expected: bool = False) -> CallFinding | None:
+    """What the wire says went wrong with one request of `requester` (a spec label) sent at
+    `sent_t` (seconds into the cell) to (exchange, routing key), when a check of its outcome
+    failed: the first break on its path, and who made it. None when the wire shows the request
+    went out, was answered to its address with its message_id, and (with `failure_expected`)
+    carried acemq-error: then the requester's own check stands; also None when the transcript
+    cannot tell (no such publish named, a probe on the path)."""
+    mine = f"{requester} (requester)"
+    request = next((r for r in transcript if r.get("event") == "publish" and r.get("who") == mine
+                    and r.get("exchange") == exchange and routing_key in (r.get("routing_keys") or [])
+                    and float(r.get("t", 0)) >= sent_t - 0.05), None)
+    if request is None:
+        return None
+    n = request["n"]
+    message_id = _props(request).get("message_id")
+    if not message_id:
+        return CallFinding("RR-8.1", requester, (n,), f"request #{n} carried no message_id: no reply can be matched to it")
+    addresses = _addresses(request)
+    if not addresses:
+        clause = "RR-3.3" if _props(request).get("reply_to") == "" else "RR-1.1"
+        return CallFinding(clause, requester, (n,), f"request #{n} named no reply address")
+    later = [r for r in transcript if r["n"] > n]
+    replies = [r for r in later if r.get("event") == "publish" and r.get("exchange") == ""
+               and any(k in addresses for k in r.get("routing_keys") or [])]
+    if not replies:
+        delivered = next((r for r in later if r.get("event") == "deliver" and _props(r).get("message_id") == message_id
+                          and str(r.get("who") or "").endswith(" (responder)")), None)
+        if delivered is None or publisher(delivered) is None:
+            return None  # nobody the cell knows took it: nothing to say of a responder
+        responder = publisher(delivered)[0]  # type: ignore[index]
+        header = (request.get("headers") or {}).get("acemq-reply-to")
+        native = _props(request).get("reply_to")
+        # Which reading failed, by what the request offered: only reply_to (RR-3.2), only the
+        # header (RR-3.1); both, and still nothing was sent to either (RR-4.1).
+        clause = "RR-3.2" if header is None and native else "RR-3.1" if not native else "RR-4.1"
+        return CallFinding(clause, responder, (n, delivered["n"]),
+                           f"request #{n} was delivered to {responder} (#{delivered['n']}), which published no reply "
+                           f"to {', '.join(sorted(addresses))}")
+    answered = [r for r in replies if _props(r).get("correlation_id") == message_id]
+    if not answered:
+        named = publisher(replies[0])
+        if named is None:
+            return None
+        return CallFinding("RR-4.2", named[0], (n, replies[0]["n"]),
+                           f"reply #{replies[0]['n']}'s correlation_id {_props(replies[0]).get('correlation_id')!r} "
+                           f"is not request #{n}'s message_id {message_id!r}")
+    reply = answered[0]
+    named = publisher(reply)
+    if failure_expected and named is not None and "acemq-error" not in (reply.get("headers") or {}):
+        return CallFinding("RR-10.1", named[0], (n, reply["n"]),
+                           f"reply #{reply['n']} to request #{n} carries no acemq-error (body of {reply.get('body_length')} bytes)")
+    return None

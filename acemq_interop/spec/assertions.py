@@ -30,6 +30,11 @@ class _Missing:
 _MISSING = _Missing()
 
 
+def missing(value: Any) -> bool:
+    """Whether a `lookup` found nothing at its path."""
+    return value is _MISSING
+
+
 def lookup(variables: dict[str, Any], path: str) -> Any:
     """The value at `path`, or a marker for missing (so `present: false` can be checked)."""
     parts = path.split(".")

@@ -80,11 +80,21 @@ class Profile:
 
 
 @dataclass(frozen=True)
+class Part:
+    """An optional part of a binding (hello `lacks`) and the clauses its absence breaks."""
+
+    name: str
+    means: str
+    breaks: frozenset[str]
+
+
+@dataclass(frozen=True)
 class Catalogue:
     rules: dict[str, Rule]
     policies: dict[str, dict[str, Any]]  # side -> policy name -> {default, values?, means}
     mutants: dict[str, Mutant]
     profiles: dict[str, Profile]
+    parts: dict[str, Part] = field(default_factory=dict)
 
     @property
     def clauses(self) -> dict[str, Clause]:
@@ -167,7 +177,13 @@ def load(path: Path = CATALOGUE_FILE) -> Catalogue:
         str(name): Profile(str(name), str(body.get("what", "")), {p: dict(v or {}) for p, v in (body.get("peers") or {}).items()})
         for name, body in data["profiles"].items()
     }
-    return Catalogue(rules, policies, mutants, profiles)
+    parts = {}
+    for name, body in (data.get("parts") or {}).items():
+        unknown = set(body.get("breaks") or ()) - clause_ids
+        if unknown:
+            raise CatalogueError(f"{path}: part {name}: breaks {sorted(unknown)}, which are not clauses")
+        parts[str(name)] = Part(str(name), str(body.get("means", "")), frozenset(body.get("breaks") or ()))
+    return Catalogue(rules, policies, mutants, profiles, parts)
 
 
 @lru_cache(maxsize=1)

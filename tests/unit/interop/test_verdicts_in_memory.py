@@ -105,7 +105,7 @@ def test_a_call_that_never_ends_is_a_fail_of_the_timeout_clause_charged_to_the_r
     broker = FakeBroker()
     result = run_cell(pair_cell(scenario, "a", "b"), "c0004", context(NeverEnding("a", broker), FakePeer("b", broker)))
     assert result.status == Status.FAIL, result.message
-    assert [(f.clause, f.peer) for f in result.failures] == [("RR-9.1", "a")]
+    assert [(f.clause, f.peer) for f in result.failures] == [("RR-9.6", "a")]
     assert len(result.not_evaluated) == 4, "nothing reads the answer that never came"
 
 

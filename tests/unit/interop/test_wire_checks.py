@@ -16,8 +16,9 @@ def publish(n: int, who: str, routing_key: str, exchange: str = "", headers: dic
 
 S = lambda value: {"type": "S", "value": value}  # noqa: E731: a long string, as the firehose types it
 
-GOOD_REQUEST = publish(1, "a (requester)", "c1.requests", reply_to="amq.gen-q", headers={"acemq-reply-to": S("amq.gen-q")})
-GOOD_REPLY = publish(2, "b (responder)", "amq.gen-q", content_type="application/json",
+GOOD_REQUEST = publish(1, "a (requester)", "c1.requests", reply_to="amq.gen-q", message_id="m-1",
+                       headers={"acemq-reply-to": S("amq.gen-q")})
+GOOD_REPLY = publish(2, "b (responder)", "amq.gen-q", content_type="application/json", correlation_id="m-1",
                      headers={"responseMessageId": S("m-1")})
 
 
@@ -26,12 +27,22 @@ def test_conformant_messages_break_nothing() -> None:
 
 
 def test_each_single_message_clause_is_named_and_charged_to_its_publisher() -> None:
-    request = publish(1, "a (requester)", "c1.requests", reply_to="", headers={
+    request = publish(1, "a (requester)", "c1.requests", reply_to="", message_id="m-1", headers={
         "acemq-reply-to": {"type": "x", "value": "amq.gen-q"}, "x-hops": {"type": "B", "value": 1}})
-    reply = publish(2, "b (responder)", "amq.gen-q", headers={"acemq-error": S("E: m")}, body_length=9)
+    reply = publish(2, "b (responder)", "amq.gen-q", correlation_id="m-2", headers={"acemq-error": S("E: m")}, body_length=9)
     found = {(w.clause, w.peer) for w in message_breaks([request, reply], {"a", "b"}, set())}
     assert found == {("RR-3.3", "a"), ("RR-2.1", "a"), ("WF-2.1", "a"),
-                     ("RR-4.3", "b"), ("SG-3.1", "b"), ("RR-10.1", "b")}
+                     ("RR-4.3", "b"), ("SG-3.1", "b"), ("RR-4.2", "b"), ("RR-10.1", "b")}
+
+
+def test_a_request_without_message_id_is_its_requesters_break_and_its_reply_is_not_charged() -> None:
+    """No message_id: no reply can find its caller (RR-8.1, SG-1.1 for a gather's copy); the
+    responder has nothing to echo, so its reply is not judged on responseMessageId or correlation."""
+    request = dict(GOOD_REQUEST, properties={"reply_to": "amq.gen-q", "correlation_id": "c-own"})
+    reply = dict(GOOD_REPLY, properties={"content_type": "application/json"}, headers={})
+    assert [(w.clause, w.peer) for w in message_breaks([request, reply], {"a", "b"}, set(), {"a": "RR-8.1"})] == [("RR-8.1", "a")]
+    assert [(w.clause, w.peer) for w in message_breaks([request, reply], {"a", "b"}, set(), {"a": "SG-1.1"})] == [("SG-1.1", "a")]
+    assert message_breaks([request, reply], {"a", "b"}, set()) == [], "unknown whether a request or a copy: not judged"
 
 
 def test_a_reply_is_told_by_where_it_goes_not_by_the_connection_that_sent_it() -> None:
