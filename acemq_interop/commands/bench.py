@@ -8,8 +8,9 @@ the best its own client does on the same broker. Per peer:
 - binding:   the binding's requester against the same peer's raw echo responder, so the
              figure is the requester binding's and nothing else's;
 - raw:       the bare client against the same peer's raw echo responder (the physical limit);
-- binding responder: the bare client against the binding's responder (which also writes
-             its `handled`/`replied` events for the harness to read: part of the figure);
+- binding responder: the bare client against the binding's responder, asked for no events
+             (protocol 4's `events: false`: the harness reads none, so the figure is the
+             binding's; an older peer still writes them, and they are part of its figure);
 - per-request queue: the binding with the `queue-per-request` mutant (a reply queue declared
   per call), against the raw responder: the seed's claim, per language;
 
@@ -174,7 +175,7 @@ class _Session:
              mutant: str | None = None, responder_client: str | None = None) -> Load:
         s = self.settings
         queue, rname = self._name("requests"), self._name("r")
-        responder.start_responder(rname, queue, {"reply": "echo"}, client=responder_client or client)
+        responder.start_responder(rname, queue, {"reply": "echo"}, client=responder_client or client, events=False)
         try:
             # Bounded: every request has its own timeout; the whole load cannot take longer
             # than its requests run one after another at that timeout, and never more than 10 min.

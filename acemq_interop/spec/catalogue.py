@@ -213,9 +213,10 @@ def policy_for(binding: str, op: str, profile: str = "current", mutant_names: tu
     side = policy_side(op)
     chosen = cat.profiles.get(profile)
     values: dict[str, Any] = dict((chosen.peers.get(binding) or {}).get(side) or {}) if chosen is not None else {}
+    carried_by = "requester.open" if op == "load" else op  # a load runs the peer's requester
     for name in mutant_names:
         mutant = cat.mutants.get(name)
-        if mutant is not None and mutant.acts_on == op:
+        if mutant is not None and mutant.acts_on == carried_by:
             values.update(mutant.policy)
     return values
 

@@ -13,6 +13,8 @@ def test_a_mutant_is_sent_as_its_policy_values_on_the_side_it_acts_on() -> None:
     assert policy_for("go", "responder.start", "current", ["native-only"]) == {}
     assert policy_for("go", "responder.start", "current", ["no-strip"]) == {"strip_engine_headers": False}
     assert policy_for("go", "requester.open") == {}
+    assert policy_for("go", "load", "current", ["queue-per-request"]) == {"reply_queue_per_request": True}, \
+        "a load runs the peer's requester: a requester mutant reaches it"
 
 
 def test_a_profile_is_sent_as_that_bindings_history_then_the_mutant_on_top() -> None:
