@@ -41,12 +41,4 @@ class SessionEchoTest < Minitest::Test
     answers.await("q3", 5)
     assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 1
   end
-
-  def test_hello_offers_every_mutant_of_the_table
-    hello = @session.send(:hello, { "protocols" => [2], "amqp_url" => "amqp://u:p@127.0.0.1/" })
-    %w[default-timeout-10s default-attempts-5 attempt-from-zero gather-no-default-correlation gather-timeouts-counted
-       close-abandons-pending gather-ignores-returns type-in-header failure-reply-unchecked
-       malformed-request-dropped late-timeout budget-restarts-per-reply gather-keeps-failures
-       gather-failures-not-counted hides-acemq-headers].each { |name| assert_includes hello[:mutants], name }
-  end
 end

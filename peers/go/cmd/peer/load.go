@@ -50,7 +50,7 @@ func (p *peer) load(cmd command) (answer, error) {
 	var send loadClient
 	switch cmd.Client {
 	case "binding":
-		pol, err := requesterPolicy(cmd.Profile, cmd.Mutant)
+		pol, err := requesterPolicy(cmd.Policy)
 		if err != nil {
 			return nil, err
 		}

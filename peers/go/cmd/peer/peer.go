@@ -22,7 +22,9 @@ import (
 )
 
 // The protocol versions this peer speaks, oldest first.
-var protocols = []int{1, 2, 3} // 3: type, the closed outcome, unmatched with both ids
+// 3: type, the closed outcome, unmatched with both ids; 4: policy values
+// instead of profile and mutant names, and a responder without events.
+var protocols = []int{1, 2, 3, 4}
 
 // command is every field any op takes; each op reads the ones it needs.
 // Optional fields are pointers, so that an absent one stays absent all the
@@ -35,10 +37,13 @@ type command struct {
 	AMQPURL   string       `json:"amqp_url"`
 	TLS       *tlsSettings `json:"tls"`
 
-	Name    string  `json:"name"`
-	Profile string  `json:"profile"`
-	Mutant  *string `json:"mutant"`
-	Client  string  `json:"client"`
+	Name   string `json:"name"`
+	Client string `json:"client"`
+	// Policy is protocol 4's knob values; "profile" and "mutant", sent
+	// beside it for the harness's log, are not read.
+	Policy map[string]json.RawMessage `json:"policy"`
+	// Events false (protocol 4): a responder writes no per-request event.
+	Events *bool `json:"events"`
 
 	Requester     string                 `json:"requester"`
 	Exchange      string                 `json:"exchange"`
@@ -243,16 +248,22 @@ func (p *peer) hello(cmd command) (answer, error) {
 	if version >= 2 {
 		capabilities = append(capabilities, "load")
 	}
-	return answer{
+	res := answer{
 		"protocol":     version,
 		"peer":         peerName,
 		"language":     "Go",
 		"binding":      "acemq-go " + acemq.Version,
 		"client":       clientVersion(),
-		"profiles":     profileNames(),
-		"mutants":      mutantNames(),
 		"capabilities": capabilities,
-	}, nil
+	}
+	if version >= 4 {
+		res["knobs"], res["unreachable"] = knobs(), unreachable
+	} else {
+		// Older versions name profiles and mutants, which this peer no
+		// longer knows: it offers the binding as it ships.
+		res["profiles"], res["mutants"] = []string{"current"}, []string{}
+	}
+	return res, nil
 }
 
 // clientVersion names the AMQP client linked in. amqp091-go keeps its version
@@ -325,13 +336,13 @@ func (p *peer) lost(role, name string) func(*amqp.Error) {
 }
 
 // newRequester opens a requester through the binding's public constructor,
-// with the policy the table gives for the profile and mutant.
+// with the policy the command's knob values resolved to.
 func newRequester(conn *amqp.Connection, pol policy.Requester, opts acemq.RequesterOptions) (*acemq.Requester, error) {
 	return acemq.NewRequester(conn, policy.WithRequester(opts, pol))
 }
 
 func (p *peer) requesterOpen(cmd command) (answer, error) {
-	pol, err := requesterPolicy(cmd.Profile, cmd.Mutant)
+	pol, err := requesterPolicy(cmd.Policy)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"acemq-interop/peers/go/acemq"
-	"acemq-interop/peers/go/internal/policy"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -51,43 +50,15 @@ func TestHeaderValuesFromJSON(t *testing.T) {
 	}
 }
 
-func TestMutantsActOnlyOnTheirSide(t *testing.T) {
-	name := "no-strip"
-	if got, err := requesterPolicy("current", &name); err != nil || !reflect.DeepEqual(got, policy.DefaultRequester()) {
-		t.Errorf("a responder mutant changed the requester: %+v, %v", got, err)
-	}
-	if got, err := responderPolicy("", &name); err != nil || got.StripEngineHeaders {
-		t.Errorf("responder policy = %+v, %v", got, err)
-	}
-	late := "answered-after-publish"
-	if got, _ := responderPolicy("current", &late); got.AnsweredTiming != policy.AfterConfirm {
-		t.Errorf("after-confirm policy = %+v", got)
-	}
-	// A profile and a mutant combine.
-	bytes := "header-bytes"
-	if got, _ := requesterPolicy("0.3.0", &bytes); got.WriteNativeAddress || !got.HeaderAddressAsBytes {
-		t.Errorf("0.3.0 + header-bytes = %+v", got)
-	}
-}
-
-func TestUnknownNamesAreRefusedNamingTheValidOnes(t *testing.T) {
-	unknown := "bogus"
-	if _, err := requesterPolicy("current", &unknown); err == nil || !strings.Contains(err.Error(), "no-strip") {
-		t.Errorf("unknown mutant: %v", err)
-	}
-	if _, err := responderPolicy("0.7.12", nil); err == nil || !strings.Contains(err.Error(), "0.3.0") {
-		t.Errorf("a profile Go never had: %v", err)
-	}
-}
-
 func TestNegotiation(t *testing.T) {
-	one, two, three := 1, 2, 3
+	one, two, three, four := 1, 2, 3, 4
 	cases := []struct {
 		cmd  command
 		want int
 	}{
 		{command{Protocol: &two, Protocols: []int{1, 2}}, 2},
 		{command{Protocol: &three, Protocols: []int{1, 2, 3}}, 3},
+		{command{Protocol: &four, Protocols: []int{1, 2, 3, 4}}, 4},
 		{command{Protocol: &one}, 1},
 		{command{Protocol: &two}, 2},
 		{command{}, 1},
@@ -97,9 +68,9 @@ func TestNegotiation(t *testing.T) {
 			t.Errorf("negotiate(%v, %v) = %d, %v; want %d", c.cmd.Protocol, c.cmd.Protocols, got, err, c.want)
 		}
 	}
-	four := 4
-	if _, err := negotiate(command{Protocol: &four, Protocols: []int{4}}); err == nil {
-		t.Error("protocol 4 accepted")
+	five := 5
+	if _, err := negotiate(command{Protocol: &five, Protocols: []int{5}}); err == nil {
+		t.Error("protocol 5 accepted")
 	}
 }
 
@@ -179,28 +150,5 @@ func TestTimeoutsWhateverTheirShapeAreTheTimeoutOutcome(t *testing.T) {
 	}
 	if _, refused := gatherOutcome(nil, fmt.Errorf("publish: %w", &acemq.ReturnedError{Code: 312})); refused == nil {
 		t.Error("a returned gather is not refused")
-	}
-}
-
-func TestTheNewMutantsSetTheirKnobsOnly(t *testing.T) {
-	for name, check := range map[string]func(policy.Requester, policy.Responder) bool{
-		"late-timeout": func(q policy.Requester, _ policy.Responder) bool { return q.RequestDeadline == policy.LateDeadline },
-		"budget-restarts-per-reply": func(q policy.Requester, _ policy.Responder) bool {
-			return q.GatherDeadline == policy.RestartPerReply
-		},
-		"gather-keeps-failures": func(q policy.Requester, _ policy.Responder) bool {
-			return q.GatherFailureReply == policy.KeepGatherFailure && q.CountGatherFailures && q.CountGatherUnmatched
-		},
-		"gather-failures-not-counted": func(q policy.Requester, _ policy.Responder) bool {
-			return !q.CountGatherFailures && q.GatherFailureReply == policy.DropGatherFailure && q.CountGatherUnmatched
-		},
-		"hides-acemq-headers": func(_ policy.Requester, s policy.Responder) bool { return !s.PassSpecHeaders && s.StripEngineHeaders },
-	} {
-		name := name
-		q, err := requesterPolicy("current", &name)
-		s, err2 := responderPolicy("current", &name)
-		if err != nil || err2 != nil || !check(q, s) {
-			t.Errorf("%s: requester %+v, responder %+v (%v, %v)", name, q, s, err, err2)
-		}
 	}
 }

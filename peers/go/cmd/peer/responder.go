@@ -18,11 +18,11 @@ func (p *peer) responderStart(cmd command) (answer, error) {
 	default:
 		return nil, bad("unknown client %q: binding or raw", cmd.Client)
 	}
-	pol, err := responderPolicy(cmd.Profile, cmd.Mutant)
+	pol, err := responderPolicy(cmd.Policy)
 	if err != nil {
 		return nil, err
 	}
-	opts := acemq.ResponderOptions{Hooks: p.responderEvents(cmd.Name)}
+	opts := acemq.ResponderOptions{Hooks: p.responderHooks(cmd.Name, cmd.Events)}
 	if cmd.MaxAttempts != nil {
 		if *cmd.MaxAttempts < 1 {
 			return nil, bad("max_attempts must be at least 1")
@@ -88,6 +88,16 @@ func (p *peer) rawResponderStart(cmd command) (answer, error) {
 	p.responders[cmd.Name] = &openResponder{conn: conn, raw: raw}
 	p.mu.Unlock()
 	return answer{}, nil
+}
+
+// responderHooks is responderEvents, or with events false (protocol 4, for
+// a load) only the lost connection: a fault the harness must still hear of,
+// once, where the other events come for every request.
+func (p *peer) responderHooks(name string, events *bool) acemq.ResponderHooks {
+	if events != nil && !*events {
+		return acemq.ResponderHooks{Lost: p.lost("responder", name)}
+	}
+	return p.responderEvents(name)
 }
 
 // responderEvents turns the binding's hooks into protocol events.

@@ -7,8 +7,7 @@
 // has no way to change a policy. Package acemq registers into it (at init)
 // how a policy is attached to its options; the interop adapter, inside this
 // module, is the only other importer. Every field's struct tag is the
-// catalogue's knob name, so a test can check the adapter's table against the
-// catalogue field by field.
+// catalogue's knob name: the adapter names and sets the fields by it.
 package policy
 
 // Source is a place a reply address is read from.

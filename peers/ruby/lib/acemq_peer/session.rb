@@ -5,7 +5,7 @@ require "securerandom"
 require "bunny"
 require "acemq"
 require "acemq/_internal"
-require_relative "catalogue"
+require_relative "knobs"
 require_relative "load"
 require_relative "outcome"
 require_relative "raw"
@@ -14,10 +14,12 @@ module AcemqPeer
   # The error the `fail` behaviour raises, so the failure text is the same in every language.
   class ScenarioFailure < StandardError; end
 
-  # Serves one peer-protocol session (docs/peer-protocol.md, versions 1 and 2): commands
+  # Serves one peer-protocol session (docs/peer-protocol.md, versions 1 to 4): commands
   # on input, one JSON line per answer or event on output, the log elsewhere.
   class Session
-    PROTOCOLS = [1, 2, 3].freeze # 3: type, the closed outcome, unmatched with both ids
+    # 3: type, the closed outcome, unmatched with both ids; 4: policy values instead of
+    # profile and mutant names, and a responder without events.
+    PROTOCOLS = [1, 2, 3, 4].freeze
     NAME = "ruby"
     DRAIN_SECONDS = 10
     # How long requester.close waits for the answers of the calls its close ended.
@@ -123,10 +125,17 @@ module AcemqPeer
       {
         protocol: protocol, peer: NAME, language: "Ruby",
         binding: "acemq-ruby #{Acemq::VERSION}", client: "bunny #{Bunny::VERSION}",
-        profiles: Catalogue.profiles, mutants: Catalogue.mutants,
-        # TLS is additive to both versions: every connection this session opens goes through connect.
+        # TLS is additive to every version: every connection this session opens goes through connect.
         capabilities: protocol >= 2 ? %w[request respond gather tls load] : %w[request respond gather tls]
-      }
+      }.merge(offer(protocol))
+    end
+
+    # Version 4 names the knobs the adapter can set; older versions name profiles and
+    # mutants, which this adapter no longer knows: it offers the binding as it ships.
+    def offer(protocol)
+      return { knobs: Knobs.names, unreachable: Knobs::UNREACHABLE } if protocol >= 4
+
+      { profiles: ["current"], mutants: [] }
     end
 
     # hello's tls.ca_file (nil on a plain run), checked now (with the URL's scheme) so a
@@ -150,9 +159,10 @@ module AcemqPeer
       { reply_queue: requester.reply_queue }
     end
 
-    # A requester on a connection of its own, with the policy its profile and mutant name.
+    # A requester on a connection of its own, with the command's policy values ("profile"
+    # and "mutant" are only for the harness's log).
     def open_requester(name, command)
-      policy = Catalogue.requester_policy(command["profile"], command["mutant"], log: @log)
+      policy = Knobs.requester_policy(command["policy"])
       claim_name(name)
       claimed = true
       requester = Acemq::Internal::Requester.new(connect(name, :requester), policy)
@@ -258,12 +268,13 @@ module AcemqPeer
     def binding_responder(name, command, queue, bind)
       behavior = command["behavior"] || { "reply" => "echo" }
       check_behavior(behavior)
-      policy = Catalogue.responder_policy(command["profile"], command["mutant"], log: @log)
+      policy = Knobs.responder_policy(command["policy"])
       options = { queue: queue, bind: bind }
       options[:max_attempts] = command["max_attempts"] if command.key?("max_attempts")
+      events = command["events"] != false
       lambda do |connection|
         responder = Acemq::Internal::Responder.new(connection, policy, **options) { |request| behave(name, behavior, request) }
-        observe(name, responder)
+        observe(name, responder, events: events)
       end
     end
 
@@ -298,7 +309,7 @@ module AcemqPeer
       end
     end
 
-    # Opens its own requester (binding: through the policy table; raw: bare Bunny) and
+    # Opens its own requester (binding: with the command's policy; raw: bare Bunny) and
     # closes it at the end, whatever happened.
     def load(command)
       run = Load.new(command)
@@ -344,16 +355,21 @@ module AcemqPeer
       }
     end
 
-    def observe(name, responder)
+    # The binding's events as protocol events. With events false (version 4, for a load)
+    # only a lost connection is reported: a fault the harness must still hear of, once,
+    # where the others come for every request.
+    def observe(name, responder, events: true)
+      responder.on(:channel_closed) { |e| lost(:responder, name, e[:reason]) }
+      return responder unless events
+
       responder.on(:handled) do |e|
         request = e[:request]
         event("handled", responder: name, message_id: request.message_id, attempt: request.attempt, seen: seen(request))
       end
-      responder.on(:replied) { |e| event("replied", responder: name, **e) }
-      responder.on(:reply_failed) { |e| event("reply_failed", responder: name, **e) }
-      responder.on(:dead_lettered) { |e| event("dead_lettered", responder: name, **e) }
-      responder.on(:unanswerable) { |e| event("unanswerable", responder: name, **e) }
-      responder.on(:channel_closed) { |e| lost(:responder, name, e[:reason]) }
+      %i[replied reply_failed dead_lettered unanswerable].each do |kind|
+        responder.on(kind) { |e| event(kind.to_s, responder: name, **e) }
+      end
+      responder
     end
 
     # One connection per requester or responder, so closing one takes its reply queue along;
