@@ -9,7 +9,9 @@ from acemq_interop.spec import scenarios
 from acemq_interop.broker.endpoint import BrokerEndpoint
 from acemq_interop.results.model import CellResult, RunResult
 from acemq_interop.peers.manifests import Manifest, PeerSpec, discover, load_manifest
-from acemq_interop.run.runner import DEFAULT_CONCURRENCY, RunOptions, Runner
+from acemq_interop.broker.lifecycle import BrokerSource
+from acemq_interop.run.request import DEFAULT_CONCURRENCY, RunRequest
+from acemq_interop.run.session import run_session
 
 FIXTURE_PEERS = Path(__file__).parent / "fixtures" / "peers"
 
@@ -18,7 +20,7 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-# The session broker's queue holder (broker_control.py), by endpoint: set by conftest's
+# The session broker's queue holder (broker/control.py), by endpoint: set by conftest's
 # `broker` fixture for the private node it starts; none for $ACEMQ_TEST_BROKER.
 BROKER_CONTROL: dict[int, object] = {}
 
@@ -33,14 +35,18 @@ def run(
     op_bound_s: float = 20.0,
     concurrency: int = DEFAULT_CONCURRENCY,
 ) -> RunResult:
+    """A run through the one session the `run` command uses, on the test session's broker."""
     manifests = manifests or discover()
-    specs = [PeerSpec.parse(p) for p in peers]
-    chosen = scenarios.select(scenarios.load_all(), scenario_globs)
-    known = known_failures.load([known_failures.DEFAULT_DIR]) if with_known_failures else []
-    options = RunOptions(manifests=manifests, specs=specs, scenarios=chosen, known=known, endpoint=broker,
-                         concurrency=concurrency, build=True, log=log, diagonal=diagonal, op_bound_s=op_bound_s,
-                         broker_control=BROKER_CONTROL.get(id(broker)))
-    return Runner(options).run()
+    specs = tuple(PeerSpec.parse(p) for p in peers)
+    chosen = tuple(scenarios.select(scenarios.load_all(), scenario_globs))
+    known = tuple(known_failures.load([known_failures.DEFAULT_DIR])) if with_known_failures else ()
+    request = RunRequest(manifests=manifests, specs=specs, scenarios=chosen, known=known,
+                         brokers=(BrokerSource.given(broker, BROKER_CONTROL.get(id(broker))),),
+                         concurrency=concurrency, build=True, log=log, diagonal=diagonal, op_bound_s=op_bound_s)
+    outcome = run_session(request)
+    if outcome.failure is not None:
+        raise outcome.failure
+    return outcome.report
 
 
 def fixture_manifest(name: str) -> dict[str, Manifest]:

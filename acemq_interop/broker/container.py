@@ -121,7 +121,7 @@ class ContainerBroker:
                           f"{docker_engine.logs_tail(self.name)}")
 
     def control(self):
-        """Holds and releases queues in the container's node (broker_control.py)."""
+        """Holds and releases queues in the container's node (broker/control.py)."""
         from .control import CtlControl
 
         return CtlControl(["docker", "exec", self.name, "rabbitmqctl", "-n", self.node])

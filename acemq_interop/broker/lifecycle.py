@@ -11,9 +11,11 @@ certificates (acemq_interop/amqp/tls.py), and the endpoint every client is given
 
 `Broker` is the one context: it owns the broker from before it is spawned (so a signal
 during start-up still removes it) to after it is gone, defers Ctrl-C and SIGTERM while it
-cleans up (a second signal cannot cut the cleanup short), and reads every broker's facts
-(product, version, Erlang version, a short label such as `rabbitmq-4.0.5`) from the
-management API, whichever way it came.
+cleans up (a second signal cannot cut the cleanup short), and reads what the broker says of
+itself (`overview`: product, version, Erlang version) from the management API, whichever
+way it came; the run describes it from that (results.model.BrokerInfo).
+- a broker `given` by the caller (a test session's own node) is used as it is, with the
+  control the caller has of it, and left running.
 """
 from __future__ import annotations
 
@@ -29,54 +31,25 @@ from .leftovers import sweep_nodes, sweep_vhosts
 from .node import EmbeddedBroker
 
 
-@dataclass
-class BrokerFacts:
-    """What a run records about its broker (from the management API's /api/overview)."""
-
-    source: str
-    product: str | None = None
-    version: str | None = None
-    erlang_version: str | None = None
-    management_version: str | None = None
-    amqp: str = ""
-
-    @property
-    def label(self) -> str:
-        """A short name for the broker axis: `rabbitmq-4.0.5`."""
-        product = (self.product or "rabbitmq").lower().replace(" ", "-")
-        return f"{product}-{self.version}" if self.version else f"{product}-unknown"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"label": self.label, "product": self.product, "version": self.version,
-                "erlang_version": self.erlang_version, "management_version": self.management_version,
-                "source": self.source, "amqp": self.amqp}
-
-
-def read_facts(endpoint: BrokerEndpoint, source: str) -> BrokerFacts:
-    overview = endpoint.management().overview() or {}
-    return BrokerFacts(
-        source=source,
-        product=overview.get("product_name") or ("RabbitMQ" if overview.get("rabbitmq_version") else None),
-        version=overview.get("product_version") or overview.get("rabbitmq_version"),
-        erlang_version=overview.get("erlang_version"),
-        management_version=overview.get("management_version"),
-        amqp=f"{endpoint.host}:{endpoint.port}",
-    )
-
-
 @dataclass(frozen=True)
 class BrokerSource:
-    """Where one broker of a run comes from: kind is "node", "url" or "image"."""
+    """Where one broker of a run comes from: kind is "node", "url", "image", or "given" (a
+    broker the caller runs and hands over whole, with its control: a test session's node)."""
 
     kind: str
     endpoint: BrokerEndpoint | None = None
     image: str | None = None
     url: str | None = None
+    control: Any = None  # "given": the caller's queue holder of it (broker/control.py), or None
+
+    @classmethod
+    def given(cls, endpoint: BrokerEndpoint, control: Any = None) -> "BrokerSource":
+        return cls("given", endpoint=endpoint, control=control)
 
     def describe(self) -> str:
         if self.kind == "image":
             return f"image {self.image}"
-        if self.kind == "url":
+        if self.kind in ("url", "given"):
             assert self.endpoint is not None
             return f"--broker {'amqps ' if self.endpoint.tls else ''}{self.endpoint.host}:{self.endpoint.port}"
         return "private node (rabbitmq-server)"
@@ -122,7 +95,7 @@ class Broker:
         self.index = index
         self.managed: Any = None  # EmbeddedBroker or ContainerBroker: what we must stop
         self.endpoint: BrokerEndpoint | None = source.endpoint
-        self.facts = BrokerFacts(source=source.describe())
+        self.overview: dict[str, Any] = {}  # what the management API says of the broker
 
     def __enter__(self) -> "Broker":
         try:
@@ -141,8 +114,10 @@ class Broker:
                 self.endpoint = self.managed.start()
             assert self.endpoint is not None
             check_broker(self.endpoint, self._log)
-            self.facts = read_facts(self.endpoint, self.source.describe())
-            self._log(f"broker: {self.facts.label} (Erlang {self.facts.erlang_version}) from {self.facts.source}")
+            self.overview = self.endpoint.management().overview() or {}
+            product = self.overview.get("product_name") or "RabbitMQ"
+            version = self.overview.get("product_version") or self.overview.get("rabbitmq_version") or "(version unknown)"
+            self._log(f"broker: {product} {version} (Erlang {self.overview.get('erlang_version')}) from {self.source.describe()}")
         except BaseException:
             self.close(reraise=False)
             raise
@@ -154,7 +129,10 @@ class Broker:
         self.close(reraise=exc_type is None)
 
     def control(self) -> Any:
-        """The managed broker's queue holder (broker_control.py), None for a broker given by URL."""
+        """The managed broker's queue holder (broker/control.py); a given broker's, from its
+        caller; None for a broker given by URL."""
+        if self.source.kind == "given":
+            return self.source.control
         return self.managed.control() if self.managed is not None else None
 
     def lost(self) -> str | None:

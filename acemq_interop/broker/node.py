@@ -107,7 +107,7 @@ class EmbeddedBroker:
         raise BrokerError(f"the private RabbitMQ node did not answer within {READY_BOUND_S:.0f}s; its log ends:\n{log_tail}")
 
     def control(self) -> Any:
-        """Holds and releases queues on this node (broker_control.py)."""
+        """Holds and releases queues on this node (broker/control.py)."""
         from .control import CtlControl
 
         return CtlControl([self._ctl, "-n", self.node], env=self._env())

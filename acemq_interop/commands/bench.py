@@ -28,13 +28,18 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
+import argparse
 
 from ..broker.endpoint import BrokerEndpoint
+from ..broker.lifecycle import Broker, BrokerSource
 from ..broker.vhost import run_vhost
 from ..core.errors import PeerError, UsageError
 from ..peers.manifests import Manifest, PeerSpec
 from ..peers.client import PeerClient
 from ..peers.builds import build_peer
+from ..peers.manifests import discover, parse_peer_list
+from ..broker.endpoint import parse_broker_url
+from .common import EXIT_OK, log, peer_dirs
 
 BENCH_SCHEMA_VERSION = 1
 SEED_MUTANT = "queue-per-request"
@@ -193,10 +198,11 @@ def run_bench(manifests: dict[str, Manifest], specs: list[PeerSpec], endpoint: B
     if settings.requests < 1 or settings.in_flight < 1 or settings.pair_requests < 1 or settings.seed_requests < 1:
         raise UsageError("--requests, --in-flight, --pair-requests and --seed-requests must be at least 1")
     old = _read_old(compare) if compare else None
-    with run_vhost(endpoint, log) as (endpoint, management, vhost):
-        broker = _broker_facts(management)
+    source = BrokerSource.given(endpoint) if endpoint is not None else BrokerSource("node")
+    with Broker(source, log) as broker, run_vhost(broker.endpoint, log, checked=True) as (endpoint, management, vhost):
+        facts = _broker_facts(management)
         result = _bench(manifests, specs, endpoint.amqp_url(vhost), settings, log)
-    result["broker"] = broker
+    result["broker"] = facts
     out.mkdir(parents=True, exist_ok=True)
     path = out / "bench.json"
     path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
@@ -371,3 +377,14 @@ def print_comparison(old: dict[str, Any], new: dict[str, Any]) -> None:
         if o.get("binding") and p.get("binding"):
             a, b = o["binding"]["latency_us"]["p99"], p["binding"]["latency_us"]["p99"]
             print(f"  {p['peer']:<8} {'p99 ms':<18} {a / 1000:>10.1f} -> {b / 1000:>10.1f}  ({(b - a) / a * 100 if a else 0:+.0f}%)")
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    manifests = discover(extra=peer_dirs(args))
+    specs = parse_peer_list(args.peers, manifests) if args.peers else parse_peer_list(",".join(sorted(manifests)), manifests)
+    endpoint = parse_broker_url(args.broker, args.management_url) if args.broker else None
+    settings = BenchSettings(requests=args.requests, in_flight=args.in_flight, body_bytes=args.body_bytes,
+                             warmup=args.warmup, pair_requests=args.pair_requests, seed_requests=args.seed_requests,
+                             pairs=not args.no_pairs)
+    run_bench(manifests, specs, endpoint, settings, Path(args.out), log, Path(args.compare) if args.compare else None)
+    return EXIT_OK

@@ -58,6 +58,16 @@ class BrokerInfo:
     erlang: str | None = None
     tls: bool = False  # every client of the run reached it over TLS (amqps)
 
+    @classmethod
+    def from_overview(cls, overview: dict[str, Any], tls: bool = False) -> "BrokerInfo":
+        """What the management API's /api/overview says of a broker; labelled for the broker
+        axis as `rabbitmq-4.0.5` (`rabbitmq-unknown` when it does not say its version)."""
+        product = overview.get("product_name") or ("RabbitMQ" if overview.get("rabbitmq_version") else None)
+        version = overview.get("product_version") or overview.get("rabbitmq_version")
+        slug = (product or "rabbitmq").lower().replace(" ", "-")
+        return cls(f"{slug}-{version}" if version else f"{slug}-unknown", product, version,
+                   overview.get("erlang_version"), tls=tls)
+
     @property
     def description(self) -> str:
         what = " ".join(p for p in (self.product, self.version) if p)

@@ -70,7 +70,7 @@ class CellState:
     step_index: int = 0
     lacking: dict[int, tuple[str, str]] = field(default_factory=dict)  # step index -> (role, part) its peer declares it lacks
     lacking_names: dict[str, tuple[str, str]] = field(default_factory=dict)  # a name such a step would have bound
-    held: list[HeldQueue] = field(default_factory=list)  # queues the cell holds (broker_control.py), released at its end
+    held: list[HeldQueue] = field(default_factory=list)  # queues the cell holds (broker/control.py), released at its end
     declared_by: dict[str, str] = field(default_factory=dict)  # a request queue -> the role whose responder declared it first
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # a request's name -> when and where it was sent
     call_checks: dict[int, str] = field(default_factory=dict)  # index in `failures` -> the call its check read

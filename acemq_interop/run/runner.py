@@ -12,75 +12,33 @@ import threading
 import time
 from functools import lru_cache
 from concurrent.futures import ThreadPoolExecutor, as_completed, wait
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+
 
 from ..spec import catalogue
 from ..core import redact
 from . import cells as cellmod
 from ..core import signals
-from ..broker.endpoint import BrokerEndpoint
 from ..broker.vhost import run_vhost
 from ..broker.conditions import BrokerConditions, bounded_probe_factory
 from ..broker.watch import BrokerWatch
 from .cells import Cell
 from . import presumptions
 from .engine import RunContext, run_cell
-from ..core.errors import BrokerError, PeerError
-from ..spec.known_failures import KnownFailure
-from ..broker.management import Management
-from ..peers.manifests import Manifest, PeerSpec
+from .request import BrokerContext, RunRequest
+from ..core.errors import PeerError
 from ..results.model import BrokerInfo, CellResult, PeerStatus, RunResult, Status
-from ..peers.builds import Builds, build_peer, image_with_digest
+from ..peers.builds import build_peer, image_with_digest
 from ..peers.client import PeerClient
-from ..spec.scenarios import Scenario
 from ..core.paths import SCENARIOS_DIR
-from .sharding import TYPICAL_FILE_NAME, Shard, read_typical, select as shard_select
+from .sharding import TYPICAL_FILE_NAME, read_typical, select as shard_select
 from ..core import suite_info
 from .verdict import rerun_line, verdict
 
-if TYPE_CHECKING:
-    from ..broker.control import BrokerControl
-
-# Cells at once. Measured on this project's 2-core machine (full matrix, 540 cells, private
-# node): 1 -> 309 s of cells, 4 -> 83 s, 8 -> 51 s, 16 -> 31 s, 24 -> 27 s, 32 -> 27 s; most cells wait on timers (the
-# scenarios provoke), so they overlap well, longest first.
-DEFAULT_CONCURRENCY = 24
 # Kept for callers of the old names: the result model lives in acemq_interop.results.model.
 RunReport = RunResult
-__all__ = ["RunOptions", "Runner", "RunReport", "RunResult", "PeerStatus", "broker_info"]
-
-
-@dataclass
-class RunOptions:
-    """Everything a run is asked to do: built by the CLI (from its flags) and by the tests."""
-
-    manifests: dict[str, Manifest]
-    specs: list[PeerSpec]
-    scenarios: list[Scenario]
-    known: list[KnownFailure] = field(default_factory=list)
-    broker_url: str | None = None  # as given with --broker (for rerun lines); None: a private node
-    endpoint: BrokerEndpoint | None = None
-    concurrency: int = DEFAULT_CONCURRENCY
-    build: bool = True
-    log: Callable[[str], None] = print
-    only_cells: list[str] | None = None
-    diagonal: bool = False
-    op_bound_s: float = 20.0
-    in_docker: bool = False
-    out_dir: Path | None = None  # peer logs go to out_dir/logs (a temporary folder without one)
-    shard: Shard | None = None
-    durations: dict[str, float] = field(default_factory=dict)  # cell id -> seconds, from an earlier run
-    command: list[str] = field(default_factory=list)  # the command line, credentials redacted
-    rerun_flags: list[str] = field(default_factory=list)  # flags that shaped the run, repeated in rerun lines
-    run_id: str | None = None  # the run label of every container it starts (acemq_interop.core.docker_engine)
-    broker: BrokerInfo | None = None  # the broker's facts, when the caller's broker lifecycle read them
-    log_dir: Path | None = None  # where peer logs go (default out_dir/logs)
-    builds: "Builds | None" = None  # peer builds already under way (started before the broker)
-    transcripts: str = "failed"  # failed | all | none: which cells keep the broker's transcript (issue 13)
-    broker_lost: Callable[[], str | None] | None = None  # the caller's Broker.lost: certain news of a dead node
-    broker_control: "BrokerControl | None" = None  # of a broker the harness runs; None: given by URL
+__all__ = ["Runner", "RunReport", "RunResult", "PeerStatus"]
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -92,36 +50,28 @@ class RunInterrupted(KeyboardInterrupt):
         self.report = report
 
 
-def broker_info(endpoint: BrokerEndpoint, private: bool, management: Management) -> BrokerInfo:
-    """The broker's label and, when its management API tells, its product and versions."""
-    label = "private node (rabbitmq-server)" if private else f"{endpoint.host}:{endpoint.port}"
-    try:
-        overview = management.overview()
-    except BrokerError:
-        overview = {}
-    return BrokerInfo(label, overview.get("product_name") or ("RabbitMQ" if overview else None),
-                      overview.get("product_version") or overview.get("rabbitmq_version"), overview.get("erlang_version"),
-                      tls=endpoint.tls)
-
-
 @lru_cache(maxsize=1)
 def _typical() -> dict[str, float]:
     return read_typical(SCENARIOS_DIR / TYPICAL_FILE_NAME)
 
 
 class Runner:
-    def __init__(self, options: RunOptions):
-        self.options = options
-        self.log = options.log
+    """The cells of a request on one broker of its axis (the session runs one per broker)."""
+
+    def __init__(self, request: RunRequest, broker: BrokerContext | None = None):
+        self.options = request
+        self.broker = broker
+        self.log = request.log
         self.watch: "BrokerWatch | None" = None  # set by run(); a caller of _run_cells alone has none
 
     def run(self) -> RunResult:
-        o = self.options
+        o, b = self.options, self.broker
+        assert b is not None, "a run needs its broker"
         started = time.monotonic()
         started_at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
         started_iso = suite_info.now_iso()
-        if o.log_dir is not None or o.out_dir is not None:
-            log_dir = o.log_dir if o.log_dir is not None else o.out_dir / "logs"
+        if b.log_dir is not None or o.out_dir is not None:
+            log_dir = b.log_dir if b.log_dir is not None else o.out_dir / "logs"
             log_dir.mkdir(parents=True, exist_ok=True)
         else:
             log_dir = Path(tempfile.mkdtemp(prefix="acemq-interop-logs-"))
@@ -131,23 +81,22 @@ class Runner:
         self.aborted: str | None = None
         results: list[CellResult] = []
         statuses: dict[str, PeerStatus] = {}
-        broker = o.broker
+        broker = b.info
         interrupted = False
 
         def lost() -> str | None:
             return self.watch.check() if self.watch is not None else None
 
         self._signal_stack = ExitStack()
-        with self._signal_stack, run_vhost(o.endpoint, self.log, lost=lost, checked=o.broker is not None) as (endpoint, management, vhost):
-            self.watch = BrokerWatch(endpoint, o.broker_lost, self.log,
+        with self._signal_stack, run_vhost(b.endpoint, self.log, lost=lost, checked=b.checked) as (endpoint, management, vhost):
+            self.watch = BrokerWatch(endpoint, b.lost, self.log,
                                      conditions=BrokerConditions(management, vhost, self.log)).start()
             clients: dict[str, PeerClient] = {}
             try:
-                broker = o.broker or broker_info(endpoint, o.endpoint is None, management)
                 amqp_url = endpoint.amqp_url(vhost)  # amqps:// on a TLS endpoint
                 statuses = self._start_peers(amqp_url, clients, log_dir, endpoint.ca_file)
                 ctx = RunContext(amqp_url=amqp_url, vhost=vhost, management=management, peers=dict(clients),
-                                 op_bound_s=o.op_bound_s, broker=broker.label, broker_control=o.broker_control)
+                                 op_bound_s=o.op_bound_s, broker=broker.label, broker_control=b.control)
                 ctx.ca_file = endpoint.ca_file
                 # A FAIL under a broker alarm (or a blocked connection) is an ERROR naming it; the
                 # probe (verifying the broker against the run's CA, if any) is bounded while blocked.
@@ -173,7 +122,7 @@ class Runner:
                     self.watch.stop()
                     for client in clients.values():
                         client.shutdown()
-                    if o.out_dir is None and o.log_dir is None:
+                    if o.out_dir is None and b.log_dir is None:
                         # A run with no output folder (a library caller, a test) leaves no temporary
                         # folder behind: each cell already carries its peers' stderr tails.
                         shutil.rmtree(log_dir, ignore_errors=True)
@@ -248,7 +197,7 @@ class Runner:
                      ca_file: str | None = None) -> dict[str, PeerStatus]:
         """Build and start every selected peer; on a TLS run (`ca_file`) its hello carries the
         CA, its container sees the CA's folder, and a peer without the `tls` capability SKIPs."""
-        o = self.options
+        o, b = self.options, self.broker
         tls = {"ca_file": ca_file} if ca_file is not None else None
         mounts = (Path(ca_file).parent,) if ca_file is not None else ()
         statuses: dict[str, PeerStatus] = {}
@@ -274,7 +223,7 @@ class Runner:
                 continue
             if o.build and manifest.build and not o.in_docker:
                 # Built while the broker started (the CLI's Builds), else here.
-                status.build_s, failure = o.builds.result(name) if o.builds else build_peer(manifest, self.log)
+                status.build_s, failure = b.builds.result(name) if b is not None and b.builds else build_peer(manifest, self.log)
                 if failure:
                     status.unavailable, status.broken = failure, True
                     self.log(f"peer {name}: build failed: {failure}")
@@ -283,7 +232,7 @@ class Runner:
         def start(name: str) -> None:
             status = statuses[name]
             try:
-                client = PeerClient.launch(o.manifests[name], log_dir, o.in_docker, o.op_bound_s, o.run_id, mounts)
+                client = PeerClient.launch(o.manifests[name], log_dir, o.in_docker, o.op_bound_s, b.run_id if b else None, mounts)
                 clients[name] = client
                 status.hello = client.handshake(amqp_url, max(60.0, o.op_bound_s), tls)
                 status.startup_s = client.startup_s
@@ -444,8 +393,9 @@ class Runner:
                        message=redact.text(result.message) if result.message else result.message,
                        failures=[replace(f, message=redact.text(f.message)) for f in result.failures],
                        stderr={peer: redact.text(tail) for peer, tail in (result.stderr or {}).items()},
-                       rerun=rerun_line([self._rerun_label(p) for p in result.peers], result.id, self.options.broker_url,
-                                        self.options.rerun_flags))
+                       rerun=rerun_line([self._rerun_label(p) for p in result.peers], result.id,
+                                        self.broker.url if self.broker else None,
+                                        self.broker.rerun_flags if self.broker else self.options.rerun_flags))
 
     def _rerun_label(self, label: str) -> str:
         """An image peer reruns as `NAME=IMAGE`, so the rerun line starts the same peer."""

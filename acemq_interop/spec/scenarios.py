@@ -41,7 +41,7 @@ class Scenario:
     # Mutants whose defect its checks may see only by chance (a window of one round trip): a
     # FAIL of one names its clause, a PASS is no miss; another scenario catches it every time.
     may_catch: tuple[str, ...] = ()
-    # It holds a queue on the broker (broker_control.py): a SKIP on a broker given by URL.
+    # It holds a queue on the broker (broker/control.py): a SKIP on a broker given by URL.
     broker_control: bool = False
     tags: tuple[str, ...] = ()
     needs: dict[str, frozenset[str]] = field(default_factory=dict)  # role -> capabilities

@@ -1,4 +1,4 @@
-"""Holding a queue's confirms on the session's private node (broker_control.py): held until
+"""Holding a queue's confirms on the session's private node (broker/control.py): held until
 its key queue is gone, and never longer than its bound on the broker."""
 from __future__ import annotations
 

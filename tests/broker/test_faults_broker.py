@@ -708,7 +708,9 @@ def test_a_memory_alarm_raised_mid_run_makes_the_cells_errors_naming_it_never_fa
     an ERROR naming the alarm, and the run ends (every wait is bounded: the probe's too)."""
     from acemq_interop.spec import scenarios
     from acemq_interop.peers.manifests import PeerSpec, discover
-    from acemq_interop.run.runner import RunOptions, Runner
+    from acemq_interop.broker.lifecycle import BrokerSource
+    from acemq_interop.run.request import RunRequest
+    from acemq_interop.run.session import run_session
 
     node, endpoint = alarm_node
     lines: list[str] = []
@@ -720,13 +722,13 @@ def test_a_memory_alarm_raised_mid_run_makes_the_cells_errors_naming_it_never_fa
             memory_alarm()  # on the peer's start thread: in effect before the first cell starts
 
     chosen = scenarios.select(scenarios.load_all(), ["rr-pair-round-trip", "rr-responder-header-only"])
-    options = RunOptions(manifests=discover(), specs=[PeerSpec.parse("python")], scenarios=chosen, endpoint=endpoint,
-                         log=log, op_bound_s=10.0)
+    request = RunRequest(manifests=discover(), specs=(PeerSpec.parse("python"),), scenarios=tuple(chosen),
+                         brokers=(BrokerSource.given(endpoint),), log=log, op_bound_s=10.0)
     outcome: list = []
 
     def run() -> None:
         try:
-            outcome.append(Runner(options).run())
+            outcome.append(run_session(request).report)
         except BaseException as exc:  # said by the assertion below, not lost in a thread
             outcome.append(exc)
 

@@ -28,11 +28,13 @@ import pytest
 
 from acemq_interop.spec import scenarios
 from acemq_interop.broker.endpoint import BrokerEndpoint
-from acemq_interop.commands.cli import write_outputs
+from acemq_interop.commands.run import write_outputs
 from acemq_interop.peers.manifests import Manifest, PeerSpec, discover, load_manifest
 from acemq_interop.results.model import RunResult, Status
 from acemq_interop.peers.builds import build_peer
-from acemq_interop.run.runner import RunOptions, Runner
+from acemq_interop.broker.lifecycle import BrokerSource
+from acemq_interop.run.request import RunRequest
+from acemq_interop.run.session import run_session
 from support import FIXTURE_PEERS, describe, log
 
 pytestmark = pytest.mark.broker
@@ -161,16 +163,16 @@ def run_in_process(broker: BrokerEndpoint, out: Path, peers: list[str], scenario
     files are written to `out` and checked."""
     real = {sc.id: sc for sc in scenarios.load_all()}
     chosen = [real[name] if name in real else scenarios.load_file(FIXTURE_SCENARIOS / f"{name}.yaml") for name in scenario_ids]
-    options = RunOptions(manifests=manifests, specs=[PeerSpec.parse(p) for p in peers], scenarios=chosen,
-                         endpoint=broker, concurrency=concurrency, build=False, log=log, diagonal=diagonal,
-                         op_bound_s=op_bound_s, out_dir=out)
+    request = RunRequest(manifests=manifests, specs=tuple(PeerSpec.parse(p) for p in peers), scenarios=tuple(chosen),
+                         brokers=(BrokerSource.given(broker),), concurrency=concurrency, build=False, log=log,
+                         diagonal=diagonal, op_bound_s=op_bound_s, out_dir=out)
     api = Api(broker)
     before_vhosts, before_children = api.vhosts(), set(children(os.getpid()))
     done: dict[str, Any] = {}
 
     def go() -> None:
         try:
-            done["report"] = Runner(options).run()
+            done["report"] = run_session(request).report
         except BaseException as exc:  # shown by the assertion below
             done["error"] = exc
 

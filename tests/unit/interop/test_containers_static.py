@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from acemq_interop.broker.lifecycle import BrokerFacts, BrokerSource, broker_sources
+from acemq_interop.broker.lifecycle import BrokerSource, broker_sources
 from acemq_interop.core.docker_engine import RUN_LABEL, new_run_id
 from acemq_interop.core.errors import UsageError
 from acemq_interop.peers.manifests import discover
+from acemq_interop.results.model import BrokerInfo
 
 ROOT = Path(__file__).resolve().parents[3]
 # What a Dockerfile's base ARGs may default to: official images (or Debian's slim one).
@@ -91,11 +92,12 @@ def test_broker_sources_make_the_axis() -> None:
         broker_sources(None, None, ["a:1", "a:1"])
 
 
-def test_broker_facts_label() -> None:
-    facts = BrokerFacts(source="image x", product="RabbitMQ", version="4.0.5", erlang_version="27.2")
-    assert facts.label == "rabbitmq-4.0.5"
-    assert json.loads(json.dumps(facts.as_dict()))["erlang_version"] == "27.2"
-    assert BrokerFacts(source="s").label == "rabbitmq-unknown"
+def test_one_broker_description_from_what_the_management_api_says() -> None:
+    info = BrokerInfo.from_overview({"product_name": "RabbitMQ", "product_version": "4.0.5", "erlang_version": "27.2"})
+    assert (info.label, info.product, info.version, info.erlang) == ("rabbitmq-4.0.5", "RabbitMQ", "4.0.5", "27.2")
+    assert BrokerInfo.from_overview({"rabbitmq_version": "3.10.8"}).label == "rabbitmq-3.10.8", "older brokers name no product"
+    assert BrokerInfo.from_overview({}).label == "rabbitmq-unknown"
+    assert BrokerInfo.from_overview({"rabbitmq_version": "3.10.8"}, tls=True).shown == "rabbitmq-3.10.8 over TLS"
 
 
 def test_ci_scripts_start_and_stop_only_their_engine() -> None:
@@ -111,7 +113,7 @@ def test_the_broker_axis_tags_every_cell_and_lists_every_broker(tmp_path) -> Non
 
     from acemq_interop.run import cells as cellmod
     from acemq_interop.spec import scenarios
-    from acemq_interop.commands.cli import write_outputs
+    from acemq_interop.commands.run import write_outputs
     from acemq_interop.peers.manifests import PeerSpec
     from acemq_interop.results.model import BrokerInfo, PeerStatus, RunResult, combine_runs
 

@@ -14,7 +14,8 @@ from acemq_interop.run.engine import RunContext, run_cell
 from acemq_interop.spec.known_failures import KnownFailure
 from acemq_interop.peers.manifests import PeerSpec
 from acemq_interop.results.model import Status
-from acemq_interop.run.runner import RunOptions, Runner
+from acemq_interop.run.request import RunRequest
+from acemq_interop.run.runner import Runner
 from acemq_interop.spec.scenarios import Scenario, load_all, load_file
 from fake_peers import FakeBroker, FakeManagement, FakePeer, Hellos, no_probe
 
@@ -171,7 +172,7 @@ def test_counters_and_a_responder_stopped_early(tmp_path: Path) -> None:
 
 def test_the_runner_applies_the_verdict_and_the_rerun_line_to_raw_results() -> None:
     known = [KnownFailure("rr-pair-round-trip[requester=a,*]", "a is old", "", "known-failures/x.yaml")]
-    runner = Runner(RunOptions(manifests={}, specs=[PeerSpec("a"), PeerSpec("b")], scenarios=[ROUND_TRIP], known=known))
+    runner = Runner(RunRequest(manifests={}, specs=(PeerSpec("a"), PeerSpec("b")), scenarios=(ROUND_TRIP,), known=tuple(known)))
     broker = FakeBroker()
     a, b = FakePeer("a", broker, defects={"wrong-reply-to"}), FakePeer("b", broker)
     raw = run_cell(pair_cell(ROUND_TRIP, "a", "b"), "c0009", context(a, b))

@@ -9,7 +9,8 @@ from __future__ import annotations
 from acemq_interop.run.engine import run_cell
 from acemq_interop.peers.manifests import PeerSpec
 from acemq_interop.results.model import PeerStatus, Status
-from acemq_interop.run.runner import RunOptions, Runner
+from acemq_interop.run.request import RunRequest
+from acemq_interop.run.runner import Runner
 from fake_peers import FakeBroker, FakePeer, Hellos
 from test_engine_in_memory import ROUND_TRIP, context, pair_cell
 
@@ -69,7 +70,7 @@ def test_the_runner_errors_every_cell_of_a_peer_out_of_the_run_at_once_and_runs_
     broker = FakeBroker()
     a, b = FakePeer("a", broker), FakePeer("b", broker)
     b.alive = False  # exited, unresponsive or out of protocol earlier in the run
-    runner = Runner(RunOptions(manifests={}, specs=[PeerSpec("a"), PeerSpec("b")], scenarios=[ROUND_TRIP],
+    runner = Runner(RunRequest(manifests={}, specs=(PeerSpec("a"), PeerSpec("b")), scenarios=(ROUND_TRIP,),
                                concurrency=2, log=lambda line: None))
     hellos = Hellos().of("a", "b")
     statuses = {n: PeerStatus(n, "in-memory", hello=hellos[n]) for n in ("a", "b")}

@@ -1,0 +1,72 @@
+"""What a run is asked to do (`RunRequest`, frozen, built once from the flags or by a test)
+and what each broker of its axis gives the cells (`BrokerContext`).
+
+The request says nothing of how a broker is reached: that is the broker context's, built by
+the session (run/session.py) for each broker in turn, with its endpoint whole (its CA file
+travels with it), its facts, its rerun flags and what the harness may do with it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from ..broker.endpoint import BrokerEndpoint
+from ..broker.lifecycle import BrokerSource
+from ..peers.manifests import Manifest, PeerSpec
+from ..results.model import BrokerInfo
+from ..spec.known_failures import KnownFailure
+from ..spec.scenarios import Scenario
+from .sharding import Shard
+
+if TYPE_CHECKING:
+    from ..broker.control import BrokerControl
+    from ..peers.builds import Builds
+
+# Cells at once. Measured on this project's 2-core machine (full matrix, private node): most
+# cells wait on timers (the scenarios provoke), so they overlap well, longest first.
+DEFAULT_CONCURRENCY = 24
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Everything a run is asked to do, each part checked before any broker starts."""
+
+    manifests: Mapping[str, Manifest]
+    specs: tuple[PeerSpec, ...]
+    scenarios: tuple[Scenario, ...]
+    known: tuple[KnownFailure, ...] = ()
+    brokers: tuple[BrokerSource, ...] = (BrokerSource("node"),)  # the broker axis, one after the other
+    concurrency: int = DEFAULT_CONCURRENCY
+    build: bool = True
+    only_cells: frozenset[str] | None = None
+    diagonal: bool = False
+    op_bound_s: float = 20.0
+    in_docker: bool = False
+    out_dir: Path | None = None  # peer logs go to out_dir/logs (a temporary folder without one)
+    shard: Shard | None = None
+    durations: Mapping[str, float] = field(default_factory=dict)  # cell id -> seconds, from an earlier run
+    command: tuple[str, ...] = ()  # the command line, credentials redacted
+    rerun_flags: tuple[str, ...] = ()  # flags that shaped the run, repeated in every rerun line
+    transcripts: str = "failed"  # failed | all | none: which cells keep the broker's transcript
+    tls: bool = False  # the harness's own brokers get a TLS listener on certificates made for the run
+    cpu_hog: int = 0  # busy processes beside the run (the stress mode)
+    baseline: Mapping[str, Any] | None = None  # an earlier results.json (read when asked: it may be in out_dir)
+    log: Callable[[str], None] = print
+
+
+@dataclass(frozen=True)
+class BrokerContext:
+    """One broker of the run as its cells see it: reached at `endpoint` (amqps with its CA when
+    it is a TLS one), described by `info`, named in rerun lines by `rerun_flags`."""
+
+    endpoint: BrokerEndpoint
+    info: BrokerInfo
+    run_id: str | None = None  # the label of every container the run starts
+    rerun_flags: tuple[str, ...] = ()  # the request's, and how a rerun names this broker
+    url: str | None = None  # the --broker URL a rerun reads again (its password never shown)
+    log_dir: Path | None = None  # where peer logs go (default: the request's out_dir/logs)
+    lost: Callable[[], str | None] | None = None  # certain news of a dead broker the harness runs
+    control: "BrokerControl | None" = None  # holding a queue: only on a broker the harness runs
+    builds: "Builds | None" = None  # peer builds already under way (started with the broker)
+    checked: bool = True  # pre-flight already made (the Broker context does it on start)

@@ -1,0 +1,138 @@
+"""One run session, whoever asks for it (the `run` command, the project's tests): the broker
+axis, the peer builds, the run's TLS certificates, the stress processes, the containers'
+cleanup, the runs combined into one result, and the comparison with a baseline.
+
+Every broker of the axis is started in turn (`Broker`: a private node, a container, a URL, or
+one the caller hands over), described once (`BrokerInfo.from_overview`) and given to the
+runner as a `BrokerContext`; the cells of each run on it. Whatever happens, the outcome holds
+a result for every planned cell: a broker that fails before any cell makes every cell an
+ERROR saying so, and the failure is handed back for the caller to report.
+"""
+from __future__ import annotations
+
+import shutil
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..broker.lifecycle import Broker, BrokerSource
+from ..broker.node import no_broker_message
+from ..core import signals
+from ..core.docker_engine import new_run_id, remove_run
+from ..core.errors import BrokerError
+from ..core.redact import text as redacted
+from ..results.model import BrokerInfo, RunResult, combine_runs
+from . import cells as cellmod
+from .request import BrokerContext, RunRequest
+from .runner import RunInterrupted, Runner
+from .selection import check_cells
+
+
+@dataclass
+class SessionOutcome:
+    """What a session came to: the combined result of every broker's run (every planned cell
+    has a result), and why it is not a whole verdict when it is not."""
+
+    report: RunResult
+    interrupted: bool = False  # Ctrl-C or SIGTERM: the cells that ran keep their results
+    aborted: str | None = None  # a broker lost or unusable after some cells ran
+    failure: BaseException | None = None  # the broker unusable or an interrupt before any cell: re-raise it
+    comparison: Any = None  # with a baseline: results.compare's Comparison
+
+
+def check_request(request: RunRequest) -> None:
+    """What can be refused before anything starts: a --cell that names no cell, a private
+    node where rabbitmq-server is not installed."""
+    check_cells(cellmod.plan(request.scenarios, request.specs, request.diagonal), request.only_cells)
+    if any(s.kind == "node" for s in request.brokers) and shutil.which("rabbitmq-server") is None \
+            and not Path("/usr/sbin/rabbitmq-server").exists():
+        raise BrokerError(no_broker_message())
+
+
+def run_session(request: RunRequest) -> SessionOutcome:
+    check_request(request)
+    log = request.log
+    run_id = new_run_id()
+    uses_docker = request.in_docker or any(s.kind == "image" for s in request.brokers) or \
+        any(m.image for m in request.manifests.values())
+    reports: list[RunResult] = []
+    builds = None
+    if request.build and not request.in_docker:
+        from ..peers.builds import Builds
+
+        # The peers build while the broker starts: the two used to add up.
+        selected = sorted({s.name for s in request.specs})
+        builds = Builds([request.manifests[n] for n in selected if not request.manifests[n].image], log)
+    outcome = SessionOutcome(report=RunResult([], {}, [], [], 0.0, ""))
+    stack = ExitStack()  # the run's certificates (with --tls) outlive the brokers and containers that use them
+    try:
+        if request.cpu_hog:
+            from .cpu_hog import cpu_hogs
+
+            stack.enter_context(cpu_hogs(request.cpu_hog, log))
+        certificates = None
+        if request.tls and any(s.kind not in ("url", "given") for s in request.brokers):
+            from ..amqp.tls import run_certificates
+
+            # Made for this run, removed at its end (the ExitStack), whatever happens.
+            certificates = stack.enter_context(run_certificates())
+            log(f"TLS: a CA and a server certificate for this run in {certificates.dir} (removed at the end)")
+        for index, source in enumerate(request.brokers):  # the broker axis, one after the other
+            try:
+                with Broker(source, log, run_id, index, tls=certificates) as broker:
+                    assert broker.endpoint is not None
+                    info = BrokerInfo.from_overview(broker.overview, tls=broker.endpoint.tls)
+                    logs = request.out_dir / "logs" / (info.label if len(request.brokers) > 1 else "") if request.out_dir else None
+                    context = BrokerContext(
+                        endpoint=broker.endpoint, info=info, run_id=run_id,
+                        rerun_flags=(*request.rerun_flags, *(("--broker-image", source.image) if source.image else ())),
+                        url=source.url, log_dir=logs, lost=broker.lost, control=broker.control(), builds=builds)
+                    reports.append(Runner(request, context).run())
+                if signals.pending():  # caught while the node stopped: the next broker does not start
+                    outcome.interrupted = True
+                    break
+            except RunInterrupted as stopped:
+                signals.absorb()  # a further signal must not lose what ran: the caller writes it
+                reports.append(stopped.report)
+                outcome.interrupted = True
+                break
+            except BrokerError as exc:
+                if not reports:
+                    # Every planned cell ERROR with the cause, and the failure for the caller to say.
+                    outcome.report = _not_run(request, source, f"broker unusable: {exc}")
+                    outcome.failure = exc
+                    return outcome
+                outcome.aborted = f"{source.describe()}: {exc}"  # an earlier broker's cells still count
+                break
+            except KeyboardInterrupt as exc:
+                if not reports:
+                    signals.absorb()
+                    outcome.report = _not_run(request, source, "interrupted (Ctrl-C or SIGTERM) before any cell ran")
+                    outcome.failure = exc
+                    return outcome
+                outcome.interrupted = True
+                break
+    finally:
+        if builds is not None:
+            builds.cancel()  # after an interrupt, no build outlives the run
+        if uses_docker:
+            left = remove_run(run_id)
+            if left:
+                log(f"containers of run {run_id} could not be removed: {', '.join(left)} (acemq-interop doctor --clean)")
+        stack.close()
+    outcome.report = combine_runs(reports)
+    outcome.aborted = outcome.report.meta.get("aborted") or outcome.aborted
+    if outcome.aborted:
+        outcome.report.meta["aborted"] = outcome.aborted
+    if request.baseline is not None and not outcome.interrupted and not outcome.aborted:
+        from ..results.compare import compare
+        from ..results.files import results_data
+
+        outcome.comparison = compare(dict(request.baseline), results_data(outcome.report))
+    return outcome
+
+
+def _not_run(request: RunRequest, source: BrokerSource, why: str) -> RunResult:
+    """The run's result when no cell could start: every planned cell ERROR with that one cause."""
+    return Runner(replace(request, log=lambda line: None)).not_run(BrokerInfo(source.describe()), redacted(why))
