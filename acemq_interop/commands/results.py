@@ -10,7 +10,8 @@ from .run import write_outputs
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..results.compare import as_markdown, as_text, compare, read_results
+    from ..results.compare import as_markdown, as_text, compare
+    from ..results.files import read_results
 
     old, new = read_results(Path(args.old)), read_results(Path(args.new))
     comparison = compare(old, new)

@@ -96,7 +96,7 @@ def request_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
         parse_broker_url(broker, args.management_url, ca_file)  # a malformed URL is refused here, before anything starts
     baseline = None
     if args.baseline:
-        from ..results.compare import read_results
+        from ..results.files import read_results
 
         baseline = read_results(Path(args.baseline))  # now: it may be the results.json this run replaces
     return RunRequest(

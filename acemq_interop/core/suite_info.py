@@ -4,7 +4,6 @@ from __future__ import annotations
 import subprocess
 from datetime import datetime, timezone
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 
 from .paths import DATA_ROOT
@@ -14,12 +13,11 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-@lru_cache(maxsize=1)
 def version() -> str:
-    try:
-        return metadata.version("acemq-interop")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
+    """The suite's version: the package's own (pyproject.toml reads the same attribute)."""
+    from .. import __version__
+
+    return __version__
 
 
 @lru_cache(maxsize=1)

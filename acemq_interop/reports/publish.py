@@ -9,28 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..results.compare import read_results
-from ..results.files import cell_from_record as _cell
-from ..results.model import BrokerInfo, PeerStatus, RunResult
-
-
-def run_of(data: dict[str, Any]) -> RunResult:
-    """A RunResult rebuilt from a results.json's data (as `merge` does for shards)."""
-    peers: dict[str, PeerStatus] = {}
-    for name, p in (data.get("peers") or {}).items():
-        hello = {k: p.get(k) for k in ("binding", "client", "protocol", "profiles") if p.get(k) is not None}
-        if p.get("mutants"):
-            hello["mutants_offered"] = p["mutants"]
-        peers[name] = PeerStatus(name, p.get("language", ""), p.get("build_s"), p.get("startup_s"), hello, p.get("unavailable"))
-    brokers = [BrokerInfo(b["label"], b.get("product"), b.get("version"), b.get("erlang")) for b in data.get("brokers") or []]
-    meta = {k: data.get(k) for k in ("suite", "command", "started_at", "finished_at", "cells_s", "selection", "shard")}
-    labels = list((data.get("selection") or {}).get("peers") or [])
-    return RunResult([_cell(c) for c in data.get("cells") or []], peers, labels, brokers, float(data.get("duration_s") or 0),
-                     str(data.get("started_at") or ""), "", "", meta)
+from ..results.files import read_results, run_from_data
+from ..results.model import RunResult
 
 
 def load_run(path: Path) -> RunResult:
-    return run_of(read_results(path))
+    return run_from_data(read_results(path))
 
 
 # -- the site ---------------------------------------------------------------------------
@@ -111,7 +95,7 @@ def publish(paths: list[Path], site: Path, docs_url: str | None = None, log: Any
         used.add(name)
         folder = site / "runs" / name
         folder.mkdir(parents=True, exist_ok=True)
-        report = run_of(data)
+        report = run_from_data(data)
         out = folder / "report.html"
         out.write_text(render_html(report, out, docs_url, spec=spec), encoding="utf-8")
         shutil.copyfile(path, folder / "results.json")

@@ -7,12 +7,9 @@ listed, never counted as regressions: a selection change is not a behaviour chan
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from ..core.errors import UsageError
 from .files import broken_clauses
 
 BAD = {"FAIL", "ERROR", "XPASS"}
@@ -42,16 +39,6 @@ class Comparison:
     @property
     def regressed(self) -> bool:
         return bool(self.regressions or self.changed_rules)
-
-
-def read_results(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: cannot read results: {exc}") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
-        raise UsageError(f"{path}: not an acemq-interop results.json (no 'cells' list)")
-    return data
 
 
 def _key(cell: dict[str, Any]) -> str:

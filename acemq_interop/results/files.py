@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .model import COUNT_ORDER, CellResult, Failure, NotEvaluated, RunResult, Status, mutant_coverage
+from ..core.errors import UsageError
+from .model import BrokerInfo, COUNT_ORDER, CellResult, Failure, NotEvaluated, PeerStatus, RunResult, Status, mutant_coverage
 
 # 2: a cell lists every clause it broke (`failures`, each with its side and peer) and the
 # checks it could not make (`not_evaluated`); `failed_rule` and its neighbours are the first.
@@ -123,3 +124,41 @@ def write_json(report: RunResult, path: Path) -> None:
     # default=repr never reaches here for the model's own values; anything else a peer sent
     # is JSON already. A value that is not (a bug) is shown as text rather than lost.
     path.write_text(json.dumps(results_data(report), indent=1, default=str, ensure_ascii=False), encoding="utf-8")
+
+
+# -- and back: the one reader of results.json (compare, merge, publish, flakes, --baseline) --
+
+
+def read_results(path: Path) -> dict[str, Any]:
+    """A results.json's data, or a usage error saying why it is none."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: cannot read results: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise UsageError(f"{path}: not an acemq-interop results.json (no 'cells' list)")
+    return data
+
+
+def peer_from_record(name: str, record: dict[str, Any]) -> PeerStatus:
+    """A peer of a results.json as the run had it (its hello as far as the file keeps it)."""
+    hello = {k: record.get(k) for k in ("binding", "client", "protocol", "profiles") if record.get(k) is not None}
+    if record.get("mutants"):
+        hello["mutants_offered"] = record["mutants"]
+    return PeerStatus(name, record.get("language", ""), record.get("build_s"), record.get("startup_s"), hello,
+                      record.get("unavailable"))
+
+
+def broker_from_record(record: dict[str, Any]) -> BrokerInfo:
+    return BrokerInfo(record["label"], record.get("product"), record.get("version"), record.get("erlang"),
+                      tls=bool(record.get("tls")))
+
+
+def run_from_data(data: dict[str, Any]) -> RunResult:
+    """The inverse of `results_data`: a run rebuilt from its results.json, every view the same."""
+    meta = {k: data.get(k) for k in ("suite", "command", "started_at", "finished_at", "cells_s", "selection", "shard", "aborted")}
+    return RunResult([cell_from_record(c) for c in data.get("cells") or []],
+                     {name: peer_from_record(name, p) for name, p in (data.get("peers") or {}).items()},
+                     list((data.get("selection") or {}).get("peers") or []),
+                     [broker_from_record(b) for b in data.get("brokers") or []],
+                     float(data.get("duration_s") or 0), str(data.get("started_at") or ""), "", "", meta)

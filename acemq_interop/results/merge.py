@@ -10,14 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .compare import read_results
 from ..core.errors import UsageError
+from .files import broker_from_record, cell_from_record, peer_from_record, read_results
 from .model import BrokerInfo, CellResult, PeerStatus, RunResult
-from .files import cell_from_record
-
-
-def _cell(record: dict[str, Any]) -> CellResult:
-    return cell_from_record(record)
 
 
 def merge(shards: list[tuple[str, dict[str, Any]]]) -> RunResult:
@@ -48,7 +43,7 @@ def merge(shards: list[tuple[str, dict[str, Any]]]) -> RunResult:
             if key in ids:
                 raise UsageError(f"merge: cell {record['id']} is in more than one shard ({name})")
             ids.add(key)
-            cells.append(_cell(record))
+            cells.append(cell_from_record(record))
     order = {sid: i for i, sid in enumerate(first["selection"].get("scenarios") or [])}
     cells.sort(key=lambda c: (order.get(c.scenario, len(order)), c.broker, c.id))
     peers: dict[str, PeerStatus] = {}
@@ -56,14 +51,9 @@ def merge(shards: list[tuple[str, dict[str, Any]]]) -> RunResult:
     for _, data in shards:
         for pname, p in (data.get("peers") or {}).items():
             if pname not in peers or (peers[pname].unavailable and not p.get("unavailable")):
-                hello = {k: p.get(k) for k in ("binding", "client", "protocol", "profiles") if p.get(k) is not None}
-                if p.get("mutants"):
-                    hello["mutants_offered"] = p["mutants"]
-                peers[pname] = PeerStatus(pname, p.get("language", ""), p.get("build_s"), p.get("startup_s"), hello,
-                                          p.get("unavailable"))
+                peers[pname] = peer_from_record(pname, p)
         for b in data.get("brokers") or []:
-            brokers.setdefault(b["label"], BrokerInfo(b["label"], b.get("product"), b.get("version"), b.get("erlang"),
-                                                      tls=bool(b.get("tls"))))
+            brokers.setdefault(b["label"], broker_from_record(b))
     meta = {
         "suite": first.get("suite"), "command": ["acemq-interop", "merge", *[n for n, _ in shards]],
         "started_at": min(d.get("started_at") or "" for _, d in shards), "finished_at": max(d.get("finished_at") or "" for _, d in shards),

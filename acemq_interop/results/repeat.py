@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .compare import read_results
+from .files import read_results
 from ..core.errors import UsageError
 from .files import _peers_of, broken_clauses
 

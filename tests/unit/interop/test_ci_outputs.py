@@ -119,3 +119,18 @@ def test_a_baseline_from_before_clauses_is_not_a_changed_rule_for_a_clause_of_th
         if c["failed_rule"]:
             c["failed_rule"] = "RR-8"
     assert compare(old, new).changed_rules
+
+
+def test_results_json_read_back_is_the_run_it_was_written_from() -> None:
+    """One writer and its inverse: what merge, publish, compare and flakes read is what the
+    run wrote, brokers over TLS and peers' offers included."""
+    from acemq_interop.results.files import run_from_data
+
+    from dataclasses import replace
+
+    report = run_result()
+    report.brokers[0] = replace(report.brokers[0], tls=True)
+    again = run_from_data(json.loads(json.dumps(results_data(report))))
+    assert results_data(again)["cells"] == results_data(report)["cells"]
+    assert results_data(again)["brokers"] == results_data(report)["brokers"] and again.brokers[0].tls
+    assert {n: (p.language, p.unavailable) for n, p in again.peers.items()} == {n: (p.language, p.unavailable) for n, p in report.peers.items()}

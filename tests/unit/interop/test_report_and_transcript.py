@@ -14,7 +14,8 @@ from acemq_interop.spec.catalogue import rules
 from acemq_interop.reports.html import github_anchor, render_html, rule_anchors
 from acemq_interop.results.model import BrokerInfo, CellResult, PeerStatus, RunResult, Status
 from acemq_interop.core.paths import DOCS_DIR
-from acemq_interop.reports.publish import badge, publish, run_of
+from acemq_interop.reports.publish import badge, publish
+from acemq_interop.results.files import results_data as _data, run_from_data
 from acemq_interop.reports.junit import write_junit
 from acemq_interop.results.files import results_data, write_json
 
@@ -119,7 +120,7 @@ def test_publish_builds_an_index_pages_and_badges(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "site" / "badge.json").read_text())["message"] == "2/6 pass, 1 fail, 1 error, 1 xpass, 1 xfail"
     all_pass = {"summary": {"PASS": 540, "FAIL": 0}}
     assert badge(all_pass) == {"schemaVersion": 1, "label": "acemq-interop", "message": "540/540 pass", "color": "brightgreen"}
-    assert run_of(json.loads(paths[0].read_text())).summary.problems == run_result().summary.problems
+    assert run_from_data(json.loads(paths[0].read_text())).summary.problems == run_result().summary.problems
 
 
 def _table(**values: tuple[str, bytes]) -> bytes:
