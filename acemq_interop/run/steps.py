@@ -293,26 +293,9 @@ def _step_await(state: CellState, args: Any) -> None:
         _await(state, name)
 
 
-COUNTER_POLL_S = 0.05  # how often `counters: {until}` reads again: a read costs one command
-
-
 def _step_counters(state: CellState, args: dict[str, Any]) -> None:
     peer, name = state.owners[args["of"]]
-    counters = peer.counters(name, note=state.noter(peer))
-    until = args.get("until")
-    if until:
-        # A count decides, not a window: the counters are read until they hold these values
-        # (a counter incremented late gets there; one that lost a count never does).
-        deadline = time.monotonic() + args.get("timeout_ms", DEFAULT_WAIT_MS) / 1000
-        while any(counters.get(k) != v for k, v in until.items()) and time.monotonic() < deadline:
-            time.sleep(COUNTER_POLL_S)
-            counters = peer.counters(name)
-        state.note("counters", peer=peer.name, of=args["of"], until=until, counters=counters)
-        wrong = {k: counters.get(k, assertions.ABSENT) for k, v in until.items() if counters.get(k) != v}
-        if wrong:
-            raise CheckFailed(args["rule"], f"counters of {args['of']} reach {json.dumps(until)} within "
-                              f"{args.get('timeout_ms', DEFAULT_WAIT_MS) / 1000:.1f}s", expected=until, observed=wrong)
-    state.variables[args["as"]] = counters
+    state.variables[args["as"]] = peer.counters(name, note=state.noter(peer))
 
 
 def _step_wait_event(state: CellState, args: dict[str, Any]) -> None:

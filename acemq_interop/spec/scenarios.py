@@ -32,7 +32,7 @@ SCHEMA_PATH = SCENARIO_DIR / "scenario.schema.json"
 class Scenario:
     id: str
     title: str
-    rules: tuple[str, ...]  # as listed; the loader holds them to exactly the rules of `clauses`
+    rules: tuple[str, ...]  # the rules of `clauses`, in order (derived; a file that lists them is held to them)
     roles: dict[str, str]  # role -> peer | probe | all-peers
     procedure: str
     steps: tuple[dict[str, Any], ...]
@@ -43,7 +43,6 @@ class Scenario:
     may_catch: tuple[str, ...] = ()
     # It holds a queue on the broker (broker/control.py): a SKIP on a broker given by URL.
     broker_control: bool = False
-    tags: tuple[str, ...] = ()
     needs: dict[str, frozenset[str]] = field(default_factory=dict)  # role -> capabilities
     min_protocol: int = 1  # the oldest peer protocol its steps can be driven with (a `type` needs 3)
     # Derived from the checks, in the order they first appear: every clause a check asserts
@@ -262,7 +261,7 @@ def _check_semantics(data: dict[str, Any], root: yaml.Node | None, where: Path) 
     def fail(path: list[Any], message: str) -> NoReturn:
         raise refuse(where, line_at(root, path), message)
 
-    for i, rule in enumerate(data["rules"]):
+    for i, rule in enumerate(data.get("rules", [])):
         if rule not in known_rules:
             fail(["rules", i], f"rule {rule} is not in docs/wire-spec.md (known: {', '.join(known_rules)})")
     for key in ("catches", "may_catch"):
@@ -362,7 +361,8 @@ def _clauses_of(data: dict[str, Any], root: yaml.Node, where: Path) -> tuple[str
                 if broken == observed:
                     fail(there, f"consequence_of: {broken} is the clause this check asserts; drop it")
                 found.setdefault(broken, there)
-    listed = list(data["rules"])
+    # `rules:` is derived from the checks; a scenario that still lists them is held to them.
+    listed = list(data.get("rules", dict.fromkeys(spec.rule_of(c) for c in found)))
     for clause_id, path in found.items():
         if spec.rule_of(clause_id) not in listed:
             fail(path, f"a check asserts {clause_id}, whose rule {spec.rule_of(clause_id)} is not in this scenario's rules")
@@ -548,7 +548,7 @@ def load_file(path: Path) -> Scenario:
     """One scenario file, checked whole; UsageError `path:line: problem` for the first thing wrong."""
     data, root = strict_yaml.read(path)
     if root is None or not isinstance(data, dict):
-        raise refuse(path, 1, "a scenario is a mapping with id, title, rules, roles, procedure and steps")
+        raise refuse(path, 1, "a scenario is a mapping with id, title, roles, procedure and steps")
     error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
     if error is not None:
         at, problem = _schema_problem(error)
@@ -563,7 +563,7 @@ def load_file(path: Path) -> Scenario:
     return Scenario(
         id=data["id"],
         title=data["title"],
-        rules=tuple(data["rules"]),
+        rules=tuple(data.get("rules") or dict.fromkeys(spec.rule_of(c) for c in clauses)),
         roles=dict(data["roles"]),
         procedure=data["procedure"].strip(),
         steps=tuple(data["steps"]),
@@ -571,7 +571,6 @@ def load_file(path: Path) -> Scenario:
         catches=tuple(data.get("catches", [])),
         may_catch=tuple(data.get("may_catch", [])),
         broker_control=any(kind in BROKER_CONTROL_STEPS for step in data["steps"] for kind in step),
-        tags=tuple(data.get("tags", [])),
         needs=_needs(data["roles"], data["steps"]),
         opens=_opens(data["roles"], data["steps"]),
         min_protocol=int(data.get("min_protocol", 1)),

@@ -20,11 +20,12 @@ def scenario_schema() -> dict[str, Any]:
                     "`errorMessage` is the loader's message for what fails under it",
         "type": "object",
         "additionalProperties": False,
-        "required": ["id", "title", "rules", "roles", "procedure", "steps"],
+        "required": ["id", "title", "roles", "procedure", "steps"],
         "properties": {
             "id": {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$"},
             "title": {"type": "string", "minLength": 5},
-            "rules": {"type": "array", "minItems": 1, "uniqueItems": True, "items": RULE},
+            "rules": {"type": "array", "minItems": 1, "uniqueItems": True, "items": RULE,
+                      "description": "optional: derived from the clauses the checks name; when given, held to exactly those rules"},
             "roles": {"type": "object", "minProperties": 1, "propertyNames": {"pattern": "^[a-z][a-z0-9_-]*$"},
                       "additionalProperties": {"enum": ["peer", "probe", "all-peers"]}},
             "catches": {"type": "array", "uniqueItems": True, "items": {"type": "string"},
@@ -35,7 +36,6 @@ def scenario_schema() -> dict[str, Any]:
                         "description": "clauses its checks presume of the peer they judge, judged by other scenarios: "
                                        "a failure by a peer that broke one of them elsewhere in the run is charged as that clause"},
             "min_protocol": {"enum": [1, 2, 3], "description": "the oldest peer protocol the steps need"},
-            "tags": {"type": "array", "uniqueItems": True, "items": {"type": "string"}},
             "procedure": {"type": "string", "minLength": 10},
             "steps": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/step"}},
         },

@@ -203,12 +203,9 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              capability="gather", capability_via="requester"),
     StepKind("await", {"oneOf": [AS, {"type": "array", "minItems": 1, "items": AS}]}, "`await: name` or `[names]`",
              "waits for async calls (bounded by their timeout plus a grace)", uses={"*": CALLS}),
-    StepKind("counters", _obj(["as", "of"], **{
-        "as": AS, "of": AS, "until": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer"}},
-        "timeout_ms": MS, "rule": CLAUSE, "charges": CHARGES, "guards": GUARDS}), "`counters: {as, of, until?, timeout_ms?, rule?}`",
-             "reads a requester's or responder's counters, no wait; with `until: {answered: 3}` reads again (bounded) "
-             "until they hold those values, and not getting there is a FAIL of the clause `rule` (required then)",
-             "the counters", binds=True, uses={"of": OPENED}, asserts="rule", rule_when=("until",)),
+    StepKind("counters", _obj(["as", "of"], **{"as": AS, "of": AS}), "`counters: {as, of}`",
+             "reads a requester's or responder's counters once, no wait (to wait until they hold values: `wait_counters`)",
+             "the counters", binds=True, uses={"of": OPENED}),
     StepKind("wait_counters", _obj(["of", "until", "rule"], **{
         "as": AS, "of": AS, "until": {"type": "object", "minProperties": 1,
                                           "additionalProperties": {"type": ["integer", "string"]}},

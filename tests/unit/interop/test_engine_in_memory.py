@@ -233,13 +233,13 @@ def test_the_wf2_check_fails_on_a_b_u_or_i_anywhere_in_a_header_table() -> None:
     assert failure is not None and failure.rule == "WF-2.1"
     assert failure.observed["u"] == ["x-table.n"], "the FAIL shows which header carried the forbidden type"
     assert assertions.check({"that": "m.wire_types_by_code", "excludes": "B", "rule": "WF-2.1"}, {"m": record}) is None
-def test_counters_until_reads_again_and_not_getting_there_is_a_fail_of_its_clause(tmp_path: Path) -> None:
-    """A count decides, not a window: `until` passes as soon as the counters hold the values."""
+def test_wait_counters_reads_again_and_not_getting_there_is_a_fail_of_its_clause(tmp_path: Path) -> None:
+    """A count decides, not a window: `wait_counters` passes as soon as the counters hold the values."""
     steps = """\
   - responder: {as: r, role: responder, queue: requests}
   - requester: {as: q, role: requester}
   - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000}
-  - counters: {as: k, of: r, until: {answered: ANSWERED}, timeout_ms: 200, rule: RR-16.1}
+  - wait_counters: {as: k, of: r, until: {answered: ANSWERED}, timeout_ms: 200, rule: RR-16.1}
 """
     broker = FakeBroker()
     a, b = FakePeer("a", broker), FakePeer("b", broker)

@@ -135,15 +135,23 @@ def test_the_clauses_come_from_the_checks_including_consequences(tmp_path: Path)
     assert scenario.rules == ("RR-8", "RR-9", "RR-2")
 
 
-@pytest.mark.parametrize("step, key", [
-    ("  - probe_get: {as: none, queue: requests, absent: true, timeout_ms: 0}", "absent"),
-    ("  - counters: {as: k, of: q, until: {timed_out: 0}}", "until"),
-])
-def test_a_step_that_checks_must_name_its_clause(tmp_path: Path, step: str, key: str) -> None:
+def test_a_step_that_checks_must_name_its_clause(tmp_path: Path) -> None:
     """There is no default clause: a check without one is refused (it used to FAIL as RR-1)."""
-    path = write(tmp_path, GOOD + step + "\n")
-    with pytest.raises(UsageError, match=rf"demo-round-trip.yaml:12: \w+ with {key} is a check: give it `rule:`"):
+    path = write(tmp_path, GOOD + "  - probe_get: {as: none, queue: requests, absent: true, timeout_ms: 0}\n")
+    with pytest.raises(UsageError, match=r"demo-round-trip.yaml:12: \w+ with absent is a check: give it `rule:`"):
         load_file(path)
+    path = write(tmp_path, GOOD + "  - wait_counters: {as: k, of: q, until: {timed_out: 0}}\n")
+    with pytest.raises(UsageError, match=r"demo-round-trip.yaml:12: .*'rule' is a required property"):
+        load_file(path)
+
+
+def test_one_way_to_poll_counters_and_rules_derived_from_the_checks(tmp_path: Path) -> None:
+    """`counters` reads once; waiting for values is `wait_counters`. A file without `rules:`
+    has the rules of its checks' clauses."""
+    with pytest.raises(UsageError, match=r"'until' was unexpected"):
+        load_file(write(tmp_path, GOOD + "  - counters: {as: k, of: q, until: {timed_out: 0}}\n"))
+    scenario = load_file(write(tmp_path, GOOD.replace("rules: [RR-8]\n", "")))
+    assert scenario.rules == ("RR-8",)
 
 
 def test_every_scenario_lists_exactly_the_rules_it_asserts_and_catches_only_what_it_asserts() -> None:
