@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from acemq_interop.run.runner import DEFAULT_CONCURRENCY
+from acemq_interop.run.request import DEFAULT_CONCURRENCY
 
 pytestmark = pytest.mark.broker
 

@@ -21,7 +21,7 @@ import time
 import pytest
 
 from acemq_interop.peers.manifests import PeerSpec, discover
-from acemq_interop.run.runner import DEFAULT_CONCURRENCY
+from acemq_interop.run.request import DEFAULT_CONCURRENCY
 from acemq_interop.spec.scenarios import load_all
 from support import fixture_manifest, log, run
 
