@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run scenarios between peers and print the matrices", epilog=EXIT_CODES_HELP)
     run.add_argument("--peers", help="comma list of NAME[@PROFILE][+MUTANT] (default: every peer in peers/)")
     run.add_argument("--scenarios", help="comma list of scenario id globs (default: all)")
+    _rerun(run.add_argument("--scenario-dir", action="append", metavar="DIR",
+                            help="a folder of scenarios kept with a binding, run beside the suite's (repeatable; "
+                                 "an id the suite already has is refused)"))
     run.add_argument("--cell", action="append", help="run only this cell id (repeatable; as printed in a rerun line)")
     run.add_argument("--broker", help=f"amqp://USER:PASS@HOST:PORT/ (or amqps://... with --ca-cert) of an existing RabbitMQ (default: ${BROKER_ENV}, else a private node)")
     _rerun(run.add_argument("--management-url", help="management API of --broker (default http://HOST:15672)"))
@@ -86,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("--json", action="store_true",
                      help='the clause table as JSON: [{"rule", "clause", "text", "asserted_by", "unobservable"}] (implies --rules)')
     lst.add_argument("--peer-dir", action="append", help="a peer folder kept outside this suite (repeatable)")
+    lst.add_argument("--scenario-dir", action="append", metavar="DIR", help="a folder of scenarios kept with a binding (repeatable)")
     lst.set_defaults(func=cmd_list)
     bench = sub.add_parser("bench", help="each binding's request/reply rate measured inside its peer, against its raw client; per pair")
     bench.add_argument("--peers", help="comma list of peer names (default: every peer)")

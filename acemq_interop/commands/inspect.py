@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import tempfile
+from pathlib import Path
 
 from ..broker.endpoint import parse_broker_url
 from ..core.errors import BrokerError, UsageError
@@ -21,8 +22,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     print("Peers (peers/*/peer.yaml):")
     for name, m in sorted(manifests.items()):
         print(f"  {name:<10} {m.language:<12} {m.description}")
-    print("\nScenarios (scenarios/**/*.yaml):")
-    for s in scenario_mod.load_all():
+    extra = [Path(d) for d in args.scenario_dir or []]
+    print("\nScenarios (scenarios/**/*.yaml" + "".join(f", {d}" for d in extra) + "):")
+    for s in scenario_mod.load_all(extra=extra):
         roles = ", ".join(f"{r}={k}" for r, k in s.roles.items())
         print(f"  {s.id:<44} {','.join(s.rules):<16} {s.matrix:<11} {roles}")
         if args.verbose:

@@ -86,7 +86,8 @@ def request_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
     manifests = discover(extra=peer_dirs(args))
     specs = _specs(args, manifests)
     check_specs(specs, frozenset(name for name, m in manifests.items() if m.image))
-    scenarios = scenario_mod.select(scenario_mod.load_all(), args.scenarios.split(",") if args.scenarios is not None else None)
+    extra = [Path(d) for d in args.scenario_dir or []]
+    scenarios = scenario_mod.select(scenario_mod.load_all(extra=extra), args.scenarios.split(",") if args.scenarios is not None else None)
     known = known_failures.load([known_failures.DEFAULT_DIR, *[Path(p) for p in args.known_failures or []]]) if not args.no_known_failures else []
     broker = args.broker or os.environ.get(BROKER_ENV) or None
     ca_file = _tls_choice(args, broker)

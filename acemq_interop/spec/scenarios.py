@@ -611,17 +611,22 @@ def scenario_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.rglob("*") if p.suffix in SUFFIXES and p.is_file())
 
 
-def load_all(directory: Path = SCENARIO_DIR) -> list[Scenario]:
-    """Every scenario under `directory`, in id order; ids must be unique."""
-    files = scenario_files(directory)
-    if not files:
-        raise UsageError(f"no scenarios found under {directory}: scenario files end in .yaml or .yml")
+def load_all(directory: Path = SCENARIO_DIR, extra: list[Path] | tuple[Path, ...] = ()) -> list[Scenario]:
+    """Every scenario under `directory` and under each `extra` folder (`--scenario-dir`: a
+    binding's own scenarios, run beside the suite's), in id order; ids must be unique across
+    all of them, so a binding's scenario never shadows the suite's."""
     loaded: dict[str, Scenario] = {}
-    for path in files:
-        scenario = load_file(path)
-        if scenario.id in loaded:
-            raise UsageError(f"{path}:1: id '{scenario.id}' is also used by {loaded[scenario.id].path}: ids are unique")
-        loaded[scenario.id] = scenario
+    for folder in (directory, *extra):
+        if folder != directory and not folder.is_dir():
+            raise UsageError(f"--scenario-dir {folder}: no such folder")
+        files = scenario_files(folder)
+        if not files:
+            raise UsageError(f"no scenarios found under {folder}: scenario files end in .yaml or .yml")
+        for path in files:
+            scenario = load_file(path)
+            if scenario.id in loaded:
+                raise UsageError(f"{path}:1: id '{scenario.id}' is also used by {loaded[scenario.id].path}: ids are unique")
+            loaded[scenario.id] = scenario
     return sorted(loaded.values(), key=lambda s: s.id)
 
 

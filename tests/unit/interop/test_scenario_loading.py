@@ -269,3 +269,20 @@ def test_a_mutant_claimed_must_live_on_an_object_the_scenario_opens(tmp_path: Pa
     path = write(tmp_path, responder_only.replace("roles:", "catches: [late-reply-to-next]\nroles:"))
     with pytest.raises(UsageError, match=r"mutant 'late-reply-to-next' lives on a requester, which no step of this scenario opens"):
         load_file(path)
+
+
+def test_a_bindings_own_scenarios_load_beside_the_suites_and_an_id_clash_is_refused(tmp_path: Path) -> None:
+    from acemq_interop.spec.scenarios import load_all
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "demo-round-trip.yaml").write_text(GOOD.replace("rules: [RR-8]\n", ""), encoding="utf-8")
+    ids = {s.id for s in load_all(extra=[mine])}
+    assert "demo-round-trip" in ids and "rr-pair-round-trip" in ids
+    clash = tmp_path / "clash"
+    clash.mkdir()
+    (clash / "rr-pair-round-trip.yaml").write_text(GOOD.replace("id: demo-round-trip", "id: rr-pair-round-trip"), encoding="utf-8")
+    with pytest.raises(UsageError, match=r"rr-pair-round-trip.yaml:1: id 'rr-pair-round-trip' is also used by .*scenarios/"):
+        load_all(extra=[clash])
+    with pytest.raises(UsageError, match="--scenario-dir .*nowhere: no such folder"):
+        load_all(extra=[tmp_path / "nowhere"])
