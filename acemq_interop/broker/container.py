@@ -120,6 +120,16 @@ class ContainerBroker:
         raise BrokerError(f"the broker container from {self.image} did not answer within {READY_BOUND_S:.0f}s; its log ends:\n"
                           f"{docker_engine.logs_tail(self.name)}")
 
+    def pid(self) -> int | None:
+        """The container's main process, as the host sees it (for its CPU time)."""
+        try:
+            done = subprocess.run(["docker", "inspect", "--format", "{{.State.Pid}}", self.name], capture_output=True,
+                                  text=True, timeout=10, stdin=subprocess.DEVNULL)
+            pid = int(done.stdout.strip() or 0)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            return None
+        return pid or None
+
     def control(self):
         """Holds and releases queues in the container's node (broker/control.py)."""
         from .control import CtlControl

@@ -135,6 +135,16 @@ class Broker:
             return self.source.control
         return self.managed.control() if self.managed is not None else None
 
+    def cpu_s(self) -> float | None:
+        """CPU seconds the managed broker's processes used so far (a private node, a
+        container: their host processes); None for a broker the harness does not run."""
+        pid = getattr(self.managed, "pid", lambda: None)()
+        if pid is None:
+            return None
+        from ..core.proc import process_cpu_s
+
+        return process_cpu_s(pid)
+
     def lost(self) -> str | None:
         """Why the managed broker is certainly gone (its VM exited), else None."""
         check = getattr(self.managed, "lost", None)

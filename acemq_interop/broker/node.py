@@ -154,6 +154,10 @@ class EmbeddedBroker:
             return f"the private node {self.node} (pid {pid}) has exited"
         return None
 
+    def pid(self) -> int | None:
+        """The node's VM process (for its CPU time)."""
+        return self._pid()
+
     def _pid(self) -> int | None:
         try:
             return int((self._base / "node.pid").read_text().strip())

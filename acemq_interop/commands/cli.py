@@ -74,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     _rerun(run.add_argument("--cpu-hog", type=int, default=0, metavar="N",
                      help="stress: N busy processes beside the run (stopped at its end), so a verdict that needs an idle "
                           "machine shows here first; with a --concurrency above the default and --repeat, the suite's own stress mode"))
+    run.add_argument("--profile", action="store_true",
+                     help="where the time goes: CPU seconds of the harness, the broker and each peer, the harness's own "
+                          "profile by function, and the time cells wait on timers and peers against the time they work "
+                          "(printed, and OUT/profile.json)")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the result")
     run.add_argument("-v", "--verbose", action="store_true", help="more detail in progress lines")
     run.set_defaults(func=cmd_run, parser=run)

@@ -109,7 +109,7 @@ def request_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
         durations=read_durations(Path(args.durations)) if args.durations else {},
         command=("acemq-interop", *redacted(getattr(args, "argv", None) or sys.argv[1:])),
         rerun_flags=rerun_flags(parser, args), transcripts=args.transcripts, tls=args.tls, cpu_hog=args.cpu_hog,
-        baseline=baseline, log=log)
+        baseline=baseline, profile=args.profile, log=log)
 
 
 def write_outputs(report, out: Path) -> list[Path]:
@@ -206,7 +206,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # This run's files only: an earlier run's results never stay in out/ as if they were
     # this one's, whatever happens from here (no broker, a lost one, an interrupt, a crash).
     shutil.rmtree(out / "logs", ignore_errors=True)
-    for name in OUTPUT_FILES:
+    for name in (*OUTPUT_FILES, "profile.json"):
         (out / name).unlink(missing_ok=True)
     outcome = run_session(request)
     paths = write_outputs(outcome.report, out)
@@ -216,6 +216,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                   f"peer logs in {out / 'logs'}", file=sys.stderr)
         raise outcome.failure  # one line on the console (main prints it); the files say the same per cell
     print_report(outcome.report)
+    if outcome.profile is not None:
+        from ..run import profile
+
+        paths.append(profile.write(outcome.profile, out))
+        print(profile.text(outcome.profile))
     print(f"Wrote {', '.join(str(p) for p in paths)}; peer logs in {out / 'logs'}")
     if outcome.interrupted:
         print(f"acemq-interop: interrupted: the cells that ran are in {out / 'results.json'}; the rest are ERROR (not run)",

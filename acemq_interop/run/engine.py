@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..spec import assertions
 from ..spec import catalogue as spec
 from ..broker.control import HeldQueue
 from .cells import Cell, result_of
+from .profile import CellClock
 from ..core.errors import BrokerError, CheckFailed, NotProduced, PeerError, TemplateError
 from ..broker.management import Management
 from ..peers.manifests import PeerSpec
@@ -47,6 +49,7 @@ class RunContext:
     # blocked connection) seen since a time.monotonic() instant: the cause, or None.
     broker_condition: Callable[[float], str | None] | None = None
     broker_control: "BrokerControl | None" = None  # None on a broker given by URL
+    clocks: dict[str, CellClock] | None = None  # run --profile: each cell's waits, by cell id
 
 
 @dataclass
@@ -78,6 +81,16 @@ class CellState:
     # Why the rest of the scenario has lost its premise (a responder it needs never started):
     # every later step is not run and its checks are not evaluated.
     halted: str | None = None
+    clock: CellClock = field(default_factory=CellClock)  # time waited on what the scenario provoked (run --profile)
+
+    @contextmanager
+    def waiting(self, kind: str) -> Iterator[None]:
+        """Counts the time inside as waiting on `kind` (a call's answer, an event, a message)."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.clock.waited(kind, time.monotonic() - started)
 
     def name(self, logical: str) -> str:
         return f"{self.ns}.{logical}"
@@ -248,6 +261,8 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
             result.failures = []
     result.duration_s = time.monotonic() - started
     result.trace = state.trace
+    if ctx.clocks is not None:
+        ctx.clocks[cell.id] = state.clock
     if result.status == Status.ERROR:
         result.stderr = {s.name: ctx.peers[s.name].stderr_tail() for s in cell.specs() if s.name in ctx.peers}
     if ctx.tracer is not None:  # -- transcript hook (issue 13) --

@@ -52,6 +52,7 @@ class RunRequest:
     tls: bool = False  # the harness's own brokers get a TLS listener on certificates made for the run
     cpu_hog: int = 0  # busy processes beside the run (the stress mode)
     baseline: Mapping[str, Any] | None = None  # an earlier results.json (read when asked: it may be in out_dir)
+    profile: bool = False  # where the time goes: CPU of harness, broker and peers, the harness by function, waits
     log: Callable[[str], None] = print
 
 
@@ -70,3 +71,4 @@ class BrokerContext:
     control: "BrokerControl | None" = None  # holding a queue: only on a broker the harness runs
     builds: "Builds | None" = None  # peer builds already under way (started with the broker)
     checked: bool = True  # pre-flight already made (the Broker context does it on start)
+    cpu_s: Callable[[], float | None] | None = None  # CPU seconds the broker used so far (one the harness runs)

@@ -10,6 +10,7 @@ from contextlib import ExitStack
 import tempfile
 import threading
 import time
+from typing import Any
 from functools import lru_cache
 from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import replace
@@ -30,6 +31,7 @@ from .request import BrokerContext, RunRequest
 from ..core.errors import PeerError
 from ..results.model import BrokerInfo, CellResult, PeerStatus, RunResult, Status
 from ..peers.builds import build_peer, image_with_digest
+from ..core.proc import process_cpu_s
 from ..peers.client import PeerClient
 from ..core.paths import SCENARIOS_DIR
 from .sharding import TYPICAL_FILE_NAME, read_typical, select as shard_select
@@ -63,6 +65,7 @@ class Runner:
         self.broker = broker
         self.log = request.log
         self.watch: "BrokerWatch | None" = None  # set by run(); a caller of _run_cells alone has none
+        self.profile: dict[str, Any] | None = None  # with request.profile: this broker's CPU figures and cell waits
 
     def run(self) -> RunResult:
         o, b = self.options, self.broker
@@ -96,7 +99,10 @@ class Runner:
                 amqp_url = endpoint.amqp_url(vhost)  # amqps:// on a TLS endpoint
                 statuses = self._start_peers(amqp_url, clients, log_dir, endpoint.ca_file)
                 ctx = RunContext(amqp_url=amqp_url, vhost=vhost, management=management, peers=dict(clients),
-                                 op_bound_s=o.op_bound_s, broker=broker.label, broker_control=b.control)
+                                 op_bound_s=o.op_bound_s, broker=broker.label, broker_control=b.control,
+                                 clocks={} if o.profile else None)
+                peer_cpu = {name: process_cpu_s(c.pid) for name, c in clients.items()} if o.profile else {}
+                broker_cpu = b.cpu_s() if o.profile and b.cpu_s else None
                 ctx.ca_file = endpoint.ca_file
                 # A FAIL under a broker alarm (or a blocked connection) is an ERROR naming it; the
                 # probe (verifying the broker against the run's CA, if any) is bounded while blocked.
@@ -109,6 +115,8 @@ class Runner:
                 ctx.keep_transcript = lambda r: o.transcripts == "all" or verdict(r.id, r.status, r.broken_clauses or r.rule, o.known).status != Status.PASS
                 try:
                     results, interrupted = self._run_cells(ctx, statuses)
+                    if o.profile:  # before the peers go: their CPU over the cells
+                        self.profile = self._profile_of(ctx, results, peer_cpu, broker_cpu)
                 finally:
                     with signals.deferred(reraise=False):
                         if ctx.tracer is not None:
@@ -150,6 +158,18 @@ class Runner:
         if interrupted and not self.watch.cause:
             raise RunInterrupted(report)
         return report
+
+    def _profile_of(self, ctx: RunContext, results: list[CellResult], peer_cpu: dict[str, float | None],
+                    broker_cpu: float | None) -> dict[str, Any]:
+        """This broker's part of `run --profile`: each peer's and the broker's CPU over the cells."""
+        peers = {}
+        for name, before in peer_cpu.items():
+            now = process_cpu_s(ctx.peers[name].pid) if name in ctx.peers else None  # type: ignore[attr-defined]
+            peers[name] = None if now is None or before is None else now - before
+        now_broker = self.broker.cpu_s() if self.broker is not None and self.broker.cpu_s else None
+        clocks = [(r.id, r.duration_s, ctx.clocks[r.id]) for r in results if ctx.clocks and r.id in ctx.clocks]
+        return {"peers": peers, "broker": None if now_broker is None or broker_cpu is None else now_broker - broker_cpu,
+                "clocks": clocks}
 
     def not_run(self, broker: BrokerInfo, why: str) -> RunResult:
         """The run's results when no cell could start (the broker failed pre-flight, or the

@@ -11,6 +11,7 @@ ERROR saying so, and the failure is handed back for the caller to report.
 from __future__ import annotations
 
 import shutil
+import time
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -39,6 +40,7 @@ class SessionOutcome:
     aborted: str | None = None  # a broker lost or unusable after some cells ran
     failure: BaseException | None = None  # the broker unusable or an interrupt before any cell: re-raise it
     comparison: Any = None  # with a baseline: results.compare's Comparison
+    profile: dict[str, Any] | None = None  # run --profile: where the time went
 
 
 def check_request(request: RunRequest) -> None:
@@ -65,6 +67,12 @@ def run_session(request: RunRequest) -> SessionOutcome:
         selected = sorted({s.name for s in request.specs})
         builds = Builds([request.manifests[n] for n in selected if not request.manifests[n].image], log)
     outcome = SessionOutcome(report=RunResult([], {}, [], [], 0.0, ""))
+    profiles: list[dict[str, Any] | None] = []
+    sampler = None
+    if request.profile:
+        from .profile import Sampler, harness_cpu_s
+
+        harness_before, wall_started, sampler = harness_cpu_s(), time.monotonic(), Sampler().start()
     stack = ExitStack()  # the run's certificates (with --tls) outlive the brokers and containers that use them
     try:
         if request.cpu_hog:
@@ -87,8 +95,11 @@ def run_session(request: RunRequest) -> SessionOutcome:
                     context = BrokerContext(
                         endpoint=broker.endpoint, info=info, run_id=run_id,
                         rerun_flags=(*request.rerun_flags, *(("--broker-image", source.image) if source.image else ())),
-                        url=source.url, log_dir=logs, lost=broker.lost, control=broker.control(), builds=builds)
-                    reports.append(Runner(request, context).run())
+                        url=source.url, log_dir=logs, lost=broker.lost, control=broker.control(), builds=builds,
+                        cpu_s=broker.cpu_s)
+                    runner = Runner(request, context)
+                    reports.append(runner.run())
+                    profiles.append(runner.profile)
                 if signals.pending():  # caught while the node stopped: the next broker does not start
                     outcome.interrupted = True
                     break
@@ -122,6 +133,9 @@ def run_session(request: RunRequest) -> SessionOutcome:
                 log(f"containers of run {run_id} could not be removed: {', '.join(left)} (acemq-interop doctor --clean)")
         stack.close()
     outcome.report = combine_runs(reports)
+    if sampler is not None:
+        sampler.stop()
+        outcome.profile = _profile(profiles, sampler, harness_cpu_s() - harness_before, time.monotonic() - wall_started)
     outcome.aborted = outcome.report.meta.get("aborted") or outcome.aborted
     if outcome.aborted:
         outcome.report.meta["aborted"] = outcome.aborted
@@ -131,6 +145,28 @@ def run_session(request: RunRequest) -> SessionOutcome:
 
         outcome.comparison = compare(dict(request.baseline), results_data(outcome.report))
     return outcome
+
+
+def _profile(runs: list[dict[str, Any] | None], sampler: Any, harness_s: float, wall_s: float) -> dict[str, Any]:
+    """One profile of the session: the brokers' and peers' CPU summed over the axis."""
+    from .profile import cells_summary
+
+    peers: dict[str, float | None] = {}
+    broker: float | None = None
+    clocks = []
+    for run in runs:
+        if run is None:
+            continue
+        for name, seconds in run["peers"].items():
+            peers[name] = None if seconds is None or peers.get(name, 0) is None else (peers.get(name) or 0) + seconds
+        if run["broker"] is not None:
+            broker = (broker or 0) + run["broker"]
+        clocks += run["clocks"]
+    return {"wall_s": round(wall_s, 1),
+            "cpu_s": {"harness": round(harness_s, 1), "broker": None if broker is None else round(broker, 1),
+                      "peers": {k: None if v is None else round(v, 1) for k, v in sorted(peers.items())}},
+            "cells": cells_summary(clocks), "harness": sampler.top(),
+            "samples": {"taken": sampler.samples, "waiting": sampler.waiting}}
 
 
 def _not_run(request: RunRequest, source: BrokerSource, why: str) -> RunResult:

@@ -80,6 +80,7 @@ def _step_exchange(state: CellState, args: dict[str, Any]) -> None:
 def _step_pause(state: CellState, args: dict[str, Any]) -> None:
     # Part of a procedure (a reply sent late in a budget), never a wait for something to happen.
     time.sleep(args["ms"] / 1000)
+    state.clock.waited("pause", args["ms"] / 1000)
 
 
 def _step_hold_queue(state: CellState, args: dict[str, Any]) -> None:
@@ -241,7 +242,8 @@ def _await(state: CellState, name: str) -> None:
     limit_ms = (timeout if timeout is not None else DEFAULT_TIMEOUT_MS) + GRACE_S * 1000
     waited_s = limit_ms / 1000 if timeout is not None else 2 * DEFAULT_TIMEOUT_MS / 1000
     try:
-        answer = call.wait(max(0.0, deadline - time.monotonic()), abort=lambda: _broken(state))
+        with state.waiting("call"):
+            answer = call.wait(max(0.0, deadline - time.monotonic()), abort=lambda: _broken(state))
     except CallNotEnded as exc:
         # The peer still answers other commands: its binding's call did not end when its
         # timeout said it must (late, or never: the harness stops waiting here).
@@ -321,8 +323,9 @@ def _step_wait_event(state: CellState, args: dict[str, Any]) -> None:
     while True:
         # In slices: a peer of the cell that broke or lost a connection ends the wait (the
         # engine names the cause), instead of the bound.
-        found = peer.wait_events(match, count, min(EVENT_SLICE_S, max(0.0, deadline - time.monotonic())),
-                                 since=since, stop=connection_lost_in(state.ns))
+        with state.waiting("event"):
+            found = peer.wait_events(match, count, min(EVENT_SLICE_S, max(0.0, deadline - time.monotonic())),
+                                     since=since, stop=connection_lost_in(state.ns))
         broken = _broken(state) if len(found) < count else None
         if len(found) >= count or broken is not None or time.monotonic() >= deadline:
             break
@@ -450,7 +453,8 @@ def _probe_get(state: CellState, args: dict[str, Any], get: Callable[[str, float
     queue = state.queue_name(args["queue"])
     bound_s = args.get("timeout_ms", DEFAULT_WAIT_MS) / 1000
     if args.get("absent"):
-        got = get(queue, bound_s)
+        with state.waiting("nothing arrives"):
+            got = get(queue, bound_s)
         state.note("probe_get", queue=queue, absent_expected=True, got=got)
         if got is not None:
             raise CheckFailed(args["rule"], f"no message on {queue} within {bound_s:.1f}s", expected="nothing", observed=got)
@@ -458,7 +462,8 @@ def _probe_get(state: CellState, args: dict[str, Any], get: Callable[[str, float
         return
     records = []
     for _ in range(args.get("count", 1)):
-        got = get(queue, bound_s)
+        with state.waiting("message"):
+            got = get(queue, bound_s)
         if got is None:
             break
         records.append(got)
@@ -484,7 +489,8 @@ def _step_probe_count(state: CellState, args: dict[str, Any]) -> None:
         seen: dict[str, Any] = {"exists": False} if depth is None else {"messages": depth[0], "consumers": depth[1]}
         if all(seen.get(k) == v for k, v in wanted.items()) or time.monotonic() >= deadline:
             break
-        time.sleep(POLL_S)
+        with state.waiting("queue depth"):
+            time.sleep(POLL_S)
     state.note("probe_count", queue=queue, wanted=wanted, seen=seen)
     if not all(seen.get(k) == v for k, v in wanted.items()):
         what = " and ".join(f"{v} {k}" for k, v in wanted.items())
@@ -508,7 +514,8 @@ def _step_wait_counters(state: CellState, args: dict[str, Any]) -> None:
         reads += 1
         if all(counters.get(k) == v for k, v in until.items()) or time.monotonic() >= deadline:
             break
-        time.sleep(POLL_S)
+        with state.waiting("counters"):
+            time.sleep(POLL_S)
     state.note("wait_counters", peer=peer.name, of=name, until=until, counters=counters, reads=reads)
     wrong = {k: counters.get(k, assertions.ABSENT) for k, v in until.items() if counters.get(k) != v}
     if wrong:
