@@ -2,8 +2,12 @@ using System.Text.Json.Nodes;
 
 namespace Acemq.Peer;
 
-/// <summary>Turns a responder's hooks into protocol event lines (connection_lost only from protocol 2 on).</summary>
-internal sealed class ResponderEvents(string responder, Output output, bool connectionLost) : IResponderObserver
+/// <summary>
+/// Turns a responder's hooks into protocol event lines (connection_lost only from protocol 2
+/// on). Without <paramref name="requestEvents"/> (protocol 4's <c>events: false</c>) it writes
+/// none of the per-request events: handled, replied, reply_failed, dead_lettered, unanswerable.
+/// </summary>
+internal sealed class ResponderEvents(string responder, Output output, bool connectionLost, bool requestEvents = true) : IResponderObserver
 {
     public void ConnectionLost(string reason)
     {
@@ -14,7 +18,7 @@ internal sealed class ResponderEvents(string responder, Output output, bool conn
         }
     }
 
-    public void Handling(RequestContext request) => output.Write(new JsonObject
+    public void Handling(RequestContext request) => Write(() => new JsonObject
     {
         ["event"] = "handled",
         ["responder"] = responder,
@@ -23,7 +27,7 @@ internal sealed class ResponderEvents(string responder, Output output, bool conn
         ["seen"] = Echo.Seen(request),
     });
 
-    public void Replied(RequestContext request, string? failure) => output.Write(new JsonObject
+    public void Replied(RequestContext request, string? failure) => Write(() => new JsonObject
     {
         ["event"] = "replied",
         ["responder"] = responder,
@@ -31,7 +35,7 @@ internal sealed class ResponderEvents(string responder, Output output, bool conn
         ["failure"] = failure,
     });
 
-    public void ReplyFailed(RequestContext request, Exception error) => output.Write(new JsonObject
+    public void ReplyFailed(RequestContext request, Exception error) => Write(() => new JsonObject
     {
         ["event"] = "reply_failed",
         ["responder"] = responder,
@@ -40,7 +44,7 @@ internal sealed class ResponderEvents(string responder, Output output, bool conn
         ["error"] = error.Message,
     });
 
-    public void DeadLettered(string? messageId, string reason) => output.Write(new JsonObject
+    public void DeadLettered(string? messageId, string reason) => Write(() => new JsonObject
     {
         ["event"] = "dead_lettered",
         ["responder"] = responder,
@@ -48,12 +52,21 @@ internal sealed class ResponderEvents(string responder, Output output, bool conn
         ["reason"] = reason,
     });
 
-    public void Unanswerable(string? messageId) => output.Write(new JsonObject
+    public void Unanswerable(string? messageId) => Write(() => new JsonObject
     {
         ["event"] = "unanswerable",
         ["responder"] = responder,
         ["message_id"] = messageId,
     });
+
+    /// <summary>A per-request event, built only when it is written.</summary>
+    private void Write(Func<JsonObject> line)
+    {
+        if (requestEvents)
+        {
+            output.Write(line());
+        }
+    }
 
     public void Error(string message) => Output.Log(message);
 }

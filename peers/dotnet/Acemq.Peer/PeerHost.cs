@@ -16,7 +16,10 @@ internal sealed class PeerHost(Output output)
     public const string PeerName = "dotnet";
 
     /// <summary>The protocol versions this peer speaks (docs/peer-protocol.md).</summary>
-    private static readonly int[] Protocols = [1, 2, 3];
+    private static readonly int[] Protocols = [1, 2, 3, 4];
+
+    /// <summary>From this version on, hello names policy knobs and commands carry policy values.</summary>
+    private const int KnobsProtocol = 4;
 
     private readonly ConcurrentDictionary<string, Requester> _requesters = new(StringComparer.Ordinal);
     private readonly ConcurrentDictionary<string, Responder> _responders = new(StringComparer.Ordinal);
@@ -63,7 +66,7 @@ internal sealed class PeerHost(Output output)
         return 0;
     }
 
-    private async Task DispatchAsync(JsonObject command)
+    internal async Task DispatchAsync(JsonObject command)
     {
         var id = command["id"] is JsonValue idValue && idValue.TryGetValue<long>(out var n) ? n : (long?)null;
         var op = Text(command, "op");
@@ -143,25 +146,54 @@ internal sealed class PeerHost(Output output)
         }
 
         string[] capabilities = _protocol >= 2 ? ["request", "respond", "gather", "load", "tls"] : ["request", "respond", "gather"];
-        return new JsonObject
+        var answer = new JsonObject
         {
             ["protocol"] = _protocol,
             ["peer"] = PeerName,
             ["language"] = "C#",
             ["binding"] = $"acemq-dotnet {Mq.Version}",
             ["client"] = Mq.ClientVersion,
-            ["profiles"] = Strings(PolicyTable.Profiles.Select(p => p.Name)),
-            ["mutants"] = Strings(PolicyTable.Mutants.Select(m => m.Name)),
-            ["capabilities"] = Strings(capabilities),
         };
+        if (_protocol >= KnobsProtocol)
+        {
+            // The binding's policy properties themselves; the harness makes its profiles and
+            // mutants of them. RabbitMQ.Client writes every value the catalogue names (an empty
+            // reply_to as present, B and u headers), so nothing is unreachable.
+            answer["knobs"] = new JsonObject
+            {
+                ["requester"] = Strings(PolicyKnobs.Names<RequesterPolicy>()),
+                ["responder"] = Strings(PolicyKnobs.Names<ResponderPolicy>()),
+            };
+        }
+        else
+        {
+            // An older harness names profiles and mutants; this peer knows none but the binding as it ships.
+            answer["profiles"] = Strings(["current"]);
+            answer["mutants"] = new JsonArray();
+        }
+
+        answer["capabilities"] = Strings(capabilities);
+        return answer;
     }
+
+    /// <summary>
+    /// The policy of a requester.open, responder.start or load (protocol 4), set on the
+    /// binding's policy record; absent (before protocol 4), the binding as it ships.
+    /// <c>profile</c> and <c>mutant</c> are never read: they are sent for the log only.
+    /// </summary>
+    private static T Policy<T>(JsonObject command) where T : new() => command["policy"] switch
+    {
+        null => new T(),
+        JsonObject values => PolicyKnobs.Apply<T>(values),
+        _ => throw new ArgumentException("'policy' must be an object of knob values"),
+    };
 
     private async Task<JsonObject> OpenRequesterAsync(JsonObject command)
     {
         var name = Required(command, "name");
         var options = new RequesterOptions
         {
-            Policy = PolicyTable.Requester(Text(command, "profile"), Text(command, "mutant")),
+            Policy = Policy<RequesterPolicy>(command),
             Observer = new RequesterEvents(name, output, connectionLost: _protocol >= 2, bothIds: _protocol >= 3),
         };
         if (_requesters.ContainsKey(name))
@@ -309,9 +341,11 @@ internal sealed class PeerHost(Output output)
 
         var options = new ResponderOptions
         {
-            Policy = PolicyTable.Responder(Text(command, "profile"), Text(command, "mutant")),
+            Policy = Policy<ResponderPolicy>(command),
             Bindings = bind is null ? [] : [bind],
-            Observer = new ResponderEvents(name, output, connectionLost: _protocol >= 2),
+            // events: false (protocol 4, a load rather than a cell): no event per request.
+            Observer = new ResponderEvents(name, output, connectionLost: _protocol >= 2,
+                requestEvents: command["events"]?.GetValueKind() != JsonValueKind.False),
         };
 
         // Absent, the binding's own default applies (RR-14): the adapter never supplies one.
@@ -413,7 +447,7 @@ internal sealed class PeerHost(Output output)
     }
 
     /// <summary>
-    /// <c>load</c>: the binding through a requester of its own (the profile and mutant as for
+    /// <c>load</c>: the binding through a requester of its own (its policy as for
     /// requester.open), or the bare client; closed at the end either way.
     /// </summary>
     private async Task<JsonObject> LoadAsync(JsonObject command)
@@ -437,7 +471,7 @@ internal sealed class PeerHost(Output output)
         {
             case "binding":
             {
-                var options = new RequesterOptions { Policy = PolicyTable.Requester(Text(command, "profile"), Text(command, "mutant")) };
+                var options = new RequesterOptions { Policy = Policy<RequesterPolicy>(command) };
                 var mq = await ConnectAsync().ConfigureAwait(false);
                 await using var requester = await mq.RequesterAsync(options).ConfigureAwait(false);
                 var body = spec.Body;

@@ -11,8 +11,10 @@ import java.util.concurrent.TimeoutException;
  * the binding's package but in the peer's source tree and jar: the binding's jar does not have
  * it, so a service using the binding cannot open a requester or responder off the spec.
  *
- * <p>A policy is given as the catalogue's knobs ({@code snake_case} name to value), see
- * {@link PolicyKnobs}; every knob left out keeps the spec's value.
+ * <p>A policy is given as the catalogue's knobs ({@code snake_case} name to value, as protocol
+ * 4's {@code policy} carries them), set on the policy record field by field by
+ * {@link PolicyKnobs}; every knob left out keeps the spec's value, and a knob or value the
+ * record has not is refused, naming it.
  */
 public final class PeerPolicies {
     private PeerPolicies() {
@@ -34,11 +36,19 @@ public final class PeerPolicies {
      */
     public static Requester openRequester(ConnectionFactory factory, RequesterObserver observer, Map<String, Object> knobs)
             throws IOException, TimeoutException {
-        return Requester.open(factory, null, observer, PolicyKnobs.resolve(RequesterPolicy.SPEC, knobs));
+        return Requester.open(factory, null, observer, requesterPolicy(knobs));
     }
 
     /** Gives the builder the spec's responder policy with {@code knobs} applied. */
     public static Responder.Builder withPolicy(Responder.Builder builder, Map<String, Object> knobs) {
-        return builder.policy(PolicyKnobs.resolve(ResponderPolicy.SPEC, knobs));
+        return builder.policy(responderPolicy(knobs));
+    }
+
+    static RequesterPolicy requesterPolicy(Map<String, Object> knobs) {
+        return PolicyKnobs.resolve(RequesterPolicy.SPEC, knobs);
+    }
+
+    static ResponderPolicy responderPolicy(Map<String, Object> knobs) {
+        return PolicyKnobs.resolve(ResponderPolicy.SPEC, knobs);
     }
 }

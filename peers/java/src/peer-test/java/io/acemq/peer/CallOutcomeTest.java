@@ -91,7 +91,7 @@ class CallOutcomeTest {
         assertEquals(ONE, reply.get("reply"));
 
         JsonObject replies = new JsonObject();
-        // A null reply (gather-keeps-failures) is JSON null in the list.
+        // A null reply (gather_failure_reply: keep) is JSON null in the list.
         CallOutcome.ofGather(replies, List.of(JsonNull.INSTANCE, ONE), null, 3);
         assertEquals("replies", replies.get("outcome").getAsString());
         assertEquals("[null,{\"unitPrice\":1}]", replies.get("replies").toString());

@@ -22,7 +22,7 @@ class InFlightCallsTest {
         CompletableFuture<Void> refusedAnswer = new CompletableFuture<>();
         CompletableFuture<Object> ended = new CompletableFuture<>();
         inFlight.begin("q1", endedAnswer).sent(ended);
-        // A call the close left pending (close-abandons-pending): not waited for.
+        // A call the close left pending (pending_at_close: wait): not waited for.
         inFlight.begin("q1", pendingAnswer).sent(new CompletableFuture<>());
         inFlight.begin("q1", refusedAnswer).refused(new IllegalStateException("closed"));
         // Another requester's call is none of this close's business.
@@ -68,12 +68,13 @@ class InFlightCallsTest {
 
     @Test
     void theHighestProtocolBothSpeakIsChosen() {
+        assertEquals(4, PeerMain.negotiate(JsonParser.parseString("{\"protocol\": 4, \"protocols\": [1, 2, 3, 4]}").getAsJsonObject()));
         assertEquals(3, PeerMain.negotiate(JsonParser.parseString("{\"protocol\": 3, \"protocols\": [1, 2, 3]}").getAsJsonObject()));
         assertEquals(2, PeerMain.negotiate(JsonParser.parseString("{\"protocol\": 2, \"protocols\": [1, 2]}").getAsJsonObject()));
-        assertEquals(3, PeerMain.negotiate(JsonParser.parseString("{\"protocols\": [1, 2, 3, 4]}").getAsJsonObject()));
+        assertEquals(4, PeerMain.negotiate(JsonParser.parseString("{\"protocols\": [1, 2, 3, 4, 5]}").getAsJsonObject()));
         assertEquals(1, PeerMain.negotiate(JsonParser.parseString("{\"protocol\": 1}").getAsJsonObject()));
         assertEquals(1, PeerMain.negotiate(JsonParser.parseString("{}").getAsJsonObject()));
         assertThrows(IllegalArgumentException.class,
-                () -> PeerMain.negotiate(JsonParser.parseString("{\"protocol\": 4, \"protocols\": [4]}").getAsJsonObject()));
+                () -> PeerMain.negotiate(JsonParser.parseString("{\"protocol\": 5, \"protocols\": [5]}").getAsJsonObject()));
     }
 }

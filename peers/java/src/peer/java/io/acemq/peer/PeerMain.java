@@ -7,6 +7,7 @@ import com.google.gson.JsonElement;
 import com.google.gson.JsonNull;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
+import com.google.gson.reflect.TypeToken;
 import com.rabbitmq.client.ConnectionFactory;
 import io.acemq.Acemq;
 import io.acemq.GatherOptions;
@@ -48,9 +49,14 @@ import java.util.concurrent.TimeUnit;
 public final class PeerMain {
     /**
      * The newest protocol spoken; a hello gets the highest version both speak: 1 (no load, no
-     * connection_lost), 2, or 3 (type, the closed outcome, the fixed unmatched and echo shapes).
+     * connection_lost), 2, 3 (type, the closed outcome, the fixed unmatched and echo shapes), or
+     * 4 (knobs in hello, policy values on requester.open, responder.start and load, events: false).
      */
-    private static final int PROTOCOL = 3;
+    private static final int PROTOCOL = 4;
+    /** From this version on, hello names the binding's policy knobs instead of catalogue names. */
+    private static final int KNOBS = 4;
+    /** The responder observer of {@code events: false}: it hears everything and writes nothing. */
+    static final ResponderObserver SILENT = new ResponderObserver() { };
     /** How long requester.close waits for the answers of the calls it ended. */
     private static final Duration CLOSE_ANSWERS_BOUND = Duration.ofSeconds(10);
     private static final String PEER = "java";
@@ -70,7 +76,7 @@ public final class PeerMain {
     private volatile ConnectionFactory factory;
     private volatile int protocol = 1;
 
-    private PeerMain(PrintStream out) {
+    PeerMain(PrintStream out) {
         this.out = out;
     }
 
@@ -108,7 +114,7 @@ public final class PeerMain {
         System.exit(0);
     }
 
-    private void dispatch(JsonObject command) {
+    void dispatch(JsonObject command) {
         JsonElement id = command.get("id");
         String op = text(command, "op");
         JsonObject answer = new JsonObject();
@@ -158,7 +164,7 @@ public final class PeerMain {
         }
     }
 
-    private void hello(JsonObject command, JsonObject answer) {
+    void hello(JsonObject command, JsonObject answer) {
         int chosen = negotiate(command);
         String url = text(command, "amqp_url");
         if (url != null) {
@@ -170,8 +176,23 @@ public final class PeerMain {
         answer.addProperty("language", "Java");
         answer.addProperty("binding", "acemq-java " + Acemq.VERSION);
         answer.addProperty("client", "amqp-client " + Acemq.clientVersion());
-        answer.add("profiles", strings(Catalogue.profileNames()));
-        answer.add("mutants", strings(Catalogue.mutantNames()));
+        if (chosen >= KNOBS) {
+            // The knobs are the binding's policy fields themselves; the harness makes its
+            // profiles and mutants of them.
+            JsonObject knobs = new JsonObject();
+            knobs.add("requester", strings(List.copyOf(PeerPolicies.requesterKnobs())));
+            knobs.add("responder", strings(List.copyOf(PeerPolicies.responderKnobs())));
+            answer.add("knobs", knobs);
+            // amqp-client 5.0.0 cannot write an unsigned header (B, u, i): its ValueWriter
+            // writes Byte as b, Short as s, Integer as I.
+            JsonObject unreachable = new JsonObject();
+            unreachable.add("narrow_int_header", GSON.toJsonTree(List.of(true)));
+            answer.add("unreachable", unreachable);
+        } else {
+            // An older harness names profiles and mutants; this peer knows none but the binding as it ships.
+            answer.add("profiles", strings(List.of("current")));
+            answer.add("mutants", new JsonArray());
+        }
         answer.add("capabilities", strings(chosen >= 2
                 ? List.of("request", "respond", "gather", "load", "tls")
                 : List.of("request", "respond", "gather")));
@@ -245,7 +266,7 @@ public final class PeerMain {
 
     private void openRequester(JsonObject command, JsonObject answer) throws Exception {
         String name = required(command, "name");
-        Map<String, Object> knobs = Catalogue.requesterKnobs(text(command, "profile"), text(command, "mutant"));
+        Map<String, Object> knobs = policy(command);
         if (requesters.containsKey(name)) {
             throw new IllegalArgumentException("a requester named '" + name + "' is already open");
         }
@@ -384,14 +405,14 @@ public final class PeerMain {
         if (!client.equals("binding")) {
             throw new IllegalArgumentException("client is 'binding' or 'raw', not '" + client + "'");
         }
-        Map<String, Object> knobs = Catalogue.responderKnobs(text(command, "profile"), text(command, "mutant"));
+        Map<String, Object> knobs = policy(command);
         JsonElement maxAttempts = command.get("max_attempts");
         JsonObject behavior = command.has("behavior") && command.get("behavior").isJsonObject()
                 ? command.getAsJsonObject("behavior")
                 : new JsonObject();
         Responder.Builder builder = PeerPolicies.withPolicy(Responder.builder(queue), knobs)
                 .handler(behaviorHandler(name, behavior))
-                .observer(new EventObserver(name));
+                .observer(responderObserver(name, command));
         // Only a given max_attempts replaces the binding's own default (3, RR-14): no Options otherwise.
         if (maxAttempts != null && !maxAttempts.isJsonNull()) {
             builder.options(Options.defaults().withMaxAttempts(maxAttempts.getAsInt()));
@@ -441,7 +462,7 @@ public final class PeerMain {
 
     private JsonObject bindingLoad(JsonObject command, String exchange, String routingKey, int requests, int inFlight,
             int bodyBytes, Duration timeout, int warmup) throws Exception {
-        Map<String, Object> knobs = Catalogue.requesterKnobs(text(command, "profile"), text(command, "mutant"));
+        Map<String, Object> knobs = policy(command);
         JsonElement body = JsonParser.parseString(new String(Load.body(bodyBytes), StandardCharsets.UTF_8));
         // send returns once its request is confirmed (a returned request throws there), so the
         // requests are sent from in_flight threads, the way a threaded service calls the binding;
@@ -472,6 +493,31 @@ public final class PeerMain {
         } finally {
             callers.shutdownNow();
         }
+    }
+
+    /**
+     * The {@code policy} of a requester.open, responder.start or load (protocol 4): knob name to
+     * value as JSON has it, which {@link PeerPolicies} sets on the binding's policy field by
+     * field (an unknown knob or value is refused there). Absent, as before protocol 4: {@code {}},
+     * the binding as it ships. {@code profile} and {@code mutant} are never read.
+     */
+    public static Map<String, Object> policy(JsonObject command) {
+        JsonElement given = command.get("policy");
+        if (given == null || given.isJsonNull()) {
+            return Map.of();
+        }
+        if (!given.isJsonObject()) {
+            throw new IllegalArgumentException("'policy' must be an object of knob values");
+        }
+        return GSON.fromJson(given, new TypeToken<Map<String, Object>>() { }.getType());
+    }
+
+    /** The responder's event writer, or {@link #SILENT} for {@code events: false} (protocol 4: a load, not a cell). */
+    ResponderObserver responderObserver(String name, JsonObject command) {
+        JsonElement events = command.get("events");
+        boolean silent = events != null && events.isJsonPrimitive() && events.getAsJsonPrimitive().isBoolean()
+                && !events.getAsBoolean();
+        return silent ? SILENT : new EventObserver(name);
     }
 
     private Handler behaviorHandler(String name, JsonObject behavior) {
