@@ -69,12 +69,14 @@ def _mutant_for(spec: PeerSpec, op: str) -> str | None:
 def _step_queue(state: CellState, args: dict[str, Any]) -> None:
     probe = state.get_probe()
     name = probe.declare_queue(state.name(args["name"]), args.get("type", "quorum"))
+    state.declared_queues.add(name)
     if "bind" in args:
         probe.bind(name, state.name(args["bind"]["exchange"]), args["bind"].get("routing_key", ""))
 
 
 def _step_exchange(state: CellState, args: dict[str, Any]) -> None:
     state.get_probe().declare_exchange(state.name(args["name"]), args["type"])
+    state.declared_exchanges.add(state.name(args["name"]))
 
 
 def _step_pause(state: CellState, args: dict[str, Any]) -> None:
@@ -129,6 +131,7 @@ def _step_responder(state: CellState, args: dict[str, Any]) -> None:
             return
         state.opened.append(Opened(peer, "responder.stop", name))
         state.declared_by.setdefault(queue, args["role"])
+        state.declared_queues.update((queue, f"{queue}.dlq"))  # what a responder declares (RR-17)
         names.append(name)
         state.owners[name] = (peer, name)
     state.owners[args["as"]] = state.owners[names[0]]

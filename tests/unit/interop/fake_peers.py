@@ -164,6 +164,12 @@ class FakeManagement:
     def exchanges(self, vhost: str) -> list[dict[str, Any]]:
         return []
 
+    def delete_queue(self, vhost: str, name: str) -> None:
+        self.deleted.append(name)
+
+    def delete_exchange(self, vhost: str, name: str) -> None:
+        self.deleted.append(name)
+
     def queue(self, vhost: str, name: str) -> dict[str, Any] | None:
         return {"name": name, "type": "quorum", "durable": True, "exclusive": False, "auto_delete": False, "arguments": {}}
 
