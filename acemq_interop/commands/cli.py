@@ -53,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--broker-image", action="append", metavar="IMAGE",
                      help="run on a RabbitMQ container from IMAGE (built from ci/rabbitmq/Dockerfile), removed at the end; "
                           "repeat for a broker axis: every cell on each broker")
-    run.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help=f"cells run at once, longest first (default {DEFAULT_CONCURRENCY}: most cells wait on timers, so 24 at once keep the 2-core machine this was measured on busy without starving it)")
+    run.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
+                     help=f"cells run at once, longest first (default {DEFAULT_CONCURRENCY}: 12 per CPU this process may use, "
+                          "8 to 64; most cells wait on timers, so they overlap)")
     run.add_argument("--out", default="out", help="folder for results.json, junit.xml, report.html and summary.md (default ./out)")
     _rerun(run.add_argument("--known-failures", action="append", help="an extra known-failures file (known-failures/ is always read)"))
     _rerun(run.add_argument("--no-known-failures", action="store_true", help="ignore the known-failures lists (every failure is a FAIL)"))
