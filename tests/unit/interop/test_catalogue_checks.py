@@ -50,21 +50,24 @@ def test_every_scenario_file_is_named_after_its_id() -> None:
 
 
 # Names a binding must never spell: every mutant, and every profile but "current" (the
-# default, and an ordinary word). Only a peer's adapter maps them to policies.
+# default, and an ordinary word). From protocol 4 its adapter neither: the harness sends the
+# policy values, so no peer keeps a copy of the catalogue (and a new catalogue mutant made of
+# existing knobs runs on every peer unchanged).
 FORBIDDEN = sorted(set(catalogue.mutants()) | {p for p in catalogue.catalogue().profiles if p != "current"})
 
 
+@pytest.mark.parametrize("part", ["binding", "adapter"])
 @pytest.mark.parametrize("name", sorted(discover()))
-def test_no_binding_spells_a_mutant_or_profile_name(name: str) -> None:
+def test_no_binding_or_adapter_spells_a_mutant_or_profile_name(name: str, part: str) -> None:
     manifest = discover()[name]
-    globs = manifest.layout.get("binding")
-    assert globs, f"peers/{manifest.folder.name}/peer.yaml has no layout: binding globs (where its binding code lives)"
+    globs = manifest.layout.get(part)
+    assert globs, f"peers/{manifest.folder.name}/peer.yaml has no layout: {part} globs (where its {part} code lives)"
     files = sorted({p for g in globs for p in manifest.folder.glob(g) if p.is_file()})
-    assert files, f"{name}: layout.binding {list(globs)} matches no file"
+    assert files, f"{name}: layout.{part} {list(globs)} matches no file"
     found = []
     for path in files:
         text = path.read_text(encoding="utf-8", errors="replace")
         for word in FORBIDDEN:
             if re.search(rf"(?<![\w.-]){re.escape(word)}(?![\w-])", text):
                 found.append(f"{path.relative_to(manifest.folder)}: {word}")
-    assert not found, f"{name}'s binding names catalogue mutants or profiles:\n" + "\n".join(found)
+    assert not found, f"{name}'s {part} names catalogue mutants or profiles (it holds catalogue data):\n" + "\n".join(found)

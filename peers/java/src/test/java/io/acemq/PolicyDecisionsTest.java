@@ -100,7 +100,7 @@ class PolicyDecisionsTest {
                 Responder.visibleToHandler(ResponderPolicy.SPEC, headers).keySet());
         assertEquals(Set.of(Headers.RESPONSE_MESSAGE_ID, "x-custom"),
                 Responder.visibleToHandler(responder(Map.of("pass_spec_headers", false)), headers).keySet());
-        // Independent of RR-5.1's knob: no-strip shows x-acemq-* and the acemq-* headers alike.
+        // Independent of RR-5.1's knob: a policy that keeps the engine headers shows x-acemq-* and the acemq-* headers alike.
         assertEquals(headers.keySet(),
                 Responder.visibleToHandler(responder(Map.of("strip_engine_headers", false)), headers).keySet());
         assertEquals(Set.of(), Responder.visibleToHandler(ResponderPolicy.SPEC, null).keySet());
