@@ -312,9 +312,14 @@ def diagnose_call(transcript: list[dict[str, Any]], requester: str, exchange: st
         responder = publisher(delivered)[0]  # type: ignore[index]
         header = (request.get("headers") or {}).get("acemq-reply-to")
         native = _props(request).get("reply_to")
-        # Which reading failed, by what the request offered: only reply_to (RR-3.2), only the
-        # header (RR-3.1); both, and still nothing was sent to either (RR-4.1).
-        clause = "RR-3.2" if header is None and native else "RR-3.1" if not native else "RR-4.1"
+        # A handler that threw and no failure reply sent: RR-10.1 (a retry policy in its
+        # place, as .NET up to 0.7.12 had). Otherwise, which reading failed, by what the
+        # request offered: only reply_to (RR-3.2), only the header (RR-3.1); both, and still
+        # nothing was sent to either (RR-4.1).
+        if failure_expected:
+            clause = "RR-10.1"
+        else:
+            clause = "RR-3.2" if header is None and native else "RR-3.1" if not native else "RR-4.1"
         return CallFinding(clause, responder, (n, delivered["n"]),
                            f"request #{n} was delivered to {responder} (#{delivered['n']}), which published no reply "
                            f"to {', '.join(sorted(addresses))}")

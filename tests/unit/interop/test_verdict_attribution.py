@@ -48,6 +48,11 @@ def test_a_responder_that_sent_no_reply_is_charged_by_what_the_request_offered()
     assert no_reply({}, reply_to="amq.gen-q") == ("RR-3.2", "b"), "only reply_to: a header-only reader"
     assert no_reply(BOTH) == ("RR-3.1", "b"), "only the header: a native-only reader"
     assert no_reply(BOTH, reply_to="amq.gen-q") == ("RR-4.1", "b"), "both, and still nothing sent to either"
+    request = publish(1, "a (requester)", "c1.requests", message_id="m1", reply_to="amq.gen-q")
+    failed = diagnose_call([request, deliver(2, "b (responder)", "c1.requests", message_id="m1")], "a", "", "c1.requests",
+                           0.0, failure_expected=True)
+    assert failed is not None and (failed.clause, failed.peer) == ("RR-10.1", "b"), \
+        "a handler that threw and no failure reply sent (a retry policy instead, as .NET up to 0.7.12)"
     request = publish(1, "a (requester)", "c1.requests", message_id="m1", headers=BOTH, reply_to="amq.gen-q")
     assert diagnose_call([request], "a", "", "c1.requests", 0.0) is None, "nobody the cell knows took it: nothing to say"
 
