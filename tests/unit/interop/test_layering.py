@@ -89,3 +89,22 @@ def test_reading_a_scenario_touches_neither_the_probe_nor_pika() -> None:
             "'acemq_interop.amqp.probe'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]", out
+
+
+def test_only_the_amqp_package_imports_pika() -> None:
+    """One AMQP floor: every other package reaches the broker's protocol through amqp/ (its
+    codec, probe, raw client, handshake), never through pika, and nothing patches pika."""
+    found = []
+    for name, path in _modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            if any(n == "pika" or n.startswith("pika.") for n in names) and not name.startswith("amqp."):
+                found.append(f"acemq_interop/{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not found, f"pika imported outside acemq_interop/amqp/: {found}"
+

@@ -388,3 +388,52 @@ def test_poll_sees_a_connection_the_broker_closed_meanwhile_without_waiting(scri
     with pytest.raises(RawAmqpError, match="closed"):
         connection.poll()
 
+
+def _bare_probe(blocked_why: Callable[[], str | None] | None = None) -> Any:
+    from acemq_interop.amqp.probe import Probe
+
+    probe = Probe.__new__(Probe)  # the guard alone: no connection
+    probe._lost, probe._publisher, probe._blocked_s, probe._blocked_why = None, None, 10.0, blocked_why
+    return probe
+
+
+@pytest.mark.parametrize("error, message", [
+    (Blocked(10.0), "probe connection lost: the broker blocked its publishes for 10s (broker alarm: memory since 3s)"),
+    (BrokerClosed(404, "NOT_FOUND - no exchange 'x'", True), "probe channel closed by the broker: 404 NOT_FOUND - no exchange 'x'"),
+    (BrokerClosed(320, "CONNECTION_FORCED - Closed via management plugin", False),
+     "probe connection lost: 320 CONNECTION_FORCED - Closed via management plugin"),
+    (RawAmqpError("the broker closed the connection"), "probe connection lost: the broker closed the connection"),
+])
+def test_a_lost_publisher_is_the_probes_lost_connection_with_the_brokers_words(error: Exception, message: str) -> None:
+    from acemq_interop.core.errors import ConnectionLost
+
+    probe = _bare_probe(lambda: "broker alarm: memory since 3s")
+    for _ in range(2):  # and every later call says the same
+        with pytest.raises(ConnectionLost) as lost:
+            with probe._guard():
+                raise error
+        assert str(lost.value) == message
+    assert probe.fault() == message
+
+
+def test_the_runs_probe_factory_names_the_brokers_condition_and_bounds_a_blocked_publish(monkeypatch) -> None:
+    from acemq_interop.amqp import probe as probe_module
+    from acemq_interop.broker.conditions import bounded_probe_factory
+
+    made: list[tuple[str, Any]] = []
+
+    def fake_init(self: Any, amqp_url: str, ca_file: str | None = None, blocked_why: Any = None) -> None:
+        made.append((amqp_url, ca_file))
+        self._lost, self._publisher, self._blocked_s, self._blocked_why = None, None, 5.0, blocked_why
+
+    monkeypatch.setattr(probe_module.Probe, "__init__", fake_init)
+    seen: list[tuple[float, str]] = []
+    factory = bounded_probe_factory(5.0, lambda since, what: seen.append((since, what)) or "broker alarm: disk", "/ca.pem")
+    probe = factory("amqp://u:p@h:1/v")
+    assert made == [("amqp://u:p@h:1/v?blocked_connection_timeout=5", "/ca.pem")]
+    from acemq_interop.core.errors import ConnectionLost
+
+    with pytest.raises(ConnectionLost, match=r"^probe connection lost: the broker blocked its publishes for 5s \(broker alarm: disk\)$"):
+        with probe._guard():
+            raise Blocked(5.0)
+    assert seen and seen[0][1] == "the probe's connection"
