@@ -71,6 +71,7 @@ class CellState:
     lacking: dict[int, tuple[str, str]] = field(default_factory=dict)  # step index -> (role, part) its peer declares it lacks
     lacking_names: dict[str, tuple[str, str]] = field(default_factory=dict)  # a name such a step would have bound
     held: list[HeldQueue] = field(default_factory=list)  # queues the cell holds (broker_control.py), released at its end
+    probe_connections: list[str] = field(default_factory=list)  # own addresses of the probe's other connections (raw gets)
 
     def name(self, logical: str) -> str:
         return f"{self.ns}.{logical}"
@@ -244,7 +245,8 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
         from ..amqp.transcript import attach
 
         judged = result.status in (Status.PASS, Status.FAIL)
-        records = attach(ctx.tracer, ctx.keep_transcript, ns, state.variables["_t0"], result, read=judged)
+        mine = [*state.probe_connections, *getattr(state.probe, "connections", ())]  # the transcript names the probe by them
+        records = attach(ctx.tracer, ctx.keep_transcript, ns, state.variables["_t0"], result, read=judged, probe_connections=mine)
         if judged:
             _message_breaks(state, result, records)
     if result.status == Status.FAIL:

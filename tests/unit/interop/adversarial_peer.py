@@ -34,10 +34,10 @@ import pika.validators
 from acemq_interop.amqp import raw_client as raw_amqp
 from acemq_interop.core.errors import BrokerError, CallNotEnded, PeerError
 from acemq_interop.peers.client import PeerClient
+from acemq_interop.amqp.codec import Field as TraceField
 from acemq_interop.amqp.codec import Typed, encode_content_header
 from acemq_interop.amqp.probe import raw_record, record
 from acemq_interop.peers.protocol import SCHEMA_PATH, validate_peer_line
-from acemq_interop.amqp.transcript import Field as TraceField
 from acemq_interop.amqp.transcript import Raw, Tracer
 
 _SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))

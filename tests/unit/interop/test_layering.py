@@ -108,3 +108,18 @@ def test_only_the_amqp_package_imports_pika() -> None:
                 found.append(f"acemq_interop/{path.relative_to(PACKAGE)}:{node.lineno}")
     assert not found, f"pika imported outside acemq_interop/amqp/: {found}"
 
+
+def test_nothing_replaces_what_pika_defines() -> None:
+    """The codec writes and reads what pika would get wrong; no module assigns to pika's own
+    names (as the probe and the tracer once replaced pika.data's encode_value and decode_value)."""
+    patched = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for target in targets:
+                root = target
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if isinstance(target, ast.Attribute) and isinstance(root, ast.Name) and root.id == "pika":
+                    patched.append(f"acemq_interop/{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not patched, f"pika patched: {patched}"
