@@ -37,9 +37,12 @@ class CodecError(ValueError):
     """Bytes this codec cannot read (truncated, an unknown type code), or a value it cannot write."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Field:
-    """A field value and its wire type code (`S`, `x`, `l`, ...); see the module for `value`."""
+    """A field value and its wire type code (`S`, `x`, `l`, ...); see the module for `value`.
+
+    Not frozen: the tracer makes one for every value of every firehose message, and a frozen
+    dataclass is twice as slow to make. Nothing here changes one once made."""
 
     code: str
     value: Any
@@ -99,22 +102,29 @@ def _unpack(fmt: struct.Struct, data: bytes, offset: int, end: int) -> Any:
     return fmt.unpack_from(data, offset)[0]
 
 
-def _longstr(data: bytes, offset: int, end: int) -> tuple[bytes, int]:
-    length = _unpack(_U32, data, offset, end)
-    start = offset + 4
-    if start + length > end:
-        raise _truncated(length, start, end)
-    return bytes(data[start:start + length]), start + length
-
-
 def _shortstr(data: bytes, offset: int, end: int) -> tuple[str, int]:
-    length = _unpack(_U8, data, offset, end)
+    if offset >= end:
+        raise _truncated(1, offset, end)
     start = offset + 1
-    if start + length > end:
-        raise _truncated(length, start, end)
-    return bytes(data[start:start + length]).decode("utf-8", errors="replace"), start + length
+    stop = start + data[offset]
+    if stop > end:
+        raise _truncated(stop - start, start, end)
+    return data[start:stop].decode("utf-8", errors="replace"), stop
 
 
+def _sized(data: bytes, offset: int, end: int) -> tuple[int, int]:
+    """The (start, stop) of a 4-byte-length-prefixed run at `offset`, within `end`."""
+    start = offset + 4
+    if start > end:
+        raise _truncated(4, offset, end)
+    stop = start + _U32.unpack_from(data, offset)[0]
+    if stop > end:
+        raise _truncated(stop - start, start, end)
+    return start, stop
+
+
+# The decoder is the tracer's hot path (every value of every firehose message): plain
+# functions over (data, offset, end), every bound checked against the enclosing value's end.
 def _value(data: bytes, offset: int, end: int) -> tuple[Field, int]:
     if offset >= end:
         raise _truncated(1, offset, end)
@@ -122,24 +132,21 @@ def _value(data: bytes, offset: int, end: int) -> tuple[Field, int]:
     offset += 1
     fixed = FIXED.get(code)
     if fixed is not None:
-        value = _unpack(fixed, data, offset, end)
-        return Field(code, bool(value) if code == "t" else value), offset + fixed.size
+        stop = offset + fixed.size
+        if stop > end:
+            raise _truncated(fixed.size, offset, end)
+        value = fixed.unpack_from(data, offset)[0]
+        return Field(code, bool(value) if code == "t" else value), stop
     if code == "S" or code == "x":
-        raw, offset = _longstr(data, offset, end)
-        return Field(code, raw), offset
+        start, stop = _sized(data, offset, end)
+        return Field(code, data[start:stop]), stop
     if code == "F":
-        length = _unpack(_U32, data, offset, end)
-        start = offset + 4
-        if start + length > end:
-            raise _truncated(length, start, end)
-        return Field(code, _table(data, start, start + length)), start + length
+        start, stop = _sized(data, offset, end)
+        return Field(code, _table(data, start, stop)), stop
     if code == "A":
-        length = _unpack(_U32, data, offset, end)
-        start = offset + 4
-        if start + length > end:
-            raise _truncated(length, start, end)
+        start, stop = _sized(data, offset, end)
         items = []
-        at, stop = start, start + length
+        at = start
         while at < stop:
             item, at = _value(data, at, stop)
             items.append(item)
@@ -156,27 +163,30 @@ def _value(data: bytes, offset: int, end: int) -> tuple[Field, int]:
 def _table(data: bytes, offset: int, end: int) -> dict[str, Field]:
     table: dict[str, Field] = {}
     while offset < end:
-        name, offset = _shortstr(data, offset, end)
-        table[name], offset = _value(data, offset, end)
+        start = offset + 1
+        stop = start + data[offset]
+        if stop > end:
+            raise _truncated(stop - start, start, end)
+        table[data[start:stop].decode("utf-8", errors="replace")], offset = _value(data, stop, end)
     return table
 
 
 def decode_table(data: bytes) -> dict[str, Field]:
     """A field table's content (without its 4-byte length), every value typed."""
+    data = bytes(data)
     return _table(data, 0, len(data))
 
 
 def decode_field_table(data: bytes, offset: int = 0) -> tuple[dict[str, Field], int]:
     """A field table with its 4-byte length at `offset`: (the table, the offset after it)."""
-    length = _unpack(_U32, data, offset, len(data))
-    start = offset + 4
-    if start + length > len(data):
-        raise _truncated(length, start, len(data))
-    return _table(data, start, start + length), start + length
+    data = bytes(data)
+    start, stop = _sized(data, offset, len(data))
+    return _table(data, start, stop), stop
 
 
 def decode_value(data: bytes, offset: int = 0) -> tuple[Field, int]:
     """One field value (its type code first) at `offset`: (the Field, the offset after it)."""
+    data = bytes(data)
     return _value(data, offset, len(data))
 
 
@@ -195,6 +205,7 @@ def decode_content_header(payload: bytes) -> tuple[int, dict[str, Any], dict[str
 
     `properties` holds every property present but `headers` (shortstr ones as text, octets
     and the timestamp as int); the headers table is returned apart, every value typed."""
+    payload = bytes(payload)
     end = len(payload)
     if end < 12:
         raise _truncated(12, 0, end)
@@ -222,12 +233,8 @@ def decode_content_header(payload: bytes) -> tuple[int, dict[str, Any], dict[str
             properties[name] = _unpack(_U64, payload, offset, end)
             offset += 8
         else:
-            length = _unpack(_U32, payload, offset, end)
-            start = offset + 4
-            if start + length > end:
-                raise _truncated(length, start, end)
-            headers = _table(payload, start, start + length)
-            offset = start + length
+            start, offset = _sized(payload, offset, end)
+            headers = _table(payload, start, offset)
     return body_size, properties, headers
 
 
