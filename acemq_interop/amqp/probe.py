@@ -1,55 +1,44 @@
-"""The probe: the harness's own raw AMQP client.
+"""The probe: the harness's own AMQP client.
 
 It publishes exactly the properties, headers and header value types a scenario describes
 (a header as a byte array, an empty `reply_to`, a `b`-typed number...) and records exactly
 what arrives, header types included, so one binding can be checked against the spec rather
 than against another binding.
+
+Two connections, both the probe's: pika's for declares, binds, counts and gets, and the raw
+client's (raw_client.py, opened at the first publish) for every publish, whose properties
+and headers the suite's codec (codec.py) writes with the types the scenario chose. Each
+connection's own address is kept (`connections`): the transcript names the probe's
+publishes and deliveries by it, never by what a message carries.
 """
 from __future__ import annotations
 
 import json
-import struct
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pika
-import pika.data
 import pika.exceptions
 
 from . import raw_client as raw_amqp
 from ..core.errors import BrokerError, ConnectionLost
-from .codec import Typed, header_value
+from .codec import header_value, plain, type_codes
 from .tls import connect_error, pika_parameters
 
 POLL_S = 0.02
+CONNECT_BOUND_S = 10.0  # the raw publisher's connect and handshake (pika's socket timeout)
 
 
-_original_encode_value = pika.data.encode_value
+def pika_local_address(connection: Any) -> str | None:
+    """The own address (`IP:PORT`) of a pika BlockingConnection's socket, or None when pika
+    does not show it (pika 1.x keeps it on the transport of the connection it wraps)."""
+    try:
+        sock = connection._impl._transport._sock
+        return raw_amqp.address_text(sock.getsockname())
+    except (AttributeError, OSError):
+        return None
 
-
-def _encode_value(pieces: list, value: Any) -> int:
-    # pika picks field types itself; the probe needs to choose them, so Typed values are
-    # encoded here and everything else is left to pika.
-    if not isinstance(value, Typed):
-        return _original_encode_value(pieces, value)
-    kind, v = value.kind, value.value
-    if kind == "x":
-        raw = v.encode("utf-8") if isinstance(v, str) else bytes(v)
-        pieces.append(struct.pack(">cI", b"x", len(raw)))
-        pieces.append(raw)
-        return 5 + len(raw)
-    # B, u and i are never a scenario's word (WF-2 forbids writing them); they are here so
-    # the raw client's tests can show it reads what a defective binding would write.
-    formats = {"b": ">cb", "l": ">cq", "I": ">ci", "t": ">cB", "d": ">cd", "B": ">cB", "u": ">cH", "i": ">cI"}
-    if kind not in formats:
-        raise ValueError(f"the probe cannot write header type {kind!r}")
-    packed = struct.pack(formats[kind], kind.encode(), int(v) if kind != "d" else float(v))
-    pieces.append(packed)
-    return len(packed)
-
-
-pika.data.encode_value = _encode_value
 
 def value_type(value: Any) -> str:
     """The field type a header arrived as, in words pika lets us tell apart."""
@@ -123,10 +112,10 @@ def raw_record(message: raw_amqp.Message) -> dict[str, Any]:
     props = message.properties
     return {
         "properties": {k: props.get(k) for k in ("message_id", "correlation_id", "reply_to", "content_type", "type")},
-        "headers": {k: raw_amqp.plain(v) for k, v in message.headers.items()},
+        "headers": {k: plain(v) for k, v in message.headers.items()},
         "header_types": {k: _CODE_WORDS.get(v.code, "integer") for k, v in message.headers.items()},
         "wire_types": {k: v.code for k, v in message.headers.items()},
-        "wire_types_by_code": raw_amqp.type_codes(message.headers),
+        "wire_types_by_code": type_codes(message.headers),
         "body": decoded,
         "body_text": body.decode("utf-8", errors="replace"),
         "body_length": len(body),
@@ -144,23 +133,38 @@ def cause(exc: BaseException) -> str:
 
 
 class Probe:
-    """One blocking AMQP connection, used by one cell's thread only (over TLS with `ca_file`).
+    """The probe's connections, used by one cell's thread only (over TLS with `ca_file`).
 
-    Losing it (the broker force-closing it, the broker gone) raises ConnectionLost with the
-    broker's reason, and every later call raises the same: the cell is an ERROR, not a FAIL.
+    Losing one (the broker force-closing it, the broker gone, a publish blocked longer than
+    the URL's `blocked_connection_timeout`) raises ConnectionLost with the broker's reason,
+    and every later call raises the same: the cell is an ERROR, not a FAIL. `blocked_why`
+    says why the broker blocked a publish (its resource alarm), for that message.
     """
 
-    def __init__(self, amqp_url: str, ca_file: str | None = None):
+    def __init__(self, amqp_url: str, ca_file: str | None = None, blocked_why: Callable[[], str | None] | None = None):
         params = pika_parameters(amqp_url, ca_file, "acemq-interop probe")
+        self._url, self._ca_file, self._blocked_why = amqp_url, ca_file, blocked_why
+        self._blocked_s: float | None = params.blocked_connection_timeout
         self._lost: str | None = None
+        self._publisher: raw_amqp.RawConnection | None = None
+        self.connections: list[str] = []  # the own address of every connection the probe opened
         try:
             self._connection = pika.BlockingConnection(params)
+            self._note(pika_local_address(self._connection))
             self._channel = self._connection.channel()
-            self._channel.confirm_delivery()
         except (pika.exceptions.AMQPError, OSError) as exc:
             # pika raises a TLS verification error as it is, and nests other causes in an
             # AMQPConnectionError whose own text is empty.
             raise BrokerError(f"probe cannot connect to {params.host}:{params.port}: {connect_error(exc)}") from None
+
+    def _note(self, address: str | None) -> None:
+        if address and address not in self.connections:
+            self.connections.append(address)
+
+    def _blocked(self, blocked_s: float | None) -> str:
+        why = self._blocked_why() if self._blocked_why is not None else None
+        bound = f" for {blocked_s:g}s" if blocked_s is not None else ""
+        return f"probe connection lost: the broker blocked its publishes{bound}" + (f" ({why})" if why else "")
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
@@ -168,14 +172,23 @@ class Probe:
             raise ConnectionLost(self._lost)
         try:
             yield
+        except pika.exceptions.ConnectionBlockedTimeout:
+            self._lost = self._blocked(self._blocked_s)
         except pika.exceptions.AMQPConnectionError as exc:
             self._lost = f"probe connection lost: {cause(exc)}"
-            raise ConnectionLost(self._lost) from None
         except pika.exceptions.ChannelClosedByBroker as exc:
             self._lost = f"probe channel closed by the broker: {cause(exc)}"
-            raise ConnectionLost(self._lost) from None
         except pika.exceptions.AMQPChannelError as exc:
             self._lost = f"probe channel failed: {type(exc).__name__}: {cause(exc)}"
+        except raw_amqp.Blocked as exc:
+            self._lost = self._blocked(exc.blocked_s)
+        except raw_amqp.BrokerClosed as exc:
+            what = "probe channel closed by the broker" if exc.channel else "probe connection lost"
+            self._lost = f"{what}: {exc.code} {exc.text}"
+        except raw_amqp.RawAmqpError as exc:
+            self._lost = f"probe connection lost: {exc}"
+        if self._lost is not None:
+            self._drop_publisher()
             raise ConnectionLost(self._lost) from None
 
     def fault(self) -> str | None:
@@ -184,11 +197,22 @@ class Probe:
             try:
                 with self._guard():
                     self._connection.process_data_events(time_limit=0)
+                    if self._publisher is not None:
+                        self._publisher.poll()
             except ConnectionLost:
                 pass
         return self._lost
 
+    def _drop_publisher(self) -> None:
+        publisher, self._publisher = self._publisher, None
+        if publisher is not None:
+            if self._lost is None:
+                publisher.close()
+            else:
+                publisher.abort()  # a blocked or broken connection: no close handshake to wait for
+
     def close(self) -> None:
+        self._drop_publisher()
         try:
             self._connection.close()
         except (pika.exceptions.AMQPError, OSError):
@@ -223,7 +247,6 @@ class Probe:
             if exc.reply_code != 404:
                 raise
             self._channel = self._connection.channel()  # a 404 closes the channel
-            self._channel.confirm_delivery()
             return None
         return ok.method.message_count, ok.method.consumer_count
 
@@ -240,14 +263,23 @@ class Probe:
         headers: dict[str, Any],
         mandatory: bool = True,
     ) -> bool:
-        """Publish with confirms; False when the broker returned it (unroutable)."""
-        props = pika.BasicProperties(headers={k: header_value(v) for k, v in headers.items()} or None, **properties)
+        """Publish with confirms; False when the broker returned it (unroutable). Header values
+        are a scenario's (codec.header_value: typed ones written with their type)."""
+        typed = {k: header_value(v) for k, v in headers.items()} or None
         with self._guard():
-            try:
-                self._channel.basic_publish(exchange, routing_key, body, props, mandatory=mandatory)
-            except pika.exceptions.UnroutableError:
-                return False
-        return True
+            publisher = self._publisher or self._open_publisher()
+            return publisher.publish(exchange, routing_key, body, properties, typed, mandatory=mandatory)
+
+    def _open_publisher(self) -> raw_amqp.RawConnection:
+        publisher = raw_amqp.RawConnection(self._url, bound_s=CONNECT_BOUND_S, connection_name="acemq-interop probe (publisher)",
+                                           ca_file=self._ca_file, blocked_s=self._blocked_s)
+        try:
+            publisher.open()
+        except raw_amqp.RawAmqpError as exc:
+            raise BrokerError(f"probe cannot connect its publisher: {connect_error(exc)}") from None
+        self._note(publisher.local_address)
+        self._publisher = publisher
+        return publisher
 
     def get(self, queue: str, bound_s: float) -> dict[str, Any] | None:
         """The next message on `queue` (acknowledged), or None when none came within the bound."""

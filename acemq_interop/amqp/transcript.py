@@ -11,9 +11,10 @@ one consumer per run. We chose it over
     renders header values without their AMQP field types.
 The management API is already what the harness needs of every broker (it makes the run's
 vhost there), so the firehose works wherever a run does, private node or not. The firehose
-message keeps the original properties as a typed table; the tracer's own pika connection
-decodes that table with the field type of every value kept (see `_typed_decode_value`), so
-a transcript tells a header sent as `x` (bytes) from one sent as `S` (long string).
+message keeps the original properties as a typed table; the tracer reads it with the raw
+client (raw_client.py), whose codec (codec.py) keeps the field type of every value, so a
+transcript tells a header sent as `x` (bytes) from one sent as `S` (long string), and shows
+a `b` of -7 as -7 and a `d` of 0.25 as 0.25.
 
 Cheap when cells pass: the tracer thread only appends what arrives to a buffer; a cell takes
 its own entries at its end, and they are decoded into the transcript only when the cell is
@@ -23,7 +24,16 @@ Only the cell's own namespace is kept: a queue, exchange or routing key starting
 cell's `ns.` prefix, or a server-named reply queue (`amq.gen-...`) the cell's requesters
 named (their `requester.open` answers, and any reply address a message of the cell carried).
 No user name, password or URL is recorded: a participant is named by what the cell knows of
-it (the probe, a peer's requester or responder) or by its connection's client-given name.
+it (the probe, a peer's requester or responder) or as `connection N`.
+
+Who published what: the firehose names each message's connection by its two ends
+(`CLIENT_IP:PORT -> SERVER_IP:PORT`). The probe's connections are the probe's by their own
+addresses, which the probe keeps (`Probe.connections`), never by what a message carries (a
+responder dead-lettering a probe's request keeps its message_id, RR-11); a peer's connection
+is named by a queue it consumed from (its responder's request queue, its requester's reply
+queue) or by the reply queue a request of it names. Where a NAT or a proxy stands between the
+harness and the broker, the broker sees other addresses than the probe's own: its publishes
+are then shown as `connection N`, which the wire checks never judge.
 """
 from __future__ import annotations
 
@@ -32,9 +42,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-import pika
-import pika.data
-import pika.exceptions
+from .codec import Field, shown
+from .raw_client import RawConnection, client_end
 
 MODES = ("failed", "all", "none")
 TRACE_EXCHANGE = "amq.rabbitmq.trace"
@@ -43,30 +52,9 @@ STALE_S = 300.0  # entries no cell claimed (late copies of passed cells) are dro
 SWEEP_S = 30.0  # how often that is looked at
 SETTLE_S = 0.3  # a kept cell waits this long for the firehose's last messages
 PROBE = "probe"
-
-# -- typed decoding of AMQP field tables, on the tracer's thread only -----------------
-
-_typed = threading.local()
-_original_decode_value = pika.data.decode_value
-
-
-@dataclass(frozen=True)
-class Field:
-    """A decoded AMQP field value with its wire type letter (`S`, `x`, `l`, `I`, `F`, ...)."""
-
-    kind: str
-    value: Any
-
-
-def _typed_decode_value(encoded: bytes, offset: int) -> tuple[Any, int]:
-    if not getattr(_typed, "on", False):
-        return _original_decode_value(encoded, offset)
-    kind = encoded[offset:offset + 1].decode("latin-1")
-    value, end = _original_decode_value(encoded, offset)  # nested tables and arrays come back here
-    return Field(kind, value), end
-
-
-pika.data.decode_value = _typed_decode_value
+CONNECT_BOUND_S = 10.0  # the tracer's connect, handshake and declares
+HEARTBEAT_S = 60  # the tracer's connection lives for the run
+POLL_S = 0.1  # how often the tracer's thread looks whether it is to stop
 
 
 def plain(value: Any) -> Any:
@@ -85,16 +73,7 @@ def plain(value: Any) -> Any:
 def typed(value: Any) -> Any:
     """A header value as JSON that keeps its AMQP type: `{"type": "S", "value": "..."}`."""
     if isinstance(value, Field):
-        inner = value.value
-        if isinstance(inner, dict):
-            return {"type": value.kind, "value": {k: typed(v) for k, v in inner.items()}}
-        if isinstance(inner, list):
-            return {"type": value.kind, "value": [typed(v) for v in inner]}
-        if isinstance(inner, bytes):
-            return {"type": value.kind, "value": inner.decode("utf-8", errors="replace")}
-        if isinstance(inner, (str, int, float, bool)) or inner is None:
-            return {"type": value.kind, "value": inner}
-        return {"type": value.kind, "value": str(inner)}
+        return shown(value)
     return {"type": "?", "value": plain(value)}
 
 
@@ -190,38 +169,28 @@ class Tracer:
     def _consume(self) -> None:
         connection = None
         try:
-            from .tls import pika_parameters
-
-            connection = pika.BlockingConnection(pika_parameters(self._url, self._ca_file, "acemq-interop tracer"))
-            channel = connection.channel()
-            queue = channel.queue_declare("", exclusive=True, auto_delete=True,
-                                          arguments={"x-queue-type": "classic"}).method.queue
-            channel.queue_bind(queue, TRACE_EXCHANGE, "publish.#")
-            channel.queue_bind(queue, TRACE_EXCHANGE, "deliver.#")
-
-            def arrived(_ch: Any, method: Any, properties: Any, body: bytes) -> None:
-                raw = Raw(time.monotonic(), method.routing_key, dict(properties.headers or {}), body)
-                with self._lock:
-                    self.received += 1
-                    self._file(raw)
-
-            channel.basic_consume(queue, arrived, auto_ack=True)
-            _typed.on = True  # from here on, this thread's tables keep their field types
+            connection = RawConnection(self._url, bound_s=CONNECT_BOUND_S, connection_name="acemq-interop tracer",
+                                       ca_file=self._ca_file, heartbeat_s=HEARTBEAT_S)
+            connection.open()
+            queue = connection.declare_queue("", exclusive=True, auto_delete=True, arguments={"x-queue-type": "classic"})
+            connection.bind(queue, TRACE_EXCHANGE, "publish.#")
+            connection.bind(queue, TRACE_EXCHANGE, "deliver.#")
+            connection.consume(queue, no_ack=True)
             self._ready.set()
             while not self._stop.is_set():
-                connection.process_data_events(time_limit=0.1)
+                for message in connection.deliveries(POLL_S):
+                    raw = Raw(time.monotonic(), message.routing_key, message.headers, message.body)
+                    with self._lock:
+                        self.received += 1
+                        self._file(raw)
         except Exception as exc:  # the run goes on without transcripts
             from .tls import connect_error
 
             self._failed = connect_error(exc)
             self._ready.set()
         finally:
-            _typed.on = False
             if connection is not None:
-                try:
-                    connection.close()
-                except Exception:
-                    pass
+                connection.close()
 
     def take(self, ns: str, reply_queues: Iterable[str], keep: bool, want: bool = False) -> list[Raw]:
         """Remove the cell's entries from the buffer; returned (after a short settle) when kept.
@@ -282,19 +251,23 @@ def _key(name: str) -> str:
 # -- a transcript, as plain data ----------------------------------------------------
 
 
-def transcript(raws: list[Raw], t0: float, who: dict[str, str], probe_ids: set[str]) -> list[dict[str, Any]]:
+def transcript(raws: list[Raw], t0: float, who: dict[str, str], probe_connections: Iterable[str] = ()) -> list[dict[str, Any]]:
     """The kept entries of a cell as its `transcript`: one record per publish or delivery.
 
-    `who` names consumers by queue (a responder's request queue, a requester's reply
-    queue); connections are named from what they consumed or published (the probe's
-    message ids), so a publish is shown as coming from the peer that made it.
+    `probe_connections` are the own addresses (`IP:PORT`) of the probe's connections: the
+    firehose names a connection by its client end, so the probe's are known exactly. `who`
+    names consumers by queue (a responder's request queue, a requester's reply queue);
+    other connections are named from what they consumed, or from the requester's reply
+    queue a request of theirs names, so a publish is shown as coming from the peer that
+    made it. What a message carries never names the probe: a responder dead-lettering the
+    probe's request keeps its message_id (RR-11), and is still the responder.
     """
+    probe = {a for a in (client_end(str(c)) for c in probe_connections) if a}
     connections: dict[str, str] = {}
     for raw in raws:
         conn = plain(raw.headers.get("connection")) or ""
-        props = plain(raw.headers.get("properties")) or {}
-        if raw.routing_key.startswith("publish.") and props.get("message_id") in probe_ids:
-            connections.setdefault(conn, PROBE)
+        if conn and conn not in connections and client_end(conn) in probe:
+            connections[conn] = PROBE
     for raw in raws:
         conn = plain(raw.headers.get("connection")) or ""
         if raw.routing_key.startswith("deliver.") and conn not in connections:
@@ -349,12 +322,12 @@ def _anonymous(connection: str, known: dict[str, str]) -> str:
     return known[key]
 
 
-def participants(trace: list[dict[str, Any]], roles: dict[str, Any]) -> tuple[dict[str, str], set[str], set[str]]:
-    """From a cell's evidence: consumers by queue, the probe's message ids, the reply queues.
+def participants(trace: list[dict[str, Any]], roles: dict[str, Any]) -> tuple[dict[str, str], set[str]]:
+    """From a cell's evidence: consumers by queue, and the reply queues.
 
     The engine's trace notes every command a peer was sent with its answer
     (`responder.start` names the queue, `requester.open` answers with the reply queue) and
-    every probe publish and get.
+    every probe get.
     """
     def label(peer: str, sides: tuple[str, ...]) -> str:
         """The spec label (`python+native-only`) of the peer process playing one of these roles."""
@@ -366,7 +339,6 @@ def participants(trace: list[dict[str, Any]], roles: dict[str, Any]) -> tuple[di
         return peer
     who: dict[str, str] = {}
     shared: set[str] = set()
-    probe_ids: set[str] = set()
     replies: set[str] = set()
     for step in trace:
         op = step.get("step")
@@ -383,13 +355,11 @@ def participants(trace: list[dict[str, Any]], roles: dict[str, Any]) -> tuple[di
             if queue:
                 who[queue] = f"{label(peer, ('requester', 'gatherer'))} (requester)"
                 replies.add(queue)
-        elif op == "probe_publish":
-            probe_ids.update(p.get("message_id") for p in step.get("published") or [] if p.get("message_id"))
         elif op == "probe_get" and step.get("queue"):
             who.setdefault(step["queue"], PROBE)
     for queue in shared:
         del who[queue]
-    return who, probe_ids, replies
+    return who, replies
 
 
 # -- the hooks the runner and the engine call -----------------------------------------
@@ -403,14 +373,17 @@ def start_tracer(mode: str, amqp_url: str, management: Any, vhost: str, log: Any
     return Tracer(amqp_url, management, vhost, log, ca_file).start()
 
 
-def attach(tracer: Tracer, keep: Any, ns: str, t0: float, result: Any, read: bool = False) -> list[dict[str, Any]]:
+def attach(tracer: Tracer, keep: Any, ns: str, t0: float, result: Any, read: bool = False,
+           probe_connections: Iterable[str] = ()) -> list[dict[str, Any]]:
     """At a cell's end: take its entries from the tracer; decode them when the cell keeps them
     (after a short settle, so its last messages are in) or when `read` asks for them anyway
-    (the wire checks of every cell: what has arrived, no settle). Returns the records."""
+    (the wire checks of every cell: what has arrived, no settle). `probe_connections`: the
+    own addresses of the cell's probe connections (Probe.connections, the raw getter's).
+    Returns the records."""
     kept = bool(keep(result)) if keep is not None else result.status != "PASS"
-    who, probe_ids, replies = participants(result.trace, result.roles)
+    who, replies = participants(result.trace, result.roles)
     raws = tracer.take(ns, replies, kept, want=read)
-    records = transcript(raws, t0, who, probe_ids) if raws else []
+    records = transcript(raws, t0, who, probe_connections) if raws else []
     if kept:
         result.transcript = records
     return records

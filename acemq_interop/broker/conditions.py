@@ -16,17 +16,16 @@ How it is known, and what it costs:
   "did it hold since t" is a lookup; a FAIL cell (only those ask) takes one fresh look
   too, shared by the cells ending within half a second of each other. PASS cells cost
   nothing.
-- the probe's connection is bounded while blocked (`BlockedBoundProbe`): pika otherwise
-  waits for a blocked publish's confirm forever, and the run with it.
+- the probe's connections are bounded while blocked (`bounded_probe_factory`): a blocked
+  publish's confirm would otherwise be waited for long after the cell's own bounds.
 """
 from __future__ import annotations
 
 import threading
 import time
 import urllib.parse
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 from ..core.errors import BrokerError
 from .management import Management, ManagementError
@@ -262,26 +261,14 @@ def _with_query(url: str, **params: object) -> str:
 
 def bounded_probe_factory(blocked_s: float, condition: Callable[..., str | None] | None = None,
                           ca_file: str | None = None) -> Callable[[str], Any]:
-    """The run's probe factory: a probe whose connection pika closes once the broker has
-    blocked it for `blocked_s` (a publish then raises at once instead of waiting for its
+    """The run's probe factory: a probe whose connections give up once the broker has
+    blocked them for `blocked_s` (a publish then raises at once instead of waiting for its
     confirm forever), and whose error then names the broker's condition."""
     from ..amqp.probe import Probe
 
-    class BlockedBoundProbe(Probe):
-        def __init__(self, amqp_url: str):
-            self._born = time.monotonic()
-            super().__init__(_with_query(amqp_url, blocked_connection_timeout=f"{blocked_s:g}"), ca_file=ca_file)
+    def bounded_probe(amqp_url: str) -> Probe:
+        born = time.monotonic()
+        why = (lambda: condition(born, "the probe's connection")) if condition is not None else None
+        return Probe(_with_query(amqp_url, blocked_connection_timeout=f"{blocked_s:g}"), ca_file=ca_file, blocked_why=why)
 
-        @contextmanager
-        def _guard(self) -> Iterator[None]:
-            import pika.exceptions
-
-            with super()._guard():
-                try:
-                    yield
-                except pika.exceptions.ConnectionBlockedTimeout:
-                    why = condition(self._born, "the probe's connection") if condition is not None else None
-                    raise pika.exceptions.ConnectionBlockedTimeout(
-                        f"the broker blocked its publishes for {blocked_s:g}s" + (f" ({why})" if why else "")) from None
-
-    return BlockedBoundProbe
+    return bounded_probe

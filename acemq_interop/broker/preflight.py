@@ -13,33 +13,15 @@ and is deleted at once. No message names a password.
 """
 from __future__ import annotations
 
-import socket
 import uuid
 
-import pika
-import pika.exceptions
-
+from ..amqp.handshake import HandshakeFailed, handshake
 from .endpoint import BrokerEndpoint
 from ..core.errors import BrokerError
 from .management import ManagementError
 from ..core.redact import url as redacted_url
 
 AMQP_BOUND_S = 10.0
-
-
-def _amqp_parameters(endpoint: BrokerEndpoint, vhost: str) -> pika.ConnectionParameters:
-    # Over TLS (--tls, or --broker amqps:// with --ca-cert) the handshake verifies the broker
-    # against the run's CA only, as every client of the run does.
-    ssl_options = None
-    if endpoint.ca_file is not None:
-        import ssl
-
-        ssl_options = pika.SSLOptions(ssl.create_default_context(cafile=endpoint.ca_file), server_hostname=endpoint.host)
-    return pika.ConnectionParameters(
-        host=endpoint.host, port=endpoint.port, virtual_host=vhost, ssl_options=ssl_options,
-        credentials=pika.PlainCredentials(endpoint.username, endpoint.password),
-        connection_attempts=1, retry_delay=0, socket_timeout=AMQP_BOUND_S / 2, stack_timeout=AMQP_BOUND_S,
-        blocked_connection_timeout=AMQP_BOUND_S, client_properties={"connection_name": "acemq-interop pre-flight"})
 
 
 def _api_problem(exc: ManagementError, endpoint: BrokerEndpoint, call: str) -> str:
@@ -55,48 +37,35 @@ def _api_problem(exc: ManagementError, endpoint: BrokerEndpoint, call: str) -> s
     return f"the management API at {where} failed: {exc}"
 
 
-def _describe(exc: BaseException, depth: int = 0) -> str:
-    """pika wraps the cause in exceptions whose str() is empty: the innermost words."""
-    parts = []
-    inner = getattr(exc, "exception", None)  # pika's connector errors keep their cause here
-    for arg in (*exc.args, *([inner] if isinstance(inner, BaseException) else [])):
-        if isinstance(arg, BaseException) and depth < 4:
-            parts.append(f"{type(arg).__name__}: {_describe(arg, depth + 1)}")
-        else:
-            parts.append(str(arg))
-    return "; ".join(p for p in parts if p) or type(exc).__name__
-
-
-def _amqp_problem(exc: BaseException, endpoint: BrokerEndpoint) -> str:
+def _amqp_problem(exc: HandshakeFailed, endpoint: BrokerEndpoint) -> str:
     where = f"{endpoint.host}:{endpoint.port}"
     user = endpoint.username
-    text = _describe(exc)
-    if isinstance(exc, (pika.exceptions.ProbableAuthenticationError, pika.exceptions.AuthenticationError)):
+    text = exc.text
+    if exc.kind == "login":
         return (f"the broker at {where} refused AMQP login for user '{user}': check the user and password in --broker "
                 "(a user limited to loopback, like guest by default, cannot log in from elsewhere)")
-    if isinstance(exc, pika.exceptions.ProbableAccessDeniedError):
+    if exc.kind == "vhost":
         return f"the broker at {where} let user '{user}' log in but refused the vhost: {text}"
-    if isinstance(exc, pika.exceptions.IncompatibleProtocolError):
+    if exc.kind == "protocol":
         return f"{where} does not speak AMQP 0-9-1 ({text}): is that the broker's AMQP port? (check the port in --broker)"
     if "certificate" in text.lower() or "ssl" in text.lower():
         return (f"the TLS handshake with {where} failed ({text}): the broker's certificate must chain to the CA "
                 "given with --ca-cert and name the host of --broker")
     if "refused" in text.lower():
         return f"the AMQP port {where} refuses connections: is RabbitMQ listening there? (check the host and port in --broker)"
-    if "timed out" in text.lower() or "timeout" in text.lower() or isinstance(exc, socket.timeout):
+    if "timed out" in text.lower() or "timeout" in text.lower() or exc.timed_out:
         return f"the AMQP port {where} did not complete a handshake within {AMQP_BOUND_S:.0f}s ({text}): check the host and port in --broker"
-    return f"the AMQP port {where} did not complete a handshake ({type(exc).__name__}: {text})"
+    return f"the AMQP port {where} did not complete a handshake ({exc.cause}: {text})"
 
 
 def _amqp_handshake(endpoint: BrokerEndpoint, vhost: str) -> None:
+    # Over TLS (--tls, or --broker amqps:// with --ca-cert) the handshake verifies the broker
+    # against the run's CA only, as every client of the run does.
     try:
-        connection = pika.BlockingConnection(_amqp_parameters(endpoint, vhost))
-    except (pika.exceptions.AMQPError, OSError) as exc:
+        handshake(endpoint.host, endpoint.port, vhost, endpoint.username, endpoint.password, endpoint.ca_file,
+                  AMQP_BOUND_S, "acemq-interop pre-flight")
+    except HandshakeFailed as exc:
         raise BrokerError(_amqp_problem(exc, endpoint)) from None
-    try:
-        connection.close()
-    except (pika.exceptions.AMQPError, OSError):
-        pass
 
 
 def amqp_answers(endpoint: BrokerEndpoint) -> bool:

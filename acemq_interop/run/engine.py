@@ -74,6 +74,7 @@ class CellState:
     lacking: dict[int, tuple[str, str]] = field(default_factory=dict)  # step index -> (role, part) its peer declares it lacks
     lacking_names: dict[str, tuple[str, str]] = field(default_factory=dict)  # a name such a step would have bound
     held: list[HeldQueue] = field(default_factory=list)  # queues the cell holds (broker/control.py), released at its end
+    probe_connections: list[str] = field(default_factory=list)  # own addresses of the probe's other connections (raw gets)
     declared_by: dict[str, str] = field(default_factory=dict)  # a request queue -> the role whose responder declared it first
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # a request's name -> when and where it was sent
     call_checks: dict[int, str] = field(default_factory=dict)  # index in `failures` -> the call its check read
@@ -273,7 +274,8 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
         from ..amqp.transcript import attach
 
         judged = result.status in (Status.PASS, Status.FAIL)
-        records = attach(ctx.tracer, ctx.keep_transcript, ns, state.variables["_t0"], result, read=judged)
+        mine = [*state.probe_connections, *getattr(state.probe, "connections", ())]  # the transcript names the probe by them
+        records = attach(ctx.tracer, ctx.keep_transcript, ns, state.variables["_t0"], result, read=judged, probe_connections=mine)
         if judged:
             _message_breaks(state, result, records)
     if result.status == Status.FAIL:

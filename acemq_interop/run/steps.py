@@ -430,6 +430,7 @@ def _raw_getter(state: CellState) -> tuple[Callable[[str, float], dict[str, Any]
         connection.open()
     except raw_amqp.RawAmqpError as exc:
         raise BrokerError(f"the raw probe could not connect: {exc}") from exc
+    state.probe_connections += [connection.local_address] if connection.local_address else []
 
     def get(queue: str, bound_s: float) -> dict[str, Any] | None:
         try:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import random
-import struct
 import urllib.parse
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -35,10 +34,10 @@ import pika.validators
 from acemq_interop.amqp import raw_client as raw_amqp
 from acemq_interop.core.errors import BrokerError, CallNotEnded, PeerError
 from acemq_interop.peers.client import PeerClient
-from acemq_interop.amqp.codec import Typed
+from acemq_interop.amqp.codec import Field as TraceField
+from acemq_interop.amqp.codec import Typed, encode_content_header
 from acemq_interop.amqp.probe import raw_record, record
 from acemq_interop.peers.protocol import SCHEMA_PATH, validate_peer_line
-from acemq_interop.amqp.transcript import Field as TraceField
 from acemq_interop.amqp.transcript import Raw, Tracer
 
 _SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
@@ -409,7 +408,7 @@ class AdversarialProcess:
 
 
 def _header_value(odd: Odd, depth: int = 2) -> Any:
-    """A header value pika (with the probe's typed encoder) can write."""
+    """A header value the codec (the probe's encoder) can write, plain or typed."""
     rng = odd.rng
     r = rng.random()
     if depth > 0 and r < 0.1:
@@ -438,6 +437,7 @@ class InMemoryProbe:
     def __init__(self, world: "World") -> None:
         self.world, self.odd, self.rng = world, world.odd, world.rng
         self.closed = False
+        self.connections = [f"127.0.0.1:{40000 + len(world.probes)}"]
 
     def fault(self) -> str | None:
         return None
@@ -470,13 +470,13 @@ class InMemoryProbe:
 
     def publish(self, exchange: str, routing_key: str, body: bytes, properties: dict[str, Any],
                 headers: dict[str, Any], mandatory: bool = True) -> bool:
-        from acemq_interop.amqp.codec import header_value
+        from acemq_interop.amqp.codec import encode_content_header, header_value, shortstr
 
-        # As Probe.publish builds it, then as pika encodes it on the wire.
-        props = pika.BasicProperties(headers={k: header_value(v) for k, v in headers.items()} or None, **properties)
-        assert isinstance(body, bytes), f"pika publishes bytes, not {type(body).__name__}"
-        pika.spec.Basic.Publish(exchange=exchange, routing_key=routing_key, mandatory=mandatory).encode()
-        props.encode()
+        # As Probe.publish builds it, then as the raw client encodes it on the wire.
+        typed = {k: header_value(v) for k, v in headers.items()} or None
+        assert isinstance(body, bytes), f"the probe publishes bytes, not {type(body).__name__}"
+        shortstr(exchange), shortstr(routing_key)
+        encode_content_header(len(body), properties, typed)
         self.odd.remember(properties.get("message_id"))
         return self.odd.chance(0.85)
 
@@ -495,6 +495,7 @@ class InMemoryRawConnection:
 
     def __init__(self, world: "World") -> None:
         self.world = world
+        self.local_address = "127.0.0.1:50000"
 
     def open(self) -> None:
         if self.world.odd.chance(0.02):
@@ -504,7 +505,7 @@ class InMemoryRawConnection:
         pass
 
     def get_within(self, queue: str, bound_s: float, poll_s: float = 0.02) -> raw_amqp.Message | None:
-        raw_amqp._shortstr(queue)  # as RawConnection.get writes the queue name
+        raw_amqp.shortstr(queue)  # as RawConnection.get writes the queue name
         if self.world.odd.chance(0.15):
             self.world.clock.sleep(bound_s)
             return None
@@ -642,11 +643,10 @@ class World:
             body = b"\xff\xfe not json"
         else:
             body = odd.string().encode("utf-8")
-        props = pika.BasicProperties(headers=headers, **properties)
-        encoded = b"".join(props.encode())
+        payload = encode_content_header(len(body), properties, headers)  # as a client writes it
         decoded = pika.spec.BasicProperties()
-        decoded.decode(encoded)
-        size, raw_props, raw_headers = raw_amqp.decode_content_header(struct.pack(">HHQ", 60, 0, len(body)) + encoded)
+        decoded.decode(payload[12:])  # as the probe's pika reads it
+        size, raw_props, raw_headers = raw_amqp.decode_content_header(payload)  # and the raw client
         exchange, routing_key = rng.choice(["", "x", odd.string(short=True)]), rng.choice(["", odd.string(short=True)])
         redelivered = odd.chance(0.2)
         method = pika.spec.Basic.GetOk(delivery_tag=1, redelivered=redelivered, exchange=exchange,

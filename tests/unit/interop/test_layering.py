@@ -89,3 +89,37 @@ def test_reading_a_scenario_touches_neither_the_probe_nor_pika() -> None:
             "'acemq_interop.amqp.probe'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]", out
+
+
+def test_only_the_amqp_package_imports_pika() -> None:
+    """One AMQP floor: every other package reaches the broker's protocol through amqp/ (its
+    codec, probe, raw client, handshake), never through pika, and nothing patches pika."""
+    found = []
+    for name, path in _modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            if any(n == "pika" or n.startswith("pika.") for n in names) and not name.startswith("amqp."):
+                found.append(f"acemq_interop/{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not found, f"pika imported outside acemq_interop/amqp/: {found}"
+
+
+def test_nothing_replaces_what_pika_defines() -> None:
+    """The codec writes and reads what pika would get wrong; no module assigns to pika's own
+    names (as the probe and the tracer once replaced pika.data's encode_value and decode_value)."""
+    patched = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for target in targets:
+                root = target
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if isinstance(target, ast.Attribute) and isinstance(root, ast.Name) and root.id == "pika":
+                    patched.append(f"acemq_interop/{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not patched, f"pika patched: {patched}"

@@ -7,9 +7,8 @@ import re
 import struct
 from pathlib import Path
 
-import pika.data
-
 from acemq_interop.amqp import transcript as tr
+from acemq_interop.amqp.codec import decode_content_header
 from acemq_interop.spec.catalogue import rules
 from acemq_interop.reports.html import github_anchor, render_html, rule_anchors
 from acemq_interop.results.model import BrokerInfo, CellResult, PeerStatus, RunResult, Status
@@ -129,16 +128,22 @@ def _table(**values: tuple[str, bytes]) -> bytes:
 
 
 def test_the_tracer_keeps_each_header_value_type() -> None:
-    encoded = _table(a=("S", struct.pack(">I", 3) + b"abc"), b=("x", struct.pack(">I", 2) + b"hi"), n=("l", struct.pack(">q", 5)))
-    tr._typed.on = True
-    try:
-        decoded, _ = pika.data.decode_table(encoded, 0)
-    finally:
-        tr._typed.on = False
-    assert {k: tr.typed(v) for k, v in decoded.items()} == {
-        "a": {"type": "S", "value": "abc"}, "b": {"type": "x", "value": "hi"}, "n": {"type": "l", "value": 5}}
-    plain, _ = pika.data.decode_table(encoded, 0)  # other threads (the probe) decode as pika does
-    assert plain == {"a": "abc", "b": b"hi", "n": 5}
+    """A firehose message, hand-built as the broker sends it: its `properties` table and the
+    headers inside keep every value's type, a `b` of -7 and a `d` of 0.25 included (pika 1.2
+    read them as 249 and 0)."""
+    headers = _table(a=("S", struct.pack(">I", 3) + b"abc"), b=("x", struct.pack(">I", 2) + b"hi"), n=("l", struct.pack(">q", 5)),
+                     sb=("b", struct.pack(">b", -7)), dd=("d", struct.pack(">d", 0.25)))
+    properties = _table(message_id=("S", struct.pack(">I", 2) + b"m1"), headers=("F", headers))
+    firehose = _table(exchange_name=("S", struct.pack(">I", 0)), properties=("F", properties),
+                      connection=("S", struct.pack(">I", 30) + b"127.0.0.1:40001 -> 127.0.0.1:1"))
+    payload = struct.pack(">HHQH", 60, 0, 2, 1 << 13) + firehose  # the headers flag only
+    _, _, decoded = decode_content_header(payload)  # what the tracer's raw client does with it
+    raw = tr.Raw(0.0, "publish.", decoded, b"{}")
+    (record,) = tr.transcript([raw], 0.0, {}, ["127.0.0.1:40001"])
+    assert record["headers"] == {
+        "a": {"type": "S", "value": "abc"}, "b": {"type": "x", "value": "hi"}, "n": {"type": "l", "value": 5},
+        "sb": {"type": "b", "value": -7}, "dd": {"type": "d", "value": 0.25}}
+    assert record["properties"] == {"message_id": "m1"} and record["who"] == "probe"
 
 
 def _raw(at: float, key: str, exchange: str, routing_key: str, **props) -> tr.Raw:
@@ -165,15 +170,45 @@ def test_a_cell_takes_its_namespace_and_the_reply_queues_it_named() -> None:
     t0 = raws[0].at - 1.0
     trace = [{"step": "responder.start", "peer": "go", "sent": {"queue": "c0001.requests"}},
              {"step": "requester.open", "peer": "python", "answer": {"reply_queue": "amq.gen-A"}}]
-    who, probe_ids, replies = tr.participants(trace, {"requester": "python+native-only", "responder": "go"})
+    who, replies = tr.participants(trace, {"requester": "python+native-only", "responder": "go"})
     mine = tracer.take("c0001", replies, keep=True)
     assert [round(r.at - t0, 1) for r in mine] == [1.0, 1.2, 1.3, 1.5]
-    records = tr.transcript(mine, t0, who, probe_ids)
+    records = tr.transcript(mine, t0, who)
     assert [r["who"] for r in records] == ["python+native-only (requester)", "go (responder)", "go (responder)",
                                            "python+native-only (requester)"]
     assert records[0]["properties"]["reply_to"] == "amq.gen-A" and "guest" not in json.dumps(records)
     assert tracer.take("c0002", set(), keep=False) == []
     assert not [r for entries in tracer._keys.values() for r in entries if not r.taken]
+
+
+def test_a_responder_dead_lettering_a_probe_request_is_still_the_responder() -> None:
+    """RR-11: a conformant responder dead-letters the probe's request keeping its message_id.
+    The probe is known by its connections' own addresses, never by a message id, so the
+    responder's connection (and its failure reply, whose body RR-10.1 forbids) stays its own
+    and the wire checks judge it."""
+    from acemq_interop.run.wire_checks import message_breaks
+
+    probe, responder = "127.0.0.1:40001 -> 127.0.0.1:5672", "127.0.0.1:40002 -> 127.0.0.1:5672"
+    raws = [
+        _raw(1.0, "publish.", "", "c0001.requests", message_id="c0001-m1", reply_to="c0001.inbox", conn=probe,
+             headers={"acemq-reply-to": "c0001.inbox"}),
+        _raw(1.1, "deliver.c0001.requests", "", "c0001.requests", message_id="c0001-m1", conn=responder),
+        _raw(1.2, "publish.", "", "c0001.requests.dlq", message_id="c0001-m1", conn=responder,
+             headers={"acemq-dead-letter-reason": "bad"}),
+        _raw(1.3, "publish.", "", "c0001.inbox", correlation_id="c0001-m1", content_type="application/json", conn=responder,
+             headers={"acemq-error": "ScenarioFailure: bad", "responseMessageId": "c0001-m1"}),
+        _raw(1.4, "deliver.c0001.inbox", "", "c0001.inbox", correlation_id="c0001-m1", conn=probe),
+    ]
+    trace = [{"step": "responder.start", "peer": "go", "sent": {"queue": "c0001.requests"}},
+             {"step": "probe_publish", "published": [{"message_id": "c0001-m1", "routed": True}]},
+             {"step": "probe_get", "queue": "c0001.inbox"}]
+    who, _ = tr.participants(trace, {"responder": "go"})
+    records = tr.transcript(raws, 0.0, who, ["127.0.0.1:40001"])
+    assert [r["who"] for r in records] == ["probe", "go (responder)", "go (responder)", "go (responder)", "probe"]
+    breaks = {(b.clause, b.peer, b.n) for b in message_breaks(records, {"go"}, {"c0001.inbox"})}
+    assert ("RR-10.1", "go", 4) in breaks, "the failure reply's body is judged (the connection was named right)"
+    # Without the probe's addresses nothing names the responder the probe either.
+    assert [r["who"] for r in tr.transcript(raws, 0.0, who)][1:4] == ["go (responder)"] * 3
 
 
 def test_a_fail_shows_its_clause_its_rule_and_what_it_was_seen_as() -> None:
