@@ -120,10 +120,13 @@ dotnet_bases() {
 }
 
 # The local bases each peer's Dockerfile is given (its ARGs default to the official images).
+# ACEMQ_IMAGE_TESTS=0 builds them without running each peer's unit tests inside (the
+# project's own tests run those once, outside the images: tests/test_peer_unit_tests.py).
 peer_build_args() {
+    tests="--build-arg RUN_TESTS=${ACEMQ_IMAGE_TESTS:-1}"
     case "$1" in
-        dotnet) echo "--build-arg SDK_IMAGE=acemq-interop/dotnet-sdk:10.0 --build-arg RUNTIME_IMAGE=acemq-interop/dotnet-runtime:10.0" ;;
-        *) echo "--build-arg BASE_IMAGE=acemq-interop/base:bookworm --build-arg BUILD_IMAGE=acemq-interop/base:bookworm" ;;
+        dotnet) echo "--build-arg SDK_IMAGE=acemq-interop/dotnet-sdk:10.0 --build-arg RUNTIME_IMAGE=acemq-interop/dotnet-runtime:10.0 $tests" ;;
+        *) echo "--build-arg BASE_IMAGE=acemq-interop/base:bookworm --build-arg BUILD_IMAGE=acemq-interop/base:bookworm $tests" ;;
     esac
 }
 

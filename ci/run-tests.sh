@@ -20,6 +20,10 @@ trap 'stop_engine' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 status=0
+# Each peer's unit tests run once, in tests/test_peer_unit_tests.py, not again inside every
+# image build (ci/images.sh).
+ACEMQ_IMAGE_TESTS=0
+export ACEMQ_IMAGE_TESTS
 # --durations: where the time went, in the CI log (no test is timed).
 .venv/bin/python -m pytest -p no:cacheprovider --durations=25 "$@" || status=$?
 exit "$status"

@@ -176,8 +176,8 @@ func TestRepliesAfterAGatherEndedAreUnmatched(t *testing.T) {
 // one reply arrives after replyAfter, and its error.
 func timedGather(t *testing.T, r *Requester, id string, expected int, timeout, replyAfter time.Duration) (time.Duration, error) {
 	t.Helper()
+	started := time.Now() // before the gather is armed: its timer runs from there
 	g := startGather(t, r, id, expected, nil)
-	started := time.Now()
 	go func() {
 		time.Sleep(replyAfter)
 		r.dispatch(reply(id, id, `1`))
@@ -187,7 +187,9 @@ func timedGather(t *testing.T, r *Requester, id string, expected int, timeout, r
 }
 
 func TestAGatherEndsAtItsTimeoutUnlessRepliesRestartIt(t *testing.T) {
-	const timeout, replyAfter = 200 * time.Millisecond, 120 * time.Millisecond
+	// 250 ms of room each side: with 80 ms (200 ms timeout, reply at 120 ms) an image build on a
+	// loaded machine (load average over 14) saw the restarting gather end "early".
+	const timeout, replyAfter = 500 * time.Millisecond, 250 * time.Millisecond
 	var shortfall *RequestTimeoutError
 	fixed := newTestRequester()
 	restarting := newTestRequester(func(p *policy.Requester) { p.GatherDeadline = policy.RestartPerReply })

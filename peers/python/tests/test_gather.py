@@ -126,9 +126,11 @@ def test_concurrent_replies_never_overfill_a_gather():
 
 
 def test_a_restarting_deadline_moves_to_a_full_timeout_after_each_reply():
-    gather = Gather("m-1", "c-1", restarts_per_reply=True)
-    gather.arm(0.1)
-    threading.Timer(0.07, gather.add, args=("a",)).start()
+    # 300 ms of room on each side: with 30 ms (a 100 ms timeout, the reply at 70 ms) the reply
+    # landed after the deadline in an image build on a loaded machine (load average over 14).
     started = time.monotonic()
+    gather = Gather("m-1", "c-1", restarts_per_reply=True)
+    gather.arm(0.6)
+    threading.Timer(0.3, gather.add, args=("a",)).start()
     assert gather.wait() == ["a"]
-    assert time.monotonic() - started >= 0.17
+    assert time.monotonic() - started >= 0.9 - 0.01
