@@ -625,7 +625,7 @@ def _step_expect(state: CellState, args: list[dict[str, Any]]) -> None:
     """Every check of the list, each on its own: a failure is recorded and the next one is
     judged; a check reading what an earlier step could not produce, or a value an earlier
     check found broken, is "not evaluated"."""
-    state.variables[assertions.GRACE_VARIABLE] = grace.of_trace(state.trace)
+    state.variables[assertions.GRACE_VARIABLE] = grace.of_trace(state.trace, since=state.variables.get("_t0"))
     for sub, expectation in enumerate(args):
         that = expectation["that"]
         clause = str(expectation.get("consequence_of") or expectation["rule"])
