@@ -1,6 +1,7 @@
 // Protocol 4's policy values set on the binding's policies by field name, the knobs hello
-// names, `events: false`, and no catalogue name anywhere in this peer: the binding and the
-// adapter hold none, the harness sends values.
+// names (each a catalogue knob at the catalogue's default, since a knob the harness leaves
+// out keeps the binding's), `events: false`, and no catalogue name anywhere in this peer:
+// the binding and the adapter hold none, the harness sends values.
 
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -12,6 +13,31 @@ import * as entry from '../index';
 import type { RequestContext } from '../index';
 import { DEFAULT_REQUESTER_POLICY, DEFAULT_RESPONDER_POLICY } from '../policy';
 import { PEER_DIR, findUp } from './support';
+
+function catalogue(): string {
+  const file = findUp(path.join('catalogue', 'catalogue.yaml'));
+  if (file === undefined) throw new Error('catalogue/catalogue.yaml not found above this folder');
+  return readFileSync(file, 'utf8');
+}
+
+/**
+ * The catalogue's `policies:` of one side, knob -> default. Each is a one-line flow mapping,
+ * `    knob: {default: VALUE, ...}`, with VALUE a scalar, "a string" or [a, list].
+ */
+function catalogueDefaults(side: string): Map<string, unknown> {
+  const policies = catalogue().split(/^policies:$/m)[1]!.split(/^\S/m)[0]!;
+  const lines = policies.split(new RegExp(`^ {2}${side}:$`, 'm'))[1]!.split(/^ {2}\S/m)[0]!;
+  const scalar = (text: string): unknown => {
+    if (text === 'true' || text === 'false') return text === 'true';
+    if (/^-?\d+$/.test(text)) return Number(text);
+    return text.replace(/^"(.*)"$/, '$1');
+  };
+  const defaults = new Map<string, unknown>();
+  for (const [, knob, value] of lines.matchAll(/^ {4}(\w+): \{default: (\[[^\]]*\]|"[^"]*"|[^,}]+)/gm)) {
+    defaults.set(knob!, value!.startsWith('[') ? value!.slice(1, -1).split(',').map((item) => scalar(item.trim())) : scalar(value!));
+  }
+  return defaults;
+}
 
 /** A value of the field's kind other than its default. */
 function another(value: unknown): unknown {
@@ -46,6 +72,16 @@ describe('policy values by knob name', () => {
     });
 
     it(`takes {} as the ${side} as it ships`, () => assert.deepEqual(from({}), defaults));
+
+    it(`offers only catalogue ${side} knobs, each defaulting to the catalogue's default`, () => {
+      const catalogued = catalogueDefaults(side);
+      assert.ok(catalogued.size > 20);
+      for (const field of fields) {
+        const knob = knobName(field);
+        assert.ok(catalogued.has(knob), `${knob} is not a ${side} knob of the catalogue`);
+        assert.deepEqual((defaults as Record<string, unknown>)[field], catalogued.get(knob), knob);
+      }
+    });
 
     it(`refuses an unknown ${side} knob, naming it`, () =>
       assert.throws(() => from({ write_header_adress: false }), (err: Error) =>
@@ -127,13 +163,11 @@ describe('the binding keeps the policy to itself', () => {
   });
 
   it('names no catalogue mutant or release profile anywhere in the peer: binding, adapter or tests', () => {
-    const file = findUp(path.join('catalogue', 'catalogue.yaml'));
-    if (file === undefined) throw new Error('catalogue/catalogue.yaml not found above this folder');
-    const catalogue = readFileSync(file, 'utf8');
+    const text = catalogue();
     // The names, read from the catalogue here and nowhere else: a mutant is `  name: {side: ...`,
     // a profile `  name:` alone on its line under `profiles:`. `current` is every binding's.
-    const mutants = [...catalogue.matchAll(/^ {2}([a-z0-9-]+):\s+\{side:/gm)].map((m) => m[1]!);
-    const profiles = [...catalogue.split(/^profiles:$/m)[1]!.matchAll(/^ {2}(\S+):$/gm)].map((m) => m[1]!);
+    const mutants = [...text.matchAll(/^ {2}([a-z0-9-]+):\s+\{side:/gm)].map((m) => m[1]!);
+    const profiles = [...text.split(/^profiles:$/m)[1]!.matchAll(/^ {2}(\S+):$/gm)].map((m) => m[1]!);
     assert.ok(mutants.length > 60 && profiles.includes('current'));
     const forbidden = [...mutants, ...profiles.filter((name) => name !== 'current')];
     const src = path.join(PEER_DIR, 'src');
