@@ -210,10 +210,40 @@ def test_events_false_writes_no_event_at_all_but_a_lost_connection_is_still_told
 PEER_DIR = Path(__file__).resolve().parents[1]
 
 
+def _catalogue():
+    return next(folder / "catalogue" / "catalogue.yaml" for folder in PEER_DIR.parents
+                if (folder / "catalogue" / "catalogue.yaml").is_file()).read_text(encoding="utf-8")
+
+
+def _scalar(text):
+    if text in ("true", "false"):
+        return text == "true"
+    return int(text) if re.fullmatch(r"-?\d+", text) else text.strip('"')
+
+
+def _catalogue_defaults(side):
+    """The catalogue's ``policies:`` of one side, knob -> default. Each is a one-line flow mapping,
+    ``    knob: {default: VALUE, ...}``, VALUE a scalar, "a string" or [a, list] (read as a tuple)."""
+    policies = re.split(r"^\S", _catalogue().split("\npolicies:\n")[1], maxsplit=1, flags=re.M)[0]
+    lines = re.split(r"^ {2}\S", re.split(rf"^ {{2}}{side}:$", policies, flags=re.M)[1], maxsplit=1, flags=re.M)[0]
+    return {knob: tuple(_scalar(item.strip()) for item in value[1:-1].split(",")) if value.startswith("[") else _scalar(value)
+            for knob, value in re.findall(r"^ {4}(\w+): \{default: (\[[^\]]*\]|\"[^\"]*\"|[^,}]+)", lines, re.M)}
+
+
+@pytest.mark.parametrize("side, kind", [("requester", RequesterPolicy), ("responder", ResponderPolicy)])
+def test_every_knob_hello_names_is_the_catalogues_and_defaults_to_its_default(side, kind):
+    """A knob the harness leaves out keeps the binding's default: it must be the catalogue's."""
+    catalogued = _catalogue_defaults(side)
+    assert len(catalogued) > 20
+    default = kind()
+    for knob in knobs()[side]:
+        assert knob in catalogued, f"{knob} is not a {side} knob of the catalogue"
+        assert getattr(default, knob) == catalogued[knob], knob
+
+
 def test_no_catalogue_mutant_or_release_profile_is_named_in_the_binding_the_adapter_or_the_tests():
     """The harness sends policy values; nothing here may keep a copy of the catalogue's names."""
-    catalogue = next(folder / "catalogue" / "catalogue.yaml" for folder in PEER_DIR.parents
-                     if (folder / "catalogue" / "catalogue.yaml").is_file()).read_text(encoding="utf-8")
+    catalogue = _catalogue()
     # Read here and nowhere else: a mutant is `  name: {side: ...`, a profile `  name:` alone on
     # its line under `profiles:`. `current` is every binding's.
     mutants = re.findall(r"^ {2}([a-z0-9-]+):\s+\{side:", catalogue, re.M)
