@@ -2,12 +2,12 @@
 
 Run from this folder (peers/python): ``python -m acemq_peer``. Commands are read
 from stdin, each handled on its own thread; answers and events go to stdout one
-line at a time under a lock; the log goes to stderr. Protocol 2, and 1 when the
-harness asks for it (docs/peer-protocol.md).
+line at a time under a lock; the log goes to stderr. Protocol 4, and 1 to 3 when the
+harness asks for them (docs/peer-protocol.md).
 
-Profiles and mutants become binding policies through the catalogue
-(acemq_peer_policies) and reach the binding only through ``acemq._conformance``;
-``load`` and the raw responder are in acemq_peer_load.
+From protocol 4 the harness sends policy values, which acemq_peer_policies sets on the
+binding's policies by field name; they reach the binding only through
+``acemq._conformance``. ``load`` and the raw responder are in acemq_peer_load.
 """
 
 from __future__ import annotations
@@ -43,9 +43,10 @@ from acemq import (
 from acemq import _conformance as conformance
 from acemq.errors import describe
 from acemq_peer_load import LoadSpec, RawResponder, binding_load, raw_load
-from acemq_peer_policies import PolicyTable
+from acemq_peer_policies import UNREACHABLE, PolicyError, knobs, policy_of
 
-PROTOCOLS = (1, 2, 3)  # 3: type, the closed outcome, unmatched with both ids
+PROTOCOLS = (1, 2, 3, 4)  # 3: type, the closed outcome, unmatched with both ids; 4: policy values
+POLICY_PROTOCOL = 4  # commands carry policy values, not profile and mutant names
 PEER = "python"
 DEFAULT_URL = "amqp://guest:guest@127.0.0.1:5672/"
 
@@ -130,11 +131,15 @@ class EventsOfRequester(RequesterObserver):
 
 
 class EventsOfResponder(ResponderObserver):
-    def __init__(self, out: Output, name: str, protocol: int) -> None:
-        self._out, self._name, self._protocol = out, name, protocol
+    """A responder's events; with ``events`` false (protocol 4, a load) none per request.
+    A lost connection is still told: it is a fault, which the harness must hear of."""
+
+    def __init__(self, out: Output, name: str, protocol: int, events: bool = True) -> None:
+        self._out, self._name, self._protocol, self._events = out, name, protocol, events
 
     def _emit(self, event: str, **fields: Any) -> None:
-        self._out.write({"event": event, "responder": self._name, **fields})
+        if self._events:
+            self._out.write({"event": event, "responder": self._name, **fields})
 
     def handled(self, request: Request) -> None:
         self._emit("handled", message_id=request.message_id, attempt=request.attempt, seen=seen_of(request))
@@ -153,7 +158,7 @@ class EventsOfResponder(ResponderObserver):
 
     def connection_lost(self, reason: str) -> None:
         if self._protocol >= 2:
-            self._emit("connection_lost", reason=reason)
+            self._out.write({"event": "connection_lost", "responder": self._name, "reason": reason})
 
 
 def _required(command: dict[str, Any], field: str) -> Any:
@@ -178,6 +183,7 @@ def _elapsed_ms(started: float) -> int:
 
 
 E = TypeVar("E", bound=BaseException)
+P = TypeVar("P", conformance.RequesterPolicy, conformance.ResponderPolicy)
 
 
 def found_in(error: BaseException, kind: type[E]) -> Optional[E]:
@@ -264,7 +270,6 @@ class Peer:
         self._broker: Broker = os.environ.get("ACEMQ_AMQP_URL", DEFAULT_URL)
         self._lock = threading.Lock()
         self._protocol = max(PROTOCOLS)  # until hello says otherwise
-        self._table: Optional[PolicyTable] = None
         self._requesters: dict[str, Requester] = {}
         self._responders: dict[str, Union[Responder, RawResponder]] = {}
         self._claimed: set[str] = set()
@@ -318,7 +323,6 @@ class Peer:
         spoken = [v for v in offered if v in PROTOCOLS]
         if not spoken:
             raise BadCommand(f"this peer speaks protocols {list(PROTOCOLS)}, not {offered}")
-        table = self._policies()
         self._protocol = max(spoken)
         url = command.get("amqp_url") or (self._broker if isinstance(self._broker, str) else None)
         tls = command.get("tls")
@@ -333,25 +337,36 @@ class Peer:
         elif url:
             self._broker = url
         capabilities = ["request", "respond", "gather"] + (["load"] if self._protocol >= 2 else []) + ["tls"]
+        if self._protocol >= POLICY_PROTOCOL:
+            offer: dict[str, Any] = {"knobs": knobs(), "unreachable": UNREACHABLE}
+        else:  # the binding as it ships: this adapter knows no catalogue name
+            offer = {"profiles": ["current"], "mutants": []}
         return {
             "protocol": self._protocol,
             "peer": PEER,
             "language": "Python",
             "binding": f"acemq-python {__version__}",
             "client": f"pika {pika.__version__}",
-            "profiles": table.profiles,
-            "mutants": table.mutants,
+            **offer,
             "capabilities": capabilities,
         }
 
-    def _policies(self) -> PolicyTable:
-        if self._table is None:
-            self._table = PolicyTable.load()
-        return self._table
+    def _policy(self, kind: type[P], command: dict[str, Any]) -> P:
+        """The policy a requester.open, responder.start or load opens with: from protocol 4
+        the command's ``policy`` values (``profile`` and ``mutant`` are never looked up);
+        before it, hello offered ``current`` and no mutant, so the binding as it ships."""
+        if self._protocol < POLICY_PROTOCOL:
+            if command.get("profile", "current") not in (None, "current") or command.get("mutant") is not None:
+                raise BadCommand(f"before protocol {POLICY_PROTOCOL} this peer offers the profile current and no mutant")
+            return kind()
+        try:
+            return policy_of(kind, command.get("policy") or {})
+        except PolicyError as exc:
+            raise BadCommand(str(exc)) from exc
 
     def requester_open(self, command: dict[str, Any]) -> dict[str, Any]:
         name = _required(command, "name")
-        policy = self._policies().requester(command.get("profile"), command.get("mutant"))
+        policy = self._policy(conformance.RequesterPolicy, command)
         self._claim(name)
         try:
             requester = conformance.open_requester(
@@ -458,7 +473,7 @@ class Peer:
         if client == "binding":
             bind = command.get("bind")
             handler = make_handler(name, command.get("behavior") or {"reply": "echo"})
-            policy = self._policies().responder(command.get("profile"), command.get("mutant"))
+            policy = self._policy(conformance.ResponderPolicy, command)
         self._claim(name)
         try:
             if client == "raw":
@@ -471,7 +486,7 @@ class Peer:
                     policy,
                     bind=Binding(bind["exchange"], bind.get("routing_key") or "") if bind else None,
                     **_optional(command, "max_attempts", "max_attempts", int),
-                    observer=EventsOfResponder(self._out, name, self._protocol),
+                    observer=EventsOfResponder(self._out, name, self._protocol, events=command.get("events") is not False),
                     name=f"responder-{name}",
                 )
         except BaseException:
@@ -514,7 +529,7 @@ class Peer:
             return {"load": raw_load(self._broker, exchange, routing_key, spec)}
         if client != "binding":
             raise BadCommand(f"unknown client {client!r}: binding or raw")
-        policy = self._policies().requester(command.get("profile"), command.get("mutant"))
+        policy = self._policy(conformance.RequesterPolicy, command)
         requester = conformance.open_requester(self._broker, policy, name=f"load-{command.get('id')}")
         try:
             return {"load": binding_load(requester, exchange, routing_key, spec)}

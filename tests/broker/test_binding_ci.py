@@ -29,7 +29,8 @@ def cli(broker, *args: str, env: dict | None = None, timeout: float = 600) -> su
 
 
 def outside_copy(tmp: Path, name: str, *, defect: bool = False) -> Path:
-    """A copy of the Python peer kept outside this repository, renamed, offering no mutants.
+    """A copy of the Python peer kept outside this repository, renamed, offering no mutants
+    (its hello names no knob, so the harness derives none).
 
     With `defect`, its binding writes the reply address only natively: a realistic release
     regression (RR-1), written into the copy's code, not a catalogue mutant.
@@ -38,19 +39,14 @@ def outside_copy(tmp: Path, name: str, *, defect: bool = False) -> Path:
     shutil.copytree(PYTHON_PEER, folder, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
     adapter = folder / "acemq_peer.py"
     text = adapter.read_text()
-    assert 'PEER = "python"' in text and '"mutants": table.mutants' in text
-    adapter.write_text(text.replace('PEER = "python"', f'PEER = "{name}"').replace('"mutants": table.mutants', '"mutants": []'))
-    # Its profiles: the catalogue's history is the suite's peers', so an outside peer has "current" only.
-    table = folder / "acemq_peer_policies.py"
-    assert 'PEER = "python"' in table.read_text()
-    table.write_text(table.read_text().replace('PEER = "python"', f'PEER = "{name}"'))
+    assert 'PEER = "python"' in text and '"knobs": knobs()' in text
+    adapter.write_text(text.replace('PEER = "python"', f'PEER = "{name}"').replace('"knobs": knobs()', '"knobs": {}'))
     if defect:
         policy = folder / "acemq" / "_policy.py"
         code = policy.read_text()
         assert "write_header_address: bool = True" in code
         policy.write_text(code.replace("write_header_address: bool = True", "write_header_address: bool = False"))
     manifest = (folder / "peer.yaml").read_text().replace("name: python", f"name: {name}", 1)
-    manifest += f"\nenv: {{ACEMQ_CATALOGUE: {DATA_ROOT / 'catalogue' / 'catalogue.yaml'}}}\n"
     (folder / "peer.yaml").write_text(manifest)
     return folder
 
@@ -123,7 +119,7 @@ def test_a_version_1_peer_kept_outside_is_still_driven_and_certified(broker, tmp
     adapter = folder / "acemq_peer.py"
     text = adapter.read_text()
     old_hello = 'offered = command.get("protocols") or [command.get("protocol", 1)]'
-    current = re.search(r"^PROTOCOLS = \(1, 2, 3\).*$", text, re.M)
+    current = re.search(r"^PROTOCOLS = \(1, 2, 3, 4\).*$", text, re.M)
     assert current is not None and old_hello in text
     adapter.write_text(text.replace(current.group(0), "PROTOCOLS = (1,)")
                        .replace(old_hello, 'offered = [command.get("protocol", 1)]'))
@@ -141,12 +137,12 @@ def test_a_version_1_peer_kept_outside_is_still_driven_and_certified(broker, tmp
 
 
 def test_a_version_2_peer_kept_outside_negotiates_2_and_certifies_what_it_can_run(broker, tmp_path) -> None:
-    """The protocol before this one: a peer that lists 1 and 2 answers the harness's offer of
-    [1, 2, 3] with 2, runs every scenario that does not need 3, and the rest are SKIP saying why."""
+    """An older protocol: a peer that lists 1 and 2 answers the harness's offer of [1, 2, 3, 4]
+    with 2, runs every scenario that does not need 3, and the rest are SKIP saying why."""
     folder = outside_copy(tmp_path, "v2peer")
     adapter = folder / "acemq_peer.py"
     text = adapter.read_text()
-    current = re.search(r"^PROTOCOLS = \(1, 2, 3\).*$", text, re.M)
+    current = re.search(r"^PROTOCOLS = \(1, 2, 3, 4\).*$", text, re.M)
     assert current is not None
     adapter.write_text(text.replace(current.group(0), "PROTOCOLS = (1, 2)"))
     out = tmp_path / "out"

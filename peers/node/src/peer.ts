@@ -7,15 +7,10 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import * as readline from 'node:readline';
-import {
-  MUTANTS,
-  PROFILES,
-  UnknownNameError,
-  requesterPolicyFor,
-  responderPolicyFor,
-} from './adapter/catalogue';
+import { responderObserver, seen } from './adapter/events';
 import { padBody, runLoad, type Call } from './adapter/load';
 import { gatherOutcome, requestOutcome, unwrapped } from './adapter/outcomes';
+import { KNOBS, PolicyError, requesterPolicyFrom, responderPolicyFrom } from './adapter/policies';
 import { RawRequester, RawResponder, RawTimeoutError } from './adapter/raw';
 import {
   RequestTimedOutError,
@@ -23,14 +18,15 @@ import {
   Responder,
   newMessageId,
   type Handler,
-  type RequestContext,
   type SocketOptions,
 } from './index';
 // The policy doors: kept out of the package entry, reached by this adapter only.
 import { openRequester } from './requester';
 import { startResponder } from './responder';
 
-const PROTOCOLS = [1, 2, 3];
+const PROTOCOLS = [1, 2, 3, 4];
+/** The version whose commands carry policy values instead of profile and mutant names. */
+const POLICY_PROTOCOL = 4;
 const PEER = 'node';
 const SHUTDOWN_BOUND_MS = 5_000;
 
@@ -48,7 +44,8 @@ let amqpUrl: string | undefined;
 let socketOptions: SocketOptions | undefined;
 /**
  * The version `hello` settled on; 2 adds `load`, `client: raw` and `connection_lost`; 3 adds
- * `type`, the `closed` outcome and the fixed shapes of `unmatched` and the echo body.
+ * `type`, the `closed` outcome and the fixed shapes of `unmatched` and the echo body; 4 sends
+ * policy values (`policy`) and `events: false`.
  */
 let protocol = 1;
 const requesters = new Map<string, Requester>();
@@ -114,12 +111,22 @@ function url(): string {
   return amqpUrl;
 }
 
-/** The policy the command's profile and mutant name; an unknown name is `ok: false`. */
-function policyOf<T>(cmd: Command, lookUp: (profile: unknown, mutant: unknown) => T): T {
+/**
+ * The policy a `requester.open`, `responder.start` or `load` opens with: from protocol 4 its
+ * `policy` values, field by field (`profile` and `mutant` are never looked up). Before it,
+ * hello offered the profile `current` and no mutant, so the binding runs as it ships.
+ */
+function policyOf<T>(cmd: Command, from: (values: unknown) => T): T {
+  if (protocol < POLICY_PROTOCOL) {
+    if ((cmd.profile ?? 'current') !== 'current' || (cmd.mutant ?? null) !== null) {
+      throw new CommandError(`before protocol ${POLICY_PROTOCOL} this peer offers the profile current and no mutant`);
+    }
+    return from({});
+  }
   try {
-    return lookUp(cmd.profile, cmd.mutant);
+    return from(cmd.policy ?? {});
   } catch (err) {
-    if (err instanceof UnknownNameError) throw new CommandError(err.message);
+    if (err instanceof PolicyError) throw new CommandError(err.message);
     throw err;
   }
 }
@@ -152,17 +159,6 @@ function errorText(err: unknown): string {
 }
 
 // -- the echo handler -----------------------------------------------------------
-
-function seen(context: RequestContext): Result {
-  return {
-    message_id: context.messageId,
-    correlation_id: context.correlationId,
-    reply_to: context.replyTo,
-    reply_to_source: context.replyToSource,
-    headers: Object.keys(context.headers).sort(),
-    attempt: context.attempt,
-  };
-}
 
 function scenarioHandler(name: string, behavior: Record<string, unknown>): Handler<unknown, unknown> {
   const reply = behavior.reply ?? 'echo';
@@ -200,14 +196,17 @@ async function hello(cmd: Command): Promise<Result> {
   protocol = Math.max(...common);
   amqpUrl = optStr(cmd, 'amqp_url') ?? amqpUrl;
   socketOptions = tlsOptions(cmd.tls);
+  // Version 4: the knobs this adapter can set (amqplib reaches every value the catalogue
+  // asks for, an empty reply_to and a B header included, so nothing is unreachable).
+  // Before it, the binding as it ships: the adapter knows no catalogue name.
+  const offer = protocol >= POLICY_PROTOCOL ? { knobs: KNOBS } : { profiles: ['current'], mutants: [] };
   return {
     protocol,
     peer: PEER,
     language: 'TypeScript',
     binding: bindingVersion(),
     client: clientVersion(),
-    profiles: Object.keys(PROFILES),
-    mutants: Object.keys(MUTANTS),
+    ...offer,
     capabilities: [...(protocol >= 2 ? ['request', 'respond', 'gather', 'load'] : ['request', 'respond', 'gather']), 'tls'],
   };
 }
@@ -230,7 +229,7 @@ function tlsOptions(tls: unknown): SocketOptions | undefined {
 
 async function requesterOpen(cmd: Command): Promise<Result> {
   const name = str(cmd, 'name');
-  const policy = policyOf(cmd, requesterPolicyFor);
+  const policy = policyOf(cmd, requesterPolicyFrom);
   takenCheck(name);
   const opened = await openRequester(
     url(),
@@ -341,7 +340,7 @@ async function responderStart(cmd: Command): Promise<Result> {
     return {};
   }
   if (client !== 'binding') throw new CommandError(`client must be 'binding' or 'raw', not ${JSON.stringify(client)}`);
-  const policy = policyOf(cmd, responderPolicyFor);
+  const policy = policyOf(cmd, responderPolicyFrom);
   const behavior = (cmd.behavior ?? { reply: 'echo' }) as Record<string, unknown>;
   if (typeof behavior !== 'object' || behavior === null) throw new CommandError("'behavior' must be an object");
   const handler = scenarioHandler(name, behavior);
@@ -354,16 +353,8 @@ async function responderStart(cmd: Command): Promise<Result> {
   takenCheck(name);
   const started = await startResponder(url(), queue, handler, {
     ...given({ bind, maxAttempts: optInt(cmd, 'max_attempts', 1) }),
-    observer: {
-      handled: (context) =>
-        write({ event: 'handled', responder: name, message_id: context.messageId, attempt: context.attempt, seen: seen(context) }),
-      replied: (e) => write({ event: 'replied', responder: name, message_id: e.messageId, failure: e.failure }),
-      replyFailed: (e) =>
-        write({ event: 'reply_failed', responder: name, message_id: e.messageId, attempt: e.attempt, error: e.error }),
-      deadLettered: (e) => write({ event: 'dead_lettered', responder: name, message_id: e.messageId, reason: e.reason }),
-      unanswerable: (e) => write({ event: 'unanswerable', responder: name, message_id: e.messageId }),
-      connectionLost: lost('responder', name),
-    },
+    // Version 4's `events: false` (a load): no event per request.
+    observer: responderObserver(name, write, protocol < POLICY_PROTOCOL || cmd.events !== false, lost('responder', name)),
     socketOptions,
   }, policy);
   if (requesters.has(name) || responders.has(name)) {
@@ -408,7 +399,7 @@ async function load(cmd: Command): Promise<Result> {
   const shape = { client, in_flight: inFlight, body_bytes: bodyBytes };
 
   if (client === 'binding') {
-    const target = await openRequester(url(), { socketOptions }, policyOf(cmd, requesterPolicyFor));
+    const target = await openRequester(url(), { socketOptions }, policyOf(cmd, requesterPolicyFrom));
     try {
       const options = given({ timeoutMs });
       const call: Call = () => target.request(exchange, routingKey, body, options);

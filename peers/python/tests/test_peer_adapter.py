@@ -1,29 +1,25 @@
-"""The peer adapter's pure parts: echo body, failure text, the policy table, hello, output lines,
-and how a binding's errors become outcomes."""
+"""The peer adapter's pure parts: echo body, failure text, policy values by knob name, hello,
+events, output lines, and how a binding's errors become outcomes."""
 
 import builtins
-import copy
 import io
 import json
+import re
 from concurrent.futures import Future, TimeoutError as FutureTimeout
 from pathlib import Path
 from dataclasses import fields
+from typing import get_args, get_type_hints
 
 import pytest
-import yaml
 
 from acemq import RequestRefused, RequestTimedOut, RequestTimeoutError
 from acemq._policy import RequesterPolicy, ResponderPolicy
 from acemq.requester import Requester
 from acemq.responder import Request
 from acemq.wire import failure_text
-from acemq_peer import BadCommand, Output, Peer, _optional, make_handler
+from acemq_peer import BadCommand, EventsOfResponder, Output, Peer, _optional, make_handler
 from acemq_peer_load import nearest_rank
-from acemq_peer_policies import CANNOT_HAVE, PolicyTable, UnknownName, find_catalogue
-
-CATALOGUE = yaml.safe_load(find_catalogue().read_text(encoding="utf-8"))
-TABLE = PolicyTable(CATALOGUE)
-OFFERED = [name for name in CATALOGUE["mutants"] if name not in CANNOT_HAVE]
+from acemq_peer_policies import PolicyError, knobs, policy_of
 
 
 def _request(body):
@@ -77,57 +73,59 @@ def _set_fields(policy, default):
     return {f.name: getattr(policy, f.name) for f in fields(policy) if getattr(policy, f.name) != getattr(default, f.name)}
 
 
-def _expected(values):
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+def _another(kind, field):
+    """A value the field takes other than its default, as JSON would carry it."""
+    value = getattr(kind(), field.name)
+    if isinstance(value, bool):
+        return not value
+    if field.name == "read_order":
+        return ["native"]
+    choices = get_args(get_type_hints(kind)[field.name])  # a Literal's strings
+    if choices and isinstance(value, str):
+        return next(choice for choice in choices if choice != value)
+    for number in (value + 1, value - 1):  # a whole number, some of which take two values only
+        try:
+            kind(**{field.name: number})
+            return number
+        except (TypeError, ValueError):
+            continue
+    raise AssertionError(f"{field.name} takes no number beside {value}")
 
 
-@pytest.mark.parametrize("name", OFFERED)
-def test_every_mutant_sets_exactly_its_catalogue_policy_on_its_side(name):
-    mutant = CATALOGUE["mutants"][name]
-    requester, responder = TABLE.requester(None, name), TABLE.responder(None, name)
-    on_requester = mutant["side"] in ("requester", "gatherer")
-    acting, default = (requester, RequesterPolicy()) if on_requester else (responder, ResponderPolicy())
-    other = responder if on_requester else requester
-    assert other == type(other)()  # the other side runs as current
-    assert _set_fields(acting, default) == _expected(mutant["policy"])
+@pytest.mark.parametrize("kind", [RequesterPolicy, ResponderPolicy])
+def test_each_knob_is_set_on_its_own_field_and_the_rest_keep_their_default(kind):
+    default = kind()
+    for field in fields(kind):
+        value = _another(kind, field)
+        changed = policy_of(kind, {field.name: value})
+        assert _set_fields(changed, default) == {field.name: tuple(value) if isinstance(value, list) else value}
 
 
-def test_every_catalogue_mutant_is_offered_but_an_only_where_one_pika_cannot_write():
-    missing = [name for name in CATALOGUE["mutants"] if name not in TABLE.mutants]
-    assert missing == ["narrow-int-header"]
-    assert all(CATALOGUE["mutants"][name].get("only_where") for name in missing)
+def test_several_knobs_at_once_and_none_is_the_binding_as_it_ships():
+    policy = policy_of(RequesterPolicy, {"write_native_address": False, "match_replies_by": "oldest_waiter", "default_timeout_ms": 10000})
+    assert _set_fields(policy, RequesterPolicy()) == {"write_native_address": False, "match_replies_by": "oldest_waiter",
+                                                      "default_timeout_ms": 10000}
+    assert policy_of(ResponderPolicy, {"read_order": ["native", "header"]}).read_order == ("native", "header")
+    assert policy_of(RequesterPolicy, {}) == RequesterPolicy() and policy_of(ResponderPolicy, {}) == ResponderPolicy()
 
 
-def test_a_mutant_not_offered_without_only_where_fails_at_start_up():
-    catalogue = copy.deepcopy(CATALOGUE)
-    del catalogue["mutants"]["narrow-int-header"]["only_where"]
-    with pytest.raises(ValueError, match="narrow-int-header has no only_where"):
-        PolicyTable(catalogue)
+@pytest.mark.parametrize("kind, values, named", [
+    (RequesterPolicy, {"write_header_adress": False}, "write_header_adress"),
+    (ResponderPolicy, {"write_header_address": False}, "write_header_address"),  # a requester knob
+    (RequesterPolicy, {"narrow_int_header": True}, "narrow_int_header"),  # a knob this binding has not
+    (RequesterPolicy, {"count_timeouts": "no"}, "count_timeouts"),
+    (RequesterPolicy, {"match_replies_by": "newest_waiter"}, "match_replies_by"),
+    (RequesterPolicy, {"default_timeout_ms": 1.5}, "default_timeout_ms"),
+    (ResponderPolicy, {"read_order": ["property"]}, "read_order"),
+])
+def test_an_unknown_knob_or_a_value_the_binding_cannot_take_is_refused_naming_it(kind, values, named):
+    with pytest.raises(PolicyError, match=named):
+        policy_of(kind, values)
 
 
-def test_a_mutant_not_offered_is_refused_saying_why():
-    with pytest.raises(UnknownName, match="never B, u or i"):
-        TABLE.requester(None, "narrow-int-header")
-
-
-def test_profiles_are_the_catalogues_for_this_peer():
-    mine = [name for name, p in CATALOGUE["profiles"].items() if name == "current" or "python" in (p.get("peers") or {})]
-    assert TABLE.profiles == mine == ["current", "0.5.0", "0.3.0"]
-    for name in mine:
-        values = (CATALOGUE["profiles"][name].get("peers") or {}).get("python") or {}
-        assert _set_fields(TABLE.requester(name, None), RequesterPolicy()) == _expected(values.get("requester") or {})
-        assert _set_fields(TABLE.responder(name, None), ResponderPolicy()) == _expected(values.get("responder") or {})
-
-
-def test_a_profile_and_a_mutant_combine():
-    policy = TABLE.requester("0.3.0", "native-only")
-    assert not policy.write_native_address and not policy.write_header_address
-
-
-@pytest.mark.parametrize("profile, mutant, named", [("0.7.12", None, "0.3.0"), (None, "made-up", "no-strip")])
-def test_unknown_names_are_refused_naming_the_valid_ones(profile, mutant, named):
-    with pytest.raises(UnknownName, match=named):
-        TABLE.requester(profile, mutant)
+def test_a_policy_that_is_not_an_object_is_refused():
+    with pytest.raises(PolicyError):
+        policy_of(RequesterPolicy, ["write_header_address"])
 
 
 def _hello(**command):
@@ -136,15 +134,125 @@ def _hello(**command):
 
 
 def test_hello_speaks_the_highest_offered_and_1_when_asked():
+    v4 = _hello(protocol=4, protocols=[1, 2, 3, 4])
+    assert v4["protocol"] == 4 and "load" in v4["capabilities"]
     v3 = _hello(protocol=3, protocols=[1, 2, 3])
     assert v3["protocol"] == 3 and "load" in v3["capabilities"]
     v2 = _hello(protocol=2, protocols=[1, 2])
     assert v2["protocol"] == 2 and "load" in v2["capabilities"]
-    assert v2["mutants"] == OFFERED and v2["profiles"] == TABLE.profiles
     v1 = _hello(protocol=1)
     assert v1["protocol"] == 1 and "load" not in v1["capabilities"]
     with pytest.raises(BadCommand):
-        _hello(protocol=4)
+        _hello(protocol=5)
+
+
+def test_hello_4_names_exactly_the_policy_fields_as_knobs_and_no_catalogue_name():
+    v4 = _hello(protocol=4, protocols=[1, 2, 3, 4])
+    assert v4["knobs"] == knobs() == {"requester": [f.name for f in fields(RequesterPolicy)],
+                                      "responder": [f.name for f in fields(ResponderPolicy)]}
+    assert v4["unreachable"] == {"narrow_int_header": [True]}  # pika writes no B, u or i
+    assert "profiles" not in v4 and "mutants" not in v4
+
+
+def test_an_older_harness_gets_the_binding_as_it_ships():
+    v3 = _hello(protocol=3, protocols=[1, 2, 3])
+    assert (v3["profiles"], v3["mutants"]) == (["current"], []) and "knobs" not in v3
+
+
+def _refusal(peer, op, **command):
+    stream = io.StringIO()
+    peer._out = Output(stream)
+    peer._run(7, op, {"id": 7, "op": op, **command})
+    answer = json.loads(stream.getvalue().splitlines()[-1])
+    assert answer["ok"] is False
+    return answer["error"]
+
+
+def test_a_policy_the_binding_cannot_take_is_refused_before_anything_connects():
+    peer = Peer(Output(io.StringIO()))
+    peer.hello({"op": "hello", "protocol": 4, "protocols": [1, 2, 3, 4], "amqp_url": "amqp://guest:guest@127.0.0.1:1/"})
+    assert "write_header_adress" in _refusal(peer, "requester.open", name="q", policy={"write_header_adress": False})
+    assert "read_order" in _refusal(peer, "responder.start", name="r", queue="q", policy={"read_order": ["property"]})
+    assert "count_timeouts" in _refusal(peer, "load", client="binding", routing_key="q", requests=1, in_flight=1,
+                                        policy={"count_timeouts": 0})
+
+
+def test_before_protocol_4_only_the_binding_as_it_ships_is_offered():
+    peer = Peer(Output(io.StringIO()))
+    peer.hello({"op": "hello", "protocol": 3, "protocols": [1, 2, 3], "amqp_url": "amqp://guest:guest@127.0.0.1:1/"})
+    assert "no mutant" in _refusal(peer, "requester.open", name="q", profile="current", mutant="any")
+
+
+def _every_event(events):
+    stream = io.StringIO()
+    observer = EventsOfResponder(Output(stream), "r", 4, events=events)
+    observer.handled(_request({}))
+    observer.replied("m-1", None)
+    observer.reply_failed("m-1", 1, "NO_ROUTE")
+    observer.dead_lettered("m-1", "UndeliverableReply: NO_ROUTE")
+    observer.unanswerable("m-1")
+    return observer, stream
+
+
+def test_a_responder_writes_every_event_by_default():
+    _, stream = _every_event(True)
+    assert [json.loads(line)["event"] for line in stream.getvalue().splitlines()] == [
+        "handled", "replied", "reply_failed", "dead_lettered", "unanswerable"]
+
+
+def test_events_false_writes_no_event_at_all_but_a_lost_connection_is_still_told():
+    observer, stream = _every_event(False)
+    assert stream.getvalue() == ""
+    observer.connection_lost("CONNECTION_FORCED")
+    assert json.loads(stream.getvalue())["event"] == "connection_lost"
+
+
+PEER_DIR = Path(__file__).resolve().parents[1]
+
+
+def _catalogue():
+    return next(folder / "catalogue" / "catalogue.yaml" for folder in PEER_DIR.parents
+                if (folder / "catalogue" / "catalogue.yaml").is_file()).read_text(encoding="utf-8")
+
+
+def _scalar(text):
+    if text in ("true", "false"):
+        return text == "true"
+    return int(text) if re.fullmatch(r"-?\d+", text) else text.strip('"')
+
+
+def _catalogue_defaults(side):
+    """The catalogue's ``policies:`` of one side, knob -> default. Each is a one-line flow mapping,
+    ``    knob: {default: VALUE, ...}``, VALUE a scalar, "a string" or [a, list] (read as a tuple)."""
+    policies = re.split(r"^\S", _catalogue().split("\npolicies:\n")[1], maxsplit=1, flags=re.M)[0]
+    lines = re.split(r"^ {2}\S", re.split(rf"^ {{2}}{side}:$", policies, flags=re.M)[1], maxsplit=1, flags=re.M)[0]
+    return {knob: tuple(_scalar(item.strip()) for item in value[1:-1].split(",")) if value.startswith("[") else _scalar(value)
+            for knob, value in re.findall(r"^ {4}(\w+): \{default: (\[[^\]]*\]|\"[^\"]*\"|[^,}]+)", lines, re.M)}
+
+
+@pytest.mark.parametrize("side, kind", [("requester", RequesterPolicy), ("responder", ResponderPolicy)])
+def test_every_knob_hello_names_is_the_catalogues_and_defaults_to_its_default(side, kind):
+    """A knob the harness leaves out keeps the binding's default: it must be the catalogue's."""
+    catalogued = _catalogue_defaults(side)
+    assert len(catalogued) > 20
+    default = kind()
+    for knob in knobs()[side]:
+        assert knob in catalogued, f"{knob} is not a {side} knob of the catalogue"
+        assert getattr(default, knob) == catalogued[knob], knob
+
+
+def test_no_catalogue_mutant_or_release_profile_is_named_in_the_binding_the_adapter_or_the_tests():
+    """The harness sends policy values; nothing here may keep a copy of the catalogue's names."""
+    catalogue = _catalogue()
+    # Read here and nowhere else: a mutant is `  name: {side: ...`, a profile `  name:` alone on
+    # its line under `profiles:`. `current` is every binding's.
+    mutants = re.findall(r"^ {2}([a-z0-9-]+):\s+\{side:", catalogue, re.M)
+    profiles = re.findall(r"^ {2}(\S+):$", catalogue.split("\nprofiles:\n")[1], re.M)
+    assert len(mutants) > 60 and "current" in profiles
+    forbidden = mutants + [name for name in profiles if name != "current"]
+    for source in [*PEER_DIR.glob("acemq/*.py"), *PEER_DIR.glob("acemq_peer*.py"), *PEER_DIR.glob("tests/*.py")]:
+        text = source.read_text(encoding="utf-8")
+        assert [name for name in forbidden if name in text] == [], source.name
 
 
 def test_absent_fields_are_left_out_of_the_binding_call():
