@@ -1,12 +1,18 @@
 """A RabbitMQ broker in a container, for `--broker-image IMAGE`.
 
-The image is one built from ci/rabbitmq/Dockerfile (any base: the official
-rabbitmq:*-management images, or Debian's rabbitmq-server on a Debian base): its entry
-point takes the listeners from the environment. The container uses host networking (the
-CI engine has no bridge, and the peers, in containers or not, reach it at 127.0.0.1) with
-free loopback ports of its own: AMQP, management, the Erlang distribution and epmd, so
-several brokers and a private node can run side by side. It carries the run label and is
-force-removed at the end (docker rm -f), whatever happened.
+Two kinds of image:
+- one built from ci/rabbitmq/Dockerfile (labelled org.acemq-interop.role=broker; any base:
+  the official rabbitmq:*-management images, or Debian's rabbitmq-server on a Debian base):
+  its entry point takes the listeners from the environment. The container uses host
+  networking (the CI engine has no bridge, and the peers, in containers or not, reach it at
+  127.0.0.1) with free loopback ports of its own: AMQP, management, the Erlang
+  distribution and epmd, so several brokers and a private node can run side by side;
+- any other, such as the official `rabbitmq:4.0-management`: its listeners are fixed
+  (5672, 15672, 5671 for TLS). On an engine with a bridge network its ports are published
+  on free loopback ports (`-p 127.0.0.1::5672`); on one without (host networking only) it
+  listens on those fixed ports of the host, which must be free, one such broker at a time.
+The container carries the run label and is force-removed at the end (docker rm -f),
+whatever happened.
 
 With `--tls` the run's server certificate folder is mounted read-only at TLS_MOUNT and a
 rabbitmq.conf fragment with the TLS listener (on a free loopback port of its own) is
@@ -25,6 +31,8 @@ from ..core.errors import BrokerError
 from ..amqp.tls import Certificates, rabbitmq_tls_config
 
 READY_BOUND_S = 120.0
+# The listeners of an image that does not take them from the environment (an official one).
+FIXED_AMQP, FIXED_MGMT, FIXED_TLS, FIXED_DIST, FIXED_EPMD = 5672, 15672, 5671, 25672, 4369
 START_BOUND_S = 60.0
 TLS_MOUNT = "/etc/acemq-interop/tls"
 TLS_CONF = "/etc/rabbitmq/conf.d/91-acemq-interop-tls.conf"
@@ -52,6 +60,10 @@ class ContainerBroker:
         self.amqp_port, self.mgmt_port, self.dist_port, self.epmd_port = (_free_port() for _ in range(4))
         self.container_id: str | None = None
         self._started = False
+        # An image not built from ci/rabbitmq/Dockerfile has fixed listeners (_check_image says
+        # which), published through a bridge where the engine has one.
+        self.fixed = False
+        self.bridge = False
 
         self._tls = tls
         self.tls_port: int | None = _free_port() if tls is not None else None
@@ -70,34 +82,74 @@ class ContainerBroker:
                 f"--broker-image {self.image}: no such image on the engine (nothing is pulled). Build it: "
                 f"docker build -t {self.image} --build-arg BASE_IMAGE=rabbitmq:4.0-management ci/rabbitmq "
                 f"(or sh ci/images.sh rabbitmq:3.10 rabbitmq:4.0 where no registry is reached)")
-        if docker_engine.image_labels(self.image).get(docker_engine.ROLE_LABEL) != "broker":
+        self.fixed = docker_engine.image_labels(self.image).get(docker_engine.ROLE_LABEL) != "broker"
+        if self.fixed:
+            self._plan_fixed()
+
+    def _plan_fixed(self) -> None:
+        """An image whose listeners are fixed: published on free loopback ports where the
+        engine has a bridge, else on the host's own fixed ports, which must be free."""
+        self.bridge = docker_engine.has_bridge()
+        if self.bridge:
+            return  # the ports are known once `docker port` tells them
+        from .endpoint import port_in_use
+
+        wanted = [FIXED_AMQP, FIXED_MGMT, FIXED_DIST] + ([FIXED_TLS] if self._tls is not None else [])
+        busy = [port for port in wanted if port_in_use(port)]
+        if busy:
             raise BrokerError(
-                f"--broker-image {self.image}: not built from ci/rabbitmq/Dockerfile, so its listeners cannot be chosen; "
-                f"wrap it: docker build -t acemq-interop/rabbitmq:custom --build-arg BASE_IMAGE={self.image} ci/rabbitmq")
+                f"--broker-image {self.image}: its listeners are fixed (an official image: AMQP {FIXED_AMQP}, management "
+                f"{FIXED_MGMT}) and this engine has no bridge network to publish them elsewhere, so they must be free on "
+                f"the host; {', '.join(map(str, busy))} in use. Free them, or wrap the image so its listeners can be chosen: "
+                f"docker build -t acemq-interop/rabbitmq:custom --build-arg BASE_IMAGE={self.image} ci/rabbitmq")
+        self.amqp_port, self.mgmt_port = FIXED_AMQP, FIXED_MGMT
+        self.tls_port = FIXED_TLS if self._tls is not None else None
+        self.endpoint = loopback_endpoint(self.amqp_port, self.mgmt_port, self.tls_port,
+                                          str(self._tls.ca_file) if self._tls is not None else None)
 
     def _tls_args(self) -> list[str]:
         """The mounts of a TLS listener: the server's files and the conf fragment naming them."""
         if self._tls is None or self.tls_port is None:
             return []
         conf = self._tls.server_dir / f"tls-{self.index}.conf"
-        conf.write_text(rabbitmq_tls_config(self.tls_port, f"{TLS_MOUNT}/ca.pem", f"{TLS_MOUNT}/server.pem",
+        listener = FIXED_TLS if self.fixed else self.tls_port  # inside the container
+        conf.write_text(rabbitmq_tls_config(listener, f"{TLS_MOUNT}/ca.pem", f"{TLS_MOUNT}/server.pem",
                                             f"{TLS_MOUNT}/server.key"), encoding="ascii")
         conf.chmod(0o644)
         return ["-v", f"{self._tls.server_dir}:{TLS_MOUNT}:ro", "-v", f"{conf}:{TLS_CONF}:ro"]
 
+    def _argv(self) -> list[str]:
+        common = ["docker", "run", "-d", "--pull", "never", "--name", self.name,
+                  *docker_engine.run_labels(self.run_id, "broker"), *self._tls_args()]
+        if not self.fixed:
+            return [*common, "--network", "host",
+                    "-e", f"ACEMQ_AMQP_PORT={self.amqp_port}", "-e", f"ACEMQ_MGMT_PORT={self.mgmt_port}",
+                    "-e", f"RABBITMQ_NODENAME={self.node}", "-e", f"RABBITMQ_DIST_PORT={self.dist_port}",
+                    "-e", f"ERL_EPMD_PORT={self.epmd_port}", "-e", "ERL_EPMD_ADDRESS=127.0.0.1", self.image]
+        if self.bridge:  # the fixed listeners, published on free loopback ports only
+            ports = [FIXED_AMQP, FIXED_MGMT] + ([FIXED_TLS] if self._tls is not None else [])
+            return [*common, *[a for port in ports for a in ("-p", f"127.0.0.1::{port}")], self.image]
+        return [*common, "--network", "host", self.image]
+
+    def _published(self) -> None:
+        """With a bridge: the host ports `docker run` chose for the fixed listeners."""
+        amqp = docker_engine.published_port(self.name, FIXED_AMQP)
+        mgmt = docker_engine.published_port(self.name, FIXED_MGMT)
+        tls = docker_engine.published_port(self.name, FIXED_TLS) if self._tls is not None else None
+        if amqp is None or mgmt is None or (self._tls is not None and tls is None):
+            raise BrokerError(f"the broker container from {self.image} published no port for its listeners (docker port {self.name})")
+        self.amqp_port, self.mgmt_port, self.tls_port = amqp, mgmt, tls
+        self.endpoint = loopback_endpoint(amqp, mgmt, tls, str(self._tls.ca_file) if self._tls is not None else None)
+
     def start(self):
         self._check_image()
-        argv = [
-            "docker", "run", "-d", "--pull", "never", "--name", self.name, "--network", "host",
-            *docker_engine.run_labels(self.run_id, "broker"),
-            "-e", f"ACEMQ_AMQP_PORT={self.amqp_port}", "-e", f"ACEMQ_MGMT_PORT={self.mgmt_port}",
-            "-e", f"RABBITMQ_NODENAME={self.node}", "-e", f"RABBITMQ_DIST_PORT={self.dist_port}",
-            "-e", f"ERL_EPMD_PORT={self.epmd_port}", "-e", "ERL_EPMD_ADDRESS=127.0.0.1",
-            *self._tls_args(),
-            self.image,
-        ]
-        tls = f", amqps :{self.tls_port}" if self.tls_port else ""
-        self._progress(f"starting broker container {self.name} from {self.image} (amqp 127.0.0.1:{self.amqp_port}{tls}, management :{self.mgmt_port})")
+        argv = self._argv()
+        if self.fixed and self.bridge:
+            where = "its fixed listeners published on free loopback ports"
+        else:
+            tls = f", amqps :{self.tls_port}" if self.tls_port else ""
+            where = f"amqp 127.0.0.1:{self.amqp_port}{tls}, management :{self.mgmt_port}"
+        self._progress(f"starting broker container {self.name} from {self.image} ({where})")
         started = time.monotonic()
         self._started = True  # from here on, stop() removes it by name even if `run` is interrupted
         try:
@@ -107,6 +159,8 @@ class ContainerBroker:
         if done.returncode != 0:
             raise BrokerError(f"docker run {self.image} failed ({done.returncode}): {done.stderr.strip()}")
         self.container_id = done.stdout.strip()
+        if self.fixed and self.bridge:
+            self._published()
         from .preflight import amqp_answers
 
         management = self.endpoint.management()
@@ -134,6 +188,8 @@ class ContainerBroker:
         """Holds and releases queues in the container's node (broker/control.py)."""
         from .control import CtlControl
 
+        if self.fixed:  # the image's own node name: rabbitmqctl finds it inside the container
+            return CtlControl(["docker", "exec", self.name, "rabbitmqctl"])
         return CtlControl(["docker", "exec", self.name, "rabbitmqctl", "-n", self.node])
 
     def stop(self) -> None:

@@ -49,6 +49,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def port_in_use(port: int) -> bool:
+    """Whether something listens on `port` of this host (a broker with fixed listeners binds
+    every interface, so the test binds them all). SO_REUSEADDR as servers set it: the
+    TIME-WAIT connections a broker stopped a moment ago leaves do not count."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("0.0.0.0", port))
+        except OSError:
+            return True
+    return False
+
+
 def loopback_endpoint(amqp_port: int, mgmt_port: int, tls_port: int | None = None,
                       ca_file: str | None = None) -> BrokerEndpoint:
     """A broker the harness started on 127.0.0.1 (a private node or a container), as guest.

@@ -134,6 +134,28 @@ def logs_tail(container: str, lines: int = 20) -> str:
     return (done.stdout + done.stderr).strip() or "(no output)"
 
 
+def has_bridge() -> bool:
+    """Whether the engine has its default bridge network (published ports); an engine started
+    with no bridge (this project's CI) runs containers on the host's network only."""
+    try:
+        return _docker("network", "inspect", "bridge", bound_s=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def published_port(container: str, port: int) -> int | None:
+    """The host port a container's `port` is published on (`docker port`), or None."""
+    try:
+        done = _docker("port", container, f"{port}/tcp", bound_s=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for line in done.stdout.splitlines():
+        host_port = line.strip().rsplit(":", 1)[-1]
+        if host_port.isdigit():
+            return int(host_port)
+    return None
+
+
 def is_running(container: str) -> bool:
     try:
         done = _docker("inspect", "--format", "{{.State.Running}}", container, bound_s=20)

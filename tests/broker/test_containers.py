@@ -7,7 +7,9 @@
    every peer from its image on RabbitMQ 3.10 and 4.0: every cell PASS on both, both
    brokers' versions in results.json, and afterwards no container of the run, no broker
    and no engine the test started.
-2. docker-compose (Debian's v1) builds every image and runs a selection in the runner
+2. `--broker-image` on an image shaped like the official ones (fixed listeners), plain and
+   over TLS.
+3. docker-compose (Debian's v1) builds every image and runs a selection in the runner
    container against the broker service.
 
 They take minutes (the images are cached in the engine's stable data root between runs
@@ -168,6 +170,46 @@ def test_tls_with_peers_and_broker_in_containers(engine, tmp_path) -> None:
     assert set(_labelled(env)) <= before, "the run left containers"
     left = re.search(r"TLS: .* in (\S+) \(removed at the end\)", done.stderr)
     assert left and not Path(left.group(1)).exists(), "the run's certificates were left"
+
+
+# An image not built from ci/rabbitmq/Dockerfile, shaped like the official ones (fixed
+# listeners, the image's own node name, no acemq-interop label): tests/fixtures/official-like-rabbitmq.
+OFFICIAL_LIKE = "acemq-interop-test/official-like-rabbitmq"
+OFFICIAL_SCENARIOS = "rr-pair-round-trip,rr-responder-answered-before-confirm,rr-responder-header-only,sg-pair-multi-full-count"
+
+
+def test_an_official_shaped_broker_image_is_run_as_it_is(engine, tmp_path) -> None:
+    """`--broker-image` on an image whose listeners cannot be chosen: on this engine (no bridge)
+    it listens on the host's 5672/15672, and a run on it passes, holding a queue through the
+    image's own node (rabbitmqctl) and over TLS; with those ports taken, the run refuses it
+    before anything starts and says what to do."""
+    env = engine
+    build = _sh(["docker", "build", "--network", "host", "-t", OFFICIAL_LIKE,
+                 "--build-arg", f"BASE_IMAGE={LOCAL_BASES['ACEMQ_TRIXIE_IMAGE']}",
+                 str(ROOT / "tests/fixtures/official-like-rabbitmq")], env, 900)
+    assert build.returncode == 0, _tail(build, 40)
+    before = set(_labelled(env))
+    from acemq_interop.broker.endpoint import port_in_use
+
+    if any(port_in_use(port) for port in (5672, 15672, 25672)):  # a broker of the host's own: the refusal
+        done = _sh([sys.executable, "-m", "acemq_interop", "run", "--broker-image", OFFICIAL_LIKE, "--peers", "python",
+                    "--scenarios", "rr-pair-round-trip", "--out", str(tmp_path)], env, 300)
+        assert done.returncode == 3, _tail(done)
+        assert "its listeners are fixed" in done.stderr and "ci/rabbitmq" in done.stderr, _tail(done)
+        return
+    for tls in ([], ["--tls"]):
+        out = tmp_path / ("tls" if tls else "plain")
+        done = _sh([sys.executable, "-m", "acemq_interop", "run", *tls, "--broker-image", OFFICIAL_LIKE,
+                    "--peers", "python,go", "--scenarios", OFFICIAL_SCENARIOS, "--out", str(out)], env, 900)
+        assert done.returncode == 0, _tail(done, 60)
+        results = json.loads((out / "results.json").read_text())
+        assert results["tls"] is bool(tls)
+        assert [b["label"] for b in results["brokers"]] == ["rabbitmq-4.0.5"], results["brokers"]
+        statuses = {c["id"]: c["status"] for c in results["cells"]}
+        assert any("answered-before-confirm" in cell for cell in statuses), statuses  # it holds a queue
+        assert set(statuses.values()) == {"PASS"}, statuses
+        assert set(_labelled(env)) <= before, "the run left its broker container"
+        assert not port_in_use(5672), "the broker's listener outlived the run"
 
 
 # Compose is checked to build every image and to run the harness from its runner against its
