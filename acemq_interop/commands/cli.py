@@ -175,12 +175,13 @@ def main(argv: list[str] | None = None) -> int:
     if argv is not None:
         signals.clear()  # an earlier call's interrupt is not this one's
     redact.remember_arguments(given)
-    redact.take_broker_env()
+    taken = redact.take_broker_env()
     try:
         return _main(given)
     finally:
-        if argv is not None:  # a caller in Python (a test): its own handlers back
+        if argv is not None:  # a caller in Python (a test): its own handlers and environment back
             signals.uninstall(previous)
+            os.environ.update(taken)
         else:  # the program itself: see signals.ignore_from_now
             signals.ignore_from_now()
 

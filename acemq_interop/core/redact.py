@@ -155,15 +155,16 @@ def remember_arguments(args: Iterable[str], environ: Mapping[str, str] | None = 
                     remember(part)
 
 
-def take_broker_env() -> None:
+def take_broker_env() -> dict[str, str]:
     """The CLI, first thing: `$ACEMQ_INTEROP_BROKER` read once and taken out of this
     process's environment, so no process the harness starts inherits it (a peer gets its
-    URL in `hello`); every variable that holds a credential goes with it."""
-    value = os.environ.pop(BROKER_ENV, None)
-    if value is not None:
-        _broker_env[0] = value
-    for key in [k for k, v in os.environ.items() if holds_credential(v)]:
+    URL in `hello`); every variable that holds a credential goes with it. Returns what was
+    taken (a caller in Python puts it back when the command is done)."""
+    _broker_env[0] = os.environ.get(BROKER_ENV)
+    taken = {k: v for k, v in os.environ.items() if k == BROKER_ENV or holds_credential(v)}
+    for key in taken:
         os.environ.pop(key, None)
+    return taken
 
 
 def broker_env() -> str | None:
