@@ -1,7 +1,6 @@
 package io.acemq;
 
 import com.rabbitmq.client.ConnectionFactory;
-import com.rabbitmq.client.SocketConfigurator;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -24,8 +23,6 @@ import java.util.Objects;
 import java.util.regex.Pattern;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLEngine;
-import javax.net.ssl.SSLParameters;
-import javax.net.ssl.SSLSocket;
 import javax.net.ssl.TrustManager;
 import javax.net.ssl.TrustManagerFactory;
 import javax.net.ssl.X509ExtendedTrustManager;
@@ -40,10 +37,11 @@ import javax.net.ssl.X509ExtendedTrustManager;
  * came in 5.4). Here the chain goes through the JDK's PKIX trust manager, and the host name
  * <em>as the URI gives it</em> is matched against the certificate's subjectAltName by the
  * trust manager itself ({@link #checkHost}): a name against its DNS entries, an IP literal
- * against its IP entries. The JDK's endpoint identification is asked of each socket too,
- * but on its own it is not enough: the client connects an unconnected socket, and the JDK
- * then checks the address it resolved to (a certificate naming only 127.0.0.1 passed for
- * {@code amqps://localhost}).
+ * against its IP entries, whatever the client connects to. Not the JDK's endpoint
+ * identification: the client connects an unconnected socket, and the JDK then checks the
+ * address the name resolved to (a certificate naming only 127.0.0.1 passed for {@code
+ * amqps://localhost}, and one naming only localhost failed). It works with {@code useNio()}
+ * too.
  *
  * <pre>{@code
  * ConnectionFactory factory = new ConnectionFactory();
@@ -70,13 +68,6 @@ public final class Tls {
         Objects.requireNonNull(factory, "factory");
         String host = factory.getHost();
         factory.useSslProtocol(caFile == null ? defaultContext(host) : context(caFile, host));
-        SocketConfigurator plain = factory.getSocketConfigurator();
-        factory.setSocketConfigurator(socket -> {
-            plain.configure(socket);
-            if (socket instanceof SSLSocket ssl) {
-                checkHostName(ssl);
-            }
-        });
         return factory;
     }
 
@@ -246,15 +237,4 @@ public final class Tls {
         return certificates;
     }
 
-    /**
-     * Asks the JDK to check the server's certificate against the host being connected to
-     * during the handshake. The client connects the socket after configuring it, so the JDK
-     * takes the host from that connect (a name or an IP literal, matched against DNS or IP
-     * subjectAltNames).
-     */
-    private static void checkHostName(SSLSocket socket) {
-        SSLParameters parameters = socket.getSSLParameters();
-        parameters.setEndpointIdentificationAlgorithm("HTTPS");
-        socket.setSSLParameters(parameters);
-    }
 }
