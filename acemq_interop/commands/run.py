@@ -16,7 +16,7 @@ from ..broker.lifecycle import broker_sources
 from ..core.errors import UsageError
 from ..core.redact import broker_env
 from ..peers.manifests import discover, parse_peer_list
-from ..results.outdir import OutFolder
+from ..results.outdir import OutFolder, write_whole
 from ..spec import known_failures
 from ..spec import scenarios as scenario_mod
 from .common import EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED, EXIT_OK, OUTPUT_FILES, log, peer_dirs
@@ -123,7 +123,6 @@ def write_outputs(report, out: Path) -> list[Path]:
     from ..reports.markdown import render_markdown
     from ..reports.junit import write_junit
     from ..results.files import write_json
-    from ..results.outdir import write_whole
 
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / name for name in OUTPUT_FILES]
@@ -188,7 +187,7 @@ def cmd_repeat(args: argparse.Namespace) -> int:
         # results.json of OUT: the last run's, carrying the repeat report.
         last = json.loads(finished[-1].read_text(encoding="utf-8"))
         last["repeat"] = report.record()
-        (out / "results.json").write_text(json.dumps(last, indent=2) + "\n", encoding="utf-8")
+        write_whole(out / "results.json", lambda p: p.write_text(json.dumps(last, indent=2) + "\n", encoding="utf-8"))
         print(repeat_text(report))
         print(f"Wrote {', '.join(str(p) for p in [out / 'results.json', *paths])}")
         varied = bool(report.varying)

@@ -7,12 +7,9 @@ folder's lock and whole files; a peer's log capped and redacted; deeply nested J
 """
 from __future__ import annotations
 
-import json
 import os
-import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
