@@ -74,6 +74,31 @@ def loopback_endpoint(amqp_port: int, mgmt_port: int, tls_port: int | None = Non
     return BrokerEndpoint("127.0.0.1", tls_port, "guest", "guest", mgmt, ca_file=ca_file)
 
 
+def check_management_url(mgmt_url: str | None) -> None:
+    """`--management-url`: http(s)://HOST[:PORT][/PATH], and no credentials in it (the API is
+    reached with --broker's user and password; a password here would be in every rerun line).
+    Anything else is bad input (exit 2), said without its password."""
+    if mgmt_url is None:
+        return
+    from ..core.redact import password_of, remember, url as redacted
+
+    expected = "expected http://HOST:PORT (e.g. http://127.0.0.1:15672), or https://..."
+    secret = password_of(mgmt_url)
+    if secret:
+        remember(secret)
+    shown = redacted(mgmt_url)
+    try:
+        parts = urllib.parse.urlsplit(mgmt_url)
+        parts.port  # noqa: B018  (a bad port raises here)
+    except ValueError as exc:
+        raise UsageError(f"--management-url {shown}: not a URL ({exc}); {expected}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--management-url {shown}: not an http(s) URL; {expected}")
+    if parts.username is not None or parts.password is not None or secret:
+        raise UsageError(f"--management-url {shown}: give it without a user or password: the management API is "
+                         "reached with --broker's user and password")
+
+
 def parse_broker_url(url: str, mgmt_url: str | None, ca_file: str | None = None) -> BrokerEndpoint:
     """An `amqp://user:pass@host:port/` URL, or `amqps://...` (port 5671) with the CA file that
     signed the broker's certificate; the management API defaults to port 15672.
@@ -98,11 +123,7 @@ def parse_broker_url(url: str, mgmt_url: str | None, ca_file: str | None = None)
         raise UsageError("--ca-cert is for a TLS broker: give --broker amqps://USER:PASS@HOST[:PORT]/ with it")
     password = urllib.parse.unquote(parts.password or "guest")
     remember(password)
-    if mgmt_url:
-        try:
-            urllib.parse.urlsplit(mgmt_url).port
-        except ValueError as exc:
-            raise UsageError(f"--management-url {redacted(mgmt_url)}: not a URL ({exc}); expected http://HOST:PORT") from None
+    check_management_url(mgmt_url)
     return BrokerEndpoint(
         host=host,
         port=port or (DEFAULT_TLS_PORT if tls else 5672),

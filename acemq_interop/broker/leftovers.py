@@ -1,16 +1,23 @@
-"""What killed runs left: private nodes' base dirs and vhosts, with what is known of their owners.
+"""What killed runs left: private nodes' base dirs, TLS certificate dirs and vhosts, with what
+is known of their owners.
 
 Only what an owner record proves dead is ever removed (core/ownership.py); the rest is listed.
+A `--tls` run's certificates (the broker's private key among them) live in a private
+`$TMPDIR/acemq-interop-tls-*` folder with an owner record written before any key is made
+(`owned_certificates`), so a run SIGKILLed mid-way leaves a folder the next run, or
+`doctor --clean`, removes.
 """
 from __future__ import annotations
 
 import shutil
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
-from ..core.ownership import Owner, kill_node, read_owner, vhost_owner
+from ..amqp.tls import Certificates, make_certificates
+from ..core.ownership import Owner, kill_node, read_owner, vhost_owner, write_owner
 from .management import Management
 from .node import NODE_DIR_PREFIX
 
@@ -77,5 +84,41 @@ def sweep_vhosts(management: Management, log: Callable[[str], None]) -> list[Lef
         if left.state == "owner dead":
             management.delete_vhost(left.what)
             log(f"deleted a vhost left by a killed run: {left.what}")
+            swept.append(left)
+    return swept
+
+
+TLS_DIR_PREFIX = "acemq-interop-tls-"
+
+
+@contextmanager
+def owned_certificates() -> Iterator[Certificates]:
+    """A run's certificates (amqp/tls.py's layout) in a private temporary folder that carries
+    its owner record from before the first key exists, removed at the end whatever happens."""
+    where = Path(tempfile.mkdtemp(prefix=TLS_DIR_PREFIX))
+    try:
+        where.chmod(0o700)
+        write_owner(where, "")
+        yield make_certificates(where)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def leftover_tls_dirs() -> list[Leftover]:
+    """Every run certificate folder in the temporary folder, with its owner's state."""
+    found = []
+    for where in sorted(Path(tempfile.gettempdir()).glob(TLS_DIR_PREFIX + "*")):
+        if where.is_dir():
+            found.append(Leftover(str(where), "", _state(read_owner(where))))
+    return found
+
+
+def sweep_tls_dirs(log: Callable[[str], None]) -> list[Leftover]:
+    """Remove the certificate folders of dead owners (a private key among them); never anything else."""
+    swept = []
+    for left in leftover_tls_dirs():
+        if left.state == "owner dead":
+            shutil.rmtree(left.what, ignore_errors=True)
+            log(f"removed the TLS certificates (with a private key) a killed run left: {left.what}")
             swept.append(left)
     return swept

@@ -49,7 +49,9 @@ class EmbeddedBroker:
                                           str(tls.ca_file) if tls is not None else None)
 
     def _env(self) -> dict[str, str]:
-        env = dict(os.environ)
+        from ..core.redact import child_environ
+
+        env = child_environ()  # nothing that holds a credential
         env.update(
             RABBITMQ_NODENAME=self.node,
             RABBITMQ_NODE_PORT=str(self.amqp_port),

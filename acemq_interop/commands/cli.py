@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 
@@ -20,6 +21,31 @@ from .results import cmd_compare, cmd_merge, cmd_publish
 from .run import cmd_flakes, cmd_run
 
 
+MAX_SAID = 4000  # characters of one error message: a 120 KB argument is never echoed whole
+MAX_WORD = 300  # characters of one word of it (an argument quoted in it)
+
+
+def said(message: str) -> str:
+    """An error message as printed: every password hidden, each over-long word (an argument
+    quoted whole) cut, the whole bounded."""
+    from ..core.redact import text
+
+    def cut(word: "re.Match[str]") -> str:
+        whole = word.group(0)
+        return f"{whole[:MAX_WORD]}...({len(whole)} characters)"
+
+    message = re.sub(r"\S{%d,}" % (MAX_WORD + 1), cut, text(message))
+    return message if len(message) <= MAX_SAID else f"{message[:MAX_SAID]}...({len(message)} characters)"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its own error messages said as every other one: no password, bounded."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {said(message)}\n")
+
+
 def _rerun(action: argparse.Action) -> argparse.Action:
     """Marks a `run` option that shapes how a cell behaves: a rerun line repeats it
     (commands/run.py's rerun_flags reads the marks)."""
@@ -30,7 +56,7 @@ def _rerun(action: argparse.Action) -> argparse.Action:
 def build_parser() -> argparse.ArgumentParser:
     from ..core.suite_info import version
 
-    parser = argparse.ArgumentParser(prog="acemq-interop", epilog=EXIT_CODES_HELP,
+    parser = Parser(prog="acemq-interop", epilog=EXIT_CODES_HELP,
                                      description="Cross-language interop conformance for acemq request/reply and scatter-gather on RabbitMQ.")
     parser.add_argument("--version", action="version", version=f"acemq-interop {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -136,33 +162,50 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
-    from ..core.redact import text
+    from ..core import redact
 
-    args = build_parser().parse_args(argv)
-    args.argv = list(argv) if argv is not None else sys.argv[1:]
+    given = list(argv) if argv is not None else sys.argv[1:]
+    # From the first byte: a signal is recorded, never the interpreter's default (a run
+    # arms it where an interrupt is handled: run/session.py); the passwords of the URL
+    # options and of $ACEMQ_INTEROP_BROKER are known before anything can echo them; the
+    # variable leaves this process's environment, so no process started from here has it.
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if argv is not None else {}
+    signals.install()
+    if argv is not None:
+        signals.clear()  # an earlier call's interrupt is not this one's
+    redact.remember_arguments(given)
+    taken = redact.take_broker_env()
+    try:
+        return _main(given)
+    finally:
+        if argv is not None:  # a caller in Python (a test): its own handlers and environment back
+            signals.uninstall(previous)
+            os.environ.update(taken)
+        else:  # the program itself: see signals.ignore_from_now
+            signals.ignore_from_now()
+
+
+def _main(given: list[str]) -> int:
+    args = build_parser().parse_args(given)
+    args.argv = given
     if getattr(args, "quiet", False):
         VERBOSITY["level"] = 0
     elif getattr(args, "verbose", False) and args.command == "run":
         VERBOSITY["level"] = 2
-    # A CI job's timeout sends SIGTERM: unwind like Ctrl-C, so the private broker node,
-    # the run's vhost and the peer processes are still cleaned up.
-    signal.signal(signal.SIGTERM, _interrupt)
     try:
         try:
+            if args.command != "run":
+                # Ctrl-C or SIGTERM ends these at once; a run decides where (run/session.py).
+                signals.arm()
             return args.func(args)
         finally:
-            if argv is None:  # the program itself, not a caller in Python: see signals.ignore_from_now
-                signals.ignore_from_now()
+            signals.disarm()
     except UsageError as exc:
-        print(f"acemq-interop: {text(str(exc))}", file=sys.stderr)
+        print(f"acemq-interop: {said(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokerError as exc:
-        print(f"acemq-interop: broker: {text(str(exc))}", file=sys.stderr)
+        print(f"acemq-interop: broker: {said(str(exc))}", file=sys.stderr)
         return EXIT_INFRA
     except BrokenPipeError:
         # `acemq-interop list | head`: the reader went away; nothing more to say to it.

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tempfile
 from pathlib import Path
 
@@ -66,16 +65,22 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def _doctor_leftovers(args: argparse.Namespace) -> None:
     """Private nodes and vhosts left by killed runs. --clean removes those whose owner is
     provably dead (ownership.py); the others are only reported."""
-    from ..broker.leftovers import leftover_nodes, leftover_vhosts, sweep_nodes, sweep_vhosts
-    from ..core.redact import url as redacted
+    from ..broker.leftovers import (leftover_nodes, leftover_tls_dirs, leftover_vhosts, sweep_nodes, sweep_tls_dirs,
+                                    sweep_vhosts)
+    from ..core.redact import broker_env, url as redacted
 
     if args.clean:
         sweep_nodes(print)
+        sweep_tls_dirs(print)
     nodes = leftover_nodes()
     print(f"private nodes in {tempfile.gettempdir()}: " + ("none" if not nodes else f"{len(nodes)}"))
     for left in nodes:
         print(f"  {left.line()}" + ("  (doctor --clean removes it)" if left.state == "owner dead" else ""))
-    broker = args.broker or os.environ.get(BROKER_ENV)
+    certificates = leftover_tls_dirs()
+    print(f"TLS certificate folders of runs in {tempfile.gettempdir()}: " + ("none" if not certificates else f"{len(certificates)}"))
+    for left in certificates:
+        print(f"  {left.line()}" + ("  (doctor --clean removes it)" if left.state == "owner dead" else ""))
+    broker = args.broker or broker_env()
     if not broker:
         print(f"vhosts left on an existing broker: not looked at (give --broker or ${BROKER_ENV})")
         return

@@ -7,22 +7,25 @@ import argparse
 import json
 import os
 import re
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..broker.endpoint import parse_broker_url
+from ..broker.endpoint import check_management_url, parse_broker_url
 from ..broker.lifecycle import broker_sources
 from ..core.errors import UsageError
-from ..core.redact import BROKER_ENV
+from ..core.redact import broker_env
 from ..peers.manifests import discover, parse_peer_list
+from ..results.outdir import OutFolder, write_whole
 from ..spec import known_failures
 from ..spec import scenarios as scenario_mod
 from .common import EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED, EXIT_OK, OUTPUT_FILES, log, peer_dirs
 
 if TYPE_CHECKING:
     from ..run.request import RunRequest
+
+
+MAX_OP_TIMEOUT_S = 3600
 
 
 def _specs(args: argparse.Namespace, manifests: dict) -> list:
@@ -79,8 +82,10 @@ def request_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
 
     if args.concurrency < 1:
         raise UsageError(f"--concurrency {args.concurrency}: must be at least 1")
-    if args.op_timeout <= 0:
-        raise UsageError(f"--op-timeout {args.op_timeout:g}: must be more than 0 seconds")
+    if not 0 < args.op_timeout <= MAX_OP_TIMEOUT_S:  # nan and inf too
+        raise UsageError(f"--op-timeout {args.op_timeout:g}: must be more than 0 seconds and at most {MAX_OP_TIMEOUT_S} "
+                         "(a number of seconds)")
+    check_management_url(args.management_url)
     if not 0 <= args.cpu_hog <= MAX_HOGS:
         raise UsageError(f"--cpu-hog {args.cpu_hog}: give 0 to {MAX_HOGS} busy processes")
     manifests = discover(extra=peer_dirs(args))
@@ -89,7 +94,7 @@ def request_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
     extra = [Path(d) for d in args.scenario_dir or []]
     scenarios = scenario_mod.select(scenario_mod.load_all(extra=extra), args.scenarios.split(",") if args.scenarios is not None else None)
     known = known_failures.load([known_failures.DEFAULT_DIR, *[Path(p) for p in args.known_failures or []]]) if not args.no_known_failures else []
-    broker = args.broker or os.environ.get(BROKER_ENV) or None
+    broker = args.broker or broker_env() or None
     ca_file = _tls_choice(args, broker)
     if args.ca_cert:
         args.ca_cert = ca_file  # a rerun line names the same file from anywhere
@@ -121,11 +126,12 @@ def write_outputs(report, out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / name for name in OUTPUT_FILES]
-    write_json(report, paths[0])
-    write_junit(report, paths[1])
-    write_html(report, paths[2])
+    # Each file whole or not at all: written beside its name and renamed over it.
+    write_whole(paths[0], lambda p: write_json(report, p))
+    write_whole(paths[1], lambda p: write_junit(report, p))
+    write_whole(paths[2], lambda p: write_html(report, p))
     markdown = render_markdown(report)
-    paths[3].write_text(markdown, encoding="utf-8")
+    write_whole(paths[3], lambda p: p.write_text(markdown, encoding="utf-8"))
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as handle:
@@ -161,11 +167,9 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     if args.baseline or args.shard:
         raise UsageError("--repeat runs the whole selection each time: give --baseline or --shard to a single run")
     out = Path(args.out)
-    for name in (*OUTPUT_FILES, "repeat.json"):
-        (out / name).unlink(missing_ok=True)
-    for old in out.glob("run-*"):
-        if old.is_dir() and re.fullmatch(r"run-\d+", old.name):
-            shutil.rmtree(old, ignore_errors=True)
+    folder = OutFolder.claim(out)  # this process's until it ends: no other run clears or writes it
+    folder.clear((*OUTPUT_FILES, "repeat.json"),
+                 folders=[old.name for old in out.glob("run-*") if old.is_dir() and re.fullmatch(r"run-\d+", old.name)])
     codes: list[int] = []
     for k in range(1, args.repeat + 1):
         log(f"repeat {k}/{args.repeat}: out {out / f'run-{k}'}")
@@ -183,7 +187,7 @@ def cmd_repeat(args: argparse.Namespace) -> int:
         # results.json of OUT: the last run's, carrying the repeat report.
         last = json.loads(finished[-1].read_text(encoding="utf-8"))
         last["repeat"] = report.record()
-        (out / "results.json").write_text(json.dumps(last, indent=2) + "\n", encoding="utf-8")
+        write_whole(out / "results.json", lambda p: p.write_text(json.dumps(last, indent=2) + "\n", encoding="utf-8"))
         print(repeat_text(report))
         print(f"Wrote {', '.join(str(p) for p in [out / 'results.json', *paths])}")
         varied = bool(report.varying)
@@ -198,16 +202,25 @@ def cmd_repeat(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     if getattr(args, "repeat", 1) != 1:
         return cmd_repeat(args)
+    # --out is this run's before anything else: a second run refuses it (results/outdir.py).
+    folder = OutFolder.claim(Path(args.out))
+    try:
+        return _run(args, folder)
+    finally:
+        folder.release()
+
+
+def _run(args: argparse.Namespace, folder: OutFolder) -> int:
     from ..reports.console import print_report
     from ..run.session import run_session
 
+    # A signal from here to the session's start is recorded (core/signals.py) and the session
+    # says so: the files below are then this run's, saying it was interrupted.
     request = request_from_args(args, args.parser)
     out = Path(args.out)
     # This run's files only: an earlier run's results never stay in out/ as if they were
     # this one's, whatever happens from here (no broker, a lost one, an interrupt, a crash).
-    shutil.rmtree(out / "logs", ignore_errors=True)
-    for name in (*OUTPUT_FILES, "profile.json"):
-        (out / name).unlink(missing_ok=True)
+    folder.clear((*OUTPUT_FILES, "profile.json"))
     outcome = run_session(request)
     paths = write_outputs(outcome.report, out)
     if outcome.failure is not None:

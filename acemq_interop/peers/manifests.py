@@ -4,15 +4,13 @@ A peer is described entirely by its manifest; nothing in the harness names a lan
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from ..spec.catalogue import mutants as catalogue_mutants
 from ..core.errors import UsageError
@@ -77,43 +75,100 @@ class Manifest:
         return [*argv, str(image)]
 
     def environment(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(self.env)
-        return env
+        """The harness's environment less every variable that holds a credential (the broker
+        URL reaches a peer in `hello`), then the manifest's `env:`."""
+        from ..core.redact import child_environ
+
+        return child_environ(self.env)
 
 
-def _argv_list(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not value or not all(isinstance(v, (str, int)) for v in value):
-        raise UsageError(f"{where}: expected a non-empty list of strings (an argv), got {value!r}")
-    return tuple(str(v) for v in value)
+_ARGV = {"type": "array", "minItems": 1, "items": {"type": ["string", "integer"], "minLength": 1},
+         "errorMessage": "an argv: a non-empty list of strings, e.g. [go, run, ./cmd/peer]"}
+_GLOBS = {"anyOf": [{"type": "string", "minLength": 1}, {"type": "array", "items": {"type": "string", "minLength": 1}}],
+          "errorMessage": "a glob, or a list of globs"}
+# What a manifest may say (docs/certifying.md): read by the same strict loader as the
+# scenarios (spec/strict_yaml.py), then held to this; a problem is `peer.yaml:LINE: ...`.
+MANIFEST_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "language", "run"],
+    "properties": {
+        "name": {"type": "string", "pattern": "^[a-z][a-z0-9_-]*$", "maxLength": 64,
+                 "errorMessage": "a peer's name is lower-case letters, digits, _ and -, starting with a letter"},
+        "language": {"type": "string", "minLength": 1, "maxLength": 200},
+        "description": {"type": "string"},
+        "cwd": {"type": "string", "minLength": 1},
+        "run": _ARGV,
+        "build": {"type": "array", "items": _ARGV},
+        "test": {"type": "array", "items": _ARGV},
+        "env": {"type": "object", "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+                "additionalProperties": {"type": ["string", "integer", "number"]},
+                "errorMessage": "env is a mapping of variable names to text (quote a value such as \"1\" or \"true\")"},
+        "requires": {"type": "array", "items": {"type": "string", "minLength": 1},
+                     "errorMessage": "requires is a list of commands, e.g. [go]"},
+        "docker": {"type": "object", "additionalProperties": {"type": "string"},
+                   "properties": {"image": {"type": "string", "minLength": 1}},
+                   "errorMessage": "docker is a mapping of text, e.g. {dockerfile: Dockerfile, image: acemq-interop/peer-x}"},
+        "layout": {"type": "object", "additionalProperties": _GLOBS,
+                   "errorMessage": "layout maps binding, adapter and tests to globs"},
+        "toolchain": {"type": "array", "items": {
+            "type": "object", "additionalProperties": False, "required": ["name"],
+            "properties": {"name": {"type": "string", "minLength": 1}, "command": _ARGV, "check": _ARGV,
+                           "version": {"type": "string", "minLength": 1}, "min": {"type": ["string", "number"]},
+                           "usual": {"type": "string"}, "debian": {"type": "string"}}}},
+    },
+}
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Any:
+    import jsonschema
+
+    return jsonschema.validators.validator_for(MANIFEST_SCHEMA)(MANIFEST_SCHEMA)
 
 
 def load_manifest(path: Path) -> Manifest:
-    """Read and check one manifest; a bad one is a UsageError naming the file."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise UsageError(f"{path}: not valid YAML: {exc}") from exc
+    """Read and check one manifest, as strictly as a scenario: a bad one is a UsageError
+    `path:line: problem` (no traceback, whatever the file holds)."""
+    import jsonschema
+
+    from ..spec import strict_yaml
+    from ..spec.scenarios import _schema_problem
+
+    data, root = strict_yaml.read(path)
     if not isinstance(data, dict):
-        raise UsageError(f"{path}: a manifest is a mapping with at least name, language and run")
+        raise strict_yaml.refuse(path, 1, "a manifest is a mapping with at least name, language and run "
+                                          "(see docs/certifying.md for the manifest format)")
     for key in ("name", "language", "run"):
         if key not in data:
-            raise UsageError(f"{path}: missing '{key}' (see docs/certifying.md for the manifest format)")
+            raise strict_yaml.refuse(path, 1, f"missing '{key}' (see docs/certifying.md for the manifest format)")
+    error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
+    if error is not None:
+        at, problem = _schema_problem(error)
+        raise strict_yaml.refuse(path, strict_yaml.line_at(root, at), f"{problem} (see docs/certifying.md for the manifest format)")
+    for index, entry in enumerate(data.get("toolchain") or []):
+        pattern = entry.get("version")
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except (re.error, RecursionError, OverflowError) as exc:
+                raise strict_yaml.refuse(path, strict_yaml.line_at(root, ["toolchain", index, "version"]),
+                                         f"toolchain/{index}/version: {strict_yaml.shown(pattern)} is not a regular expression: {exc}")
     folder = path.parent
     return Manifest(
-        name=str(data["name"]),
-        language=str(data["language"]),
-        description=str(data.get("description", "")),
+        name=data["name"],
+        language=data["language"],
+        description=data.get("description", ""),
         folder=folder,
-        cwd=(folder / str(data.get("cwd", "."))).resolve(),
-        run=_argv_list(data["run"], f"{path}: run"),
-        build=tuple(_argv_list(b, f"{path}: build") for b in data.get("build") or []),
-        test=tuple(_argv_list(t, f"{path}: test") for t in data.get("test") or []),
-        env={str(k): str(v) for k, v in (data.get("env") or {}).items()},
-        requires=tuple(str(r) for r in data.get("requires") or []),
+        cwd=(folder / data.get("cwd", ".")).resolve(),
+        run=tuple(str(v) for v in data["run"]),
+        build=tuple(tuple(str(v) for v in b) for b in data.get("build") or []),
+        test=tuple(tuple(str(v) for v in t) for t in data.get("test") or []),
+        env={k: str(v) for k, v in (data.get("env") or {}).items()},
+        requires=tuple(data.get("requires") or []),
         docker=dict(data.get("docker") or {}),
-        toolchain=tuple(dict(t) for t in data.get("toolchain") or [] if isinstance(t, dict)),
-        layout={str(k): tuple(str(g) for g in (v if isinstance(v, list) else [v])) for k, v in (data.get("layout") or {}).items()},
+        toolchain=tuple(dict(t) for t in data.get("toolchain") or []),
+        layout={k: tuple(v if isinstance(v, list) else [v]) for k, v in (data.get("layout") or {}).items()},
     )
 
 

@@ -9,15 +9,23 @@ fails at once with that cause, so a broken peer costs at most one bound, not one
 - it exits: `peer 'go' exited (signal 9, SIGKILL)` or `(code 3)`, with its stderr tail;
 - it misses a bound and does not answer a liveness check either (stopped, hung): it is
   unresponsive, and the harness kills it;
-- it writes out of protocol (not JSON, not a protocol message, a line over
-  MAX_LINE_BYTES, an answer to an id no command is waiting on): the harness kills it and
-  keeps a bounded excerpt of what it wrote.
+- it writes out of protocol (not JSON, JSON nested deeper than MAX_JSON_DEPTH, not a
+  protocol message, a line over MAX_LINE_BYTES, an answer to an id no command is waiting
+  on): the harness kills it and keeps a bounded excerpt of what it wrote.
+
+A peer runs in a session (and process group) of its own, and the harness kills the whole
+group: a peer that forks, one started through `sh -c`, leaves nothing behind. Its stderr goes
+to `logs/peer-NAME.stderr.log` with every password hidden (core/redact.py), and no more than
+the last STDERR_LOG_BYTES of it are kept (a marker says how much was dropped). It gets the
+harness's environment less every variable that holds a credential (core/redact.py
+`child_environ`); the broker URL reaches it in `hello`.
 """
 from __future__ import annotations
 
 import collections
 import itertools
 import json
+import os
 import queue
 import signal
 import subprocess
@@ -28,6 +36,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any, Callable
 
+from ..core import redact
 from ..core.errors import CallNotEnded, PeerError
 from .manifests import Manifest
 from .protocol import PROTOCOL_VERSION, SUPPORTED_PROTOCOLS, validate_peer_line
@@ -39,6 +48,13 @@ DEFAULT_OP_BOUND_S = 20.0
 # is read no further than the bound, so a peer cannot make the harness hold an unbounded line.
 MAX_LINE_BYTES = 4 * 1024 * 1024
 EXCERPT_CHARS = 200
+# A protocol message nests a few levels (a gather's replies, a body's JSON); a line nested
+# deeper is out of protocol, judged before it can exhaust the reader's stack.
+MAX_JSON_DEPTH = 200
+# The peer's stderr log keeps its last this many bytes: past it, the older half is dropped
+# and a marker line says how much (a peer that logs without end cannot fill the disk).
+STDERR_LOG_BYTES = 16 * 1024 * 1024
+GROUP_KILL_BOUND_S = 5.0
 LIVENESS_BOUND_S = 5.0
 ABORT_POLL_S = 0.1
 # The liveness check: `counters` of a name nobody opened. Every peer answers it at once
@@ -53,6 +69,105 @@ def excerpt(raw: bytes | str, limit: int = EXCERPT_CHARS) -> str:
     shown = "".join(c if c.isprintable() else "?" for c in text[:limit])
     size = len(raw.encode("utf-8") if isinstance(raw, str) else raw)
     return f"{shown!r}" + (f" ... ({size} bytes)" if len(text) > limit or size > limit * 4 else "")
+
+
+def json_depth(line: bytes) -> int:
+    """How deep the brackets of a JSON line nest (strings skipped), without parsing it."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of a process group, from /proc."""
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[0] != b"Z" and fields[2] == str(pgid).encode():
+            found.append(int(entry))
+    return found
+
+
+def kill_group(pgid: int, bound_s: float = GROUP_KILL_BOUND_S) -> list[int]:
+    """SIGKILL every process of a peer's process group (its own session: nothing else is in
+    it) and wait, bounded, until none is alive; the pids still alive then."""
+    deadline = time.monotonic() + bound_s
+    while True:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            return []
+        left = group_members(pgid)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.02)
+
+
+class _CappedLog:
+    """A peer's stderr log: each line redacted, at most `limit` bytes kept (the newest)."""
+
+    def __init__(self, path: Path, limit: int):
+        self.path = path
+        self.limit = max(4096, limit)
+        self.dropped = 0
+        self._handle = path.open("wb")
+        self.size = 0
+
+    def write(self, text: str) -> None:
+        data = redact.text(text).encode("utf-8", "replace")
+        self._handle.write(data)
+        self.size += len(data)
+        if self.size > self.limit:
+            self._trim()
+        self._handle.flush()
+
+    def _trim(self) -> None:
+        """Keep the newest half of the limit, after a line saying how much went before."""
+        self._handle.flush()
+        keep = self.limit // 2
+        with self.path.open("rb") as reader:
+            reader.seek(max(0, self.size - keep))
+            tail = reader.read()
+        cut = tail.find(b"\n")
+        if 0 <= cut < len(tail) - 1:
+            tail = tail[cut + 1:]  # from a line's start
+        self.dropped += self.size - len(tail)
+        marker = (f"[acemq-interop: {self.dropped} earlier bytes of this peer's stderr dropped; "
+                  f"the last {self.limit // (1024 * 1024) or self.limit} "
+                  f"{'MiB' if self.limit >= 1024 * 1024 else 'bytes'} at most are kept]\n").encode()
+        self._handle.seek(0)
+        self._handle.truncate()
+        self._handle.write(marker + tail)
+        self.size = len(marker) + len(tail)
+
+    def close(self) -> None:
+        self._handle.close()
 
 
 def exit_text(code: int) -> str:
@@ -93,10 +208,11 @@ class PeerProcess:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
+                start_new_session=True,  # its own process group: killed whole (kill_group)
             )
         except OSError as exc:
             raise PeerError(f"peer '{manifest.name}' could not be started ({' '.join(manifest.run)} in {manifest.cwd}): {exc}") from exc
-        self._log = self.log_path.open("w", encoding="utf-8")
+        self._log = _CappedLog(self.log_path, STDERR_LOG_BYTES)
         self._stderr_reader = threading.Thread(target=self._read_stderr, name=f"{manifest.name}-stderr", daemon=True)
         self._stderr_reader.start()
         threading.Thread(target=self._read_stdout, name=f"{manifest.name}-stdout", daemon=True).start()
@@ -135,10 +251,22 @@ class PeerProcess:
         try:
             self._proc.wait(timeout=bound_s)
         except subprocess.TimeoutExpired:
-            self._proc.kill()
+            self._kill()
             self._proc.wait(timeout=5)
+        # Whatever it started (a forked child holding its pipes, the peer behind `sh -c`)
+        # goes with it: the group is its own, so nothing else is in it.
+        kill_group(self._proc.pid)
         self._stderr_reader.join(timeout=2)
         self._log.close()
+
+    def _kill(self) -> None:
+        """SIGKILL the peer and every process of its group (a stopped one too)."""
+        try:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self._proc.poll() is None:
+            self._proc.kill()
 
     @property
     def pid(self) -> int:
@@ -284,12 +412,18 @@ class PeerProcess:
             if not line.strip():
                 continue
             try:
-                message = json.loads(line.decode("utf-8"))
-                problem = validate_peer_line(message)
+                depth = json_depth(line) if line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH else 0
+                if depth > MAX_JSON_DEPTH:
+                    problem = f"JSON nested {depth} levels deep (a protocol line nests a few; at most {MAX_JSON_DEPTH})"
+                else:
+                    message = json.loads(line.decode("utf-8"))
+                    problem = validate_peer_line(message)
             except UnicodeDecodeError:
                 problem = "not UTF-8"
             except json.JSONDecodeError as exc:
                 problem = f"not JSON ({exc.msg})"
+            except RecursionError:
+                problem = "JSON nested too deep to read"
             if problem:
                 self._out_of_protocol(problem, line)
                 return
@@ -329,11 +463,10 @@ class PeerProcess:
             if not raw:
                 return
             text = raw.decode("utf-8", errors="replace")
-            self._stderr_tail.append(text.rstrip("\n")[:STDERR_LINE_CHARS])
+            self._stderr_tail.append(redact.text(text.rstrip("\n")[:STDERR_LINE_CHARS]))
             try:
                 self._log.write(text)
-                self._log.flush()
-            except ValueError:
+            except (ValueError, OSError):
                 return
 
     # -- faults --------------------------------------------------------------------
@@ -364,7 +497,7 @@ class PeerProcess:
                 future.set_exception(PeerError(self._fault))
         with self._events_changed:
             self._events_changed.notify_all()
-        if kill and self._proc.poll() is None:
+        if kill:
             # The run cannot use it any more, and a stopped or babbling process would only
-            # hold its pipes: SIGKILL works on a stopped process too.
-            self._proc.kill()
+            # hold its pipes: SIGKILL works on a stopped process too, and on its whole group.
+            self._kill()

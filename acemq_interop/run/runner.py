@@ -79,7 +79,8 @@ class Runner:
         else:
             log_dir = Path(tempfile.mkdtemp(prefix="acemq-interop-logs-"))
         self.cells_s = 0.0
-        signals.clear()
+        if not signals.installed():  # under the CLI a signal before now is the session's to raise
+            signals.clear()
         self.watch: BrokerWatch | None = None
         self.aborted: str | None = None
         results: list[CellResult] = []
@@ -343,6 +344,9 @@ class Runner:
         try:
             for future in as_completed(futures):
                 results.append(future.result())
+            # Every cell ended: from here a signal is recorded, never raised, so it cannot
+            # turn what ran into "did not start" (the run is then an interrupted one).
+            signals.disarm()
         except KeyboardInterrupt:
             # Ctrl-C or SIGTERM: the cells under way finish (each is bounded), the rest never
             # start; a second one stops the waiting too. Every cell still gets a result.

@@ -79,15 +79,22 @@ def run_session(request: RunRequest) -> SessionOutcome:
             from .cpu_hog import cpu_hogs
 
             stack.enter_context(cpu_hogs(request.cpu_hog, log))
+        from ..broker.leftovers import sweep_tls_dirs
+
+        sweep_tls_dirs(log)  # certificate folders (with a key) SIGKILLed runs left, by owner record only
         certificates = None
         if request.tls and any(s.kind not in ("url", "given") for s in request.brokers):
-            from ..amqp.tls import run_certificates
+            from ..broker.leftovers import owned_certificates
 
-            # Made for this run, removed at its end (the ExitStack), whatever happens.
-            certificates = stack.enter_context(run_certificates())
+            # Made for this run, removed at its end (the ExitStack), whatever happens; its
+            # owner record lets the next run remove it after a SIGKILL.
+            certificates = stack.enter_context(owned_certificates())
             log(f"TLS: a CA and a server certificate for this run in {certificates.dir} (removed at the end)")
         for index, source in enumerate(request.brokers):  # the broker axis, one after the other
             try:
+                # From here a signal raises where it is handled below (before now it was only
+                # recorded, and is raised here); the runner disarms it once the cells ended.
+                signals.arm()
                 with Broker(source, log, run_id, index, tls=certificates) as broker:
                     assert broker.endpoint is not None
                     info = BrokerInfo.from_overview(broker.overview, tls=broker.endpoint.tls)
@@ -104,11 +111,13 @@ def run_session(request: RunRequest) -> SessionOutcome:
                     outcome.interrupted = True
                     break
             except RunInterrupted as stopped:
+                signals.disarm()
                 signals.absorb()  # a further signal must not lose what ran: the caller writes it
                 reports.append(stopped.report)
                 outcome.interrupted = True
                 break
             except BrokerError as exc:
+                signals.disarm()
                 if not reports:
                     # Every planned cell ERROR with the cause, and the failure for the caller to say.
                     outcome.report = _not_run(request, source, f"broker unusable: {exc}")
@@ -117,6 +126,7 @@ def run_session(request: RunRequest) -> SessionOutcome:
                 outcome.aborted = f"{source.describe()}: {exc}"  # an earlier broker's cells still count
                 break
             except KeyboardInterrupt as exc:
+                signals.disarm()
                 if not reports:
                     signals.absorb()
                     outcome.report = _not_run(request, source, "interrupted (Ctrl-C or SIGTERM) before any cell ran")
@@ -125,6 +135,7 @@ def run_session(request: RunRequest) -> SessionOutcome:
                 outcome.interrupted = True
                 break
     finally:
+        signals.disarm()  # what ran is only written out from here
         if builds is not None:
             builds.cancel()  # after an interrupt, no build outlives the run
         if uses_docker:

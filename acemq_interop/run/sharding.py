@@ -20,6 +20,14 @@ T = TypeVar("T")
 _SHARD_RE = re.compile(r"^(\d+)/(\d+)$")
 
 
+MAX_SHARDS = 1000
+
+
+def bounded_text(text: str, limit: int = 40) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[: limit - 4] + "...'"
+
+
 @dataclass(frozen=True)
 class Shard:
     index: int  # 1-based
@@ -30,6 +38,9 @@ class Shard:
         match = _SHARD_RE.match(text.strip())
         if not match:
             raise UsageError(f"--shard {text!r}: write K/N with 1 <= K <= N, e.g. --shard 2/3")
+        if len(match[1]) > 6 or len(match[2]) > 6 or int(match[2]) > MAX_SHARDS:
+            raise UsageError(f"--shard {bounded_text(text)}: N is at most {MAX_SHARDS} slices (a CI job matrix of that many "
+                             "is already more than any runner has)")
         index, total = int(match[1]), int(match[2])
         if not 1 <= index <= total:
             raise UsageError(f"--shard {text!r}: K must be between 1 and N (got K={index}, N={total})")

@@ -29,6 +29,81 @@ class _Missing:
 
 _MISSING = _Missing()
 
+# `matches:` runs Python's backtracking `re` on text a peer sent, on the harness's thread: a
+# pattern that can backtrack without end (`(a+)+$`) would hang the run. So a pattern is held
+# to what cannot (`regex_problem`, at load, and again for one a template made), and the text
+# it reads is bounded: one variable-length repeat over MATCH_MAX_CHARS is well under a second.
+MATCH_MAX_CHARS = 16 * 1024
+MATCH_MAX_PATTERN = 1000
+
+
+def regex_problem(pattern: str) -> str | None:
+    """Why `pattern` may backtrack without end (or cannot be read), else None: it must not
+    repeat something that repeats or has alternatives, refer back to a group, or have more
+    than one variable-length repeat (`*`, `+`, `?`, `{m,n}`)."""
+    try:
+        import re._parser as parser  # type: ignore[import-not-found]
+        from re._constants import MAXREPEAT  # type: ignore[import-not-found]
+    except ImportError:  # Python 3.10
+        import sre_parse as parser  # type: ignore[no-redef]
+        from sre_constants import MAXREPEAT  # type: ignore[no-redef]
+    if len(pattern) > MATCH_MAX_PATTERN:
+        return f"it is {len(pattern)} characters long (at most {MATCH_MAX_PATTERN})"
+    try:
+        parsed = parser.parse(pattern)
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError, ValueError) as exc:
+        return f"is not a regular expression: {exc}"
+    variable = [0]
+
+    def walk(items: Any, repeated: bool) -> str | None:
+        for op, av in items:
+            name = str(op)
+            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                low, high, sub = av
+                if high != low:
+                    variable[0] += 1
+                if repeated and high > 1:
+                    return "it repeats something that itself repeats (nested quantifiers backtrack without end)"
+                found = walk(sub, repeated or high > 1 or high == MAXREPEAT)
+            elif name in ("SUBPATTERN", "ATOMIC_GROUP"):
+                found = walk(av[-1], repeated)
+            elif name == "BRANCH":
+                if repeated:
+                    return "it repeats alternatives (a|b)* (they backtrack without end): write a character class"
+                found = next((p for p in (walk(b, repeated) for b in av[1]) if p), None)
+            elif name in ("GROUPREF", "GROUPREF_EXISTS"):
+                return "it refers back to a group (\\1): compare the two values with two checks"
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                found = walk(av[1], repeated)
+            else:
+                found = None
+            if found:
+                return found
+        return None
+
+    try:
+        found = walk(parsed, False)
+    except RecursionError:
+        return "it nests too deep"
+    if found:
+        return found
+    if variable[0] > 1:
+        return (f"it has {variable[0]} variable-length repeats (*, +, ?, {{m,n}}); at most one, or the match may "
+                "backtrack for minutes: anchor it, or split it into several checks")
+    return None
+
+
+def bounded_search(pattern: str, observed: str) -> tuple[bool, str]:
+    """`matches`: whether `pattern` is found in `observed`, and what was asked; a pattern or a
+    text past the bounds does not hold, saying why, instead of hanging the run."""
+    problem = regex_problem(pattern)
+    if problem:
+        return False, f"matches /{pattern}/ (refused: {problem})"
+    if len(observed) > MATCH_MAX_CHARS:
+        return False, f"matches /{pattern}/ (the text is {len(observed)} characters; matches reads at most {MATCH_MAX_CHARS})"
+    return re.search(pattern, observed) is not None, f"matches /{pattern}/"
+
 
 def missing(value: Any) -> bool:
     """Whether a `lookup` found nothing at its path."""
@@ -164,7 +239,9 @@ def _compare(op: str, observed: Any, wanted: Any) -> tuple[bool, str]:
     if op == "excludes":
         return isinstance(observed, (list, str, dict)) and not _holds(observed, wanted), f"does not contain {wanted!r}"
     if op == "matches":
-        return isinstance(observed, str) and re.search(wanted, observed) is not None, f"matches /{wanted}/"
+        if not isinstance(observed, str):
+            return False, f"matches /{wanted}/"
+        return bounded_search(wanted, observed)
     if op == "starts_with":
         return isinstance(observed, str) and observed.startswith(wanted), f"starts with {wanted!r}"
     if op in ("gte", "lte", "gt", "lt"):

@@ -252,6 +252,23 @@ class _Names:
                 self.path(reference, path, extra, label=f"${{{reference}}}")
 
 
+# A name the run sends to the broker behind the cell's namespace (`c0007.` + name): a queue,
+# an exchange, a requester's or responder's `as:`. AMQP's short strings hold 255 bytes.
+MAX_NAME_BYTES = 200
+_NAME_KEYS = ("name", "queue", "endpoint", "exchange", "as")
+
+
+def _broker_names(args: Any) -> Iterator[tuple[list[Any], str]]:
+    if not isinstance(args, dict):
+        return
+    for key in _NAME_KEYS:
+        if isinstance(args.get(key), str):
+            yield [key], args[key]
+    bind = args.get("bind")
+    if isinstance(bind, dict) and isinstance(bind.get("exchange"), str):
+        yield ["bind", "exchange"], bind["exchange"]
+
+
 def _check_semantics(data: dict[str, Any], root: yaml.Node | None, where: Path) -> None:
     """What the schema cannot say: known rule ids and mutants, roles declared and played, names
     bound before use and used as what they are, templates that name something, regexes that compile."""
@@ -301,10 +318,14 @@ def _check_semantics(data: dict[str, Any], root: yaml.Node | None, where: Path) 
                         names.templates(expectation[op], [*at, j, op], (), op)
                 pattern = expectation.get("matches")
                 if isinstance(pattern, str) and "${" not in pattern:
-                    try:
-                        re.compile(pattern)
-                    except (re.error, RecursionError, OverflowError) as exc:
-                        fail([*at, j, "matches"], f"matches: {shown(pattern)} is not a regular expression: {exc}")
+                    problem = assertions.regex_problem(pattern)
+                    if problem:
+                        fail([*at, j, "matches"], f"matches: {shown(pattern)}: {problem}")
+        for path, value in _broker_names(args):
+            size = len(value.encode("utf-8"))
+            if size > MAX_NAME_BYTES:
+                fail([*at, *path], f"a name of {size} bytes: the broker takes 255 with the cell's namespace "
+                                   f"(c0007.) in front; keep a queue, exchange or step name to {MAX_NAME_BYTES}")
         if kind.binds and isinstance(args, dict) and "as" in args:
             names.bind(args["as"], kind, args, at)
     for waiting, (kind_name, at) in names.pending.items():

@@ -150,6 +150,10 @@ def _uses_of(kind: StepKind, args: Any) -> list[tuple[list[Any], str, tuple[str,
 
 
 CALLS = ("request", "gather")
+# What a request's or a gather's answer holds (schemas/peer-protocol.schema.json, an answer;
+# `refused` stands in the outcome of an answer that is not ok): a check naming anything else
+# (`call.outcom`) is a typo, refused at load instead of failing every binding at run time.
+ANSWER_FIELDS = ("outcome", "reply", "replies", "failure", "elapsed_ms", "request_id", "ok", "error")
 OPENED = ("requester", "responder")
 
 STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
@@ -190,7 +194,8 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              "`request: {as, requester, queue \\| exchange+routing_key, body, type?, timeout_ms?, async?, refusal_expected?}`",
              "one request; `async: true` does not wait (use `await`)",
              "the peer's answer: `outcome`, `reply`, `failure`, `elapsed_ms`, `request_id`", binds=True,
-             uses={"requester": ("requester",)}, templates={"queue": (), "routing_key": (), "body": ()}, deferred_by="async"),
+             uses={"requester": ("requester",)}, templates={"queue": (), "routing_key": (), "body": ()}, deferred_by="async",
+             fields=ANSWER_FIELDS),
     StepKind("gather", _obj(["as", "requester", "mode", "body", "timeout_ms"], *GATHER_TARGET, **{
         "as": AS, "requester": AS, "mode": {"enum": ["multi", "publish"]}, "endpoint": NAME,
         "exchange": {"type": "string"}, "body": {}, "correlation_id": {"type": "string"}, "type": TYPE,
@@ -200,7 +205,7 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              "sendRequestMulti (`multi`, to `endpoint`) or publishRequest (`publish`, to `exchange`)",
              "`outcome`, `replies`, `request_id`, `elapsed_ms`", binds=True, uses={"requester": ("requester",)},
              templates={"endpoint": (), "body": (), "correlation_id": (), "expected_reply_count": ()}, deferred_by="async",
-             capability="gather", capability_via="requester"),
+             capability="gather", capability_via="requester", fields=ANSWER_FIELDS),
     StepKind("await", {"oneOf": [AS, {"type": "array", "minItems": 1, "items": AS}]}, "`await: name` or `[names]`",
              "waits for async calls (bounded by their timeout plus a grace)", uses={"*": CALLS}),
     StepKind("counters", _obj(["as", "of"], **{"as": AS, "of": AS}), "`counters: {as, of}`",

@@ -5,10 +5,17 @@ a second `steps:` silently replaces the first, an alias bomb expands a few lines
 gigabytes, nesting a thousand deep overflows Python's stack, `on:` is a boolean key and
 `2024-01-01` a date. Here each of those is refused in one line of bounded length that
 names the file, the line and what to do, and no input gives a traceback.
+
+Plain values are read by YAML 1.2's core schema, not PyYAML's YAML 1.1: `010000` is ten
+thousand (not 4096, an octal), `1:30` is text (not 90, a sexagesimal), `yes`, `no`, `on` and
+`off` are text (a field that wants a boolean says so), `0o17` and `0x1f` are the only other
+bases. A plain value YAML 1.1 would read as a date is still refused: quote it.
+The scenarios, the known failures and the peer manifests (peers/manifests.py) all load here.
 """
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -94,18 +101,54 @@ class _Loader(yaml.SafeLoader):
         return mapping
 
     def construct_yaml_int(self, node: yaml.Node) -> int:
+        """YAML 1.2: decimal (leading zeros too), 0o octal, 0x hexadecimal; nothing else."""
+        text = str(self.construct_scalar(node))
         try:
-            return super().construct_yaml_int(node)
-        except ValueError:  # Python refuses to read an integer of thousands of digits
-            raise _Refused(node.start_mark, "this number is too long to read: use a smaller one") from None
+            if text.startswith(("0o", "0x")):
+                return int(text[2:], 8 if text[1] == "o" else 16)
+            return int(text, 10)
+        except ValueError:  # Python refuses an integer of thousands of digits; an explicit !!int of no number
+            if len(text) > 4000:
+                raise _Refused(node.start_mark, "this number is too long to read: use a smaller one") from None
+            raise _Refused(node.start_mark, f"{shown(text)} is not an integer") from None
 
     def construct_yaml_float(self, node: yaml.Node) -> float:
-        value = super().construct_yaml_float(node)
+        text = str(self.construct_scalar(node))
+        special = {".inf": math.inf, "+.inf": math.inf, "-.inf": -math.inf, ".nan": math.nan}
+        try:
+            value = special[text.lower()] if text.lower() in special else float(text)
+        except ValueError:
+            raise _Refused(node.start_mark, f"{shown(text)} is not a number") from None
         if not math.isfinite(value):
             raise _Refused(node.start_mark, f"{node.value} is not a JSON number: use a finite one, or quote it as text")
         return value
 
 
+# YAML 1.2's core schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution), in the order
+# tried; PyYAML's date resolver is kept only so that a date is refused (_refuse_tag).
+_CORE_SCHEMA = (
+    ("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), "tTfF"),
+    ("tag:yaml.org,2002:int", re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), "-+0123456789"),
+    ("tag:yaml.org,2002:float", re.compile(
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+     "-+0123456789."),
+    ("tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""]),
+)
+
+
+def _core_resolvers() -> dict[Any, list[tuple[str, "re.Pattern[str]"]]]:
+    table: dict[Any, list[tuple[str, re.Pattern[str]]]] = {}
+    for tag, pattern, first in _CORE_SCHEMA:
+        for char in first:
+            table.setdefault(char if char else None, []).append((tag, pattern))
+    for char, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items():
+        for tag, pattern in resolvers:
+            if tag in ("tag:yaml.org,2002:timestamp", _MERGE_TAG):
+                table.setdefault(char, []).append((tag, pattern))
+    return table
+
+
+_Loader.yaml_implicit_resolvers = _core_resolvers()
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 _Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
 _Loader.add_constructor("tag:yaml.org,2002:map", yaml.SafeLoader.construct_yaml_map)

@@ -6,8 +6,13 @@ It answers `hello` and then every command with `{"ok": true}`, except as its arg
 for the command's requester; `exit:OP` writes a line to stderr and exits with status 3 at
 OP; `deaf` stops reading stdin after hello; `write:TEXT` writes TEXT (Python escapes
 allowed) as raw bytes after hello; `huge` writes a 5 MiB line after hello.
+Issue 20's hostile ones: `fork` starts a child that keeps stdout and stderr open and sleeps
+(its pid on stderr as `child PID`); `nested` writes a line of JSON nested 100000 deep;
+`log-url` writes the URL hello gave it to stderr; `env` writes its environment to stderr
+(`ENV KEY=VALUE`); `flood:MIB` writes that many MiB to stderr.
 """
 import json
+import os
 import sys
 import time
 
@@ -32,6 +37,25 @@ for line in sys.stdin:
                 write(rule[len("write:"):].encode("latin-1").decode("unicode_escape").encode("latin-1"))
             elif rule == "huge":
                 write(b'{"event": "handled", "responder": "' + b"x" * (5 * 1024 * 1024) + b'"}\n')
+            elif rule == "fork":
+                child = os.fork()
+                if child == 0:
+                    time.sleep(3600)
+                    os._exit(0)
+                print(f"child {child}", file=sys.stderr, flush=True)
+            elif rule == "nested":
+                write(b"[" * 100000 + b"]" * 100000 + b"\n")
+            elif rule == "log-url":
+                print(f"connecting to {command.get('amqp_url')}", file=sys.stderr, flush=True)
+            elif rule == "env":
+                for key, value in os.environ.items():
+                    print(f"ENV {key}={value}", file=sys.stderr, flush=True)
+            elif rule.startswith("flood:"):
+                chunk = ("x" * 1023 + "\n") * 1024
+                for _ in range(int(rule[len("flood:"):])):
+                    sys.stderr.write(chunk)
+                sys.stderr.flush()
+                print("flood done", file=sys.stderr, flush=True)
         if "deaf" in rules:
             time.sleep(3600)
         continue

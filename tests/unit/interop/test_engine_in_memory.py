@@ -77,7 +77,7 @@ def test_a_template_naming_nothing_is_an_error_of_that_step(tmp_path: Path) -> N
   - responder: {as: r, role: responder, queue: requests}
   - requester: {as: q, role: requester}
   - request: {as: first, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000}
-  - request: {as: call, requester: q, queue: requests, body: "${first.nothing.here}", timeout_ms: 1000}
+  - request: {as: call, requester: q, queue: requests, body: "${first.reply.nothing.here}", timeout_ms: 1000}
   - expect:
       - {that: call.outcome, equals: reply, rule: RR-8.1}
 """)
@@ -88,7 +88,7 @@ def test_a_template_naming_nothing_is_an_error_of_that_step(tmp_path: Path) -> N
     # so the cell is an ERROR that says which check could not be made and why (never a PASS).
     assert result.status == Status.ERROR
     assert result.message == ("1 check(s) not evaluated, none failed: step 5 expect: call.outcome (RR-8.1) "
-                              "needs call (needs ${first.nothing.here} names nothing)")
+                              "needs call (needs ${first.reply.nothing.here} names nothing)")
     assert [c["op"] for c in a.log].count("request") == 1, "the step whose input is missing never reaches the peer"
 
 

@@ -71,7 +71,8 @@ def test_a_good_file_loads_with_the_capabilities_its_roles_need(tmp_path: Path) 
         (("steps:\n", "steps:\n  - queue: {name: x}\nsteps:\n"), 8, "duplicate key 'steps' (first on line 6)"),
         (("{as: r, role", "{as: r, as: s, role"), 7, "duplicate key 'as'"),
         (("body: {n: 1}", "body: {n: 2024-01-01}"), 9, "reads as a date: quote it"),
-        (("body: {n: 1}", "body: {on: 1}"), 9, "a key must be text, this one reads as bool"),
+        (("body: {n: 1}", "body: {true: 1}"), 9, "a key must be text, this one reads as bool"),
+        (("body: {n: 1}", "body: {1: 1}"), 9, "a key must be text, this one reads as int"),
         (("  - requester:", "\t- requester:"), 8, "not valid YAML: found character '\\t'"),
         (("body: {n: 1}", "body: " + "[" * 1000 + "]" * 1000), 9, "nested more than 64 levels deep"),
         (("  - expect:", "  - probe_publish: {queue: requests, body: &a [x]}\n  - probe_publish: {queue: requests, body: *a}\n"

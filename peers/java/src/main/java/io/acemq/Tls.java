@@ -1,21 +1,31 @@
 package io.acemq;
 
 import com.rabbitmq.client.ConnectionFactory;
-import com.rabbitmq.client.SocketConfigurator;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.KeyStore;
+import java.net.InetAddress;
+import java.net.Socket;
+import java.net.UnknownHostException;
 import java.security.cert.Certificate;
+import java.security.cert.CertificateException;
 import java.security.cert.CertificateFactory;
+import java.security.cert.X509Certificate;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
+import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
+import java.util.regex.Pattern;
 import javax.net.ssl.SSLContext;
-import javax.net.ssl.SSLParameters;
-import javax.net.ssl.SSLSocket;
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.TrustManager;
 import javax.net.ssl.TrustManagerFactory;
+import javax.net.ssl.X509ExtendedTrustManager;
 
 /**
  * TLS for the connections a {@link ConnectionFactory} opens, verified: the server's
@@ -24,10 +34,14 @@ import javax.net.ssl.TrustManagerFactory;
  *
  * <p>Why this class: amqp-client 5.0.0 given an {@code amqps://} URI, or {@code
  * useSslProtocol()}, trusts any certificate, and it has no host name check of its own (that
- * came in 5.4). Here the chain goes through the JDK's PKIX trust manager and the host name
- * through the JDK's endpoint identification ({@code HTTPS}, RFC 2818), set on each socket by
- * a socket configurator. The name check needs the blocking socket I/O the factory uses by
- * default; with {@code useNio()} only the chain is verified.
+ * came in 5.4). Here the chain goes through the JDK's PKIX trust manager, and the host name
+ * <em>as the URI gives it</em> is matched against the certificate's subjectAltName by the
+ * trust manager itself ({@link #checkHost}): a name against its DNS entries, an IP literal
+ * against its IP entries, whatever the client connects to. Not the JDK's endpoint
+ * identification: the client connects an unconnected socket, and the JDK then checks the
+ * address the name resolved to (a certificate naming only 127.0.0.1 passed for {@code
+ * amqps://localhost}, and one naming only localhost failed). It works with {@code useNio()}
+ * too.
  *
  * <pre>{@code
  * ConnectionFactory factory = new ConnectionFactory();
@@ -52,36 +66,163 @@ public final class Tls {
     public static ConnectionFactory verify(ConnectionFactory factory, Path caFile)
             throws IOException, GeneralSecurityException {
         Objects.requireNonNull(factory, "factory");
-        factory.useSslProtocol(caFile == null ? defaultContext() : context(caFile));
-        SocketConfigurator plain = factory.getSocketConfigurator();
-        factory.setSocketConfigurator(socket -> {
-            plain.configure(socket);
-            if (socket instanceof SSLSocket ssl) {
-                checkHostName(ssl);
-            }
-        });
+        String host = factory.getHost();
+        factory.useSslProtocol(caFile == null ? defaultContext(host) : context(caFile, host));
         return factory;
     }
 
     /** A TLS context whose trust managers accept exactly the chains ending at a CA of {@code caFile}. */
     public static SSLContext context(Path caFile) throws IOException, GeneralSecurityException {
+        return context(caFile, null);
+    }
+
+    /**
+     * The same, and the server's certificate must name {@code host} (null: no name check);
+     * {@link #verify} passes the factory's host.
+     */
+    public static SSLContext context(Path caFile, String host) throws IOException, GeneralSecurityException {
         KeyStore trusted = KeyStore.getInstance(KeyStore.getDefaultType());
         trusted.load(null, null);
         int index = 0;
         for (Certificate authority : readCertificates(caFile)) {
             trusted.setCertificateEntry("ca-" + index++, authority);
         }
+        return withTrust(trusted, host);
+    }
+
+    private static SSLContext defaultContext(String host) throws GeneralSecurityException {
+        return withTrust(null, host); // null: the JVM's default trust store
+    }
+
+    private static SSLContext withTrust(KeyStore trusted, String host) throws GeneralSecurityException {
         TrustManagerFactory trust = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
         trust.init(trusted);
+        TrustManager[] managers = trust.getTrustManagers();
+        if (host != null) {
+            for (int i = 0; i < managers.length; i++) {
+                if (managers[i] instanceof X509ExtendedTrustManager chain) {
+                    managers[i] = new NamedHostTrust(chain, host);
+                }
+            }
+        }
         SSLContext context = SSLContext.getInstance("TLS");
-        context.init(null, trust.getTrustManagers(), null);
+        context.init(null, managers, null);
         return context;
     }
 
-    private static SSLContext defaultContext() throws GeneralSecurityException {
-        SSLContext context = SSLContext.getInstance("TLS");
-        context.init(null, null, null); // null trust managers: the JVM's default trust store
-        return context;
+    /**
+     * Whether {@code certificate} names {@code host} as a URI gives it: an IP literal (IPv4
+     * dotted quad, or IPv6, bracketed or not) against the iPAddress entries of its
+     * subjectAltName; anything else against its dNSName entries, without case, a wildcard
+     * standing for exactly the leftmost label ({@code *.example.com}). The subject's CN is
+     * not read (RFC 6125); a name is never resolved.
+     *
+     * @throws CertificateException naming the host and what the certificate names instead
+     */
+    public static void checkHost(X509Certificate certificate, String host) throws CertificateException {
+        String wanted = host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
+        boolean literal = IPV4.matcher(wanted).matches() || wanted.contains(":");
+        byte[] address = literal ? literalAddress(wanted) : null;
+        List<String> named = new ArrayList<>();
+        Collection<List<?>> entries = certificate.getSubjectAlternativeNames();
+        for (List<?> entry : entries == null ? List.<List<?>>of() : entries) {
+            int type = (Integer) entry.get(0);
+            String value = String.valueOf(entry.get(1));
+            if (type == 2) {
+                named.add("DNS:" + value);
+                if (!literal && dnsMatches(value, wanted)) {
+                    return;
+                }
+            } else if (type == 7) {
+                named.add("IP:" + value);
+                if (literal && address != null && Arrays.equals(address, literalAddress(value))) {
+                    return;
+                }
+            }
+        }
+        throw new CertificateException("the broker's certificate does not name " + host + " (the URL's host); it names "
+                + (named.isEmpty() ? "nothing in subjectAltName" : String.join(", ", named)));
+    }
+
+    private static final Pattern IPV4 = Pattern.compile("\\d{1,3}(\\.\\d{1,3}){3}");
+
+    private static byte[] literalAddress(String literal) {
+        try {
+            // A literal (checked above, or from the certificate) is parsed, never looked up.
+            if (!IPV4.matcher(literal).matches() && !literal.contains(":")) {
+                return null;
+            }
+            return InetAddress.getByName(literal).getAddress();
+        } catch (UnknownHostException e) {
+            return null;
+        }
+    }
+
+    private static boolean dnsMatches(String pattern, String host) {
+        String name = strip(host.toLowerCase(Locale.ROOT));
+        String wanted = strip(pattern.toLowerCase(Locale.ROOT));
+        if (wanted.startsWith("*.")) {
+            int dot = name.indexOf('.');
+            return dot > 0 && name.substring(dot).equals(wanted.substring(1)) && wanted.indexOf('.', 2) > 0;
+        }
+        return name.equals(wanted);
+    }
+
+    private static String strip(String name) {
+        return name.endsWith(".") ? name.substring(0, name.length() - 1) : name;
+    }
+
+    /** The JDK's chain check, then the URI's host against the server's certificate. */
+    private static final class NamedHostTrust extends X509ExtendedTrustManager {
+        private final X509ExtendedTrustManager chain;
+        private final String host;
+
+        NamedHostTrust(X509ExtendedTrustManager chain, String host) {
+            this.chain = chain;
+            this.host = host;
+        }
+
+        @Override
+        public void checkServerTrusted(X509Certificate[] certificates, String authType, Socket socket)
+                throws CertificateException {
+            chain.checkServerTrusted(certificates, authType, socket);
+            checkHost(certificates[0], host);
+        }
+
+        @Override
+        public void checkServerTrusted(X509Certificate[] certificates, String authType, SSLEngine engine)
+                throws CertificateException {
+            chain.checkServerTrusted(certificates, authType, engine);
+            checkHost(certificates[0], host);
+        }
+
+        @Override
+        public void checkServerTrusted(X509Certificate[] certificates, String authType) throws CertificateException {
+            chain.checkServerTrusted(certificates, authType);
+            checkHost(certificates[0], host);
+        }
+
+        @Override
+        public void checkClientTrusted(X509Certificate[] certificates, String authType, Socket socket)
+                throws CertificateException {
+            chain.checkClientTrusted(certificates, authType, socket);
+        }
+
+        @Override
+        public void checkClientTrusted(X509Certificate[] certificates, String authType, SSLEngine engine)
+                throws CertificateException {
+            chain.checkClientTrusted(certificates, authType, engine);
+        }
+
+        @Override
+        public void checkClientTrusted(X509Certificate[] certificates, String authType) throws CertificateException {
+            chain.checkClientTrusted(certificates, authType);
+        }
+
+        @Override
+        public X509Certificate[] getAcceptedIssuers() {
+            return chain.getAcceptedIssuers();
+        }
     }
 
     /** The certificates of a PEM (or DER) file; none is an error, not an empty trust store. */
@@ -96,15 +237,4 @@ public final class Tls {
         return certificates;
     }
 
-    /**
-     * Asks the JDK to check the server's certificate against the host being connected to
-     * during the handshake. The client connects the socket after configuring it, so the JDK
-     * takes the host from that connect (a name or an IP literal, matched against DNS or IP
-     * subjectAltNames).
-     */
-    private static void checkHostName(SSLSocket socket) {
-        SSLParameters parameters = socket.getSSLParameters();
-        parameters.setEndpointIdentificationAlgorithm("HTTPS");
-        socket.setSSLParameters(parameters);
-    }
 }
