@@ -12,14 +12,16 @@ import ssl
 
 import pika
 import pika.exceptions
+from pika.adapters.utils.connection_workflow import AMQPConnectorException, AMQPConnectorStackTimeout
 
 
 class HandshakeFailed(Exception):
     """A handshake that did not complete.
 
     `kind`: "login" (the credentials were refused), "vhost" (logged in, the vhost refused),
-    "protocol" (the port does not speak AMQP 0-9-1), or None; `timed_out` when a socket
-    timeout ended it; `cause` the cause's class name; `text` the innermost words."""
+    "protocol" (the port does not speak AMQP 0-9-1), "silent" (the port accepted the TCP
+    connection and never answered the protocol header within the bound), or None;
+    `timed_out` when a socket timeout ended it; `cause` the cause's class name; `text` the innermost words."""
 
     def __init__(self, kind: str | None, cause: str, text: str, timed_out: bool = False):
         super().__init__(f"{cause}: {text}")
@@ -46,6 +48,8 @@ def _failed(exc: BaseException) -> HandshakeFailed:
         kind = "vhost"
     elif isinstance(exc, pika.exceptions.IncompatibleProtocolError):
         kind = "protocol"
+    elif isinstance(exc, AMQPConnectorStackTimeout):  # not an AMQPError: pika raises it as it is
+        kind = "silent"
     return HandshakeFailed(kind, type(exc).__name__, _describe(exc), timed_out=isinstance(exc, socket.timeout))
 
 
@@ -65,7 +69,7 @@ def handshake(host: str, port: int, vhost: str, username: str, password: str, ca
         blocked_connection_timeout=bound_s, client_properties={"connection_name": connection_name})
     try:
         connection = pika.BlockingConnection(params)
-    except (pika.exceptions.AMQPError, OSError) as exc:
+    except (pika.exceptions.AMQPError, AMQPConnectorException, OSError) as exc:
         raise _failed(exc) from None
     try:
         connection.close()

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 
 import pika
 import pika.exceptions
+from pika.adapters.utils.connection_workflow import AMQPConnectorException
 
 from . import raw_client as raw_amqp
 from ..core.errors import BrokerError, ConnectionLost
@@ -152,7 +153,7 @@ class Probe:
             self._connection = pika.BlockingConnection(params)
             self._note(pika_local_address(self._connection))
             self._channel = self._connection.channel()
-        except (pika.exceptions.AMQPError, OSError) as exc:
+        except (pika.exceptions.AMQPError, AMQPConnectorException, OSError) as exc:
             # pika raises a TLS verification error as it is, and nests other causes in an
             # AMQPConnectionError whose own text is empty.
             raise BrokerError(f"probe cannot connect to {params.host}:{params.port}: {connect_error(exc)}") from None

@@ -138,6 +138,9 @@ class Tracer:
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._failed: str | None = None
+        self._reason: str | None = None  # why the last reconnect failed
+        # [lost, back] (monotonic; back None while it lasts): times with no firehose consumer.
+        self.gaps: list[list[float | None]] = []
         self._thread = threading.Thread(target=self._consume, name="acemq-interop-tracer", daemon=True)
         self.received = 0
 
@@ -166,31 +169,86 @@ class Tracer:
         except Exception:
             pass  # the vhost is deleted right after
 
-    def _consume(self) -> None:
-        connection = None
+    def _connect(self) -> RawConnection:
+        """A connection consuming the firehose: an exclusive queue bound to every publish and delivery."""
+        connection = RawConnection(self._url, bound_s=CONNECT_BOUND_S, connection_name="acemq-interop tracer",
+                                   ca_file=self._ca_file, heartbeat_s=HEARTBEAT_S)
         try:
-            connection = RawConnection(self._url, bound_s=CONNECT_BOUND_S, connection_name="acemq-interop tracer",
-                                       ca_file=self._ca_file, heartbeat_s=HEARTBEAT_S)
             connection.open()
             queue = connection.declare_queue("", exclusive=True, auto_delete=True, arguments={"x-queue-type": "classic"})
             connection.bind(queue, TRACE_EXCHANGE, "publish.#")
             connection.bind(queue, TRACE_EXCHANGE, "deliver.#")
             connection.consume(queue, no_ack=True)
-            self._ready.set()
-            while not self._stop.is_set():
-                for message in connection.deliveries(POLL_S):
-                    raw = Raw(time.monotonic(), message.routing_key, message.headers, message.body)
-                    with self._lock:
-                        self.received += 1
-                        self._file(raw)
-        except Exception as exc:  # the run goes on without transcripts
-            from .tls import connect_error
+        except BaseException:
+            connection.close()
+            raise
+        return connection
 
+    def _consume(self) -> None:
+        """Consume until stopped. A lost connection (the broker or an operator closed it) is
+        reconnected: what the firehose sent meanwhile is gone with the exclusive queue, so the
+        time without a consumer is kept as a gap, and a cell overlapping it says its
+        transcript is incomplete (`gap_during`) rather than be judged on a partial one."""
+        from .tls import connect_error
+
+        try:
+            connection = self._connect()
+        except Exception as exc:  # the run goes on without transcripts
             self._failed = connect_error(exc)
             self._ready.set()
-        finally:
-            if connection is not None:
+            return
+        self._ready.set()
+        while True:
+            try:
+                while not self._stop.is_set():
+                    for message in connection.deliveries(POLL_S):
+                        raw = Raw(time.monotonic(), message.routing_key, message.headers, message.body)
+                        with self._lock:
+                            self.received += 1
+                            self._file(raw)
+                return
+            except Exception as exc:
+                lost_at = time.monotonic()
+                with self._lock:
+                    self.gaps.append([lost_at, None])
+                self._log(f"tracer: its connection was lost ({connect_error(exc)}); reconnecting (cells meanwhile say "
+                          "their transcript is incomplete)")
+            finally:
                 connection.close()
+            connection = self._reconnect(lost_at)
+            if connection is None:
+                return
+
+    def _reconnect(self, lost_at: float) -> RawConnection | None:
+        """Retries until connected (the gap ends) or stopped (it stays open), backing off to 2 s."""
+        from .tls import connect_error
+
+        wait_s = 0.1
+        while not self._stop.wait(wait_s):
+            try:
+                connection = self._connect()
+            except Exception as exc:
+                self._reason = connect_error(exc)
+                wait_s = min(wait_s * 2, 2.0)
+                continue
+            back_at = time.monotonic()
+            with self._lock:
+                self.gaps[-1][1] = back_at
+            self._log(f"tracer: reconnected after {back_at - lost_at:.1f}s")
+            return connection
+        return None
+
+    def gap_during(self, start: float, end: float) -> str | None:
+        """Why the transcript of [start, end] (monotonic) is incomplete, or None: a time the
+        tracer had no consumer overlapping it, relative to `start`."""
+        with self._lock:
+            gaps = [(lost, back) for lost, back in self.gaps if lost <= end and (back is None or back >= start)]
+        if not gaps:
+            return None
+        lost, back = gaps[0]
+        when = f"{lost - start:+.1f}s" if lost >= start else "before the cell"
+        until = f"back at {back - start:+.1f}s" if back is not None else "not back by the cell's end"
+        return f"transcript incomplete: the tracer's connection was lost at {when} ({until})"
 
     def take(self, ns: str, reply_queues: Iterable[str], keep: bool, want: bool = False) -> list[Raw]:
         """Remove the cell's entries from the buffer; returned (after a short settle) when kept.

@@ -46,6 +46,9 @@ def _amqp_problem(exc: HandshakeFailed, endpoint: BrokerEndpoint) -> str:
                 "(a user limited to loopback, like guest by default, cannot log in from elsewhere)")
     if exc.kind == "vhost":
         return f"the broker at {where} let user '{user}' log in but refused the vhost: {text}"
+    if exc.kind == "silent":
+        return (f"the AMQP port {where} accepts connections but never answered the AMQP handshake within "
+                f"{AMQP_BOUND_S:.0f}s: is RabbitMQ's AMQP listener there? (check the port in --broker)")
     if exc.kind == "protocol":
         return f"{where} does not speak AMQP 0-9-1 ({text}): is that the broker's AMQP port? (check the port in --broker)"
     if "certificate" in text.lower() or "ssl" in text.lower():

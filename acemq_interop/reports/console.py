@@ -155,6 +155,8 @@ def print_report(report: RunResult, console: Console | None = None) -> None:
         else:
             for line in (r.message or r.reason).splitlines()[:8]:
                 console.print(escape(f"    {line}"))
+        if r.transcript_gap:
+            console.print(escape(f"    ({r.transcript_gap}: the wire judged only what it shows)"))
         console.print(escape(f"    rerun: {r.rerun}"), soft_wrap=True)
     if len(failures) > MAX_PROBLEMS_SHOWN:
         console.print(f"... and {len(failures) - MAX_PROBLEMS_SHOWN} more: every one is in report.html and results.json, with its rerun line")

@@ -272,6 +272,7 @@ def _cell_view(r: CellResult, links: Links) -> dict[str, Any]:
         "stderr": {peer: tail for peer, tail in r.stderr.items() if tail and tail.strip()},
         "sequence": _sequence(r.transcript) if r.transcript else None,
         "transcript_len": len(r.transcript or []),
+        "transcript_gap": r.transcript_gap,
         "inline": r.status != Status.PASS,
     }
 

@@ -40,6 +40,7 @@ def cell_record(result: CellResult) -> dict[str, Any]:
         "trace": result.trace,
         "stderr": result.stderr,
         **({"transcript": result.transcript} if result.transcript is not None else {}),
+        **({"transcript_gap": result.transcript_gap} if result.transcript_gap else {}),
     }
 
 
@@ -54,7 +55,7 @@ def cell_from_record(record: dict[str, Any]) -> CellResult:
         rule=record.get("failed_rule"), message=record.get("message") or "", expected=record.get("expected"),
         observed=record.get("observed"), trace=list(record.get("trace") or []), stderr=dict(record.get("stderr") or {}),
         reason=record.get("reason") or "", rerun=record.get("rerun") or "",
-        transcript=record.get("transcript"), clauses=tuple(record.get("clauses") or ()), seen_as=record.get("seen_as"),
+        transcript=record.get("transcript"), transcript_gap=str(record.get("transcript_gap") or ""), clauses=tuple(record.get("clauses") or ()), seen_as=record.get("seen_as"),
         failures=[Failure.from_record(f) for f in record.get("failures") or [] if isinstance(f, dict)],
         not_evaluated=[NotEvaluated.from_record(n) for n in record.get("not_evaluated") or [] if isinstance(n, dict)],
         level=str(record.get("level") or ""),

@@ -197,6 +197,9 @@ class CellResult:
     # The broker's firehose record of the cell's namespace (acemq_interop/amqp/transcript.py):
     # kept for non-PASS cells (every cell with --transcripts all); None when not kept.
     transcript: list[dict[str, Any]] | None = None
+    # Why that transcript misses part of the cell (the tracer's connection was lost while it
+    # ran), or "": such a transcript judges what it shows and nothing it lacks.
+    transcript_gap: str = ""
     # The clauses the scenario's checks assert (derived by the loader); `rules` are theirs.
     clauses: tuple[str, ...] = ()
     # A FAIL seen through another clause's check (`consequence_of`): the clause that check

@@ -278,9 +278,12 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
         judged = result.status in (Status.PASS, Status.FAIL)
         mine = [*state.probe_connections, *getattr(state.probe, "connections", ())]  # the transcript names the probe by them
         records = attach(ctx.tracer, ctx.keep_transcript, ns, state.variables["_t0"], result, read=judged, probe_connections=mine)
+        result.transcript_gap = ctx.tracer.gap_during(state.variables["_t0"], time.monotonic()) or ""
         if judged:
-            _message_breaks(state, result, records)
-    if result.status == Status.FAIL:
+            _message_breaks(state, result, records)  # what is there is judged; what is missing is not
+    # A transcript with a hole cannot refute an attribution or show why a call failed: the
+    # checks' own verdicts stand, and the cell says its transcript is incomplete.
+    if result.status == Status.FAIL and not result.transcript_gap:
         _check_on_wire(state, result)
         _diagnose_calls(state, result)
         _one_entry_per_defect(result)

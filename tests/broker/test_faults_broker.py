@@ -311,6 +311,28 @@ def test_amqp_unreachable_with_management_reachable_is_one_line_before_any_peer(
     assert data["aborted"].startswith("broker unusable")
 
 
+def test_an_amqp_port_that_accepts_and_never_speaks_is_one_line_before_any_peer(clean_broker, tmp_path) -> None:
+    """A listener that accepts TCP and never answers the protocol header (a wrong service,
+    a hung proxy): exit 3 within the pre-flight's bound, one line, no traceback."""
+    stale_outputs(tmp_path)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)  # the kernel completes the TCP handshake; nothing is ever read or written
+        port = silent.getsockname()[1]
+        started = time.monotonic()
+        done = cli("run", "--peers", "python", "--scenarios", "rr-pair-round-trip",
+                   "--broker", broker_url(clean_broker, port=port), "--management-url", clean_broker.mgmt_url,
+                   "--out", str(tmp_path), "--no-build")
+        took = time.monotonic() - started
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert f"the AMQP port 127.0.0.1:{port} accepts connections but never answered the AMQP handshake" in done.stderr
+    assert len([line for line in done.stderr.splitlines() if line.startswith("acemq-interop:")]) == 1, done.stderr
+    assert took < 60, f"the pre-flight's bound is 10 s; the run took {took:.0f}s"
+    data = assert_outputs_are_this_runs(tmp_path)
+    assert [c["status"] for c in data["cells"]] == ["ERROR"] and data["aborted"].startswith("broker unusable")
+
+
 def test_a_wrong_password_and_a_user_who_cannot_make_vhosts_are_told_apart(clean_broker, user, tmp_path) -> None:
     name, password = user
     wrong = cli("run", "--peers", "python", "--cell", ROUND_TRIP, "--broker", broker_url(clean_broker, name, "not-" + password),

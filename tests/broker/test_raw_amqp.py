@@ -162,3 +162,74 @@ def test_the_transcript_keeps_header_types_and_names_a_dead_lettering_responder_
         if tracer is not None:
             tracer.stop()
         management.delete_vhost(vhost)
+
+
+def _api(broker, method: str, path: str) -> object:
+    """The management API as a user calls it (the harness's client has no connection calls)."""
+    import base64
+    import json
+    import urllib.request
+
+    request = urllib.request.Request(f"{broker.mgmt_url}{path}", method=method, headers={
+        "Authorization": "Basic " + base64.b64encode(f"{broker.username}:{broker.password}".encode()).decode(),
+        "X-Reason": "acemq-interop test: the tracer's connection is closed by force"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        body = answer.read()
+    return json.loads(body) if body else None
+
+
+def test_the_tracer_reconnects_after_a_forced_close_and_says_which_time_it_missed(broker) -> None:
+    """An operator (or the broker) closes the tracer's connection mid-run: the tracer connects
+    again and goes on filing what the firehose sends, and the time without a consumer is a gap
+    a cell overlapping it is told of (`gap_during`), never a silent hole in its transcript."""
+    management = broker.management()
+    vhost = f"acemq-interop-test-tracer-{uuid.uuid4().hex[:8]}"
+    management.create_vhost(vhost)
+    said: list[str] = []
+    tracer = probe = None
+    try:
+        tracer = tr.start_tracer("all", broker.amqp_url(vhost), management, vhost, log=said.append, ca_file=broker.ca_file)
+        assert tracer is not None
+        probe = Probe(broker.amqp_url(vhost), ca_file=broker.ca_file)
+        queue = probe.declare_queue("c0001.requests", "classic")
+        before = time.monotonic()
+        assert probe.publish("", queue, b"before", {"message_id": "m1"}, {})
+        deadline = time.monotonic() + 10
+        while tracer.received < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)  # a poll of the tracer's count
+        assert tracer.received == 1 and tracer.gap_during(before, time.monotonic()) is None
+
+        name = None
+        deadline = time.monotonic() + 30  # the API lists a connection once its statistics are in
+        while name is None and time.monotonic() < deadline:
+            listed = _api(broker, "GET", f"/api/vhosts/{urllib.parse.quote(vhost, safe='')}/connections")
+            name = next((c["name"] for c in listed if (c.get("client_properties") or {}).get("connection_name")
+                         == "acemq-interop tracer"), None)
+            time.sleep(0.2)
+        assert name is not None, "the API lists the tracer's connection"
+        closed_at = time.monotonic()
+        _api(broker, "DELETE", f"/api/connections/{urllib.parse.quote(name, safe='')}")
+        deadline = time.monotonic() + 30
+        while not (tracer.gaps and tracer.gaps[-1][1] is not None) and time.monotonic() < deadline:
+            time.sleep(0.05)  # a poll of the tracer's state
+        assert tracer.gaps and tracer.gaps[-1][1] is not None, f"the tracer came back: {said}"
+        assert any("connection was lost" in line for line in said) and any("reconnected" in line for line in said), said
+
+        gap = tracer.gap_during(before, time.monotonic())
+        assert gap is not None and gap.startswith("transcript incomplete: the tracer's connection was lost at +"), gap
+        assert tracer.gap_during(before, closed_at - 0.5) is None, "a cell that ended before the close is whole"
+
+        after = time.monotonic()
+        assert probe.publish("", queue, b"after", {"message_id": "m2"}, {})
+        deadline = time.monotonic() + 10
+        while tracer.received < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        taken = tracer.take("c0001", [], keep=True)
+        assert [r.body for r in taken] == [b"before", b"after"], [r.body for r in taken]
+        assert tracer.gap_during(after, time.monotonic()) is None, "a cell after the reconnect is whole"
+    finally:
+        if probe is not None:
+            probe.close()
+        if tracer is not None:
+            tracer.stop()
+        management.delete_vhost(vhost)

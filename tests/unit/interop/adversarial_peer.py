@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 import urllib.parse
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -580,6 +581,9 @@ class InMemoryTracer(Tracer):
             with self._lock:
                 self.received += 1
                 self._file(raw)
+        if odd.chance(0.1):  # the tracer's connection lost while the cell ran: its transcript has a hole
+            with self._lock:
+                self.gaps.append([time.monotonic(), None if odd.chance(0.5) else time.monotonic()])
         return super().take(ns, reply_queues, keep, want)
 
 

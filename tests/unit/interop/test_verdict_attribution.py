@@ -202,3 +202,46 @@ def test_a_declaration_the_broker_refused_is_rr_17_1_of_whoever_declared_the_que
         assert result.status == Status.FAIL, result.message
         assert [(f.clause, f.peer) for f in result.failures] == [("RR-17.1", charged)], (old.__name__, result.failures)
         assert any("did not start" in n.needs for n in result.not_evaluated), "what needed the new responder is not judged"
+
+
+class HoledTracer:
+    """A run's tracer whose connection was lost while the cell ran (amqp/transcript.Tracer.gap_during)."""
+
+    def __init__(self, gap: str | None) -> None:
+        self.gap = gap
+
+    def gap_during(self, start: float, end: float) -> str | None:
+        return self.gap
+
+
+def test_a_transcript_with_a_hole_judges_nothing_it_lacks(tmp_path: Path, monkeypatch: Any) -> None:
+    """The wire shows the request taken by the responder and no reply: whole, that is the
+    responder's RR-4.1; with the tracer's connection lost meanwhile the reply may be in the
+    hole, so the requester's check stands as it saw it, and the cell says why."""
+    scenario = scenario_file(tmp_path, """\
+  - responder: {as: r, role: responder, queue: requests}
+  - requester: {as: q, role: requester}
+  - request: {as: call, requester: q, queue: elsewhere, body: {n: 1}, timeout_ms: 1000}
+  - expect:
+      - {that: call.outcome, equals: reply, rule: RR-8.1}
+""", "[RR-8]")
+    from acemq_interop.amqp import transcript
+
+    def attach(tracer: Any, keep: Any, ns: str, t0: float, result: Any, read: bool = False, probe_connections: Any = ()) -> list:
+        records = [publish(1, "a (requester)", f"{ns}.elsewhere", message_id="m1", reply_to="amq.gen-q", headers=BOTH),
+                   deliver(2, "b (responder)", f"{ns}.elsewhere", message_id="m1")]
+        result.transcript = records
+        return records
+
+    monkeypatch.setattr(transcript, "attach", attach)
+    verdicts = {}
+    for gap in (None, "transcript incomplete: the tracer's connection was lost at +0.2s (back at +0.9s)"):
+        broker = FakeBroker()
+        ctx = context(FakePeer("a", broker), FakePeer("b", broker))
+        ctx.tracer = HoledTracer(gap)
+        result = run_cell(pair_cell(scenario, "a", "b"), "c0004", ctx)
+        assert result.status == Status.FAIL
+        verdicts[gap] = ([(f.clause, f.peer) for f in result.failures], result.transcript_gap)
+    assert verdicts[None] == ([("RR-4.1", "b")], ""), verdicts
+    holed = verdicts[next(g for g in verdicts if g)]
+    assert holed == ([("RR-8.1", "a")], next(g for g in verdicts if g)), holed
