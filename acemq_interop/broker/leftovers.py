@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 from ..amqp.tls import Certificates, make_certificates
 from ..core.ownership import Owner, kill_node, read_owner, vhost_owner, write_owner
 from .management import Management
-from .node import NODE_DIR_PREFIX
+from .node import NODE_DIR_PREFIX, node_dir_roots
 
 VHOST_PREFIX = "acemq-interop-"
 
@@ -47,9 +47,9 @@ def _state(owner: Owner | None) -> str:
 
 
 def leftover_nodes() -> list[Leftover]:
-    """Every private node's base dir in the temporary folder, with its owner's state."""
+    """Every private node's base dir (in memory or the temporary folder), with its owner's state."""
     found = []
-    for base in sorted(Path(tempfile.gettempdir()).glob(NODE_DIR_PREFIX + "*")):
+    for base in sorted(b for root in node_dir_roots() for b in root.glob(NODE_DIR_PREFIX + "*")):
         if base.is_dir():
             owner = read_owner(base)
             found.append(Leftover(str(base), owner.node if owner else "", _state(owner)))

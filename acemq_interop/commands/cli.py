@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run on a RabbitMQ container from IMAGE (built from ci/rabbitmq/Dockerfile), removed at the end; "
                           "repeat for a broker axis: every cell on each broker")
     run.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
-                     help=f"cells run at once, longest first (default {DEFAULT_CONCURRENCY}: 12 per CPU this process may use, "
+                     help=f"cells run at once, longest first (default {DEFAULT_CONCURRENCY}: 20 per CPU this process may use (its affinity and cgroup quota), "
                           "8 to 64; most cells wait on timers, so they overlap)")
     run.add_argument("--out", default="out", help="folder for results.json, junit.xml, report.html and summary.md (default ./out)")
     _rerun(run.add_argument("--known-failures", action="append", help="an extra known-failures file (known-failures/ is always read)"))

@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 from ..broker.endpoint import parse_broker_url
+from ..broker.node import node_dir_roots
 from ..core.errors import BrokerError, UsageError
 from ..core.redact import BROKER_ENV
 from ..peers.manifests import discover
@@ -73,7 +74,7 @@ def _doctor_leftovers(args: argparse.Namespace) -> None:
         sweep_nodes(print)
         sweep_tls_dirs(print)
     nodes = leftover_nodes()
-    print(f"private nodes in {tempfile.gettempdir()}: " + ("none" if not nodes else f"{len(nodes)}"))
+    print(f"private nodes in {', '.join(str(r) for r in node_dir_roots())}: " + ("none" if not nodes else f"{len(nodes)}"))
     for left in nodes:
         print(f"  {left.line()}" + ("  (doctor --clean removes it)" if left.state == "owner dead" else ""))
     certificates = leftover_tls_dirs()

@@ -31,7 +31,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from acemq_interop.broker.node import EmbeddedBroker, NODE_DIR_PREFIX
+from acemq_interop.broker.node import EmbeddedBroker, NODE_DIR_PREFIX, node_dir_roots
 from acemq_interop.broker.endpoint import BrokerEndpoint
 from acemq_interop.results.model import Status
 from acemq_interop.core.ownership import node_processes
@@ -127,7 +127,7 @@ def assert_node_gone(node: str) -> None:
     while node_processes(node) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert node_processes(node) == [], f"processes of {node} are left"
-    left = [d for d in Path(tempfile.gettempdir()).glob(NODE_DIR_PREFIX + "*")
+    left = [d for root in node_dir_roots() for d in root.glob(NODE_DIR_PREFIX + "*")
             if (d / "owner.json").is_file() and node in (d / "owner.json").read_text()]
     assert left == [], f"the dir of {node} is left: {left}"
 
