@@ -217,10 +217,9 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
     unjudged: str | None = None
     try:
         try:
-            for index, step in enumerate(cell.scenario.steps):
-                (kind, args), = step.items()
-                state.step_index = index
-                _run_step(state, index, kind, args)
+            for step in cell.scenario.steps:
+                state.step_index = step.index
+                _run_step(state, step.index, step.kind, step.args)
             if state.pending:
                 raise PeerError(f"the scenario never awaited {', '.join(state.pending)}")
             if state.refused and not state.failures:
@@ -310,8 +309,8 @@ def _message_breaks(state: CellState, result: CellResult, records: list[dict[str
     # on one connection: the transcript cannot tell which published, so neither is judged.
     judged = {s.label for s in specs if s.profile == "current" and len(labels_of[s.name]) == 1}
     targets = reply_queues_of(result.trace) | {
-        str(v["name"]) for step in state.cell.scenario.steps for kind, args in step.items()
-        if kind == "probe_inbox" and isinstance(v := state.variables.get(args.get("as")), dict) and v.get("name")}
+        str(v["name"]) for step in state.cell.scenario.steps
+        if step.kind == "probe_inbox" and isinstance(v := state.variables.get(step.binds), dict) and v.get("name")}
     breaks = message_breaks(records, judged, targets, _id_clauses(state))
     if not breaks:
         return
@@ -347,12 +346,11 @@ def _id_clauses(state: CellState) -> dict[str, str]:
     that did both is not judged on it: the transcript cannot tell a copy from a request)."""
     kinds: dict[str, set[str]] = {}
     for step in state.cell.scenario.steps:
-        for kind, args in step.items():
-            if kind in ("request", "gather") and isinstance(args, dict):
-                role = state.cell.scenario.name_roles.get(str(args.get("requester")))
-                peer, _ = state.peer_of(role)
-                if peer is not None:
-                    kinds.setdefault(peer, set()).add(kind)
+        if step.kind in ("request", "gather") and isinstance(step.args, dict):
+            role = state.cell.scenario.name_roles.get(str(step.args.get("requester")))
+            peer, _ = state.peer_of(role)
+            if peer is not None:
+                kinds.setdefault(peer, set()).add(step.kind)
     return {peer: {"request": "RR-8.1", "gather": "SG-1.1"}[next(iter(k))] for peer, k in kinds.items() if len(k) == 1}
 
 

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterator, NoReturn
+from typing import Any, Callable, Iterator, NoReturn, Sequence
 
 import jsonschema
 import yaml
@@ -29,13 +29,59 @@ SCHEMA_PATH = SCENARIO_DIR / "scenario.schema.json"
 
 
 @dataclass(frozen=True)
+class Step:
+    """One step of a scenario, parsed once by the loader (after the schema and before any
+    other check): the loader's checks, the engine and the duration estimate all read this,
+    never the YAML mapping again."""
+
+    index: int  # 0-based, in the file's order
+    kind: str  # the step kind's name (a key of STEP_KINDS)
+    args: Any  # its argument as written: a mapping, a name or a list of names, or the expectations
+    line: int = 0  # 1-based line of the step in its file (0: not known, e.g. built in a test)
+
+    @property
+    def definition(self) -> StepKind:
+        return STEP_KINDS[self.kind]
+
+    @property
+    def binds(self) -> str | None:
+        """The name its `as:` binds, if any."""
+        return str(self.args["as"]) if isinstance(self.args, dict) and "as" in self.args else None
+
+    def at(self, *below: Any) -> list[Any]:
+        """The path of this step (or of something below it) in the file, for line_at."""
+        return ["steps", self.index, self.kind, *below]
+
+    def waits_s(self) -> float:
+        """The seconds its `*_ms` arguments add up to (the duration estimate's part)."""
+        def waits(value: Any) -> float:
+            if isinstance(value, dict):
+                return sum(float(v) / 1000 if k.endswith("_ms") and isinstance(v, (int, float)) and not isinstance(v, bool)
+                           else waits(v) for k, v in value.items())
+            if isinstance(value, list):
+                return sum(waits(v) for v in value)
+            return 0.0
+
+        return waits(self.args)
+
+
+def parse_steps(raw: list[dict[str, Any]], root: yaml.Node | None) -> tuple[Step, ...]:
+    """The schema-valid `steps:` list as Step values (each a one-key mapping in the file)."""
+    steps = []
+    for index, step in enumerate(raw):
+        (kind, args), = step.items()
+        steps.append(Step(index, kind, args, line_at(root, ["steps", index]) if root is not None else 0))
+    return tuple(steps)
+
+
+@dataclass(frozen=True)
 class Scenario:
     id: str
     title: str
     rules: tuple[str, ...]  # the rules of `clauses`, in order (derived; a file that lists them is held to them)
     roles: dict[str, str]  # role -> peer | probe | all-peers
     procedure: str
-    steps: tuple[dict[str, Any], ...]
+    steps: tuple[Step, ...]  # parsed once by the loader
     path: Path
     catches: tuple[str, ...] = ()
     # Mutants whose defect its checks may see only by chance (a window of one round trip): a
@@ -77,21 +123,13 @@ class Scenario:
         Used to start long cells first and to balance shards when no earlier run's
         durations are given; it never decides a result.
         """
-        def waits(value: Any) -> float:
-            if isinstance(value, dict):
-                return sum(float(v) / 1000 if k.endswith("_ms") and isinstance(v, (int, float)) and not isinstance(v, bool)
-                           else waits(v) for k, v in value.items())
-            if isinstance(value, list):
-                return sum(waits(v) for v in value)
-            return 0.0
-
-        return 0.1 + waits(list(self.steps))
+        return 0.1 + sum(step.waits_s() for step in self.steps)
 
     @property
     def level(self) -> str:
         """The conformance level its cells count under (LEVELS): scatter-gather when it
         gathers; request/reply full when it needs an optional part; else request/reply core."""
-        if any("gather" in step for step in self.steps):
+        if any(step.kind == "gather" for step in self.steps):
             return LEVELS[2]
         return LEVELS[1] if self.part_clauses else LEVELS[0]
 
@@ -124,12 +162,12 @@ SUFFIXES = (".yaml", ".yml")
 _TEMPLATE = re.compile(r"\$\{([^}]*)\}")
 
 
-def _needs(roles: dict[str, str], steps: list[dict[str, Any]]) -> dict[str, frozenset[str]]:
+def _needs(roles: dict[str, str], steps: Sequence[Step]) -> dict[str, frozenset[str]]:
     """What each role's peer must offer, from the capability of each step kind (a role without it SKIPs)."""
     needs: dict[str, set[str]] = {role: set() for role in roles}
     role_of: dict[str, str] = {}  # a name bound by a step with a role -> that role
     for step in steps:
-        (name, args), = step.items()
+        name, args = step.kind, step.args
         kind = STEP_KINDS[name]
         role = args.get("role") if kind.role else None
         if kind.capability_via:
@@ -144,13 +182,13 @@ def _needs(roles: dict[str, str], steps: list[dict[str, Any]]) -> dict[str, froz
 OPENING_STEPS = ("requester", "responder")
 
 
-def _opens(roles: dict[str, str], steps: list[dict[str, Any]]) -> dict[str, frozenset[str]]:
+def _opens(roles: dict[str, str], steps: Sequence[Step]) -> dict[str, frozenset[str]]:
     """Which binding objects each role's peer opens and uses: `requester` and `responder`
     (their steps), and `gatherer` where a `gather` step runs on one of its requesters."""
     opens: dict[str, set[str]] = {role: set() for role in roles}
     role_of: dict[str, str] = {}
     for step in steps:
-        (name, args), = step.items()
+        name, args = step.kind, step.args
         if name in OPENING_STEPS:
             opens[args["role"]].add(name)
             role_of[args["as"]] = args["role"]
@@ -292,7 +330,7 @@ def _check_semantics(data: dict[str, Any], root: yaml.Node | None, where: Path) 
     played: set[str] = set()
     names = _Names(fail)
     for i, step in enumerate(data["steps"]):
-        (name, args), = step.items()
+        name, args = step.kind, step.args
         kind = STEP_KINDS[name]
         at = ["steps", i, name]
         if kind.role:
@@ -363,7 +401,7 @@ def _clauses_of(data: dict[str, Any], root: yaml.Node, where: Path) -> tuple[str
 
     found: dict[str, list[Any]] = {}  # clause -> the path of its first check
     for i, step in enumerate(data["steps"]):
-        (name, args), = step.items()
+        name, args = step.kind, step.args
         kind = STEP_KINDS[name]
         at = ["steps", i, name]
         if kind.asserts == "rule" and isinstance(args, dict) and "rule" not in args:
@@ -426,13 +464,13 @@ def _part_of(name: str, args: Any) -> str | None:
     return None
 
 
-def _part_steps(roles: dict[str, str], steps: list[dict[str, Any]]) -> dict[int, tuple[str, str]]:
+def _part_steps(roles: dict[str, str], steps: Sequence[Step]) -> dict[int, tuple[str, str]]:
     """Step index -> (role, part) for every step that needs an optional part of a peer's binding."""
     name_roles = _name_roles(steps)
     responders = [r for r, o in _opens(roles, steps).items() if "responder" in o]
     found: dict[int, tuple[str, str]] = {}
     for i, step in enumerate(steps):
-        (name, args), = step.items()
+        name, args = step.kind, step.args
         part = _part_of(name, args)
         if part is None:
             continue
@@ -443,7 +481,7 @@ def _part_steps(roles: dict[str, str], steps: list[dict[str, Any]]) -> dict[int,
     return found
 
 
-def _part_clauses(roles: dict[str, str], steps: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[str, ...]]:
+def _part_clauses(roles: dict[str, str], steps: Sequence[Step]) -> dict[tuple[str, str], tuple[str, ...]]:
     """Which clauses each optional part carries, per role: the checks of the steps that need
     it, and the checks reading what those steps bound."""
     name_roles = _name_roles(steps)
@@ -452,7 +490,7 @@ def _part_clauses(roles: dict[str, str], steps: list[dict[str, Any]]) -> dict[tu
     found: dict[tuple[str, str], list[str]] = {}
     needing: dict[str, tuple[str, str]] = {}  # a name bound by such a step -> (role, part)
     for step in steps:
-        (name, args), = step.items()
+        name, args = step.kind, step.args
         kind = STEP_KINDS[name]
         part = _part_of(name, args)
         if part is not None:
@@ -473,12 +511,12 @@ def _part_clauses(roles: dict[str, str], steps: list[dict[str, Any]]) -> dict[tu
     return {key: tuple(dict.fromkeys(clauses)) for key, clauses in found.items() if clauses}
 
 
-def _name_roles(steps: list[dict[str, Any]]) -> dict[str, str]:
+def _name_roles(steps: Sequence[Step]) -> dict[str, str]:
     """The role behind each name a step binds: a requester's or responder's own role, a call's
     requester's role. Names the probe binds (probe_get, queue_facts...) have none."""
     found: dict[str, str] = {}
     for step in steps:
-        (name, args), = step.items()
+        name, args = step.kind, step.args
         if not isinstance(args, dict) or "as" not in args:
             continue
         if name in OPENING_STEPS:
@@ -517,14 +555,14 @@ def _charges(data: dict[str, Any], root: yaml.Node, where: Path) -> dict[tuple[i
     name_roles = _name_roles(steps)
     bound_kind: dict[str, str] = {}
     for step in steps:
-        (name, args), = step.items()
+        name, args = step.kind, step.args
         if isinstance(args, dict) and "as" in args:
             bound_kind[args["as"]] = ("gatherer" if name == "gather" else "requester" if name == "request"
                                       else bound_kind.get(args.get("of"), name) if args.get("of") else name)
     peer_roles = [r for r, k in roles.items() if k != "probe"]
     found: dict[tuple[int, int], str] = {}
     for i, step in enumerate(steps):
-        (name, args), = step.items()
+        name, args = step.kind, step.args
         kind = STEP_KINDS[name]
         for j, (sub, check) in enumerate(kind.checks(args)):
             at = ["steps", i, name, *sub]
@@ -577,6 +615,8 @@ def load_file(path: Path) -> Scenario:
     if data["id"] != path.stem:
         raise refuse(path, line_at(root, ["id"]), f"id '{data['id']}' is not the file's name: name the file "
                                                   f"{data['id']}{path.suffix}, or the id {shown(path.stem)}")
+    # From here `steps` holds Step values: parsed once, read by every check below and the run.
+    data = {**data, "steps": parse_steps(data["steps"], root)}
     _check_semantics(data, root, path)
     _check_protocol(data, root, path)
     clauses = _clauses_of(data, root, path)
@@ -587,11 +627,11 @@ def load_file(path: Path) -> Scenario:
         rules=tuple(data.get("rules") or dict.fromkeys(spec.rule_of(c) for c in clauses)),
         roles=dict(data["roles"]),
         procedure=data["procedure"].strip(),
-        steps=tuple(data["steps"]),
+        steps=data["steps"],
         path=path,
         catches=tuple(data.get("catches", [])),
         may_catch=tuple(data.get("may_catch", [])),
-        broker_control=any(kind in BROKER_CONTROL_STEPS for step in data["steps"] for kind in step),
+        broker_control=any(step.kind in BROKER_CONTROL_STEPS for step in data["steps"]),
         needs=_needs(data["roles"], data["steps"]),
         opens=_opens(data["roles"], data["steps"]),
         min_protocol=int(data.get("min_protocol", 1)),
@@ -615,7 +655,7 @@ def _check_protocol(data: dict[str, Any], root: Any, path: Path) -> None:
     if data.get("min_protocol", 1) >= 3:
         return
     for index, step in enumerate(data["steps"]):
-        (kind, args), = step.items()
+        kind, args = step.kind, step.args
         for key in PROTOCOL_3_STEP_KEYS.get(kind, ()):
             if isinstance(args, dict) and key in args:
                 raise refuse(path, line_at(root, ["steps", index, kind, key]),

@@ -53,7 +53,7 @@ def test_no_scenario_forges_a_plain_reply_by_hand() -> None:
     """A reply to the requester's queue with the request's own ids is a probe_reply."""
     for scenario in load_all():
         for step in scenario.steps:
-            (kind, args), = step.items()
+            kind, args = step.kind, step.args
             if kind != "probe_publish":
                 continue
             correlation = args.get("properties", {}).get("correlation_id", "")
