@@ -49,6 +49,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     """Which peers can run here, and why not: commands, versions, client libraries."""
     from ..peers.doctor import check_broker, check_peer
 
+    if args.broker:
+        # A malformed --broker is bad input: refused (exit 2) before the checks start, not
+        # found out after every toolchain was asked its version.
+        parse_broker_url(args.broker, args.management_url)
     manifests = discover(extra=peer_dirs(args))
     ok = True
     broker_line, broker_ok = check_broker()

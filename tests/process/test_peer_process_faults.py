@@ -18,7 +18,7 @@ from acemq_interop.core.errors import PeerError
 from acemq_interop.peers.manifests import Manifest
 from acemq_interop.peers.process import MAX_LINE_BYTES, PeerProcess, excerpt, exit_text
 
-SCRIPT = Path(__file__).with_name("scripted_peer.py")
+SCRIPT = Path(__file__).resolve().parents[1] / "fixtures" / "peers" / "scripted_peer.py"
 URL = "amqp://guest:guest@127.0.0.1:1/unused"
 
 
