@@ -4,7 +4,7 @@ Every fault is an ERROR naming its cause, never a FAIL, and no fault costs more 
 one bound: a peer killed, a peer stopped (SIGSTOP), connections force-closed by the broker
 (the management API's DELETE /api/connections/NAME, for every peer and for the probe), and
 a peer writing junk on its stdout (the real Python peer wrapped by
-tests/fixtures/peers/junk_peer.py). Each test asserts the cells' statuses, the cause in
+tests/fixtures/peers/fault_peer.py). Each test asserts the cells' statuses, the cause in
 their messages, the exit code where it goes through the CLI, that the results files were
 written, and that no peer process is left.
 """
