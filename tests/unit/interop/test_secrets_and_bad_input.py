@@ -1,5 +1,5 @@
 """Issue 20: the doors an unlucky CI or a hostile peer still opened, each reproduced (the pure
-parts; the parts that need a broker or real processes are in tests/broker/test_issue20_doors.py).
+parts; the parts that need a broker or real processes are in tests/broker/test_signals_locks_and_secrets.py).
 
 Secrets in every shape of URL, in argparse's errors, in a child's environment; bad input
 refused before anything starts (command lines, manifests, scenario values); the results

@@ -17,7 +17,7 @@ from acemq_interop.peers import process as process_mod
 from acemq_interop.peers.manifests import Manifest
 from acemq_interop.peers.process import PeerProcess, group_members
 
-SCRIPT = Path(__file__).resolve().parents[2] / "fixtures" / "peers" / "scripted_peer.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "fixtures" / "peers" / "scripted_peer.py"
 PASSWORD = "hostile-peer-pw-7731"
 URL = f"amqp://tester:{PASSWORD}@127.0.0.1:1/vhost"
 
