@@ -27,10 +27,13 @@ from typing import Callable
 
 from ..core import docker_engine
 from .endpoint import loopback_endpoint
+from .node import NO_BUSY_WAIT
 from ..core.errors import BrokerError
 from ..amqp.tls import Certificates, rabbitmq_tls_config
 
 READY_BOUND_S = 120.0
+# Our image's own Erlang arguments (ci/rabbitmq/Dockerfile), kept when the run adds NO_BUSY_WAIT.
+LOOPBACK_DIST = "-kernel inet_dist_use_interface {127,0,0,1}"
 # The listeners of an image that does not take them from the environment (an official one).
 FIXED_AMQP, FIXED_MGMT, FIXED_TLS, FIXED_DIST, FIXED_EPMD = 5672, 15672, 5671, 25672, 4369
 START_BOUND_S = 60.0
@@ -121,11 +124,14 @@ class ContainerBroker:
     def _argv(self) -> list[str]:
         common = ["docker", "run", "-d", "--pull", "never", "--name", self.name,
                   *docker_engine.run_labels(self.run_id, "broker"), *self._tls_args()]
+        if self.fixed:  # an image of its own: only the schedulers' spinning is turned off
+            common += ["-e", f"RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS={NO_BUSY_WAIT}"]
         if not self.fixed:
             return [*common, "--network", "host",
                     "-e", f"ACEMQ_AMQP_PORT={self.amqp_port}", "-e", f"ACEMQ_MGMT_PORT={self.mgmt_port}",
                     "-e", f"RABBITMQ_NODENAME={self.node}", "-e", f"RABBITMQ_DIST_PORT={self.dist_port}",
-                    "-e", f"ERL_EPMD_PORT={self.epmd_port}", "-e", "ERL_EPMD_ADDRESS=127.0.0.1", self.image]
+                    "-e", f"ERL_EPMD_PORT={self.epmd_port}", "-e", "ERL_EPMD_ADDRESS=127.0.0.1",
+                    "-e", f"RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS={LOOPBACK_DIST} {NO_BUSY_WAIT}", self.image]
         if self.bridge:  # the fixed listeners, published on free loopback ports only
             ports = [FIXED_AMQP, FIXED_MGMT] + ([FIXED_TLS] if self._tls is not None else [])
             return [*common, *[a for port in ports for a in ("-p", f"127.0.0.1::{port}")], self.image]
