@@ -9,7 +9,6 @@ import json
 import re
 import time
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..amqp import raw_client as raw_amqp
@@ -22,20 +21,13 @@ from ..spec.catalogue import catalogue, mutants
 from ..spec.steps import NOT_CHECKED_KEYS, template_paths
 from . import grace
 
+from .state import Opened
+
 if TYPE_CHECKING:
     from ..peers.client import PeerLink, PendingCall
-    from .engine import CellState
-# A step's run function takes the engine's `CellState` (named as a string, not imported:
-# the engine sits above these and runs them; they never call the engine).
-
-@dataclass
-class Opened:
-    """A requester or responder a cell opened: closed at the cell's end unless a step closed it."""
-
-    peer: "PeerLink"
-    op: str  # the command that closes it: requester.close | responder.stop
-    name: str
-
+    from .state import CellState
+# A step's run function takes the cell's `CellState` (run/state.py); the engine sits above
+# these and runs them, and they never call the engine.
 
 def connection_lost_in(ns: str, excused: tuple[str, ...] = ()) -> Callable[[dict[str, Any]], bool]:
     """Matches a `connection_lost` event of a requester or responder of the cell `ns`, but one
