@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 from pathlib import Path
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
@@ -13,6 +14,10 @@ EXIT_CODES_HELP = (
     "2 usage or bad input (before any broker starts); 3 infrastructure (broker unreachable or lost)"
 )
 VERBOSITY = {"level": 1}  # 0 quiet, 1 progress, 2 verbose
+# Progress comes from several threads (the builds beside the broker's start, the cells): a
+# line is one write under this lock, or two lines can be spliced ("...its last build)starting
+# a private RabbitMQ node ..." broke a test that waits for a line's start).
+_LOG_LOCK = threading.Lock()
 
 
 def log(message: str) -> None:
@@ -20,7 +25,10 @@ def log(message: str) -> None:
 
     if VERBOSITY["level"] == 0 and not message.startswith(("peer ", "acemq-interop")):
         return
-    print(text(message), file=sys.stderr, flush=True)
+    line = text(message) + "\n"
+    with _LOG_LOCK:
+        sys.stderr.write(line)
+        sys.stderr.flush()
 
 
 def peer_dirs(args: argparse.Namespace) -> list[Path]:

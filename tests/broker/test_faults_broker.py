@@ -377,8 +377,9 @@ def test_a_management_api_that_is_not_one_is_said_so(clean_broker, faulty, tmp_p
 
 
 def test_a_passing_500_is_retried_and_the_run_passes(clean_broker, faulty, tmp_path) -> None:
-    # Every cell's cleanup lists the vhost's queues: the first two listings answer 500.
-    proxy = faulty(("GET", r"^/api/queues/acemq-interop-[0-9a-f]+\?", 500, 2))
+    # Every cell's cleanup deletes the queues it declared, by name: the first two deletions
+    # answer 500.
+    proxy = faulty(("DELETE", r"^/api/queues/acemq-interop-[0-9a-f]+/", 500, 2))
     done = cli("run", "--peers", "python", "--cell", ROUND_TRIP, "--broker", broker_url(clean_broker),
                "--management-url", proxy.url, "--out", str(tmp_path), "--no-build")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -388,14 +389,14 @@ def test_a_passing_500_is_retried_and_the_run_passes(clean_broker, faulty, tmp_p
 
 
 def test_a_lasting_500_is_an_error_naming_the_call_not_a_pass(clean_broker, faulty, tmp_path) -> None:
-    proxy = faulty(("GET", r"^/api/queues/acemq-interop-[0-9a-f]+\?", 500, None))
+    proxy = faulty(("DELETE", r"^/api/queues/acemq-interop-[0-9a-f]+/", 500, None))
     done = cli("run", "--peers", "python", "--cell", ROUND_TRIP, "--broker", broker_url(clean_broker),
                "--management-url", proxy.url, "--out", str(tmp_path), "--no-build")
     assert done.returncode == 1, done.stdout + done.stderr
     data = assert_outputs_are_this_runs(tmp_path)
     (cell,) = data["cells"]
     assert cell["status"] == "ERROR"
-    assert re.search(r"management API GET /api/queues/acemq-interop-[0-9a-f]+\?\S*: HTTP 500 \(after 4 attempts\)", cell["message"]), cell["message"]
+    assert re.search(r"management API DELETE /api/queues/acemq-interop-[0-9a-f]+/\S*: HTTP 500 \(after 4 attempts\)", cell["message"]), cell["message"]
     assert proxy.served[0] == 4, "one call, tried four times, then an error"
 
 
