@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from acemq_interop.core.proc import descendants
 from acemq_interop.broker.endpoint import BrokerEndpoint
 from acemq_interop.broker.leftovers import TLS_DIR_PREFIX
 
@@ -93,23 +94,6 @@ def _stale(out: Path) -> None:
         (out / name).write_text(STALE)
 
 
-def _descendants(pid: int) -> list[int]:
-    parents: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            parents.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 @pytest.mark.parametrize("attempt", [1, 2, 3])
 def test_a_burst_of_signals_after_the_last_cell_rewrites_no_pass(broker: BrokerEndpoint, tmp_path: Path,
                                                                  attempt: int) -> None:
@@ -176,7 +160,7 @@ def test_no_child_inherits_the_broker_variable(broker: BrokerEndpoint, tmp_path:
     lines = Lines(run)
     lines.wait_for(r"peer python: .* ready")
     leaked = []
-    for pid in _descendants(run.pid):
+    for pid in descendants(run.pid):
         try:
             env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         except OSError:
