@@ -133,7 +133,7 @@ def _message_breaks(state: CellState, result: CellResult, records: list[dict[str
     judged = {s.label for s in specs if s.profile == "current" and len(labels_of[s.name]) == 1}
     targets = reply_queues_of(result.trace) | {
         str(v["name"]) for step in state.cell.scenario.steps
-        if step.kind == "probe_inbox" and isinstance(v := state.variables.get(step.binds), dict) and v.get("name")}
+        if step.kind == "probe_inbox" and isinstance(v := state.variables.get(step.bound_name), dict) and v.get("name")}
     breaks = message_breaks(records, judged, targets, _id_clauses(state))
     if not breaks:
         return

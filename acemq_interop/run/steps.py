@@ -582,7 +582,7 @@ def unreported(state: CellState, path: str | None) -> None:
     answer = state.variables.get(head)
     if not isinstance(answer, dict) or not answer.get("ok") or field in answer:
         return
-    op = next((step.kind for step in state.cell.scenario.steps if step.binds == head), None)
+    op = next((step.kind for step in state.cell.scenario.steps if step.bound_name == head), None)
     clause = ANSWER_FIELDS.get((op, field)) if op else None
     if clause is None or any(f.check.endswith(f"{head}.{field} (unreported)") for f in state.failures):
         return

@@ -34,23 +34,14 @@ class Step:
     other check): the loader's checks, the engine and the duration estimate all read this,
     never the YAML mapping again."""
 
-    index: int  # 0-based, in the file's order
+    index: int  # 0-based, in the file's order (a refusal's path in the file: ["steps", index, kind])
     kind: str  # the step kind's name (a key of STEP_KINDS)
     args: Any  # its argument as written: a mapping, a name or a list of names, or the expectations
-    line: int = 0  # 1-based line of the step in its file (0: not known, e.g. built in a test)
 
     @property
-    def definition(self) -> StepKind:
-        return STEP_KINDS[self.kind]
-
-    @property
-    def binds(self) -> str | None:
+    def bound_name(self) -> str | None:
         """The name its `as:` binds, if any."""
         return str(self.args["as"]) if isinstance(self.args, dict) and "as" in self.args else None
-
-    def at(self, *below: Any) -> list[Any]:
-        """The path of this step (or of something below it) in the file, for line_at."""
-        return ["steps", self.index, self.kind, *below]
 
     def waits_s(self) -> float:
         """The seconds its `*_ms` arguments add up to (the duration estimate's part)."""
@@ -65,13 +56,9 @@ class Step:
         return waits(self.args)
 
 
-def parse_steps(raw: list[dict[str, Any]], root: yaml.Node | None) -> tuple[Step, ...]:
+def parse_steps(raw: list[dict[str, Any]]) -> tuple[Step, ...]:
     """The schema-valid `steps:` list as Step values (each a one-key mapping in the file)."""
-    steps = []
-    for index, step in enumerate(raw):
-        (kind, args), = step.items()
-        steps.append(Step(index, kind, args, line_at(root, ["steps", index]) if root is not None else 0))
-    return tuple(steps)
+    return tuple(Step(index, *next(iter(step.items()))) for index, step in enumerate(raw))
 
 
 @dataclass(frozen=True)
@@ -616,7 +603,7 @@ def load_file(path: Path) -> Scenario:
         raise refuse(path, line_at(root, ["id"]), f"id '{data['id']}' is not the file's name: name the file "
                                                   f"{data['id']}{path.suffix}, or the id {shown(path.stem)}")
     # From here `steps` holds Step values: parsed once, read by every check below and the run.
-    data = {**data, "steps": parse_steps(data["steps"], root)}
+    data = {**data, "steps": parse_steps(data["steps"])}
     _check_semantics(data, root, path)
     _check_protocol(data, root, path)
     clauses = _clauses_of(data, root, path)
