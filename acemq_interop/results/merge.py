@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import UsageError
+from . import presumptions
 from .files import broker_from_record, cell_from_record, peer_from_record, read_results
 from .model import BrokerInfo, CellResult, PeerStatus, RunResult
 
@@ -44,6 +45,14 @@ def merge(shards: list[tuple[str, dict[str, Any]]]) -> RunResult:
                 raise UsageError(f"merge: cell {record['id']} is in more than one shard ({name})")
             ids.add(key)
             cells.append(cell_from_record(record))
+    # A presumption proven in another shard is applied as the unsplit run would apply it: a
+    # failure seen through a presumed clause the same peer broke in a cell of any shard.
+    # (A renamed cell keeps the status its shard gave it: FAIL, or XFAIL where it is listed.)
+    # Per broker of the axis, as a run applies them to each broker's cells.
+    assumes = {sid: tuple(clauses) for sid, clauses in (first["selection"].get("assumes") or {}).items()}
+    if assumes:
+        cells = [c for broker in dict.fromkeys(c.broker for c in cells)
+                 for c in presumptions.apply([c for c in cells if c.broker == broker], assumes)]
     order = {sid: i for i, sid in enumerate(first["selection"].get("scenarios") or [])}
     cells.sort(key=lambda c: (order.get(c.scenario, len(order)), c.broker, c.id))
     peers: dict[str, PeerStatus] = {}

@@ -25,7 +25,7 @@ from ..broker.vhost import run_vhost
 from ..broker.conditions import BrokerConditions, bounded_probe_factory
 from ..broker.watch import BrokerWatch
 from .cells import Cell
-from . import presumptions
+from ..results import presumptions
 from .engine import RunContext, run_cell
 from .request import BrokerContext, RunRequest
 from ..core.errors import PeerError
@@ -195,7 +195,10 @@ class Runner:
         o = self.options
         return {"peers": [s.label for s in o.specs], "scenarios": [sc.id for sc in o.scenarios],
                 "diagonal": o.diagonal, "cells": sorted(o.only_cells) if o.only_cells else None,
-                "shards": o.shard.total if o.shard else 1}
+                "shards": o.shard.total if o.shard else 1,
+                # What each scenario presumes (`assumes:`): `merge` applies the presumptions
+                # across shards, as one run applies them across its cells.
+                "assumes": {sc.id: list(sc.assumes) for sc in o.scenarios if sc.assumes}}
 
     def planned(self) -> list[Cell]:
         """This run's cells (its shard's, with --shard), in plan order."""

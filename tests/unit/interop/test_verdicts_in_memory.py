@@ -187,7 +187,7 @@ def _failed(cell: str, scenario: str, clause: str, peer: str, seen_as: str | Non
 
 
 def test_a_failure_seen_through_a_presumed_clause_the_peer_broke_elsewhere_is_that_clause() -> None:
-    from acemq_interop.run import presumptions
+    from acemq_interop.results import presumptions
 
     proof = _failed("header-wins[b]", "header-wins", "RR-3.1", "b")
     seen = _failed("as-bytes[b]", "as-bytes", "RR-2.2", "b")
@@ -199,6 +199,30 @@ def test_a_failure_seen_through_a_presumed_clause_the_peer_broke_elsewhere_is_th
     # A presumption proven only through another presumption proves nothing.
     echo = _failed("header-wins[d]", "header-wins", "RR-3.1", "d", seen_as="RR-5.3")
     assert presumptions.apply([echo, _failed("x[d]", "as-bytes", "RR-2.2", "d")], {"as-bytes": ("RR-3.1",)})[1].rule == "RR-2.2"
+
+
+def test_a_presumption_proven_in_another_shard_is_applied_when_the_shards_merge() -> None:
+    """`--shard` then `merge` gives the unsplit run's verdicts: a failure seen through a clause
+    the same peer broke in a cell of the other shard is renamed to that clause."""
+    from acemq_interop.results.files import cell_record
+    from acemq_interop.results.merge import merge
+
+    def shard(k: int, cells: list) -> tuple[str, dict]:
+        selection = {"peers": ["b"], "scenarios": ["header-wins", "as-bytes"], "diagonal": True, "cells": None,
+                     "shards": 2, "assumes": {"as-bytes": ["RR-3.1"]}}
+        return f"shard{k}", {"suite": "s", "selection": selection, "shard": f"{k}/2", "brokers": [], "peers": {},
+                             "cells": [cell_record(c) for c in cells]}
+
+    proof = _failed("header-wins[b]", "header-wins", "RR-3.1", "b")
+    seen = _failed("as-bytes[b]", "as-bytes", "RR-2.2", "b")
+    merged = {c.id: c for c in merge([shard(1, [proof]), shard(2, [seen])]).results}
+    assert (merged["as-bytes[b]"].rule, merged["as-bytes[b]"].failures[0].seen_as) == ("RR-3.1", "RR-2.2")
+    assert merged["header-wins[b]"].rule == "RR-3.1"
+    # Shards written before the selection kept `assumes` merge as they did.
+    old = [shard(1, [proof]), shard(2, [seen])]
+    for _, data in old:
+        del data["selection"]["assumes"]
+    assert {c.id: c.rule for c in merge(old).results}["as-bytes[b]"] == "RR-2.2"
 
 
 def test_conformance_is_counted_per_level_and_charged_only_to_the_peer_that_broke_it() -> None:

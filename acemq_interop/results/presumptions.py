@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Iterable
 
 from ..spec import catalogue as spec
-from ..results.model import CellResult, Failure, Status
+from .model import CellResult, Failure, Status
 
 
 def broken_by_peer(results: Iterable[CellResult]) -> dict[tuple[str, str], str]:
