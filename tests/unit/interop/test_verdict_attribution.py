@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from acemq_interop.core.errors import CallNotEnded
 from acemq_interop.results.model import Status
 from acemq_interop.run.engine import run_cell
 from acemq_interop.run.wire_checks import diagnose_call
@@ -150,6 +151,34 @@ def test_a_close_its_binding_fails_is_evidence_and_the_calls_outcomes_are_judged
     assert any(s.get("step") == "close_refused" for s in result.trace)
 
 
+class CloseHangs(FakePeer):
+    """A binding whose close() never returns (pika's BlockingConnection closed from a thread
+    other than the one waiting in the call): the peer still answers other commands."""
+
+    closes: list[str] = []
+
+    def close_requester(self, name: str, check: bool = True, note: Any = None) -> dict[str, Any]:
+        self.closes.append(name)
+        raise CallNotEnded(f"peer '{self.name}' did not answer requester.close (id 9) within 20.0s (it still answers other commands)")
+
+
+def test_a_close_that_never_returns_is_evidence_not_an_error_and_is_not_retried_at_cleanup(tmp_path: Path) -> None:
+    scenario = scenario_file(tmp_path, """\
+  - responder: {as: r, role: responder, queue: requests}
+  - requester: {as: q, role: requester}
+  - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000}
+  - close_requester: q
+  - expect:
+      - {that: call.outcome, equals: closed, rule: RR-9.5}
+""", "[RR-9]\nmin_protocol: 3")
+    broker = FakeBroker()
+    peer = CloseHangs("a", broker)
+    result = run_cell(pair_cell(scenario, "a", "b"), "c0005", context(peer, FakePeer("b", broker)))
+    assert result.status == Status.FAIL and [(f.clause, f.peer) for f in result.failures] == [("RR-9.5", "a")]
+    assert any(s.get("step") == "close_never_ended" for s in result.trace)
+    assert len(peer.closes) == 1, peer.closes  # cleanup did not wait on it a second time
+
+
 class Declarer(FakePeer):
     """Declares its request queue as `wants`; the broker (Facts) refuses a declaration that
     differs from the queue's, as RabbitMQ does (406 PRECONDITION_FAILED)."""
@@ -159,7 +188,7 @@ class Declarer(FakePeer):
     def start_responder(self, name: str, queue: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
         facts = self.management.declared.get(queue)  # type: ignore[attr-defined]
         if facts is not None and facts != self.wants:
-            from acemq_interop.core.errors import PeerError
+            from acemq_interop.core.errors import CallNotEnded, PeerError
 
             raise PeerError(f"peer '{self.name}' refused responder.start: ChannelClosedByBroker: (406, "
                             f"\"PRECONDITION_FAILED - inequivalent arg 'durable' for queue '{queue}'\")")
