@@ -9,7 +9,8 @@ its manifest). Nothing about it lives in the binding.
 One diagonal run holds both: the clean binding and a selection of its mutants, as `python`
 and as `slow-python`, over the scenarios that claim those mutants and a few clean ones.
 Every (scenario, mutant) cell must end the same in both: the same status, the same broken
-clauses, each charged to the same side.
+clauses, each charged to the same side; only a scenario that may catch the mutant by chance
+(`may_catch:`) may catch it on one side alone, and then only under the mutant's clause.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import time
 
 import pytest
 
+from acemq_interop.spec import catalogue as spec
 from acemq_interop.peers.manifests import PeerSpec, discover
 from acemq_interop.run.request import DEFAULT_CONCURRENCY
 from acemq_interop.spec.scenarios import load_all
@@ -114,11 +116,31 @@ def test_the_slowed_peer_is_the_python_adapter_offering_every_selected_mutant(bo
     assert statuses[SLOW].hello.get("profiles") == ["current"]
 
 
+MAY_CATCH = {(s.id, m) for s in load_all() for m in s.may_catch}
+
+
+def by_chance_alike(scenario: str, mutant: str, fast, slow) -> bool:
+    """A scenario that may catch a mutant only by chance (`may_catch:`, a timing window of the
+    mutant's) is allowed to catch it on one side and not the other: a PASS there is no miss.
+    What stays judged: each side PASSes, or FAILs naming only the mutant's clause, charged to
+    the mutant's peer."""
+    if (scenario, mutant) not in MAY_CATCH:
+        return False
+    clause = spec.mutants()[mutant].clause
+    return all(str(r.status) == "PASS" or (str(r.status) == "FAIL" and r.broken_clauses == [clause]
+                                           and all(_unnamed(f.peer) == f"PEER+{mutant}" for f in r.failures))
+               for r in (fast, slow))
+
+
 def test_a_slowed_peer_gets_the_same_verdicts_as_itself_unslowed(both) -> None:
     fast, slow = both["cells"][FAST], both["cells"][SLOW]
     assert set(fast) == set(slow), f"planned differently: only fast {sorted(set(fast) - set(slow))}, only slow {sorted(set(slow) - set(fast))}"
     assert len(fast) > 100, f"only {len(fast)} cells a peer: the selection is too narrow"
-    differences = [k for k in sorted(fast) if verdict(fast[k]) != verdict(slow[k])]
+    chance = [k for k in sorted(fast) if verdict(fast[k]) != verdict(slow[k]) and by_chance_alike(*k, fast[k], slow[k])]
+    for scenario, mutant in chance:
+        log(f"caught by chance on one side only (may_catch): {scenario} / {mutant}:\n    fast:\n{describe_cell(fast[(scenario, mutant)])}\n"
+            f"    slow:\n{describe_cell(slow[(scenario, mutant)])}")
+    differences = [k for k in sorted(fast) if verdict(fast[k]) != verdict(slow[k]) and k not in chance]
     bad = [k for k in sorted(fast) if str(fast[k].status) not in ("PASS", "FAIL")]
     table = []
     for scenario, mutant in differences:
