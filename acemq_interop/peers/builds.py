@@ -10,6 +10,7 @@ tool. `ACEMQ_INTEROP_REBUILD=1` builds every peer whatever it recorded.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -17,8 +18,9 @@ import shutil
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from .manifests import Manifest
 
@@ -145,6 +147,10 @@ class Builds:
             return 0.0, "the peer builds did not finish in time"
         return self._results.get(name, (0.0, "not built: the builds were cancelled"))
 
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
     def cancel(self) -> None:
         with self._lock:
             self._cancelled = True
@@ -156,8 +162,54 @@ def build_peer(manifest: Manifest, log: Callable[[str], None], builds: "Builds |
     """Run the manifest's build commands, unless the sources are those of its last successful
     build; (seconds, None) or (seconds, what failed)."""
     started = time.monotonic()
-    print_ = fingerprint(manifest) if manifest.build else ""
-    if manifest.build and up_to_date(manifest, print_):
+    if not manifest.build:
+        return 0.0, None
+    with _build_lock(manifest, log, builds) as locked:
+        if not locked:
+            if builds is not None and builds.cancelled:
+                return time.monotonic() - started, "not built: the run was interrupted"
+            return time.monotonic() - started, f"another run's build of {manifest.name} took more than {BUILD_BOUND_S}s"
+        return _build_unlocked(manifest, log, builds, started)
+
+
+@contextmanager
+def _build_lock(manifest: Manifest, log: Callable[[str], None], builds: "Builds | None") -> Iterator[bool]:
+    """One build of a peer folder at a time: two runs of one checkout started together (or
+    the project's parallel test streams) would otherwise write the same outputs at once, and
+    the second finds the peer up to date once the first is done. Without a cache folder
+    there is nothing to lock on, and the build goes ahead as before."""
+    path = _record(manifest).with_suffix(".lock")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "a+")
+    except OSError:
+        yield True
+        return
+    with handle:
+        deadline = time.monotonic() + BUILD_BOUND_S
+        told = False
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not told:
+                    log(f"{manifest.name}: waiting for another run's build of the same folder")
+                    told = True
+                if time.monotonic() > deadline or (builds is not None and builds.cancelled):
+                    yield False
+                    return
+                time.sleep(0.2)  # polled: flock has no timeout of its own
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _build_unlocked(manifest: Manifest, log: Callable[[str], None], builds: "Builds | None",
+                    started: float) -> tuple[float, str | None]:
+    print_ = fingerprint(manifest)
+    if up_to_date(manifest, print_):
         log(f"{manifest.name}: up to date (sources unchanged since its last build)")
         return time.monotonic() - started, None
     for argv in manifest.build:
@@ -180,7 +232,6 @@ def build_peer(manifest: Manifest, log: Callable[[str], None], builds: "Builds |
             tail = "\n".join((output or "").strip().splitlines()[-15:])
             return time.monotonic() - started, f"build step {' '.join(command)} exited {proc.returncode}:\n{tail}"
     took = time.monotonic() - started
-    if manifest.build:
-        remember(manifest, print_)
-        log(f"built {manifest.name} in {took:.1f}s")
+    remember(manifest, print_)
+    log(f"built {manifest.name} in {took:.1f}s")
     return took, None

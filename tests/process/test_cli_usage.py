@@ -32,17 +32,18 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     (["--peers", "go", "--shard", "x"], "write K/N"),
     (["--peers", "go", "--peer-dir", "/nonexistent/peer"], "no such peer folder"),
 ])
-def test_a_typo_exits_2_before_any_broker_starts(args: list[str], says: str) -> None:
+def test_a_typo_exits_2_before_any_broker_starts(args: list[str], says: str, tmp_path) -> None:
     started = time.monotonic()
-    done = cli("run", *args, *NO_BROKER, "--no-build")
+    done = cli("run", *args, *NO_BROKER, "--no-build", "--out", str(tmp_path / "out"))  # never the checkout's out/
     assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
     assert says in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
     assert time.monotonic() - started < 30  # nothing was built or started
 
 
-def test_an_unreachable_broker_is_infrastructure_exit_3() -> None:
-    done = cli("run", "--peers", "python", "--scenarios", "rr-pair-round-trip", *NO_BROKER, "--no-build")
+def test_an_unreachable_broker_is_infrastructure_exit_3(tmp_path) -> None:
+    done = cli("run", "--peers", "python", "--scenarios", "rr-pair-round-trip", *NO_BROKER, "--no-build",
+               "--out", str(tmp_path / "out"))
     assert done.returncode == 3, done.stderr[-2000:]
     assert "guest:guest" not in done.stderr + done.stdout  # the password is never printed
 

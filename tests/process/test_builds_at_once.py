@@ -1,0 +1,34 @@
+"""Two runs of one checkout started together build each peer once, never twice at once: the
+project's own test streams do exactly that, and so does a user with two terminals."""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from acemq_interop.peers.builds import build_peer
+from acemq_interop.peers.manifests import load_manifest
+
+# The build fails if another build of the same folder is under way (mkdir is atomic), and
+# records each build that ran (both beside the folder, which is what the fingerprint reads); the second of a pair must find the first's result up to date.
+BUILD = ('[sh, -c, "mkdir ../building || { echo overlapped; exit 3; }; echo built >> ../builds.txt; '
+         'sleep 1; rmdir ../building"]')
+
+
+def test_two_runs_started_together_build_a_peer_once(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "peer.yaml").write_text(f"name: mine\nlanguage: Shell\nrun: [sh, peer.sh]\nbuild:\n  - {BUILD}\n")
+    (folder / "peer.sh").write_text("exit 0\n")
+    manifest = load_manifest(folder / "peer.yaml")
+    outcomes: list[tuple[float, str | None]] = []
+    lines: list[str] = []
+    threads = [threading.Thread(target=lambda: outcomes.append(build_peer(manifest, lines.append))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert [failure for _, failure in outcomes] == [None, None], lines
+    assert (tmp_path / "builds.txt").read_text().splitlines() == ["built"], lines
+    assert any("waiting for another run's build" in line for line in lines), lines
+    assert any("up to date" in line for line in lines), lines
