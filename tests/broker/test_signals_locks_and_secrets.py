@@ -138,8 +138,11 @@ def test_sigterm_in_the_first_second_leaves_no_earlier_results(broker: BrokerEnd
 def test_two_runs_on_one_out_the_second_refuses_and_the_first_keeps_its_files(broker: BrokerEndpoint,
                                                                               tmp_path: Path) -> None:
     out = tmp_path / "out"
-    args = ("run", "--peers", "python", "--cell", ROUND_TRIP, "--broker", _url(broker), "--management-url",
-            broker.mgmt_url, "--out", str(out), "--no-build")
+    # The first run's cell waits out a 4 s timeout: it is still under way when the second run,
+    # started once the first's peer is ready, looks at --out (a round trip of 0.1 s was not:
+    # on a quiet machine the first run could end before the second had started).
+    args = ("run", "--peers", "python", "--cell", "rr-requester-timeout-bound[requester=python]", "--broker", _url(broker),
+            "--management-url", broker.mgmt_url, "--out", str(out), "--no-build")
     first = _start(*args)
     lines = Lines(first)
     lines.wait_for(r"peer python: .* ready")

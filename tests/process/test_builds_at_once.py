@@ -30,5 +30,6 @@ def test_two_runs_started_together_build_a_peer_once(tmp_path: Path, monkeypatch
         thread.join(60)
     assert [failure for _, failure in outcomes] == [None, None], lines
     assert (tmp_path / "builds.txt").read_text().splitlines() == ["built"], lines
-    assert any("waiting for another run's build" in line for line in lines), lines
+    # The second waited for the first (or, on a machine too slow to overlap them, came after
+    # it): either way it found the first's build up to date.
     assert any("up to date" in line for line in lines), lines
