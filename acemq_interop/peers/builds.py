@@ -174,10 +174,10 @@ def build_peer(manifest: Manifest, log: Callable[[str], None], builds: "Builds |
 
 @contextmanager
 def _build_lock(manifest: Manifest, log: Callable[[str], None], builds: "Builds | None") -> Iterator[bool]:
-    """One build of a peer folder at a time: two runs of one checkout started together (or
-    the project's parallel test streams) would otherwise write the same outputs at once, and
-    the second finds the peer up to date once the first is done. Without a cache folder
-    there is nothing to lock on, and the build goes ahead as before."""
+    """One build of a peer folder at a time: two runs of one checkout started together would
+    otherwise write the same outputs at once; the second finds the peer up to date once the
+    first is done. Without a cache folder there is nothing to lock on, and the build goes
+    ahead as before."""
     path = _record(manifest).with_suffix(".lock")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

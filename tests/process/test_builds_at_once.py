@@ -1,5 +1,5 @@
-"""Two runs of one checkout started together build each peer once, never twice at once: the
-project's own test streams do exactly that, and so does a user with two terminals."""
+"""Two runs of one checkout started together (a user with two terminals, two CI jobs on one
+workspace) build each peer once, never twice at once."""
 from __future__ import annotations
 
 import threading
@@ -8,8 +8,9 @@ from pathlib import Path
 from acemq_interop.peers.builds import build_peer
 from acemq_interop.peers.manifests import load_manifest
 
-# The build fails if another build of the same folder is under way (mkdir is atomic), and
-# records each build that ran (both beside the folder, which is what the fingerprint reads); the second of a pair must find the first's result up to date.
+# The build fails if another build of the same folder is under way (mkdir is atomic) and
+# records each build that ran, both beside the folder (inside it they would change what the
+# fingerprint reads); the second of a pair must find the first's result up to date.
 BUILD = ('[sh, -c, "mkdir ../building || { echo overlapped; exit 3; }; echo built >> ../builds.txt; '
          'sleep 1; rmdir ../building"]')
 
