@@ -34,6 +34,7 @@ def run(
     manifests: dict[str, Manifest] | None = None,
     op_bound_s: float = 20.0,
     concurrency: int = DEFAULT_CONCURRENCY,
+    only_cells: frozenset[str] | None = None,
 ) -> RunResult:
     """A run through the one session the `run` command uses, on the test session's broker."""
     manifests = manifests or discover()
@@ -42,7 +43,8 @@ def run(
     known = tuple(known_failures.load([known_failures.DEFAULT_DIR])) if with_known_failures else ()
     request = RunRequest(manifests=manifests, specs=specs, scenarios=chosen, known=known,
                          brokers=(BrokerSource.given(broker, BROKER_CONTROL.get(id(broker))),),
-                         concurrency=concurrency, build=True, log=log, diagonal=diagonal, op_bound_s=op_bound_s)
+                         concurrency=concurrency, build=True, log=log, diagonal=diagonal, op_bound_s=op_bound_s,
+                         only_cells=only_cells)
     outcome = run_session(request)
     if outcome.failure is not None:
         raise outcome.failure
