@@ -88,6 +88,21 @@ class Lines:
         return code, stdout, "".join(self.lines)
 
 
+def _wait_until_it_catches(proc: subprocess.Popen, signum: int, bound_s: float = 30) -> None:
+    """Until `proc` has a handler for `signum` (its SigCgt mask in /proc): before that, while
+    the interpreter itself starts, a signal takes the kernel's default action, which no
+    program can change. Under load that start-up alone can outlast 50 ms."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        caught = int(re.search(r"^SigCgt:\s*([0-9a-f]+)", status, re.M).group(1), 16)
+        if caught >> (signum - 1) & 1:
+            return
+        time.sleep(0.005)
+    proc.kill()
+    raise AssertionError(f"pid {proc.pid} did not catch signal {signum} within {bound_s} s")
+
+
 def _stale(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for name in OUTPUTS:
@@ -123,6 +138,9 @@ def test_sigterm_in_the_first_second_leaves_no_earlier_results(broker: BrokerEnd
     run = _start("run", "--peers", "python", "--cell", ROUND_TRIP, "--broker", _url(broker), "--management-url",
                  broker.mgmt_url, "--out", str(out), "--no-build")
     lines = Lines(run)
+    # From the harness's first statement (its handler), not from the fork: the delays fall
+    # in its imports, its --out check and its broker's start.
+    _wait_until_it_catches(run, signal.SIGTERM)
     time.sleep(delay_s)
     run.send_signal(signal.SIGTERM)
     code, stdout, stderr = lines.finish()
