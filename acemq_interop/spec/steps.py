@@ -223,7 +223,8 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
         "event": {"enum": ["handled", "replied", "reply_failed", "dead_lettered", "unanswerable", "unmatched"]},
         "count": {"type": "integer", "minimum": 1}, "timeout_ms": MS, "where": {"type": "object"}, "rule": CLAUSE, "charges": CHARGES, "guards": GUARDS}), "`wait_event: {of, event, count?, where?, timeout_ms?, rule, as?}`",
              "waits (bounded) for events from a requester or responder (every one a `count: N` responder step "
-             "started on its peer); too few is a FAIL of the clause `rule`; "
+             "started on its peer); too few is a FAIL of the clause `rule`; a wait for several that are still coming "
+             "at its bound (the last within 2 x `timeout_ms` / `count`) goes on while they come, up to twice the bound; "
              "its `as:` holds every matching event seen by then (more than `count` when more came)", "the events",
              binds=True, uses={"of": OPENED}, templates={"where": ()}, asserts="rule"),
     StepKind("probe_publish", _obj([], *TARGET, _excludes("body", "body_text"), **{

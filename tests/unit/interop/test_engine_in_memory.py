@@ -5,6 +5,7 @@ Pure logic only; what a real binding does on the wire is tested on the broker (t
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import pytest
@@ -249,3 +250,46 @@ def test_wait_counters_reads_again_and_not_getting_there_is_a_fail_of_its_clause
     failed = run_cell(pair_cell(scenario_file(tmp_path, steps.replace("ANSWERED", "2"), rules="[RR-16]"), "a", "b"),
                       "c0010", context(a, b))
     assert (failed.status, failed.rule, failed.expected, failed.observed) == (Status.FAIL, "RR-16.1", {"answered": 2}, {"answered": 1})
+
+
+class PacedPeer(FakePeer):
+    """A responder whose `handled` events come `gap_s` apart from its first wait on, `total`
+    of them, stamped as the real peer link stamps them (`_at`, when the harness read them)."""
+
+    def __init__(self, name: str, broker: FakeBroker, gap_s: float, total: int) -> None:
+        super().__init__(name, broker)
+        self.gap_s, self.total, self.t0 = gap_s, total, None
+
+    def wait_events(self, match, count, bound_s, since=0, stop=None):  # type: ignore[no-untyped-def]
+        if self.t0 is None:
+            self.t0 = time.monotonic()
+        due = [self.t0 + self.gap_s * (i + 1) for i in range(self.total)]
+        deadline = time.monotonic() + bound_s
+        while True:
+            now = time.monotonic()
+            found = [{"event": "handled", "responder": "c0011.r", "_at": at} for at in due if at <= now]
+            if len(found) >= count or now >= deadline:
+                return found
+            time.sleep(min(0.02, deadline - now))
+
+
+@pytest.mark.parametrize("total, status", [(4, Status.PASS), (2, Status.FAIL), (0, Status.FAIL)])
+def test_a_wait_for_several_events_goes_on_while_they_still_come_and_ends_when_they_stop(tmp_path: Path, total: int,
+                                                                                         status: Status) -> None:
+    """Four events 0.3 s apart outlast a 1 s bound, still coming at the pace a loaded binding
+    keeps: PASS. Two that stop (a binding that gave up) and none at all: FAIL of the step's
+    rule, with the count seen, and never a wait past twice the bound."""
+    scenario = scenario_file(tmp_path, """\
+  - responder: {as: r, role: responder, queue: requests}
+  - wait_event: {of: r, event: handled, count: 4, timeout_ms: 1000, rule: RR-14.1}
+""", rules="[RR-14]", roles="{responder: peer}")
+    peer = PacedPeer("a", FakeBroker(), gap_s=0.3, total=total)
+    cell = next(iter(cells.plan([scenario], [PeerSpec("a")])))
+    started = time.monotonic()
+    result = run_cell(cell, "c0011", context(peer))
+    took = time.monotonic() - started
+    assert result.status == status, result.message
+    assert took < 2.0 + 1.0, took
+    if status == Status.FAIL:
+        assert (result.rule, result.expected, result.observed) == ("RR-14.1", 4, total)
+        assert ("still came" in result.message) == (total > 0), result.message
