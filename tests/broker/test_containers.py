@@ -66,6 +66,17 @@ def _tail(done: subprocess.CompletedProcess, lines: int = 60) -> str:
     return "\n".join((done.stdout + "\n" + done.stderr).strip().splitlines()[-lines:])
 
 
+def _not_passed(out: Path) -> str:
+    """The cells of the run in `out` that did not pass, a line each with their message: what
+    an exit code of 1 means (the console's tail is its last cells, mostly PASS lines)."""
+    path = out / "results.json"
+    if not path.exists():
+        return "(no results.json)"
+    cells = json.loads(path.read_text())["cells"]
+    return "\n".join(f"{c['broker']} {c['status']} {c['id']} {(c['message'] or '')[:400]}"
+                     for c in cells if c["status"] != "PASS")
+
+
 def _labelled(env: dict[str, str], label: str = RUN_LABEL) -> list[str]:
     done = subprocess.run(["docker", "ps", "-a", "--filter", f"label={label}", "--format", "{{.Names}}"],
                           env=env, capture_output=True, text=True, timeout=30)
@@ -122,11 +133,8 @@ def test_full_matrix_in_docker_on_two_brokers(engine, tmp_path) -> None:
     _log(f"full matrix --in-docker on {len(BROKER_IMAGES)} brokers: {took:.0f}s")
     print("\n".join(done.stdout.splitlines()[-60:]))
     results = json.loads((tmp_path / "results.json").read_text())
-    # The cells that did not pass first, with their messages: the exit code alone (or the
-    # console's tail, all PASS lines) does not say which cell broke or why.
-    bad = [f"{c['broker']} {c['status']} {c['id']} {c['message'][:400]}" for c in results["cells"] if c["status"] != "PASS"]
-    assert not bad, "\n".join(bad)
-    assert done.returncode == 0, _tail(done, 80)
+    assert done.returncode == 0, _not_passed(tmp_path) + "\n" + _tail(done, 80)
+    assert {c["status"] for c in results["cells"]} == {"PASS"}, _not_passed(tmp_path)  # no SKIP, no XFAIL either
 
     versions = {b["label"]: b for b in results["brokers"]}
     assert len(versions) == 2, versions
@@ -155,7 +163,7 @@ def test_a_peer_from_an_image_beside_the_same_peer_run_locally(engine, tmp_path)
     argv = [sys.executable, "-m", "acemq_interop", "run", "--peers", "go,go-img=acemq-interop/peer-go",
             "--scenarios", "rr-pair-*,rr-requester-*", "--out", str(tmp_path)]
     done = _sh(argv, env, 900)
-    assert done.returncode == 0, _tail(done, 80)
+    assert done.returncode == 0, _not_passed(tmp_path) + "\n" + _tail(done, 80)
     results = json.loads((tmp_path / "results.json").read_text())
     image = results["peers"]["go-img"]["image"]
     assert image.startswith("acemq-interop/peer-go@sha256:"), image  # the report names the image and its digest
@@ -175,7 +183,7 @@ def test_tls_with_peers_and_broker_in_containers(engine, tmp_path) -> None:
     argv = [sys.executable, "-m", "acemq_interop", "run", "--tls", "--in-docker", "--broker-image", BROKER_IMAGES[-1],
             "--peers", "python,node", "--scenarios", "rr-pair-*,rr-responder-*,sg-*", "--out", str(tmp_path)]
     done = _sh(argv, env, 900)
-    assert done.returncode == 0, _tail(done, 80)
+    assert done.returncode == 0, _not_passed(tmp_path) + "\n" + _tail(done, 80)
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["tls"] is True, results["brokers"]
     assert {c["status"] for c in results["cells"]} == {"PASS"}, [c["id"] for c in results["cells"] if c["status"] != "PASS"]
@@ -214,7 +222,7 @@ def test_an_official_shaped_broker_image_is_run_as_it_is(engine, tmp_path) -> No
         out = tmp_path / ("tls" if tls else "plain")
         done = _sh([sys.executable, "-m", "acemq_interop", "run", *tls, "--broker-image", OFFICIAL_LIKE,
                     "--peers", "python,go", "--scenarios", OFFICIAL_SCENARIOS, "--out", str(out)], env, 900)
-        assert done.returncode == 0, _tail(done, 60)
+        assert done.returncode == 0, _not_passed(out) + "\n" + _tail(done, 60)
         results = json.loads((out / "results.json").read_text())
         assert results["tls"] is bool(tls)
         assert [b["label"] for b in results["brokers"]] == ["rabbitmq-4.0.5"], results["brokers"]
@@ -252,7 +260,7 @@ def test_compose_builds_everything_and_runs_a_selection(engine) -> None:
         done = _sh(["docker-compose", "run", "--rm", "runner"], env, 2400)
         _log(f"docker-compose run --rm runner: {time.monotonic() - started:.0f}s")
         print("\n".join(done.stdout.splitlines()[-40:]))
-        assert done.returncode == 0, _tail(done, 80)
+        assert done.returncode == 0, _not_passed(out) + "\n" + _tail(done, 80)
     finally:
         down = _sh(["docker-compose", "down", "--remove-orphans"], env, 300)
         assert down.returncode == 0, _tail(down)
