@@ -330,7 +330,7 @@ def _step_wait_event(state: CellState, args: dict[str, Any]) -> None:
         now = time.monotonic()
         if now >= deadline:
             if _still_arriving(found, count, bound_s, now) and now < started + STRETCH * bound_s:
-                # Several events still coming in, the last within one even share of the
+                # Several events still coming in, the last within two even shares of the
                 # bound: a binding slowed by load (or slow by nature) is not a binding that
                 # stopped. The wait goes on while they keep coming, up to STRETCH x the bound;
                 # a binding that stopped short stays silent and ends the wait at the bound.
