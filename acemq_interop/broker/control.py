@@ -22,12 +22,18 @@ connection. The CLI is only on the way in, before anything is published to the q
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from typing import Callable, Protocol
 
 from ..core.errors import BrokerError
 
 CTL_BOUND_S = 30.0
+# One `rabbitmqctl eval` at a time per broker: each starts an Erlang VM, and six at once (the
+# six responders' cells of one held scenario, started together) in a broker container on a
+# loaded 2-core machine did not answer within CTL_BOUND_S (CI, RabbitMQ 4.0.5). A cell waits
+# its turn before anything is held or published, so the wait changes no verdict.
+TURN_BOUND_S = 180.0
 # Longer than any step a held scenario takes (a counters read bounded at 2 s), shorter than
 # a binding's confirm wait is expected to be (the suite's bindings wait 10 s to 30 s).
 HOLD_BOUND_MS = 6000
@@ -77,14 +83,21 @@ class CtlControl:
     def __init__(self, ctl: list[str], env: dict[str, str] | None = None,
                  run: Callable[..., subprocess.CompletedProcess] = subprocess.run, bound_ms: int = HOLD_BOUND_MS):
         self._ctl, self._env, self._run, self.bound_ms = ctl, env, run, bound_ms
+        self._turn = threading.Lock()
 
     def hold(self, vhost: str, queue: str, key: str) -> None:
         what = f"holding queue {queue}"
+        if not self._turn.acquire(timeout=TURN_BOUND_S):
+            raise BrokerError(f"{what}: other cells' rabbitmqctl evals kept the broker's CLI busy for {TURN_BOUND_S:.0f}s")
         try:
             done = self._run([*self._ctl, "eval", hold_expr(vhost, queue, key, self.bound_ms)], env=self._env,
                              capture_output=True, text=True, timeout=CTL_BOUND_S, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise BrokerError(f"{what}: rabbitmqctl eval did not answer: {exc}") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise BrokerError(f"{what}: `{' '.join(self._ctl)} eval` did not answer within {CTL_BOUND_S:.0f}s") from exc
+        except OSError as exc:
+            raise BrokerError(f"{what}: `{' '.join(self._ctl)} eval` could not start: {exc}") from exc
+        finally:
+            self._turn.release()
         out = (done.stdout or "").strip()
         if done.returncode != 0 or out != "ok":
             raise BrokerError(f"{what}: rabbitmqctl eval answered {out or (done.stderr or '').strip()[-300:]!r}")
