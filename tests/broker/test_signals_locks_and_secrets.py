@@ -94,13 +94,18 @@ def _wait_until_it_catches(proc: subprocess.Popen, signum: int, bound_s: float =
     program can change. Under load that start-up alone can outlast 50 ms."""
     deadline = time.monotonic() + bound_s
     while time.monotonic() < deadline and proc.poll() is None:
-        status = Path(f"/proc/{proc.pid}/status").read_text()
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+        except FileNotFoundError:  # it ended between the poll and the read: the loop's condition says so
+            continue
         caught = int(re.search(r"^SigCgt:\s*([0-9a-f]+)", status, re.M).group(1), 16)
         if caught >> (signum - 1) & 1:
             return
         time.sleep(0.005)
+    ended = proc.poll()
     proc.kill()
-    raise AssertionError(f"pid {proc.pid} did not catch signal {signum} within {bound_s} s")
+    raise AssertionError(f"pid {proc.pid} did not catch signal {signum} within {bound_s} s"
+                         + (f" (it ended first, code {ended})" if ended is not None else ""))
 
 
 def _stale(out: Path) -> None:
