@@ -113,6 +113,10 @@ class HeldQueue:
     def lasted_ms(self, now: float | None = None) -> float:
         return ((time.monotonic() if now is None else now) - self.since) * 1000
 
+    def trusted_until(self) -> float:
+        """The instant (harness clock) after which the hold may have run out on the broker."""
+        return self.since + HOLD_TRUSTED_MS / 1000
+
     def untrusted(self, now: float | None = None) -> str | None:
         """Why what the cell saw while holding is no verdict (the hold may have run out on the
         broker before its steps were done), or None."""

@@ -56,3 +56,16 @@ class NotProduced(Exception):
     waits for on a queue never arrived): not a fault of the run, and no clause by itself.
     The checks that need it are not evaluated; what the peer did publish is still judged on
     the wire, and a cell with nothing else to show is an ERROR saying what never came."""
+
+
+class Lacking(Exception):
+    """A peer showed, by its own answer, that its binding has none of an optional part it
+    did not declare lacking (hello `lacks`): a `counters` refused or answered without
+    counters. Judged as the declared lack is: the clauses the part's absence breaks FAIL,
+    the checks that needed the part are not evaluated (docs/peer-protocol.md, `lacks`)."""
+
+    def __init__(self, part: str, evidence: str, role: str | None = None):
+        super().__init__(f"{part}: {evidence}")
+        self.part = part
+        self.evidence = evidence
+        self.role = role  # the scenario role whose peer lacks it, when the step does not say (`of`)

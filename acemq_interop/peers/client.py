@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from ..core.errors import PeerError
+from ..core.errors import Lacking, PeerError
 from ..spec.catalogue import offer_from_knobs, policy_for
 from .manifests import Manifest
 from .process import DEFAULT_OP_BOUND_S, LIVENESS_BOUND_S, PeerProcess
@@ -245,12 +245,15 @@ class PeerClient:
 
     def counters(self, of: str, note: Note | None = None) -> dict[str, Any]:
         """The binding's own counters of a requester or responder, with no wait."""
-        answer = self._call({"op": "counters", "of": of}, note)
+        answer = self._call({"op": "counters", "of": of}, note, check=False)
         counters = answer.get("counters")
-        if not isinstance(counters, dict):
-            # The schema lets an `ok` answer leave `counters` out; a binding that did has not
-            # told its counters: a fault of the peer (an ERROR naming it), not a KeyError.
-            raise PeerError(f"peer '{self.name}' answered counters of '{of}' without its counters")
+        if not answer.get("ok"):
+            # A peer that answers at all is alive (a dead or silent one raised above): a
+            # `counters` refused for a requester or responder it opened is its binding saying
+            # it has none, declared or not.
+            raise Lacking("counters", f"peer '{self.name}' refused counters of '{of}': {answer.get('error')}")
+        if not isinstance(counters, dict) or not counters:
+            raise Lacking("counters", f"peer '{self.name}' answered counters of '{of}' without any counter")
         return counters
 
     def request(self, requester: str, exchange: str, routing_key: str, body: Any, timeout_ms: int | None = None,

@@ -12,8 +12,8 @@ from typing import Any
 from ..spec import catalogue as spec
 from . import grace
 from .cells import Cell, result_of
-from ..core.errors import BrokerError, CheckFailed, NotProduced, PeerError, TemplateError
-from ..results.model import CellResult, Failure, Status
+from ..core.errors import BrokerError, CheckFailed, Lacking, NotProduced, PeerError, TemplateError
+from ..results.model import CellResult, Failure, NotEvaluated, Status
 from ..spec.scenarios import SIDE_OBJECTS
 from ..spec.steps import STEP_KINDS, inputs_of
 from .state import CellState, RunContext
@@ -48,9 +48,9 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
             if state.refused and not state.failures:
                 name, error = next(iter(state.refused.items()))
                 unjudged = f"peer refused the call '{name}': {error}"
-            elif any("declared:" not in n.needs for n in state.not_evaluated) and not state.failures:
+            elif any(not _lack(n.needs) for n in state.not_evaluated) and not state.failures:
                 # Nothing broke, yet checks went unmade: never a PASS.
-                skipped = next(n for n in state.not_evaluated if "declared:" not in n.needs)
+                skipped = next(n for n in state.not_evaluated if not _lack(n.needs))
                 unjudged = (f"{len(state.not_evaluated)} check(s) not evaluated, none failed: "
                             f"{skipped.check} ({skipped.clause}) {skipped.needs}")
             if state.failures:
@@ -103,6 +103,8 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
         result.transcript_gap = ctx.tracer.gap_during(state.variables["_t0"], time.monotonic()) or ""
         if judged:
             _message_breaks(state, result, records)  # what is there is judged; what is missing is not
+    if result.status == Status.FAIL and ctx.tracer is not None and not result.transcript_gap:
+        _silent_peers(state, result, records)
     # A transcript with a hole cannot refute an attribution or show why a call failed: the
     # checks' own verdicts stand, and the cell says its transcript is incomplete.
     if result.status == Status.FAIL and not result.transcript_gap:
@@ -161,6 +163,69 @@ def _message_breaks(state: CellState, result: CellResult, records: list[dict[str
         result.expected, result.observed = first.expected, first.observed
         if result.transcript is None:
             result.transcript = records  # a FAIL keeps its transcript: the evidence
+
+
+def _silent_peers(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """A wait for an event that saw none, from a peer that has written no event at all since
+    it started although the broker delivered it messages in this cell: its binding has no
+    hooks (an undeclared lack of `events`, shown by its own silence). The wait is judged as a
+    declared lack is: not evaluated (no clause needs a hook), never a FAIL of the wait's clause
+    charged to whichever side the scenario expected the event to prove something of."""
+    def not_protocol(event: dict[str, Any]) -> bool:
+        return event.get("event") != "connection_lost"
+
+    kept: list[Failure] = []
+    for failure in result.failures:
+        step = _step_of(state, failure.check)
+        peer = state.owners.get(str(step.args.get("of")), (None, ""))[0] if step is not None and step.kind == "wait_event" \
+            and isinstance(step.args, dict) else None
+        if peer is None or failure.observed != 0 or peer.events_since(0, not_protocol):
+            kept.append(failure)
+            continue
+        queues = _consumed_by(state, state.owners[str(step.args["of"])][1])
+        delivered = next((r for r in records if r.get("event") == "deliver"
+                          and any(r.get("queue") == q and float(r.get("t", 0)) >= t for q, t in queues)), None)
+        if delivered is None:
+            kept.append(failure)
+            continue
+        why = (f"lacks: events (peer '{peer.name}' has written no event since it started, though the broker "
+               f"delivered it message #{delivered['n']} in this cell)")
+        result.not_evaluated.append(NotEvaluated(failure.clause, failure.check, why))
+        state.note("not_evaluated", check=failure.check, why=why)
+    if len(kept) == len(result.failures):
+        return
+    result.failures = kept
+    if kept:
+        first = kept[0]
+        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+        result.expected, result.observed = first.expected, first.observed
+    else:
+        result.status, result.rule, result.message, result.seen_as, result.expected, result.observed = (
+            Status.PASS, None, None, None, None, None)
+
+
+def _consumed_by(state: CellState, name: str) -> list[tuple[str, float]]:
+    """The queues the requester or responder `name` (its peer-side name) consumes, each with
+    when it was opened (cell seconds): a responder's request queue, a requester's reply queue."""
+    found = []
+    for note in state.trace:
+        sent, answer = note.get("sent") or {}, note.get("answer") or {}
+        if sent.get("name") != name or not isinstance(answer, dict) or not answer.get("ok"):
+            continue
+        queue = sent.get("queue") if note.get("step") == "responder.start" else answer.get("reply_queue")
+        if isinstance(queue, str) and queue:
+            # The note is written at the answer; the consumer may have taken messages before.
+            found.append((queue, float(note.get("t", 0)) - float(note.get("rtt_ms") or 0) / 1000))
+    return found
+
+
+def _step_of(state: CellState, check: str) -> Any:
+    """The scenario step a failure's check names (`step 7 wait_event: ...`), or None."""
+    head = check.split(" ", 2)
+    if len(head) < 2 or head[0] != "step" or not head[1].isdigit():
+        return None
+    index = int(head[1]) - 1
+    return state.cell.scenario.steps[index] if 0 <= index < len(state.cell.scenario.steps) else None
 
 
 def _id_clauses(state: CellState) -> dict[str, str]:
@@ -284,6 +349,12 @@ def _one_entry_per_defect(result: CellResult) -> None:
         result.failures = list(kept.values())
 
 
+def _lack(needs: str) -> bool:
+    """Whether a check went unevaluated for a part a peer lacks (declared, or shown by its
+    answers): such checks never make a cell an ERROR."""
+    return "declared:" in needs or "lacks: " in needs
+
+
 def _after_failures(state: CellState) -> str:
     if not state.failures:
         return ""
@@ -312,16 +383,7 @@ def _run_step(state: CellState, index: int, kind: str, args: Any) -> None:
         return
     if index in state.lacking:  # nothing waits for a part the binding says it does not have
         role, part = state.lacking[index]
-        for sub, check in enumerate(step.checks(args)):
-            clause = str(check[1].get("consequence_of") or check[1]["rule"])
-            if state.cell.scenario.charges.get((index, sub)) == role:
-                lack_failure(state, role, part, clause, f"step {index + 1} {kind}")
-            else:
-                state.skip(clause, f"step {index + 1} {kind}", f"declared: the peer of {role} lacks {part}")
-        state.note("not_evaluated", kind=kind, index=index + 1, why=f"the peer of {role} declares no {part}")
-        if isinstance(args, dict) and "as" in args:
-            state.unavailable[str(args["as"])] = f"declared: the peer of {role} lacks {part}"
-            state.lacking_names[str(args["as"])] = (role, part)
+        _lacking_step(state, index, kind, args, role, part, f"declared: the peer of {role} lacks {part}")
         return
     if kind == "await":
         # Each call on its own: one no longer worth waiting for (unavailable: what it waited
@@ -348,6 +410,12 @@ def _run_step(state: CellState, index: int, kind: str, args: Any) -> None:
             return
     try:
         RUNS[kind](state, args)
+    except Lacking as lack:
+        # The peer's own answer shows the part missing (undeclared): judged as a declared lack.
+        role = lack.role or (state.cell.scenario.name_roles.get(str(args.get("of"))) if isinstance(args, dict) else None)
+        if role is None:
+            raise PeerError(str(lack)) from None
+        _lacking_step(state, index, kind, args, role, lack.part, f"lacks: {lack.evidence}")
     except CheckFailed as failed:
         state.fail(failed, f"step {index + 1} {kind}: {failed.message}", index)
         if isinstance(args, dict) and "as" in args:
@@ -360,6 +428,24 @@ def _run_step(state: CellState, index: int, kind: str, args: Any) -> None:
     except NotProduced as exc:  # what a peer was to publish never came: nothing to judge it by
         state.note("not_produced", kind=kind, index=index + 1, why=str(exc))
         _not_run(state, index, kind, args, str(exc))
+
+
+def _lacking_step(state: CellState, index: int, kind: str, args: Any, role: str, part: str, why: str) -> None:
+    """A step needing a part the peer of `role` has none of (declared, or shown by its own
+    answer): each of its checks judging that peer is the clause the part's absence breaks (a
+    FAIL) or not evaluated; the name it would have bound is unavailable, and a later check
+    reading it is judged the same way."""
+    step = STEP_KINDS[kind]
+    for sub, check in enumerate(step.checks(args)):
+        clause = str(check[1].get("consequence_of") or check[1]["rule"])
+        if state.cell.scenario.charges.get((index, sub)) == role:
+            lack_failure(state, role, part, clause, f"step {index + 1} {kind}", evidence=why)
+        else:
+            state.skip(clause, f"step {index + 1} {kind}", why)
+    state.note("not_evaluated", kind=kind, index=index + 1, why=why)
+    if isinstance(args, dict) and "as" in args:
+        state.unavailable[str(args["as"])] = why
+        state.lacking_names[str(args["as"])] = (role, part)
 
 
 def _not_run(state: CellState, index: int, kind: str, args: Any, why: str) -> None:
@@ -412,18 +498,48 @@ def _broken_party(state: CellState) -> str | None:
     return None
 
 
+def _judge_long_holds(state: CellState, result: CellResult) -> None:
+    """A hold that lasted past its trusted time may have run out on the broker: what was
+    judged between then and its release is no verdict. A failure judged before then stands,
+    and so does a wait for an event that never came (a hold delays confirms, not deliveries
+    or a binding's own hooks); the others are not evaluated. With no failure left standing
+    the cell has no verdict (an ERROR, as a hold's whole point was lost)."""
+    if not state.long_holds or result.status not in (Status.PASS, Status.FAIL):
+        return
+    kept, voided = [], []
+    for failure in result.failures:
+        t = state.trace[failure.at]["t"] if failure.at is not None and 0 <= failure.at < len(state.trace) else None
+        late = t is not None and any(since <= t <= until for since, until, _ in state.long_holds)
+        if late and " wait_event" not in failure.check:
+            voided.append(failure)
+        else:
+            kept.append(failure)
+    why = state.long_holds[0][2]
+    for failure in voided:
+        result.not_evaluated.append(NotEvaluated(failure.clause, failure.check, f"judged while a hold may have run out: {why}"))
+    if kept:
+        if voided:
+            result.failures = kept
+            first = kept[0]
+            result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+            result.expected, result.observed = first.expected, first.observed
+        return
+    was = f"\n(the cell's check {result.rule} failed while holding: {result.message})" if result.status == Status.FAIL else ""
+    result.status, result.message = Status.ERROR, f"cleanup: {why}{was}"
+    result.rule, result.expected, result.observed, result.seen_as, result.failures = None, None, None, None, []
+
+
 def _cleanup(state: CellState, result: CellResult) -> None:
     """Close what the cell opened and delete what it declared, whatever happened."""
     for held in list(state.held):  # first: a held queue holds its publishers' confirms
         try:
-            untrusted = state.release(held)
-        except BrokerError as exc:
-            untrusted = f"releasing queue {held.queue}: {exc}"
-        # A FAIL seen while a hold may have run out is no verdict either.
-        if untrusted is not None and result.status in (Status.PASS, Status.FAIL):
-            was = f"\n(the cell's check {result.rule} failed while holding: {result.message})" if result.status == Status.FAIL else ""
-            result.status, result.message = Status.ERROR, f"cleanup: {untrusted}{was}"
-            result.rule, result.expected, result.observed, result.seen_as, result.failures = None, None, None, None, []
+            state.release(held)  # one that ran long is weighed below (_judge_long_holds)
+        except BrokerError as exc:  # the broker did not let go: a fault, no verdict
+            if result.status in (Status.PASS, Status.FAIL):
+                was = f"\n(the cell's check {result.rule} failed while holding: {result.message})" if result.status == Status.FAIL else ""
+                result.status, result.message = Status.ERROR, f"cleanup: releasing queue {held.queue}: {exc}{was}"
+                result.rule, result.expected, result.observed, result.seen_as, result.failures = None, None, None, None, []
+    _judge_long_holds(state, result)
     for opened in reversed(state.opened):
         if not opened.peer.alive:
             continue

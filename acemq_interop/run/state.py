@@ -80,6 +80,8 @@ class CellState:
     lacking: dict[int, tuple[str, str]] = field(default_factory=dict)  # step index -> (role, part) its peer declares it lacks
     lacking_names: dict[str, tuple[str, str]] = field(default_factory=dict)  # a name such a step would have bound
     held: list[HeldQueue] = field(default_factory=list)  # queues the cell holds (broker/control.py), released at its end
+    # Holds that lasted past HOLD_TRUSTED_MS: (trusted until, released at, why), cell seconds.
+    long_holds: list[tuple[float, float, str]] = field(default_factory=list)
     probe_connections: list[str] = field(default_factory=list)  # own addresses of the probe's other connections (raw gets)
     declared_by: dict[str, str] = field(default_factory=dict)  # a request queue -> the role whose responder declared it first
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # a request's name -> when and where it was sent
@@ -108,11 +110,17 @@ class CellState:
 
     def release(self, held: HeldQueue) -> str | None:
         """Ends a hold (deleting its key) and says why what the cell saw while holding is no
-        verdict, or None. A probe whose connection is gone took its exclusive key along."""
+        verdict, or None. A probe whose connection is gone took its exclusive key along. A
+        hold that ran long is kept in `long_holds`: what was judged after it may have run out
+        is weighed at the cell's end (engine: _judge_long_holds)."""
         self.held.remove(held)
         if self.probe is not None and self.probe.fault() is None:
             self.probe.delete_queue(held.key)
-        return held.untrusted()
+        untrusted = held.untrusted()
+        if untrusted is not None:
+            t0 = self.variables["_t0"]
+            self.long_holds.append((held.trusted_until() - t0, time.monotonic() - t0, untrusted))
+        return untrusted
 
     def queue_name(self, value: str) -> str:
         """A queue given in a step: `${...}` is a real name, anything else is namespaced."""

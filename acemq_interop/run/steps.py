@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..amqp import raw_client as raw_amqp
 from ..amqp.probe import raw_record
 from ..broker.control import HeldQueue
-from ..core.errors import BrokerError, CallNotEnded, CheckFailed, NotProduced, PeerError, TemplateError
+from ..core.errors import BrokerError, CallNotEnded, CheckFailed, Lacking, NotProduced, PeerError, TemplateError
 from ..peers.manifests import PeerSpec
 from ..spec import assertions
 from ..spec.catalogue import catalogue, mutants
@@ -91,9 +91,7 @@ def _step_hold_queue(state: CellState, args: dict[str, Any]) -> None:
 def _step_release_queue(state: CellState, args: dict[str, Any]) -> None:
     queue = state.queue_name(args["queue"])
     for held in [h for h in state.held if h.queue == queue]:
-        untrusted = state.release(held)
-        if untrusted is not None:
-            raise BrokerError(untrusted)
+        state.release(held)  # one that ran long is weighed at the cell's end (state.long_holds)
     state.note("release_queue", queue=queue)
 
 
@@ -460,7 +458,26 @@ def _raw_getter(state: CellState) -> tuple[Callable[[str, float], dict[str, Any]
     return get, connection.close
 
 
+def _obliged_queue(state: CellState, queue: str, kind: str) -> None:
+    """Before the probe reads `{queue}.dlq` of a responder the cell started: the queue RR-17.2
+    obliges that responder to declare before it subscribes must be there. Asked without risk
+    to the probe's channel (a passive declare; a 404 closes only the channel it ran on). A
+    missing one is the responder's RR-17.2 (once a cell), and the step is judged as a lack of
+    dead-lettering: the checks that needed the queue's contents are not evaluated."""
+    base = queue[: -len(".dlq")] if queue.endswith(".dlq") else None
+    role = state.declared_by.get(base) if base else None
+    if role is None or state.get_probe().depth(queue) is not None:
+        return
+    if not any(f.clause == "RR-17.2" and f.role == role for f in state.failures):
+        state.fail(CheckFailed("RR-17.2", f"{queue} is declared (a durable quorum queue) before the responder subscribes",
+                               expected={"exists": True, "type": "quorum", "durable": True}, observed={"exists": False}),
+                   f"step {state.step_index + 1} {kind}: {queue} (passive declare: 404 NOT_FOUND)", index=-1, role=role,
+                   direct=True)
+    raise Lacking("dead_lettering", f"{queue} does not exist: the responder of {role} never declared it", role=role)
+
+
 def _step_probe_get(state: CellState, args: dict[str, Any]) -> None:
+    _obliged_queue(state, state.queue_name(args["queue"]), "probe_get")
     if args.get("wire_types"):
         get, close = _raw_getter(state)
     else:
@@ -503,6 +520,7 @@ def _step_probe_count(state: CellState, args: dict[str, Any]) -> None:
     consumers, when given), as a passive queue.declare counts them: the broker decides."""
     probe = state.get_probe()
     queue = state.queue_name(args["queue"])
+    _obliged_queue(state, queue, "probe_count")
     bound_s = args.get("timeout_ms", DEFAULT_WAIT_MS) / 1000
     wanted = {"messages": args["messages"], **({"consumers": args["consumers"]} if "consumers" in args else {})}
     deadline = time.monotonic() + bound_s
@@ -585,17 +603,25 @@ def _step_close_requester(state: CellState, name: str) -> None:
     state.opened = [o for o in state.opened if not (o.op == "requester.close" and o.name == peer_name)]
 
 
-def lack_failure(state: CellState, role: str, part: str, clause: str, check: str, sub: int | None = None) -> None:
-    """A check of the peer whose binding declares it has no `part`: a FAIL when the part's
-    absence itself breaks the clause (the catalogue's `parts`: a MUST that something be
-    counted, dead-lettered, declared), else not evaluated: a binding without counters cannot
-    count wrongly, and one without a dead-letter queue writes no dead-letter to judge."""
+def lack_failure(state: CellState, role: str, part: str, clause: str, check: str, sub: int | None = None,
+                 evidence: str | None = None) -> None:
+    """A check of the peer whose binding has no `part` (declared in hello `lacks`, or shown by
+    its own answer: `evidence`): a FAIL when the part's absence itself breaks the clause (the
+    catalogue's `parts`: a MUST that something be counted, dead-lettered, declared), else not
+    evaluated: a binding without counters cannot count wrongly, and one without a dead-letter
+    queue writes no dead-letter to judge."""
     known = catalogue().parts.get(part)
+    shown = evidence if evidence is not None and not evidence.startswith("declared:") else None
     if known is not None and clause not in known.breaks:
-        state.skip(clause, check, f"declared: the binding of {role} has no {part}, so it cannot be judged on {clause}")
+        why = f"the binding of {role} has no {part}, so it cannot be judged on {clause}"
+        state.skip(clause, check, f"lacks: {why} ({shown.removeprefix('lacks: ')})" if shown else f"declared: {why}")
         return
-    failed = CheckFailed(clause, f"the binding declares no {part} (hello lacks): {clause} cannot be met",
-                         expected=part, observed="declared lacking")
+    if shown:
+        failed = CheckFailed(clause, f"the binding has no {part} ({shown.removeprefix('lacks: ')}): {clause} cannot be met",
+                             expected=part, observed="lacking")
+    else:
+        failed = CheckFailed(clause, f"the binding declares no {part} (hello lacks): {clause} cannot be met",
+                             expected=part, observed="declared lacking")
     if sub is None:
         state.fail(failed, check, role=role, direct=True)
     else:
@@ -673,7 +699,7 @@ def _step_expect(state: CellState, args: list[dict[str, Any]]) -> None:
             # The peer this check judges said it has no such part: the clause is not met.
             role, part = state.lacking_names[head]
             state.note("expect", that=that, rule=expectation["rule"], ok=False, not_evaluated=why)
-            lack_failure(state, role, part, clause, described, sub=sub)
+            lack_failure(state, role, part, clause, described, sub=sub, evidence=state.unavailable.get(head))
             continue
         if why is not None:
             state.note("expect", that=that, rule=expectation["rule"], ok=None, not_evaluated=why)
