@@ -250,6 +250,16 @@ class Tracer:
         until = f"back at {back - start:+.1f}s" if back is not None else "not back by the cell's end"
         return f"transcript incomplete: the tracer's connection was lost at {when} ({until})"
 
+    def deliveries(self, ns: str, queue: str, since: float, message_id: str | None = None) -> int:
+        """How many messages the broker has delivered from `queue` (a queue of the cell `ns`)
+        since `since` (time.monotonic()), of `message_id` when given; without taking them."""
+        key = f"deliver.{queue}"
+        with self._lock:
+            found = [raw for raw in self._keys.get(ns, ()) if raw.routing_key == key and raw.at >= since]
+        if message_id is None:
+            return len(found)
+        return sum(1 for raw in found if _message_id(raw) == message_id)
+
     def take(self, ns: str, reply_queues: Iterable[str], keep: bool, want: bool = False) -> list[Raw]:
         """Remove the cell's entries from the buffer; returned (after a short settle) when kept.
 
@@ -297,6 +307,12 @@ class Tracer:
                 self._keys[key] = kept
             else:
                 del self._keys[key]
+
+
+def _message_id(raw: Raw) -> Any:
+    props = raw.headers.get("properties")
+    props = props.value if isinstance(props, Field) else (props or {})
+    return plain(props.get("message_id")) if isinstance(props, dict) else None
 
 
 def _key(name: str) -> str:

@@ -103,8 +103,10 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
         result.transcript_gap = ctx.tracer.gap_during(state.variables["_t0"], time.monotonic()) or ""
         if judged:
             _message_breaks(state, result, records)  # what is there is judged; what is missing is not
+            _calls_sent_past_timeout(state, result, records)
     if result.status == Status.FAIL and ctx.tracer is not None and not result.transcript_gap:
-        _silent_peers(state, result, records)
+        _unanswered_probe_requests(state, result, records)
+        _short_upstream(state, result, records)
     # A transcript with a hole cannot refute an attribution or show why a call failed: the
     # checks' own verdicts stand, and the cell says its transcript is incomplete.
     if result.status == Status.FAIL and not result.transcript_gap:
@@ -165,33 +167,79 @@ def _message_breaks(state: CellState, result: CellResult, records: list[dict[str
             result.transcript = records  # a FAIL keeps its transcript: the evidence
 
 
-def _silent_peers(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
-    """A wait for an event that saw none, from a peer that has written no event at all since
-    it started although the broker delivered it messages in this cell: its binding has no
-    hooks (an undeclared lack of `events`, shown by its own silence). The wait is judged as a
-    declared lack is: not evaluated (no clause needs a hook), never a FAIL of the wait's clause
-    charged to whichever side the scenario expected the event to prove something of."""
-    def not_protocol(event: dict[str, Any]) -> bool:
-        return event.get("event") != "connection_lost"
+def _unanswered_probe_requests(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """A reply the probe waited for that never came, held to the wire: the probe's request
+    naming that address was delivered to a responder of the cell, which published nothing to
+    it. Where the responder's own report does not explain why (it called the request
+    unanswerable: a reading of the address, the scenario's clause; its body is not JSON:
+    RR-19.2's own case; it ran a failing handler: RR-10.1), that is one defect, whatever the
+    scenario's request was about: no reply was published (RR-4.1), charged to that responder
+    with the transcript's lines, and seen as the scenario's clause."""
+    from dataclasses import replace
+
+    from .wire_checks import unanswered_request
+
+    changed = False
+    for index, failure in enumerate(result.failures):
+        step = _step_of(state, failure.check)
+        if step is None or step.kind != "probe_get" or failure.wire or not isinstance(step.args, dict) \
+                or step.args.get("absent") or not isinstance(failure.observed, int):
+            continue
+        queue = state.queue_name(str(step.args["queue"]))
+        found = unanswered_request(records, queue)
+        if found is None:
+            continue
+        request, delivered, responder = found
+        clause = _why_unanswered(state, responder, request)
+        if clause is None:
+            continue
+        obliged = spec.catalogue().clauses.get(clause)
+        roles = [r for r, who in state.cell.roles.items()
+                 for s in (who if isinstance(who, tuple) else (who,) if who is not None else ()) if s.label == responder]
+        text = (f"the probe's request #{request['n']} was delivered to {responder} (#{delivered['n']}), which published "
+                f"no reply to {queue} (nor anywhere) and never had it redelivered")
+        result.failures[index] = replace(
+            failure, clause=clause, rule=spec.rule_of(clause), side=obliged.side if obliged else "either",
+            role=roles[0] if roles else failure.role, peer=responder, suspects=(),
+            seen_as=failure.seen_as or (failure.clause if failure.clause != clause else None),
+            wire=f"transcript #{request['n']}, #{delivered['n']}: {text}", message=f"{failure.message}; the wire shows why: {text}")
+        state.note("wire", unanswered=request["n"], clause=clause, peer=responder)
+        changed = True
+    if changed:
+        first = result.failures[0]
+        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+        result.expected, result.observed = first.expected, first.observed
+
+
+def _short_upstream(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """A queue that held fewer messages than a check counted on, charged to one side, where
+    the transcript shows the other side published fewer than that to it by then (a requester
+    whose calls go out one at a time leaves a request queue short): the count says nothing of
+    the side charged. The failure is not evaluated, with the wire's figures, never charged to
+    a side that did what the spec asks with what it was given."""
+    from .wire_checks import publishes_to
 
     kept: list[Failure] = []
     for failure in result.failures:
         step = _step_of(state, failure.check)
-        peer = state.owners.get(str(step.args.get("of")), (None, ""))[0] if step is not None and step.kind == "wait_event" \
-            and isinstance(step.args, dict) else None
-        if peer is None or failure.observed != 0 or peer.events_since(0, not_protocol):
+        wanted = step.args.get("messages") if step is not None and step.kind == "probe_count" and isinstance(step.args, dict) else None
+        obliged = spec.catalogue().clauses.get(failure.clause)
+        t = state.trace[failure.at]["t"] if failure.at is not None and 0 <= failure.at < len(state.trace) else None
+        if not isinstance(wanted, int) or obliged is None or t is None:
             kept.append(failure)
             continue
-        queues = _consumed_by(state, state.owners[str(step.args["of"])][1])
-        delivered = next((r for r in records if r.get("event") == "deliver"
-                          and any(r.get("queue") == q and float(r.get("t", 0)) >= t for q, t in queues)), None)
-        if delivered is None:
+        queue = state.queue_name(str(step.args["queue"]))
+        sent = publishes_to(records, queue, until=t)
+        sides = {side for _, side in sent.values()}
+        charged = "requester" if obliged.side in ("requester", "gatherer") else obliged.side
+        if len(sent) >= wanted or not sides or charged in sides:
             kept.append(failure)
             continue
-        why = (f"lacks: events (peer '{peer.name}' has written no event since it started, though the broker "
-               f"delivered it message #{delivered['n']} in this cell)")
+        who = ", ".join(sorted({label for label, _ in sent.values()}))
+        why = (f"needs {wanted} message(s) published to {queue}: the transcript shows {len(sent)} by then "
+               f"({', '.join(f'#{n}' for n in sorted(sent)[:8])}, by {who}), so the count says nothing of the {charged}")
         result.not_evaluated.append(NotEvaluated(failure.clause, failure.check, why))
-        state.note("not_evaluated", check=failure.check, why=why)
+        state.note("wire", short_upstream=queue, published=len(sent), wanted=wanted)
     if len(kept) == len(result.failures):
         return
     result.failures = kept
@@ -201,22 +249,35 @@ def _silent_peers(state: CellState, result: CellResult, records: list[dict[str, 
         result.expected, result.observed = first.expected, first.observed
     else:
         result.status, result.rule, result.message, result.seen_as, result.expected, result.observed = (
-            Status.PASS, None, None, None, None, None)
+            Status.ERROR, None, ("every failure of the cell was a count short upstream, and nothing else broke: "
+                                 "the scenario cannot judge this cell"), None, None, None)
 
 
-def _consumed_by(state: CellState, name: str) -> list[tuple[str, float]]:
-    """The queues the requester or responder `name` (its peer-side name) consumes, each with
-    when it was opened (cell seconds): a responder's request queue, a requester's reply queue."""
-    found = []
-    for note in state.trace:
-        sent, answer = note.get("sent") or {}, note.get("answer") or {}
-        if sent.get("name") != name or not isinstance(answer, dict) or not answer.get("ok"):
-            continue
-        queue = sent.get("queue") if note.get("step") == "responder.start" else answer.get("reply_queue")
-        if isinstance(queue, str) and queue:
-            # The note is written at the answer; the consumer may have taken messages before.
-            found.append((queue, float(note.get("t", 0)) - float(note.get("rtt_ms") or 0) / 1000))
-    return found
+def _why_unanswered(state: CellState, responder: str, request: dict[str, Any]) -> str | None:
+    """The clause a responder broke by publishing no reply to a request delivered to it, from
+    its own report of that request; None where the scenario's own clause explains it better."""
+    import json as _json
+
+    try:
+        _json.loads(request.get("body") or "")
+    except ValueError:
+        return None  # not JSON: RR-19.2 says what to answer, the scenario's clause stands
+    message_id = (request.get("properties") or {}).get("message_id")
+    spec_of = next((s for s in state.cell.specs() if s.label == responder), None)
+    peer = state.ctx.peers.get(spec_of.name) if spec_of is not None else None
+    if peer is None:
+        return None
+    events = peer.events_since(state.event_marks.get(peer.name, 0), lambda e: e.get("message_id") == message_id)
+    kinds = {e.get("event") for e in events}
+    if "unanswerable" in kinds:
+        return None  # it found no address: which reading failed is the scenario's clause
+    if "handled" in kinds:
+        failing = any(isinstance(st.args, dict) and (st.args.get("behavior") or {}).get("reply") == "fail"
+                      for st in state.cell.scenario.steps if st.kind == "responder")
+        return "RR-10.1" if failing else "RR-4.1"
+    if peer.events_since(0, lambda e: e.get("event") != "connection_lost"):
+        return None  # a peer with hooks that did not run its handler: the scenario's clause stands
+    return "RR-4.1"  # no hooks: what the wire shows is all there is
 
 
 def _step_of(state: CellState, check: str) -> Any:
@@ -226,6 +287,46 @@ def _step_of(state: CellState, check: str) -> Any:
         return None
     index = int(head[1]) - 1
     return state.cell.scenario.steps[index] if 0 <= index < len(state.cell.scenario.steps) else None
+
+
+def _calls_sent_past_timeout(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """A request whose publish the transcript shows long after its call was made, past the
+    call's own timeout (a requester whose calls wait for one another), and which still ended
+    with anything but the timeout outcome: it was not bounded by its timeout (RR-9.6), charged
+    to its requester with the wire's times. The tolerance (half the timeout, at least 2 s)
+    keeps a loaded machine's scheduling out of it."""
+    from .wire_checks import first_reply_after
+
+    for name, call in state.calls.items():
+        answer = state.variables.get(name)
+        step = next((st for st in state.cell.scenario.steps if st.bound_name == name), None)
+        timeout_ms = step.args.get("timeout_ms") if step is not None and isinstance(step.args, dict) else None
+        if not isinstance(answer, dict) or answer.get("outcome") in (None, "timeout", "refused") or not isinstance(timeout_ms, int):
+            continue
+        role = state.cell.scenario.name_roles.get(str(step.args.get("requester")))
+        peer, _ = state.peer_of(role)
+        found = first_reply_after(records, peer, call["exchange"], call["routing_key"], call["t"],
+                                  answer.get("request_id")) if peer else None
+        if found is None:
+            continue
+        delay = float(found[0].get("t", 0)) - call["t"]
+        if delay <= timeout_ms / 1000 + max(2.0, timeout_ms / 2000):
+            continue
+        if any(f.clause == "RR-9.6" and f.peer == peer for f in result.failures):
+            continue
+        clause = spec.catalogue().clauses.get("RR-9.6")
+        result.failures.append(Failure(
+            clause="RR-9.6", rule=spec.rule_of("RR-9.6"), side=clause.side if clause else "requester", role=role, peer=peer,
+            check=f"{name}: its request on the wire", wire=f"transcript #{found[0]['n']}",
+            message=(f"{name} (timeout {timeout_ms} ms) was published {delay:.1f}s after the call was made (#{found[0]['n']}) "
+                     f"and ended with {answer.get('outcome')!r}, not with its timeout"),
+            expected=f"ends with the timeout outcome by {timeout_ms} ms", observed=f"published after {delay * 1000:.0f} ms"))
+    if result.failures and result.status == Status.PASS:
+        first = result.failures[0]
+        result.status, result.rule, result.message = Status.FAIL, first.clause, first.message
+        result.expected, result.observed = first.expected, first.observed
+        if result.transcript is None:
+            result.transcript = records
 
 
 def _id_clauses(state: CellState) -> dict[str, str]:
@@ -305,14 +406,24 @@ def _diagnose_calls(state: CellState, result: CellResult) -> None:
         return
     records = result.transcript or []
     changed = False
+    void: set[int] = set()
     for index, name in sorted(state.call_checks.items()):
         if index >= len(result.failures) or not records:
             continue
         failure, call = result.failures[index], state.calls.get(name)
         if call is None or failure.wire or failure.peer is None or failure.side not in ("requester", "either"):
             continue
+        late = _reply_after_timeout(state, name, failure.peer, call, records)
+        if late is not None:  # the call ended as it had to: no reply was there in time
+            result.not_evaluated.append(NotEvaluated(failure.clause, failure.check, late))
+            state.note("wire", void=name, why=late)
+            void.add(index)
+            changed = True
+            continue
+        answer = state.variables.get(name)
         finding = diagnose_call(records, failure.peer, call["exchange"], call["routing_key"], call["t"],
-                                failure_expected=failure.clause == "RR-10.3")
+                                failure_expected=failure.clause == "RR-10.3",
+                                message_id=answer.get("request_id") if isinstance(answer, dict) else None)
         if finding is None or (finding.clause, finding.peer) == (failure.clause, failure.peer):
             continue
         clause = spec.catalogue().clauses.get(finding.clause)
@@ -327,10 +438,51 @@ def _diagnose_calls(state: CellState, result: CellResult) -> None:
             message=f"{failure.message}; the wire shows why: {finding.text}")
         state.note("wire", diagnosed=name, clause=finding.clause, peer=finding.peer, text=finding.text)
         changed = True
+    if void:
+        result.failures = [f for i, f in enumerate(result.failures) if i not in void]
+        if not result.failures:
+            result.status, result.rule, result.message, result.seen_as, result.expected, result.observed = (
+                Status.ERROR, None, "every failure of the cell read a reply that came after its call had ended by its "
+                                    "timeout, and nothing else broke: the scenario cannot judge this cell", None, None, None)
+            return
     if changed:
         first = result.failures[0]
         result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
         result.expected, result.observed = first.expected, first.observed
+
+
+def _reply_after_timeout(state: CellState, name: str, peer: str, call: dict[str, Any],
+                         records: list[dict[str, Any]]) -> str | None:
+    """Why a check of call `name`'s reply says nothing of its requester: the call ended by its
+    timeout, not before it, and the transcript's first reply to it came after it ended (the
+    scenario's reply was late, or its responder was held up by another failure); else None."""
+    from .wire_checks import first_reply_after
+
+    answer = state.variables.get(name)
+    step = next((st for st in state.cell.scenario.steps if st.bound_name == name), None)
+    timeout_ms = step.args.get("timeout_ms") if step is not None and isinstance(step.args, dict) else None
+    if not isinstance(answer, dict) or answer.get("outcome") != "timeout" or not isinstance(timeout_ms, int):
+        return None
+    elapsed = answer.get("elapsed_ms")
+    if not isinstance(elapsed, (int, float)) or isinstance(elapsed, bool) or elapsed < timeout_ms:
+        return None  # ended early: the requester's own doing
+    found = first_reply_after(records, peer, call["exchange"], call["routing_key"], call["t"], answer.get("request_id"))
+    if found is None:
+        return None
+    request, reply = found
+    ended = call["t"] + elapsed / 1000
+    if reply is None:
+        taken = any(r.get("event") == "deliver" and r["n"] > request["n"] and str(r.get("who") or "").endswith(" (responder)")
+                    and (r.get("properties") or {}).get("message_id") == (request.get("properties") or {}).get("message_id")
+                    for r in records)
+        if taken:
+            return None  # a responder of the cell took it and answered nothing: the call's diagnosis names it
+        return (f"needs a reply to {name}: none to request #{request['n']} was ever published (the scenario's reply went "
+                f"to another request), and it ended by its {timeout_ms} ms timeout at {ended:.3f}s as it had to")
+    if float(reply.get("t", 0)) <= ended:
+        return None
+    return (f"needs a reply to {name} within its timeout: it ended by its {timeout_ms} ms timeout at {ended:.3f}s, "
+            f"and the first reply to request #{request['n']} came at {reply.get('t')}s (#{reply['n']})")
 
 
 def _one_entry_per_defect(result: CellResult) -> None:

@@ -195,6 +195,20 @@ class CellState:
                     return f"guarded by a failed check ({why})"
         return None
 
+    def consumed_by(self, name: str) -> list[tuple[str, float]]:
+        """The queues the requester or responder `name` (its peer-side name) consumes, each with
+        when it was opened (cell seconds): a responder's request queue, a requester's reply queue."""
+        found = []
+        for note in self.trace:
+            sent, answer = note.get("sent") or {}, note.get("answer") or {}
+            if sent.get("name") != name or not isinstance(answer, dict) or not answer.get("ok"):
+                continue
+            queue = sent.get("queue") if note.get("step") == "responder.start" else answer.get("reply_queue")
+            if isinstance(queue, str) and queue:
+                # The note is written at the answer; the consumer may have taken messages before.
+                found.append((queue, float(note.get("t", 0)) - float(note.get("rtt_ms") or 0) / 1000))
+        return found
+
     def noter(self, peer: PeerLink) -> Note:
         """What a peer client tells of each command: into the cell's evidence."""
         def note(command: dict[str, Any], answer: dict[str, Any] | None, rtt_ms: float | None = None) -> None:

@@ -340,6 +340,9 @@ def _step_wait_event(state: CellState, args: dict[str, Any]) -> None:
                **({"waited_s": round(time.monotonic() - started, 3)} if stretched else {}))
     if broken is not None:
         raise PeerError(broken)
+    if not found and _silent(peer):
+        _judge_silent_wait(state, args, peer, names, wanted, where, count)
+        return
     if len(found) < count:
         waited = f" (and on while they still came: {time.monotonic() - started:.1f}s in all)" if stretched else ""
         raise CheckFailed(
@@ -350,6 +353,47 @@ def _step_wait_event(state: CellState, args: dict[str, Any]) -> None:
         )
     if "as" in args:
         state.variables[args["as"]] = [{k: v for k, v in e.items() if k != "_at"} for e in found]
+
+
+def _silent(peer: PeerLink) -> bool:
+    """Whether a peer has written no event (but a connection_lost) since it started."""
+    return not peer.events_since(0, lambda e: e.get("event") != "connection_lost")
+
+
+def _judge_silent_wait(state: CellState, args: dict[str, Any], peer: PeerLink, names: set[str], wanted: str,
+                       where: dict[str, Any], count: int) -> None:
+    """A wait that saw no event from a peer that has written none since it started. Where the
+    broker delivered the awaited requester or responder messages in this cell, its binding has
+    no hooks (an undeclared lack, shown by its silence): a `handled` count is read off the
+    wire instead (each delivery of a request is one handling), and any other event is judged
+    as a lack of events (no clause needs a hook). With nothing delivered, or no transcript to
+    read, the wait is the FAIL it always was."""
+    tracer = state.ctx.tracer
+    if tracer is None:
+        raise _short_wait(args, wanted, where, count, 0)
+    t0 = state.variables["_t0"]
+    message_id = where.get("message_id") if isinstance(where.get("message_id"), str) else None
+    queues = [q for n in sorted(names) for q in state.consumed_by(n)]
+    delivered = sum(tracer.deliveries(state.ns, queue, t0 + opened, message_id) for queue, opened in queues)
+    state.note("wait_event_silent_peer", peer=peer.name, event=wanted, delivered=delivered,
+               queues=[q for q, _ in queues])
+    if not delivered:
+        raise _short_wait(args, wanted, where, count, 0)
+    silence = (f"peer '{peer.name}' has written no event since it started, though the broker delivered "
+               f"{delivered} message(s) to {args['of']} in this cell")
+    if wanted != "handled":
+        raise Lacking("events", silence)
+    if delivered < count:
+        raise CheckFailed(args["rule"], f"{count} handling(s) by {args['of']}: the binding has no hooks, and the broker's "
+                                        f"deliveries, one per handling, number {delivered}", expected=count, observed=delivered)
+    if "as" in args:
+        state.unavailable[str(args["as"])] = f"lacks: events ({silence}); the wire shows {delivered} delivery(ies)"
+
+
+def _short_wait(args: dict[str, Any], wanted: str, where: dict[str, Any], count: int, seen: int) -> CheckFailed:
+    return CheckFailed(args["rule"],
+                       f"{count} '{wanted}' event(s) from {args['of']}{' with ' + json.dumps(where) if where else ''} "
+                       f"within {args.get('timeout_ms', DEFAULT_WAIT_MS) / 1000:.1f}s", expected=count, observed=seen)
 
 
 def _still_arriving(found: list[dict[str, Any]], count: int, bound_s: float, now: float) -> bool:

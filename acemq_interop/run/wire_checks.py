@@ -279,18 +279,44 @@ def _props(record: dict[str, Any]) -> dict[str, Any]:
     return record.get("properties") or {}
 
 
+def _request_of(transcript: list[dict[str, Any]], requester: str, exchange: str, routing_key: str,
+                sent_t: float, message_id: Any = None) -> dict[str, Any] | None:
+    """The request `requester` (a spec label) published to (exchange, routing key) for a call
+    made at `sent_t` (cell seconds): the one with the call's `message_id` when the peer told it
+    (a requester whose calls wait for one another publishes another call's request first),
+    else the first from `sent_t` on; or None."""
+    mine = f"{requester} (requester)"
+    candidates = [r for r in transcript if r.get("event") == "publish" and r.get("who") == mine
+                  and r.get("exchange") == exchange and routing_key in (r.get("routing_keys") or [])
+                  and float(r.get("t", 0)) >= sent_t - 0.05]
+    exact = next((r for r in candidates if _props(r).get("message_id") == message_id), None) \
+        if isinstance(message_id, str) and message_id else None
+    return exact or (candidates[0] if candidates else None)
+
+
+def first_reply_after(transcript: list[dict[str, Any]], requester: str, exchange: str, routing_key: str,
+                      sent_t: float, message_id: Any = None) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+    """A call's request on the wire and the first reply to it (to an address it named, with its
+    message_id as correlation_id), or (request, None); None when the request is not there."""
+    request = _request_of(transcript, requester, exchange, routing_key, sent_t, message_id)
+    if request is None:
+        return None
+    message_id, addresses = _props(request).get("message_id"), _addresses(request)
+    reply = next((r for r in transcript if r["n"] > request["n"] and r.get("event") == "publish" and r.get("exchange") == ""
+                  and any(k in addresses for k in r.get("routing_keys") or [])
+                  and message_id and _props(r).get("correlation_id") == message_id), None)
+    return request, reply
+
+
 def diagnose_call(transcript: list[dict[str, Any]], requester: str, exchange: str, routing_key: str,
-                  sent_t: float, failure_expected: bool = False) -> CallFinding | None:
+                  sent_t: float, failure_expected: bool = False, message_id: Any = None) -> CallFinding | None:
     """What the wire says went wrong with one request of `requester` (a spec label) sent at
     `sent_t` (seconds into the cell) to (exchange, routing key), when a check of its outcome
     failed: the first break on its path, and who made it. None when the wire shows the request
     went out, was answered to its address with its message_id, and (with `failure_expected`)
     carried acemq-error: then the requester's own check stands; also None when the transcript
     cannot tell (no such publish named, a probe on the path)."""
-    mine = f"{requester} (requester)"
-    request = next((r for r in transcript if r.get("event") == "publish" and r.get("who") == mine
-                    and r.get("exchange") == exchange and routing_key in (r.get("routing_keys") or [])
-                    and float(r.get("t", 0)) >= sent_t - 0.05), None)
+    request = _request_of(transcript, requester, exchange, routing_key, sent_t, message_id)
     if request is None:
         return None
     n = request["n"]
@@ -337,3 +363,37 @@ def diagnose_call(transcript: list[dict[str, Any]], requester: str, exchange: st
         return CallFinding("RR-10.1", named[0], (n, reply["n"]),
                            f"reply #{reply['n']} to request #{n} carries no acemq-error (body of {reply.get('body_length')} bytes)")
     return None
+
+
+def unanswered_request(transcript: list[dict[str, Any]], address: str) -> tuple[dict[str, Any], dict[str, Any], str] | None:
+    """The probe's first request naming `address` that was delivered to a responder the
+    transcript names and never redelivered, where that responder published nothing to
+    `address` after it: (the request, its delivery, the responder's spec label), else None."""
+    for request in transcript:
+        if request.get("event") != "publish" or request.get("who") != PROBE or address not in _addresses(request):
+            continue
+        message_id = _props(request).get("message_id")
+        if not message_id:
+            continue
+        deliveries = [r for r in transcript if r["n"] > request["n"] and r.get("event") == "deliver"
+                      and _props(r).get("message_id") == message_id and str(r.get("who") or "").endswith(" (responder)")]
+        if len(deliveries) != 1 or publisher(deliveries[0]) is None:
+            continue  # never delivered, redelivered (a retry: another clause), or to no one named
+        responder = publisher(deliveries[0])[0]  # type: ignore[index]
+        answered = any(r.get("event") == "publish" and r["n"] > deliveries[0]["n"] and (publisher(r) or ("",))[0] == responder
+                       and address in (r.get("routing_keys") or []) for r in transcript)
+        if not answered:
+            return request, deliveries[0], responder
+    return None
+
+
+def publishes_to(transcript: list[dict[str, Any]], queue: str, until: float) -> dict[int, tuple[str, str]]:
+    """Every publish the transcript names that the broker routed to `queue` up to `until`
+    (cell seconds): message number -> (publisher's spec label, requester | responder)."""
+    found = {}
+    for r in transcript:
+        named = publisher(r)
+        if r.get("event") == "publish" and named is not None and queue in (r.get("routed_queues") or []) \
+                and float(r.get("t", 0)) <= until:
+            found[r["n"]] = named
+    return found
