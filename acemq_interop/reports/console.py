@@ -15,7 +15,7 @@ from rich.table import Table
 
 from ..results.model import COUNT_ORDER, CellResult, Counts, PairMatrix, RunResult, Status, TodoItem
 from .text import (LEVEL_ORDER, MAX_TODO_SHOWN, failure_who, fold_errors, mutants_text, others_text,
-                   shared_text, short_value, suspects_of)
+                   shared_clauses, shared_text, short_value, suspects_of)
 
 MAX_PROBLEMS_SHOWN = 25
 MAX_UNATTRIBUTED_SHOWN = 10
@@ -107,8 +107,8 @@ def todo_lines(report: RunResult) -> list[str]:
             lines.append(f"  ... and {len(items) - MAX_TODO_SHOWN} more clause(s): every one is in summary.md and report.html")
     unattributed = report.cells(report.summary.unattributed)
     if unattributed:
-        lines.append(f"not charged to one peer: {len(unattributed)} FAIL cell(s)")
-        lines += [f"  {r.id}: {', '.join(r.broken_clauses)}; could be any of: {', '.join(suspects_of(r))}"
+        lines.append(f"shared, on no peer's list (nothing on the wire names one of them): {len(unattributed)} FAIL cell(s)")
+        lines += [f"  {r.id}: {', '.join(shared_clauses(r))}; could be any of: {', '.join(suspects_of(r))}"
                   for r in unattributed[:MAX_UNATTRIBUTED_SHOWN]]
         if len(unattributed) > MAX_UNATTRIBUTED_SHOWN:
             lines.append(f"  ... and {len(unattributed) - MAX_UNATTRIBUTED_SHOWN} more")

@@ -28,7 +28,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from .text import (LEVEL_ORDER, MAX_TODO_SHOWN, charged_to, fold_errors, mutants_text, others_text, shared_text,
-                   short_value, slug, suspects_of)
+                   shared_clauses, short_value, slug, suspects_of)
 from ..results.model import COUNT_ORDER, BAD_STATUSES, CellResult, Failure, RunResult, Status, TodoItem
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"  # the page itself: templates/report.html.j2
@@ -314,7 +314,7 @@ def _todo_row(report: RunResult, item: TodoItem, links: Links) -> dict[str, Any]
 
 
 def _unattributed_view(report: RunResult) -> list[dict[str, Any]]:
-    return [{"id": r.id, "anchor": "cell-" + slug(r.id), "clauses": ", ".join(r.broken_clauses),
+    return [{"id": r.id, "anchor": "cell-" + slug(r.id), "clauses": ", ".join(shared_clauses(r)),
              "suspects": ", ".join(suspects_of(r))} for r in report.cells(report.summary.unattributed)]
 
 

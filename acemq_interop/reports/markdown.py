@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .text import LEVEL_ORDER, charged_to, mutants_text, others_text, shared_text, short_value, suspects_of
+from .text import LEVEL_ORDER, charged_to, mutants_text, others_text, shared_clauses, shared_text, short_value, suspects_of
 from ..results.model import COUNT_ORDER, CellResult, Counts, RunResult, Status
 
 # A step summary is read on a PR page: the longest to-do list is cut here, the rest is in
@@ -137,8 +137,9 @@ def _todo_section(report: RunResult) -> list[str]:
         lines.append("")
     unattributed = report.cells(summary.unattributed)
     if unattributed:
-        lines += ["### Not charged to one peer", ""]
-        lines += [f"- `{_md(r.id)}`: {_md(', '.join(r.broken_clauses))}; could be any of: {_md(', '.join(suspects_of(r)))}"
+        lines += ["### Shared: on no peer's list", "",
+                  "Failures of a role several peers play that nothing on the wire pins on one of them.", ""]
+        lines += [f"- `{_md(r.id)}`: {_md(', '.join(shared_clauses(r)))}; could be any of: {_md(', '.join(suspects_of(r)))}"
                   for r in unattributed]
         lines.append("")
     return lines

@@ -77,9 +77,15 @@ def shared_text(failure: Failure) -> str:
 
 
 def suspects_of(r: CellResult) -> list[str]:
-    """The peers an unattributed FAIL could be charged to (its failures' suspects, else its peers)."""
-    named = [label for f in r.failures for label in f.suspects]
+    """The peers a FAIL's shared failures could be charged to (their suspects, else its peers)."""
+    named = [label for f in r.failures if f.peer is None for label in f.suspects]
     return list(dict.fromkeys(named)) or r.peer_labels
+
+
+def shared_clauses(r: CellResult) -> list[str]:
+    """The clauses a cell broke that no evidence pins on one peer (a shared role's): listed
+    once as shared, on no member's to-do list."""
+    return list(dict.fromkeys(f.clause for f in r.failures if f.peer is None))
 
 
 def slug(text: str) -> str:

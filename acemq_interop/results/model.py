@@ -400,7 +400,7 @@ def summarise(results: list[CellResult], labels: list[str], brokers: list[str],
         probe_grids=_probe_grids(results, labels, brokers),
         todo=_todo(results),
         unattributed=tuple(r.id for r in results if r.status == Status.FAIL and r.failures
-                           and all(f.peer is None for f in r.failures)),
+                           and any(f.peer is None for f in r.failures)),
         levels=_levels(results, labels),
     )
 
@@ -432,7 +432,9 @@ def _todo(results: list[CellResult]) -> dict[str, tuple[TodoItem, ...]]:
         if r.status != Status.FAIL:
             continue
         for f in r.failures:
-            for label in ([f.peer] if f.peer else list(f.suspects)):
+            # A failure no evidence pins on one member of a shared role is on no member's list:
+            # it is listed once, as shared (RunSummary.unattributed), with its suspects.
+            for label in [f.peer] if f.peer else []:
                 if not any(c.id == r.id for c, _ in found[label][f.clause]):
                     found[label][f.clause].append((r, f))
     todo: dict[str, tuple[TodoItem, ...]] = {}

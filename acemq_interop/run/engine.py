@@ -170,11 +170,14 @@ def _message_breaks(state: CellState, result: CellResult, records: list[dict[str
 def _unanswered_probe_requests(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
     """A reply the probe waited for that never came, held to the wire: the probe's request
     naming that address was delivered to a responder of the cell, which published nothing to
-    it. Where the responder's own report does not explain why (it called the request
-    unanswerable: a reading of the address, the scenario's clause; its body is not JSON:
-    RR-19.2's own case; it ran a failing handler: RR-10.1), that is one defect, whatever the
-    scenario's request was about: no reply was published (RR-4.1), charged to that responder
-    with the transcript's lines, and seen as the scenario's clause."""
+    it, nor anything else. The request named its address in both places, so no reading of
+    one explains it; where the responder's own report does not either (it called the request
+    unanswerable; its body is not JSON: RR-19.2's own case; it ran a failing handler: RR-10.1),
+    that is one defect, whatever the scenario's request was about: no reply was published
+    (RR-4.1), charged to that responder with the transcript's lines, seen directly. Scenarios
+    whose request names one address only presume it (`assumes: [RR-4.1]`): a responder shown
+    here to answer nothing is named RR-4.1 there too, one that answers both-address requests
+    is judged on the reading the scenario is about."""
     from dataclasses import replace
 
     from .wire_checks import unanswered_request
@@ -200,8 +203,7 @@ def _unanswered_probe_requests(state: CellState, result: CellResult, records: li
                 f"no reply to {queue} (nor anywhere) and never had it redelivered")
         result.failures[index] = replace(
             failure, clause=clause, rule=spec.rule_of(clause), side=obliged.side if obliged else "either",
-            role=roles[0] if roles else failure.role, peer=responder, suspects=(),
-            seen_as=failure.seen_as or (failure.clause if failure.clause != clause else None),
+            role=roles[0] if roles else failure.role, peer=responder, suspects=(), seen_as=None,
             wire=f"transcript #{request['n']}, #{delivered['n']}: {text}", message=f"{failure.message}; the wire shows why: {text}")
         state.note("wire", unanswered=request["n"], clause=clause, peer=responder)
         changed = True
@@ -369,9 +371,16 @@ def _check_on_wire(state: CellState, result: CellResult) -> None:
             # The wire names who published the breaking messages: one peer is that peer, even
             # where the check alone could only list the role's suspects.
             numbered = {r.get("n"): r for r in result.transcript or []}
-            named = {p[0] for n in finding.lines if (p := publisher(numbered.get(n) or {})) is not None}
-            if failure.peer is None and len(named) == 1:
-                failures.append(replace(failure, peer=named.pop(), suspects=(), wire=f"confirmed: {finding.text}"))
+            lines_of: dict[str, list[int]] = {}
+            for n in finding.lines:
+                if (p := publisher(numbered.get(n) or {})) is not None:
+                    lines_of.setdefault(p[0], []).append(n)
+            if failure.peer is None and lines_of:
+                # A shared role (subscribers): each publisher the wire names is charged with its
+                # own messages, and no member the wire clears is.
+                for peer, lines in sorted(lines_of.items()):
+                    failures.append(replace(failure, peer=peer, suspects=(),
+                                            wire=f"confirmed: {finding.text}; {peer} published {', '.join(f'#{n}' for n in lines)}"))
             else:
                 failures.append(replace(failure, wire=f"confirmed: {finding.text}"))
             continue

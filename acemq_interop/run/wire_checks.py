@@ -366,12 +366,16 @@ def diagnose_call(transcript: list[dict[str, Any]], requester: str, exchange: st
 
 
 def unanswered_request(transcript: list[dict[str, Any]], address: str) -> tuple[dict[str, Any], dict[str, Any], str] | None:
-    """The probe's first request naming `address` that was delivered to a responder the
-    transcript names and never redelivered, where that responder published nothing to
-    `address` after it: (the request, its delivery, the responder's spec label), else None."""
+    """The probe's first request naming `address` in both places (`acemq-reply-to` and
+    `reply_to`, so no reading of either explains it) that was delivered to a responder the
+    transcript names and never redelivered, where that responder published nothing at all
+    after it: (the request, its delivery, the responder's spec label), else None."""
     for request in transcript:
         if request.get("event") != "publish" or request.get("who") != PROBE or address not in _addresses(request):
             continue
+        typed = (request.get("headers") or {}).get("acemq-reply-to")
+        if not (isinstance(typed, dict) and typed.get("value")) or not _props(request).get("reply_to"):
+            continue  # one address only: which reading failed is the scenario's own question
         message_id = _props(request).get("message_id")
         if not message_id:
             continue
@@ -381,7 +385,7 @@ def unanswered_request(transcript: list[dict[str, Any]], address: str) -> tuple[
             continue  # never delivered, redelivered (a retry: another clause), or to no one named
         responder = publisher(deliveries[0])[0]  # type: ignore[index]
         answered = any(r.get("event") == "publish" and r["n"] > deliveries[0]["n"] and (publisher(r) or ("",))[0] == responder
-                       and address in (r.get("routing_keys") or []) for r in transcript)
+                       for r in transcript)
         if not answered:
             return request, deliveries[0], responder
     return None
