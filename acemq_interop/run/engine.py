@@ -363,6 +363,27 @@ def _check_on_wire(state: CellState, result: CellResult) -> None:
                 state.note("wire", refutes=failure.clause, peer=failure.peer, text=refuted.text)
                 continue
         finding = judge(failure.clause, result.transcript, result.trace) if failure.seen_as else None
+        if finding is None and failure.clause == "SG-4.1" and not failure.wire:
+            # The gatherer finds a gather by the reply's responseMessageId: where the wire shows
+            # responders echoing a wrong value (or none), the demultiplexing had nothing right to
+            # go by, and the break is theirs (SG-3.1), not the gatherer's.
+            wrong = judge("SG-3.1", result.transcript, result.trace)
+            if wrong is not None and wrong.confirmed:
+                numbered = {r.get("n"): r for r in result.transcript or []}
+                culprits = sorted({p[0] for n in wrong.lines if (p := publisher(numbered.get(n) or {})) is not None})
+                if culprits:
+                    changed = True
+                    own = spec.catalogue().clauses.get("SG-3.1")
+                    for culprit in culprits:
+                        failures.append(replace(failure, clause="SG-3.1", rule=spec.rule_of("SG-3.1"),
+                                                side=own.side if own else "responder", peer=culprit, suspects=(),
+                                                role=next((r for r, who in state.cell.roles.items() for s_ in
+                                                           (who if isinstance(who, tuple) else (who,) if who is not None else ())
+                                                           if s_.label == culprit), failure.role),
+                                                seen_as="SG-4.1", wire=f"refutes SG-4.1: {wrong.text}",
+                                                message=f"{failure.message}; not SG-4.1: {wrong.text}"))
+                    state.note("wire", refutes="SG-4.1", by=culprits, text=wrong.text)
+                    continue
         if finding is None:
             failures.append(failure)
             continue

@@ -253,6 +253,7 @@ def _await(state: CellState, name: str) -> None:
     state.note("answer", peer=peer.name, of=name, answer=answer)
     if not isinstance(answer, dict):
         raise PeerError(f"peer '{peer.name}' answered {call.command['op']} '{name}' with {answer!r}, not an object")
+    _gather_resolved_short(state, name, call.command, answer)
     elapsed = answer.get("elapsed_ms")
     if isinstance(elapsed, (int, float)) and not isinstance(elapsed, bool) and elapsed > limit_ms:
         # Ended, but by its own measure later than its timeout and the grace allow (an answer
@@ -269,6 +270,27 @@ def _await(state: CellState, name: str) -> None:
                                f"error is the binding's timeout, its adapter must answer outcome `timeout` (or "
                                f"`timeout_with_partial`), not ok: false: docs/peer-protocol.md, Outcomes)")
     state.variables[name] = answer if answer.get("ok") else {**answer, "outcome": "refused"}
+
+
+def _gather_resolved_short(state: CellState, name: str, command: dict[str, Any], answer: dict[str, Any]) -> None:
+    """A gather given a count that resolved with fewer replies than that: the earliest thing the
+    gatherer's own timeline shows, and the root of what the scenario's later checks see (a reply
+    left over, a short partial, a stray counted). Before its timeout it resolved early (SG-5.1:
+    it resolves when that many arrived, not before); at its timeout it resolved a shortfall it
+    had to reject (SG-6.1). Judged here, at the answer, so the cell's first failure is the root."""
+    count, timeout = command.get("expected_reply_count"), command.get("timeout_ms")
+    replies, elapsed = answer.get("replies"), answer.get("elapsed_ms")
+    if command.get("op") != "gather" or answer.get("outcome") != "replies" or not isinstance(replies, list) \
+            or not isinstance(count, int) or isinstance(count, bool) or len(replies) >= count or not isinstance(timeout, int):
+        return
+    early = isinstance(elapsed, (int, float)) and not isinstance(elapsed, bool) and elapsed < 0.9 * timeout
+    clause = "SG-5.1" if early else "SG-6.1"
+    when = f"after {elapsed:.0f} ms, before its {timeout} ms timeout" if early else f"at its {timeout} ms timeout instead of rejecting"
+    state.fail(CheckFailed(clause, f"{name} resolved with {len(replies)} of its expectedReplyCount {count} replies {when}",
+                           expected=f"{count} replies" if early else "timeout_with_partial",
+                           observed=f"replies: {len(replies)} of {count}"),
+               f"step {state.step_index + 1} await {name}: the gather's outcome", index=-1,
+               role=state.cell.scenario.name_roles.get(name), direct=True)
 
 
 def _broken(state: CellState) -> str | None:

@@ -39,15 +39,27 @@ def replies(transcript: list[dict[str, Any]], reply_queues: set[str]) -> list[di
 
 
 def _response_message_id(transcript: list[dict[str, Any]], reply_queues: set[str]) -> WireFinding | None:
-    """SG-3.1: every reply carries responseMessageId."""
+    """SG-3.1: every reply carries responseMessageId, valued the message_id of a request that
+    named its address (a gatherer finds its gather by that value)."""
     found = replies(transcript, reply_queues)
     if not found:
         return None  # no reply on the wire: nothing to confirm or refute
     missing = [r["n"] for r in found if not _header(r, "responseMessageId")]
     if missing:
         return WireFinding(True, tuple(missing), f"the transcript's replies {_lines(missing)} carry no responseMessageId")
+    wrong = []
+    for reply in found:
+        keys = set(reply.get("routing_keys") or [])
+        ids = {_props(r).get("message_id") for r in transcript if r["n"] < reply["n"] and r.get("event") == "publish"
+               and _addresses(r) & keys} - {None, ""}
+        if ids and _header(reply, "responseMessageId") not in ids:
+            wrong.append(reply["n"])
+    if wrong:
+        return WireFinding(True, tuple(wrong), f"the transcript's replies {_lines(wrong)} carry a responseMessageId that is "
+                                               f"the message_id of no request naming their address")
     return WireFinding(False, tuple(r["n"] for r in found),
-                       f"the transcript's replies {_lines([r['n'] for r in found])} all carry responseMessageId")
+                       f"the transcript's replies {_lines([r['n'] for r in found])} all carry responseMessageId, "
+                       f"each the message_id of a request naming its address")
 
 
 def _lines(numbers: list[int]) -> str:
@@ -193,6 +205,12 @@ def _reply(record: dict[str, Any], peer: str, answered: list[dict[str, Any]]) ->
     echoable = not answered or any(ids)
     if echoable and "responseMessageId" not in headers:
         found.append(WireBreak("SG-3.1", peer, n, f"reply #{n} has no responseMessageId header", "responseMessageId", None))
+    echoed = _header(record, "responseMessageId")
+    if answered and any(ids) and echoed is not None and echoed not in ids:
+        # A value, not only a presence: the id a reply echoes is the one a gatherer finds it by.
+        found.append(WireBreak("SG-3.1", peer, n, f"reply #{n}'s responseMessageId {echoed!r} is the message_id of no "
+                               f"request that named its address ({_lines([r['n'] for r in answered])})",
+                               [i for i in ids if i], echoed))
     if answered and any(ids) and properties.get("correlation_id") not in ids:
         found.append(WireBreak("RR-4.2", peer, n, f"reply #{n}'s correlation_id is the message_id of no request "
                                f"that named its address ({_lines([r['n'] for r in answered])})",
@@ -241,7 +259,11 @@ def message_breaks(transcript: list[dict[str, Any]], judged: set[str], reply_tar
         is_reply = to_default and any(k in targets for k in keys)
         is_dead_letter = to_default and any(k.endswith(".dlq") for k in keys)
         named = publisher(record)
-        if not is_reply and not is_dead_letter and not _is_reply(record):
+        # A responder's message echoing a request's message_id as its correlation_id is a
+        # reply, wherever it went (a reply sent back through a gather's fanout is not a request).
+        answers = named is not None and named[1] == "responder" and not to_default and bool(_props(record).get("correlation_id")) \
+            and any(_props(r).get("message_id") == _props(record).get("correlation_id") for r in requests)
+        if not is_reply and not is_dead_letter and not _is_reply(record) and not answers:
             requests.append(record)
         if named is None or named[0] not in judged:
             continue
@@ -251,7 +273,7 @@ def message_breaks(transcript: list[dict[str, Any]], judged: set[str], reply_tar
         elif is_reply:
             answered = [r for r in requests if any(k in _addresses(r) for k in keys)]
             found += _reply(record, peer, answered)
-        elif _is_reply(record):  # a reply sent anywhere but the default exchange
+        elif _is_reply(record) or answers:  # a reply sent anywhere but the default exchange
             found.append(WireBreak("RR-4.1", peer, record["n"], f"reply #{record['n']} was published to exchange "
                                    f"{record.get('exchange')!r}, not to the default exchange with its address as routing key",
                                    "the default exchange", record.get("exchange")))

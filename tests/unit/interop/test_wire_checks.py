@@ -78,3 +78,65 @@ def test_a_reply_through_the_requests_fanout_is_the_responders_rr_4_1_not_the_ga
     assert refuted is not None and not refuted.confirmed and refuted.lines == (2,)
     twice = [copy, dict(copy, n=3)]
     assert extra_publishes_by_others(twice, "a") is None, "the gatherer's own second publish: SG-2.2 stands"
+
+
+# -- issue 29/33: values, not presence; what was delivered and never answered; what went out late --
+
+def deliver(n: int, who: str, queue: str, t: float = 0.0, **properties: Any) -> dict[str, Any]:
+    return {"n": n, "t": t, "event": "deliver", "who": who, "queue": queue, "routing_keys": [queue],
+            "properties": properties, "headers": {}}
+
+
+def test_a_reply_echoing_the_wrong_id_in_response_message_id_is_its_responders_sg_3_1() -> None:
+    """The value is compared with the request it answers, not only its presence."""
+    wrong = dict(GOOD_REPLY, headers={"responseMessageId": S("c-own")})
+    assert [(w.clause, w.peer, w.observed) for w in message_breaks([GOOD_REQUEST, wrong], {"a", "b"}, set())] == \
+        [("SG-3.1", "b", "c-own")]
+    finding = judge("SG-3.1", [GOOD_REQUEST, wrong], [{"step": "requester.open", "answer": {"reply_queue": "amq.gen-q"}}])
+    assert finding is not None and finding.confirmed and finding.lines == (2,)
+    right = judge("SG-3.1", [GOOD_REQUEST, GOOD_REPLY], [{"step": "requester.open", "answer": {"reply_queue": "amq.gen-q"}}])
+    assert right is not None and not right.confirmed
+
+
+def test_a_responders_answer_through_a_fanout_without_reply_headers_is_a_reply_not_a_request() -> None:
+    """Told by its correlation_id echoing a request's message_id, from a responder's connection:
+    RR-4.1 (not the default exchange), never judged as a request missing its addresses."""
+    answer = publish(2, "b (responder)", "", exchange="c1.quotes", content_type="application/json", correlation_id="m-1")
+    found = {(w.clause, w.peer) for w in message_breaks([GOOD_REQUEST, answer], {"a", "b"}, set(), {"b": "RR-8.1"})}
+    assert ("RR-4.1", "b") in found
+    assert not {c for c, _ in found} & {"RR-1.1", "RR-1.2", "RR-8.1"}, found
+
+
+def test_a_probe_request_delivered_and_never_answered_is_found_only_with_both_addresses_named() -> None:
+    from acemq_interop.run.wire_checks import unanswered_request
+
+    both = publish(1, "probe", "c1.requests", reply_to="c1.inbox", message_id="m-1", headers={"acemq-reply-to": S("c1.inbox")})
+    taken = deliver(2, "b (responder)", "c1.requests", message_id="m-1")
+    assert unanswered_request([both, taken], "c1.inbox") == (both, taken, "b")
+    answered_elsewhere = publish(3, "b (responder)", "", correlation_id="m-1")
+    assert unanswered_request([both, taken, answered_elsewhere], "c1.inbox") is None, "it published something: not 'nothing'"
+    redelivered = deliver(3, "b (responder)", "c1.requests", message_id="m-1")
+    assert unanswered_request([both, taken, redelivered], "c1.inbox") is None, "a retry is another clause's business"
+    header_only = publish(1, "probe", "c1.requests", message_id="m-1", headers={"acemq-reply-to": S("c1.inbox")})
+    assert unanswered_request([header_only, taken], "c1.inbox") is None, "one address: which reading failed is the scenario's"
+
+
+def test_publishes_routed_to_a_queue_are_counted_by_publisher_and_time() -> None:
+    from acemq_interop.run.wire_checks import publishes_to
+
+    early = dict(publish(1, "a (requester)", "c1.requests"), t=0.1, routed_queues=["c1.requests"])
+    late = dict(publish(2, "a (requester)", "c1.requests"), t=9.0, routed_queues=["c1.requests"])
+    lost = dict(publish(3, "a (requester)", "c1.other"), t=0.2, routed_queues=[])
+    assert publishes_to([early, late, lost], "c1.requests", until=5.0) == {1: ("a", "requester")}
+
+
+def test_a_calls_request_is_found_by_the_id_its_peer_reported_before_by_its_time() -> None:
+    """A requester whose calls wait for one another publishes another call's request first."""
+    from acemq_interop.run.wire_checks import first_reply_after
+
+    other = dict(publish(1, "a (requester)", "c1.requests", reply_to="q", message_id="m-other"), t=5.0)
+    mine = dict(publish(2, "a (requester)", "c1.requests", reply_to="q", message_id="m-mine"), t=5.1)
+    reply = dict(publish(3, "probe", "q", correlation_id="m-other"), t=5.2)
+    assert first_reply_after([other, mine, reply], "a", "", "c1.requests", 5.0, "m-mine") == (mine, None)
+    assert first_reply_after([other, mine, reply], "a", "", "c1.requests", 5.0) == (other, reply)
+    assert first_reply_after([other, mine, reply], "a", "", "c1.requests", 5.0, "m-unknown") == (other, reply)
