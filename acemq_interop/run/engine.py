@@ -107,6 +107,7 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
     if result.status == Status.FAIL and ctx.tracer is not None and not result.transcript_gap:
         _unanswered_probe_requests(state, result, records)
         _short_upstream(state, result, records)
+        _replies_to_no_queue(state, result, records)
     # A transcript with a hole cannot refute an attribution or show why a call failed: the
     # checks' own verdicts stand, and the cell says its transcript is incomplete.
     if result.status == Status.FAIL and not result.transcript_gap:
@@ -253,6 +254,51 @@ def _short_upstream(state: CellState, result: CellResult, records: list[dict[str
         result.status, result.rule, result.message, result.seen_as, result.expected, result.observed = (
             Status.ERROR, None, ("every failure of the cell was a count short upstream, and nothing else broke: "
                                  "the scenario cannot judge this cell"), None, None, None)
+
+
+def _replies_to_no_queue(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """A requester whose requests name an address that is no queue of its own (direct
+    reply-to's pseudo-queue; none it declared when opened), so that the broker routes every
+    reply to it nowhere: it deviated first (RR-6.1: one reply queue, declared when opened,
+    named as the address). A responder that then did what RR-14 says with a reply the broker
+    could not route (rolled Answered back, ran again, dead-lettered) is not charged for the
+    counts the scenario expected of a reply that was routed; what the wire shows of its own
+    messages still stands."""
+    from dataclasses import replace as _replace
+
+    from .wire_checks import unroutable_replies
+
+    for role, who in state.cell.roles.items():
+        if role not in ("requester", "gatherer") or who is None or isinstance(who, tuple):
+            continue
+        peer = state.peer_of(role)[0]
+        declared = {str(n["answer"]["reply_queue"]) for n in state.trace if n.get("step") == "requester.open"
+                    and n.get("peer") == who.name and isinstance(n.get("answer"), dict) and n["answer"].get("reply_queue")}
+        found = unroutable_replies(records, declared)
+        if peer is None or not found:
+            continue
+        address, lines = found
+        text = (f"the requests named {address}, no queue the requester declared, and the broker routed the replies "
+                f"to it nowhere ({', '.join(f'#{n}' for n in lines[:8])})")
+        kept: list[Failure] = []
+        for failure in result.failures:
+            if failure.side == "responder" and not failure.wire and not failure.direct:
+                result.not_evaluated.append(NotEvaluated(failure.clause, failure.check, f"needs replies the broker can route: {text}"))
+            elif failure.clause == "RR-6.2" and failure.peer == peer:
+                kept.append(_replace(failure, clause="RR-6.1", rule=spec.rule_of("RR-6.1"), seen_as="RR-6.2", wire=text,
+                                     message=f"{failure.message}; the wire shows why: {text}"))
+            else:
+                kept.append(failure)
+        if not any(f.clause == "RR-6.1" and f.peer == peer for f in kept):
+            obliged = spec.catalogue().clauses.get("RR-6.1")
+            kept.insert(0, Failure(clause="RR-6.1", rule=spec.rule_of("RR-6.1"), side=obliged.side if obliged else "requester",
+                                   role=role, peer=peer, check="its requests on the wire", message=text, wire=text,
+                                   expected="a reply queue of its own, declared when opened", observed=address))
+        state.note("wire", no_reply_queue=address, peer=peer)
+        result.failures = kept
+        first = kept[0]
+        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+        result.expected, result.observed = first.expected, first.observed
 
 
 def _why_unanswered(state: CellState, responder: str, request: dict[str, Any]) -> str | None:

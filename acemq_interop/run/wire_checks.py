@@ -423,3 +423,18 @@ def publishes_to(transcript: list[dict[str, Any]], queue: str, until: float) -> 
                 and float(r.get("t", 0)) <= until:
             found[r["n"]] = named
     return found
+
+
+def unroutable_replies(transcript: list[dict[str, Any]], declared: set[str]) -> tuple[str, list[int]] | None:
+    """An address some request named that is none of the requester's `declared` reply queues,
+    to which replies were published and routed nowhere, and to which nothing in the transcript
+    was ever routed: (the address, the replies' numbers), else None. A reply queue that existed
+    and went away (a requester closed) routed something before, or was declared: not this."""
+    named = {a for r in transcript if r.get("event") == "publish" for a in _addresses(r)} - declared
+    for address in sorted(named):
+        to_it = [r for r in transcript if r.get("event") == "publish" and r.get("exchange") == ""
+                 and address in (r.get("routing_keys") or [])]
+        if to_it and not any(r.get("routed_queues") for r in to_it) and \
+                not any(r.get("event") == "deliver" and r.get("queue") == address for r in transcript):
+            return address, [r["n"] for r in to_it]
+    return None

@@ -1,8 +1,9 @@
 """Verdicts on bindings nobody here wrote, held to the ground truth their authors wrote first.
 
-Three outside bindings (tests/fixtures/foreign: a Python port of RabbitMQ's tutorial RPC, a Node
+Four outside bindings (tests/fixtures/foreign: a Python port of RabbitMQ's tutorial RPC, a Node
 event-loop bus with five defects, an in-house pika library whose adapter declares none of the
-parts it lacks) run beside the reference binding, in pairs with it and with
+parts it lacks, a caller over direct reply-to with no reply queue of its own) run beside the
+reference binding, in pairs with it and with
 each other, as a binding's maintainer would certify one. Each FAIL must name a clause the
 charged binding truly breaks, the reference binding and the probe are never charged, no cell
 is an ERROR (no fault is planted: every failure is a binding's), and each clause the ground
@@ -22,7 +23,7 @@ import yaml
 pytestmark = pytest.mark.broker
 
 FOREIGN = Path(__file__).resolve().parent.parent / "fixtures" / "foreign"
-BINDINGS = ("tutorial-rpc", "eventbus-node", "courier-rpc")
+BINDINGS = ("tutorial-rpc", "eventbus-node", "courier-rpc", "direct-rpc")
 
 
 def test_each_fail_names_a_clause_the_charged_binding_truly_breaks_and_no_innocent_peer_is_charged(broker, tmp_path) -> None:
