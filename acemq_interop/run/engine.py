@@ -114,6 +114,7 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
         _check_on_wire(state, result)
         _diagnose_calls(state, result)
         _one_entry_per_defect(result)
+        _root_first(state, result)
     if unjudged is not None and result.status == Status.PASS:
         result.status, result.message = Status.ERROR, unjudged
         result.stderr = {s.name: ctx.peers[s.name].stderr_tail() for s in cell.specs() if s.name in ctx.peers}
@@ -559,6 +560,32 @@ def _reply_after_timeout(state: CellState, name: str, peer: str, call: dict[str,
         return None
     return (f"needs a reply to {name} within its timeout: it ended by its {timeout_ms} ms timeout at {ended:.3f}s, "
             f"and the first reply to request #{request['n']} came at {reply.get('t')}s (#{reply['n']})")
+
+
+def _root_first(state: CellState, result: CellResult) -> None:
+    """The cell's first failure (what the console, the rerun line and the to-do list lead
+    with) is the earliest deviation in the cell's timeline, not the first check in step order:
+    a message the transcript shows breaking a clause deviated when it was published, a check
+    when it was judged. The rest stay listed after it, in the same order of time."""
+    import re
+
+    times = {r.get("n"): float(r.get("t", 0)) for r in result.transcript or []}
+
+    def when(failure: Failure) -> float:
+        found = re.match(r"transcript #(\d+)", failure.wire or "")
+        if found and int(found.group(1)) in times:
+            return times[int(found.group(1))]
+        if failure.at is not None and 0 <= failure.at < len(state.trace):
+            return float(state.trace[failure.at].get("t", 0))
+        return float("inf")
+
+    ordered = sorted(result.failures, key=when)
+    if ordered == result.failures:
+        return
+    result.failures = ordered
+    first = ordered[0]
+    result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+    result.expected, result.observed = first.expected, first.observed
 
 
 def _one_entry_per_defect(result: CellResult) -> None:

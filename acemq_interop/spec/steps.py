@@ -168,7 +168,9 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
     StepKind("hold_queue", _obj(["queue"], queue=NAME), "`hold_queue: {queue}`",
              "holds a queue on the broker: a message published to it is routed but neither enqueued nor confirmed "
              f"until `release_queue` (or the cell's end), and never longer than {HOLD_BOUND_MS // 1000} s (a hold that "
-             f"lasted {HOLD_TRUSTED_MS // 1000} s or more makes the cell an ERROR: no verdict); needs a broker the harness runs (a SKIP on a `--broker` URL)",
+             f"lasted {HOLD_TRUSTED_MS // 1000} s or more voids what was judged after that: a failure judged before, or a wait for "
+             "an event that never came, still stands; with none standing the cell is an ERROR, no verdict); needs a broker "
+             "the harness runs (a SKIP on a `--broker` URL)",
              templates={"queue": ()}),
     StepKind("release_queue", _obj(["queue"], queue=NAME), "`release_queue: {queue}`",
              "releases a held queue: what was published to it is enqueued and confirmed", templates={"queue": ()}),
@@ -223,7 +225,9 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
         "event": {"enum": ["handled", "replied", "reply_failed", "dead_lettered", "unanswerable", "unmatched"]},
         "count": {"type": "integer", "minimum": 1}, "timeout_ms": MS, "where": {"type": "object"}, "rule": CLAUSE, "charges": CHARGES, "guards": GUARDS}), "`wait_event: {of, event, count?, where?, timeout_ms?, rule, as?}`",
              "waits (bounded) for events from a requester or responder (every one a `count: N` responder step "
-             "started on its peer); too few is a FAIL of the clause `rule`; a wait for several that are still coming "
+             "started on its peer); too few is a FAIL of the clause `rule` (none at all from a peer that has written no "
+             "event since it started, while the broker delivered it messages, is its lack of events: `handled` is then "
+             "counted from the broker's deliveries, any other event not evaluated); a wait for several that are still coming "
              "at its bound (the last within 2 x `timeout_ms` / `count`) goes on while they come, up to twice the bound; "
              "its `as:` holds every matching event seen by then (more than `count` when more came)", "the events",
              binds=True, uses={"of": OPENED}, templates={"where": ()}, asserts="rule"),
