@@ -26,22 +26,29 @@ FOREIGN = Path(__file__).resolve().parent.parent / "fixtures" / "foreign"
 BINDINGS = ("tutorial-rpc", "eventbus-node", "courier-rpc", "direct-rpc")
 
 
-def test_each_fail_names_a_clause_the_charged_binding_truly_breaks_and_no_innocent_peer_is_charged(broker, tmp_path) -> None:
-    expected = {b: yaml.safe_load((FOREIGN / b / "expected.yaml").read_text()) for b in BINDINGS}
-    peers = [e["peer"] for e in expected.values()]
-    out = tmp_path / "out"
-    argv = [sys.executable, "-m", "acemq_interop", "run", "--broker", broker.amqp_url(""), "--management-url", broker.mgmt_url,
+@pytest.fixture(scope="module")
+def certified(tmp_path_factory) -> dict:
+    """One run of every outside binding beside the reference binding, on a private node of the
+    run's own (so the scenarios that hold a queue on the broker run too), as a maintainer runs it."""
+    out = tmp_path_factory.mktemp("foreign") / "out"
+    peers = [yaml.safe_load((FOREIGN / b / "expected.yaml").read_text())["peer"] for b in BINDINGS]
+    argv = [sys.executable, "-m", "acemq_interop", "run",
             *[a for b in BINDINGS for a in ("--peer-dir", str(FOREIGN / b / "peer"))],
             "--peers", ",".join([*peers, "python"]), "--out", str(out), "-q"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=1200, env=dict(os.environ))
     assert done.returncode == 1 and (out / "results.json").exists(), done.stdout[-2000:] + done.stderr[-2000:]
     results = json.loads((out / "results.json").read_text())
-    errors = [(c["id"], c["message"][:300]) for c in results["cells"] if c["status"] == "ERROR"]
+    return {"cells": results["cells"], "by_id": {c["id"]: c for c in results["cells"]}}
+
+
+def test_each_fail_names_a_clause_the_charged_binding_truly_breaks_and_no_innocent_peer_is_charged(certified) -> None:
+    expected = {b: yaml.safe_load((FOREIGN / b / "expected.yaml").read_text()) for b in BINDINGS}
+    errors = [(c["id"], c["message"][:300]) for c in certified["cells"] if c["status"] == "ERROR"]
     assert not errors, f"a binding's behaviour judged as a fault: {errors}"
     truth = {e["peer"]: set(e["breaks"]) for e in expected.values()}
     named: dict[str, set[str]] = {p: set() for p in truth}
     wrong = []
-    for cell in results["cells"]:
+    for cell in certified["cells"]:
         for f in cell.get("failures") or []:
             if f["peer"] not in truth:
                 wrong.append((cell["id"], f["clause"], f["peer"], "an innocent peer charged"))
@@ -54,4 +61,73 @@ def test_each_fail_names_a_clause_the_charged_binding_truly_breaks_and_no_innoce
         missing = set(e["named"]) - named[e["peer"]]
         assert not missing, f"{e['peer']} breaks {sorted(missing)}, named in no cell"
     # The to-do lists are the maintainers': the reference binding has nothing on its own.
-    assert "python" not in {f["peer"] for c in results["cells"] for f in c.get("failures") or []}
+    assert "python" not in {f["peer"] for c in certified["cells"] for f in c.get("failures") or []}
+
+
+def _failures(cell: dict) -> list[tuple[str, str | None, str | None]]:
+    return [(f["clause"], f["peer"], f.get("seen_as")) for f in cell.get("failures") or []]
+
+
+def _needs(cell: dict) -> str:
+    return "\n".join(n["needs"] for n in cell.get("not_evaluated") or [])
+
+
+def test_an_object_the_binding_owed_and_never_made_is_evidence_not_a_fault(certified) -> None:
+    """Issue 29, 1: courier never declares {queue}.dlq. Each cell reading it names RR-17.2
+    (found by a passive declare), the dead-letter's own clause as the lack breaks it, and goes
+    on: no 404 closes the probe's channel into an ERROR."""
+    cell = certified["by_id"]["rr-responder-failure-reply[responder=courierpy]"]
+    assert cell["status"] == "FAIL"
+    assert {("RR-17.2", "courierpy", None), ("RR-11.1", "courierpy", None)} <= set(_failures(cell)), _failures(cell)
+    dlq = next(f for f in cell["failures"] if f["clause"] == "RR-17.2")
+    assert "passive declare: 404 NOT_FOUND" in dlq["check"] and dlq["observed"] == {"exists": False}
+    wire = certified["by_id"]["rr-responder-header-wire-types[responder=courierpy]"]
+    assert wire["status"] == "FAIL" and ("RR-17.2", "courierpy", None) in _failures(wire)
+
+
+def test_a_hold_whose_event_never_comes_is_a_verdict(certified) -> None:
+    """Issue 29, 1: a responder with no hooks leaves the confirm-hold scenario's wait unmet; the
+    cell is judged (its lack of counters is RR-15.1), never 'no verdict'."""
+    cell = certified["by_id"]["rr-responder-answered-before-confirm[responder=courierpy]"]
+    assert cell["status"] == "FAIL" and ("RR-15.1", "courierpy", None) in _failures(cell), (cell["status"], cell["message"])
+
+
+def test_blame_follows_the_wire_not_the_consequence(certified) -> None:
+    """Issue 29, 2: requests that reach the queue late are the requester's doing; replies the
+    broker routes nowhere because the requester named no queue of its own are the requester's
+    RR-6.1; the responder that reacted as the spec says is not charged."""
+    late = certified["by_id"]["rr-pair-responder-redeploy[requester=courierpy,responder=python]"]
+    assert all(peer == "courierpy" for _, peer, _ in _failures(late)), _failures(late)
+    assert "RR-17.1" not in {c for c, _, _ in _failures(late)} and "the transcript shows" in _needs(late)
+    direct = certified["by_id"]["rr-pair-answered-visible[requester=directpy,responder=python]"]
+    assert ("RR-6.1", "directpy", None) in _failures(direct), _failures(direct)
+    assert "python" not in {peer for _, peer, _ in _failures(direct)} and "routed the replies to it nowhere" in _needs(direct)
+
+
+def test_a_shared_roles_failure_goes_to_the_publishers_the_wire_names(certified) -> None:
+    """Issue 29, 2: in a mixed gather the replies without responseMessageId are courier's and
+    tutorial's on the wire: each is charged SG-3.1 with its own messages, the reference
+    subscriber never, and no failure is left on no one."""
+    cell = certified["by_id"]["sg-mixed-publish-every-language[gatherer=python,subscribers=courierpy+tutorialpy+eventbus+python]"]
+    charged = {peer for clause, peer, _ in _failures(cell) if clause == "SG-3.1"}
+    assert charged == {"courierpy", "tutorialpy"}, _failures(cell)
+    assert all(peer is not None for _, peer, _ in _failures(cell))
+
+
+def test_one_root_per_defect(certified) -> None:
+    """Issue 29, 3: courier has no counters (its `counters` refused): the clauses that absence
+    breaks are named, the ones about counting wrongly are not evaluated; its responder answers
+    no call without a correlation_id, named RR-4.1 once per cell from the wire where the request
+    named both addresses, and seen through RR-4.1 where the scenario's request named one."""
+    for cell in certified["cells"]:
+        assert not {("RR-15.2", "courierpy"), ("RR-11.3", "courierpy")} & {(c, p) for c, p, _ in _failures(cell)}, cell["id"]
+    failure = certified["by_id"]["rr-responder-failure-reply[responder=courierpy]"]
+    assert "lacks: the binding of responder has no counters" in _needs(failure)
+    strips = certified["by_id"]["rr-responder-strips-engine-headers[responder=courierpy]"]
+    assert _failures(strips) == [("RR-4.1", "courierpy", None)]
+    assert "published no reply" in strips["failures"][0]["wire"]
+    header_only = certified["by_id"]["rr-responder-header-only[responder=courierpy]"]
+    assert _failures(header_only) == [("RR-4.1", "courierpy", "RR-3.1")]
+    # The tutorial pattern's server reads only reply_to: its header-only failure stays RR-3.1.
+    tutorial = certified["by_id"]["rr-responder-header-only[responder=tutorialpy]"]
+    assert ("RR-3.1", "tutorialpy", None) in _failures(tutorial)

@@ -1,0 +1,516 @@
+"""A cell's failures weighed against the broker's transcript, in a declared order.
+
+The engine (engine.py) runs a cell's steps and collects what its checks found; the wire
+shows what each peer really published and when. Here, once the cell has ended:
+
+1. `judge_messages` (every judged cell): each message a peer published, against the clauses
+   one message can show; a call whose request went out past its own timeout.
+2. `weigh_failures` (a FAIL): what the wire says of each failure, in this order: a reply that
+   never came to a request delivered and left unanswered (RR-4.1); a count short because the
+   other side published less; replies routed nowhere because the requester named no queue of
+   its own (RR-6.1); consequences confirmed or refuted; each failed call's path; one entry per
+   defect; the earliest deviation first.
+
+A transcript with a hole cannot refute an attribution or show why a call failed: there the
+checks' own verdicts stand, and the cell says its transcript is incomplete.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from typing import Any
+
+from ..results.model import CellResult, Failure, NotEvaluated, Status
+from ..spec import catalogue as spec
+from ..spec.scenarios import SIDE_OBJECTS
+from .state import CellState
+from .wire_checks import (diagnose_call, extra_publishes_by_others, first_reply_after, judge, message_breaks, publisher,
+                          publishes_to, reply_queues_of, unanswered_request, unroutable_replies)
+
+
+def judge_messages(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """What every message of a judged (PASS or FAIL) cell shows on its own."""
+    _message_breaks(state, result, records)
+    _calls_sent_past_timeout(state, result, records)
+
+
+def weigh_failures(state: CellState, result: CellResult, records: list[dict[str, Any]] | None) -> None:
+    """A FAIL's failures held to the wire (`records`: None when the run keeps no transcripts)."""
+    if result.transcript_gap:
+        return
+    for weigh in (_unanswered_probe_requests, _short_upstream, _replies_to_no_queue):
+        if records is not None and result.status == Status.FAIL:
+            weigh(state, result, records)
+    if result.status != Status.FAIL:
+        return
+    _check_on_wire(state, result)
+    _diagnose_calls(state, result)
+    _one_entry_per_defect(result)
+    _root_first(state, result)
+
+
+def _message_breaks(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """Every message each peer of the cell published, against the clauses one message can
+    show (both addresses, equal, not empty; spec header types; no B, u or i; a reply's
+    content type, responseMessageId, a failure's empty body), charged to its publisher.
+    A peer replaying an older profile is not judged here: the profile is history on purpose."""
+
+    specs = state.cell.specs()
+    labels_of: dict[str, set[str]] = {}
+    for s in specs:
+        labels_of.setdefault(s.name, set()).add(s.label)
+    # One peer process serving two specs of the cell (python and python@0.3.0) may carry both
+    # on one connection: the transcript cannot tell which published, so neither is judged.
+    judged = {s.label for s in specs if s.profile == "current" and len(labels_of[s.name]) == 1}
+    targets = reply_queues_of(result.trace) | {
+        str(v["name"]) for step in state.cell.scenario.steps
+        if step.kind == "probe_inbox" and isinstance(v := state.variables.get(step.bound_name), dict) and v.get("name")}
+    breaks = message_breaks(records, judged, targets, _id_clauses(state))
+    if not breaks:
+        return
+    seen = {(f.clause, f.peer) for f in result.failures}
+    added = False
+    for wire in breaks:
+        if (wire.clause, wire.peer) in seen:
+            continue  # the scenario's own check already named it
+        seen.add((wire.clause, wire.peer))
+        clause = spec.catalogue().clauses.get(wire.clause)
+        roles = [r for r, who in state.cell.roles.items()
+                 for s in (who if isinstance(who, tuple) else (who,) if who is not None else ()) if s.label == wire.peer]
+        # One spec may play both roles (the diagonal): the role keeping the clause's side.
+        keeps = set(SIDE_OBJECTS.get(clause.side if clause else "", ()))
+        role = next((r for r in roles if state.cell.scenario.opens.get(r, frozenset()) & keeps),
+                    roles[0] if roles else None)
+        result.failures.append(Failure(
+            clause=wire.clause, rule=spec.rule_of(wire.clause), side=clause.side if clause else "either", role=role,
+            peer=wire.peer, check=f"the broker's transcript, message #{wire.n}", message=wire.message,
+            expected=wire.expected, observed=wire.observed, wire=f"transcript #{wire.n}"))
+        added = True
+    if added and result.status == Status.PASS:
+        first = result.failures[0]
+        result.status, result.rule, result.message = Status.FAIL, first.clause, first.message
+        result.expected, result.observed = first.expected, first.observed
+        if result.transcript is None:
+            result.transcript = records  # a FAIL keeps its transcript: the evidence
+
+
+def _unanswered_probe_requests(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """A reply the probe waited for that never came, held to the wire: the probe's request
+    naming that address was delivered to a responder of the cell, which published nothing to
+    it, nor anything else. The request named its address in both places, so no reading of
+    one explains it; where the responder's own report does not either (it called the request
+    unanswerable; its body is not JSON: RR-19.2's own case; it ran a failing handler: RR-10.1),
+    that is one defect, whatever the scenario's request was about: no reply was published
+    (RR-4.1), charged to that responder with the transcript's lines, seen directly. Scenarios
+    whose request names one address only presume it (`assumes: [RR-4.1]`): a responder shown
+    here to answer nothing is named RR-4.1 there too, one that answers both-address requests
+    is judged on the reading the scenario is about."""
+
+
+    changed = False
+    for index, failure in enumerate(result.failures):
+        step = _step_of(state, failure.check)
+        if step is None or step.kind != "probe_get" or failure.wire or not isinstance(step.args, dict) \
+                or step.args.get("absent") or not isinstance(failure.observed, int):
+            continue
+        queue = state.queue_name(str(step.args["queue"]))
+        found = unanswered_request(records, queue)
+        if found is None:
+            continue
+        request, delivered, responder = found
+        clause = _why_unanswered(state, responder, request)
+        if clause is None:
+            continue
+        obliged = spec.catalogue().clauses.get(clause)
+        roles = [r for r, who in state.cell.roles.items()
+                 for s in (who if isinstance(who, tuple) else (who,) if who is not None else ()) if s.label == responder]
+        text = (f"the probe's request #{request['n']} was delivered to {responder} (#{delivered['n']}), which published "
+                f"no reply to {queue} (nor anywhere) and never had it redelivered")
+        result.failures[index] = replace(
+            failure, clause=clause, rule=spec.rule_of(clause), side=obliged.side if obliged else "either",
+            role=roles[0] if roles else failure.role, peer=responder, suspects=(), seen_as=None,
+            wire=f"transcript #{request['n']}, #{delivered['n']}: {text}", message=f"{failure.message}; the wire shows why: {text}")
+        state.note("wire", unanswered=request["n"], clause=clause, peer=responder)
+        changed = True
+    if changed:
+        first = result.failures[0]
+        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+        result.expected, result.observed = first.expected, first.observed
+
+
+def _short_upstream(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """A queue that held fewer messages than a check counted on, charged to one side, where
+    the transcript shows the other side published fewer than that to it by then (a requester
+    whose calls go out one at a time leaves a request queue short): the count says nothing of
+    the side charged. The failure is not evaluated, with the wire's figures, never charged to
+    a side that did what the spec asks with what it was given."""
+
+    kept: list[Failure] = []
+    for failure in result.failures:
+        step = _step_of(state, failure.check)
+        wanted = step.args.get("messages") if step is not None and step.kind == "probe_count" and isinstance(step.args, dict) else None
+        obliged = spec.catalogue().clauses.get(failure.clause)
+        t = state.trace[failure.at]["t"] if failure.at is not None and 0 <= failure.at < len(state.trace) else None
+        if not isinstance(wanted, int) or obliged is None or t is None:
+            kept.append(failure)
+            continue
+        queue = state.queue_name(str(step.args["queue"]))
+        sent = publishes_to(records, queue, until=t)
+        sides = {side for _, side in sent.values()}
+        charged = "requester" if obliged.side in ("requester", "gatherer") else obliged.side
+        if len(sent) >= wanted or not sides or charged in sides:
+            kept.append(failure)
+            continue
+        who = ", ".join(sorted({label for label, _ in sent.values()}))
+        why = (f"needs {wanted} message(s) published to {queue}: the transcript shows {len(sent)} by then "
+               f"({', '.join(f'#{n}' for n in sorted(sent)[:8])}, by {who}), so the count says nothing of the {charged}")
+        result.not_evaluated.append(NotEvaluated(failure.clause, failure.check, why))
+        state.note("wire", short_upstream=queue, published=len(sent), wanted=wanted)
+    if len(kept) == len(result.failures):
+        return
+    result.failures = kept
+    if kept:
+        first = kept[0]
+        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+        result.expected, result.observed = first.expected, first.observed
+    else:
+        result.status, result.rule, result.message, result.seen_as, result.expected, result.observed = (
+            Status.ERROR, None, ("every failure of the cell was a count short upstream, and nothing else broke: "
+                                 "the scenario cannot judge this cell"), None, None, None)
+
+
+def _replies_to_no_queue(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """A requester whose requests name an address that is no queue of its own (direct
+    reply-to's pseudo-queue; none it declared when opened), so that the broker routes every
+    reply to it nowhere: it deviated first (RR-6.1: one reply queue, declared when opened,
+    named as the address). A responder that then did what RR-14 says with a reply the broker
+    could not route (rolled Answered back, ran again, dead-lettered) is not charged for the
+    counts the scenario expected of a reply that was routed; what the wire shows of its own
+    messages still stands."""
+
+
+    for role, who in state.cell.roles.items():
+        if role not in ("requester", "gatherer") or who is None or isinstance(who, tuple):
+            continue
+        peer = state.peer_of(role)[0]
+        declared = {str(n["answer"]["reply_queue"]) for n in state.trace if n.get("step") == "requester.open"
+                    and n.get("peer") == who.name and isinstance(n.get("answer"), dict) and n["answer"].get("reply_queue")}
+        found = unroutable_replies(records, declared)
+        if peer is None or not found:
+            continue
+        address, lines = found
+        text = (f"the requests named {address}, no queue the requester declared, and the broker routed the replies "
+                f"to it nowhere ({', '.join(f'#{n}' for n in lines[:8])})")
+        kept: list[Failure] = []
+        for failure in result.failures:
+            if failure.side == "responder" and not failure.wire and not failure.direct:
+                result.not_evaluated.append(NotEvaluated(failure.clause, failure.check, f"needs replies the broker can route: {text}"))
+            elif failure.clause == "RR-6.2" and failure.peer == peer:
+                kept.append(replace(failure, clause="RR-6.1", rule=spec.rule_of("RR-6.1"), seen_as="RR-6.2", wire=text,
+                                     message=f"{failure.message}; the wire shows why: {text}"))
+            else:
+                kept.append(failure)
+        if not any(f.clause == "RR-6.1" and f.peer == peer for f in kept):
+            obliged = spec.catalogue().clauses.get("RR-6.1")
+            kept.insert(0, Failure(clause="RR-6.1", rule=spec.rule_of("RR-6.1"), side=obliged.side if obliged else "requester",
+                                   role=role, peer=peer, check="its requests on the wire", message=text, wire=text,
+                                   expected="a reply queue of its own, declared when opened", observed=address))
+        state.note("wire", no_reply_queue=address, peer=peer)
+        result.failures = kept
+        first = kept[0]
+        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+        result.expected, result.observed = first.expected, first.observed
+
+
+def _why_unanswered(state: CellState, responder: str, request: dict[str, Any]) -> str | None:
+    """The clause a responder broke by publishing no reply to a request delivered to it, from
+    its own report of that request; None where the scenario's own clause explains it better."""
+
+    try:
+        json.loads(request.get("body") or "")
+    except ValueError:
+        return None  # not JSON: RR-19.2 says what to answer, the scenario's clause stands
+    message_id = (request.get("properties") or {}).get("message_id")
+    spec_of = next((s for s in state.cell.specs() if s.label == responder), None)
+    peer = state.ctx.peers.get(spec_of.name) if spec_of is not None else None
+    if peer is None:
+        return None
+    events = peer.events_since(state.event_marks.get(peer.name, 0), lambda e: e.get("message_id") == message_id)
+    kinds = {e.get("event") for e in events}
+    if "unanswerable" in kinds:
+        return None  # it found no address: which reading failed is the scenario's clause
+    if "handled" in kinds:
+        failing = any(isinstance(st.args, dict) and (st.args.get("behavior") or {}).get("reply") == "fail"
+                      for st in state.cell.scenario.steps if st.kind == "responder")
+        return "RR-10.1" if failing else "RR-4.1"
+    if peer.events_since(0, lambda e: e.get("event") != "connection_lost"):
+        return None  # a peer with hooks that did not run its handler: the scenario's clause stands
+    return "RR-4.1"  # no hooks: what the wire shows is all there is
+
+
+def _step_of(state: CellState, check: str) -> Any:
+    """The scenario step a failure's check names (`step 7 wait_event: ...`), or None."""
+    head = check.split(" ", 2)
+    if len(head) < 2 or head[0] != "step" or not head[1].isdigit():
+        return None
+    index = int(head[1]) - 1
+    return state.cell.scenario.steps[index] if 0 <= index < len(state.cell.scenario.steps) else None
+
+
+def _calls_sent_past_timeout(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """A request whose publish the transcript shows long after its call was made, past the
+    call's own timeout (a requester whose calls wait for one another), and which still ended
+    with anything but the timeout outcome: it was not bounded by its timeout (RR-9.6), charged
+    to its requester with the wire's times. The tolerance (half the timeout, at least 2 s)
+    keeps a loaded machine's scheduling out of it."""
+
+    for name, call in state.calls.items():
+        answer = state.variables.get(name)
+        step = next((st for st in state.cell.scenario.steps if st.bound_name == name), None)
+        timeout_ms = step.args.get("timeout_ms") if step is not None and isinstance(step.args, dict) else None
+        if not isinstance(answer, dict) or answer.get("outcome") in (None, "timeout", "refused") or not isinstance(timeout_ms, int):
+            continue
+        role = state.cell.scenario.name_roles.get(str(step.args.get("requester")))
+        peer, _ = state.peer_of(role)
+        found = first_reply_after(records, peer, call["exchange"], call["routing_key"], call["t"],
+                                  answer.get("request_id")) if peer else None
+        if found is None:
+            continue
+        delay = float(found[0].get("t", 0)) - call["t"]
+        if delay <= timeout_ms / 1000 + max(2.0, timeout_ms / 2000):
+            continue
+        if any(f.clause == "RR-9.6" and f.peer == peer for f in result.failures):
+            continue
+        clause = spec.catalogue().clauses.get("RR-9.6")
+        result.failures.append(Failure(
+            clause="RR-9.6", rule=spec.rule_of("RR-9.6"), side=clause.side if clause else "requester", role=role, peer=peer,
+            check=f"{name}: its request on the wire", wire=f"transcript #{found[0]['n']}",
+            message=(f"{name} (timeout {timeout_ms} ms) was published {delay:.1f}s after the call was made (#{found[0]['n']}) "
+                     f"and ended with {answer.get('outcome')!r}, not with its timeout"),
+            expected=f"ends with the timeout outcome by {timeout_ms} ms", observed=f"published after {delay * 1000:.0f} ms"))
+    if result.failures and result.status == Status.PASS:
+        first = result.failures[0]
+        result.status, result.rule, result.message = Status.FAIL, first.clause, first.message
+        result.expected, result.observed = first.expected, first.observed
+        if result.transcript is None:
+            result.transcript = records
+
+
+def _id_clauses(state: CellState) -> dict[str, str]:
+    """Per peer label, the clause its requests break when they carry no message_id: RR-8.1
+    for a peer that only made requests in the cell, SG-1.1 for one that only gathered (one
+    that did both is not judged on it: the transcript cannot tell a copy from a request)."""
+    kinds: dict[str, set[str]] = {}
+    for step in state.cell.scenario.steps:
+        if step.kind in ("request", "gather") and isinstance(step.args, dict):
+            role = state.cell.scenario.name_roles.get(str(step.args.get("requester")))
+            peer, _ = state.peer_of(role)
+            if peer is not None:
+                kinds.setdefault(peer, set()).add(step.kind)
+    return {peer: {"request": "RR-8.1", "gather": "SG-1.1"}[next(iter(k))] for peer, k in kinds.items() if len(k) == 1}
+
+
+def _check_on_wire(state: CellState, result: CellResult) -> None:
+    """Each attribution made through a consequence, held to the broker's transcript: it
+    stands where the wire agrees, and where the wire refutes it the failure is the check's
+    own clause, charged to the side that check judges, citing the transcript lines."""
+
+
+    changed = False
+    failures = []
+    for failure in result.failures:
+        if failure.clause == "SG-2.2" and failure.peer and not failure.wire:
+            refuted = extra_publishes_by_others(result.transcript, failure.peer)
+            if refuted is not None:  # the wire shows another peer's messages: theirs is the break
+                changed = True
+                state.note("wire", refutes=failure.clause, peer=failure.peer, text=refuted.text)
+                continue
+        finding = judge(failure.clause, result.transcript, result.trace) if failure.seen_as else None
+        if finding is None and failure.clause == "SG-4.1" and not failure.wire:
+            # The gatherer finds a gather by the reply's responseMessageId: where the wire shows
+            # responders echoing a wrong value (or none), the demultiplexing had nothing right to
+            # go by, and the break is theirs (SG-3.1), not the gatherer's.
+            wrong = judge("SG-3.1", result.transcript, result.trace)
+            if wrong is not None and wrong.confirmed:
+                numbered = {r.get("n"): r for r in result.transcript or []}
+                culprits = sorted({p[0] for n in wrong.lines if (p := publisher(numbered.get(n) or {})) is not None})
+                if culprits:
+                    changed = True
+                    own = spec.catalogue().clauses.get("SG-3.1")
+                    for culprit in culprits:
+                        failures.append(replace(failure, clause="SG-3.1", rule=spec.rule_of("SG-3.1"),
+                                                side=own.side if own else "responder", peer=culprit, suspects=(),
+                                                role=next((r for r, who in state.cell.roles.items() for s_ in
+                                                           (who if isinstance(who, tuple) else (who,) if who is not None else ())
+                                                           if s_.label == culprit), failure.role),
+                                                seen_as="SG-4.1", wire=f"refutes SG-4.1: {wrong.text}",
+                                                message=f"{failure.message}; not SG-4.1: {wrong.text}"))
+                    state.note("wire", refutes="SG-4.1", by=culprits, text=wrong.text)
+                    continue
+        if finding is None:
+            failures.append(failure)
+            continue
+        changed = True
+        if finding.confirmed:
+            # The wire names who published the breaking messages: one peer is that peer, even
+            # where the check alone could only list the role's suspects.
+            numbered = {r.get("n"): r for r in result.transcript or []}
+            lines_of: dict[str, list[int]] = {}
+            for n in finding.lines:
+                if (p := publisher(numbered.get(n) or {})) is not None:
+                    lines_of.setdefault(p[0], []).append(n)
+            if failure.peer is None and lines_of:
+                # A shared role (subscribers): each publisher the wire names is charged with its
+                # own messages, and no member the wire clears is.
+                for peer, lines in sorted(lines_of.items()):
+                    failures.append(replace(failure, peer=peer, suspects=(),
+                                            wire=f"confirmed: {finding.text}; {peer} published {', '.join(f'#{n}' for n in lines)}"))
+            else:
+                failures.append(replace(failure, wire=f"confirmed: {finding.text}"))
+            continue
+        own = spec.catalogue().clauses.get(failure.seen_as)
+        peer, suspects = state.peer_of(failure.seen_by)
+        failures.append(replace(failure, clause=str(failure.seen_as), rule=spec.rule_of(str(failure.seen_as)),
+                                side=own.side if own else "either", role=failure.seen_by, peer=peer, suspects=suspects,
+                                seen_as=None, wire=f"refutes {failure.clause}: {finding.text}",
+                                message=f"{failure.message}; not {failure.clause}: {finding.text}"))
+    if changed and not failures:  # every failure refuted by the wire: nothing the cell's peers broke
+        result.failures, result.status, result.rule, result.message = [], Status.ERROR, None, (
+            "every failure of the cell was refuted by the broker's transcript, and nothing else broke: "
+            "the scenario cannot judge this cell")
+        return
+    if changed:
+        result.failures = failures
+        first = failures[0]
+        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+
+
+def _diagnose_calls(state: CellState, result: CellResult) -> None:
+    """Each failed check of a request's outcome, held to the request's path on the wire: the
+    first break there (no message_id, no address, a responder that sent no reply or one with
+    another correlation_id or without acemq-error) is the defect, charged to whoever made it,
+    citing the transcript; the check's own clause is what it was seen as. Where the wire shows
+    the request answered right, the requester's own clause stands."""
+
+
+    if not result.transcript and not state.call_checks:
+        return
+    records = result.transcript or []
+    changed = False
+    void: set[int] = set()
+    for index, name in sorted(state.call_checks.items()):
+        if index >= len(result.failures) or not records:
+            continue
+        failure, call = result.failures[index], state.calls.get(name)
+        if call is None or failure.wire or failure.peer is None or failure.side not in ("requester", "either"):
+            continue
+        late = _reply_after_timeout(state, name, failure.peer, call, records)
+        if late is not None:  # the call ended as it had to: no reply was there in time
+            result.not_evaluated.append(NotEvaluated(failure.clause, failure.check, late))
+            state.note("wire", void=name, why=late)
+            void.add(index)
+            changed = True
+            continue
+        answer = state.variables.get(name)
+        finding = diagnose_call(records, failure.peer, call["exchange"], call["routing_key"], call["t"],
+                                failure_expected=failure.clause == "RR-10.3",
+                                message_id=answer.get("request_id") if isinstance(answer, dict) else None)
+        if finding is None or (finding.clause, finding.peer) == (failure.clause, failure.peer):
+            continue
+        clause = spec.catalogue().clauses.get(finding.clause)
+        roles = [r for r, who in state.cell.roles.items()
+                 for s in (who if isinstance(who, tuple) else (who,) if who is not None else ()) if s.label == finding.peer]
+        keeps = set(SIDE_OBJECTS.get(clause.side if clause else "", ()))
+        role = next((r for r in roles if state.cell.scenario.opens.get(r, frozenset()) & keeps), roles[0] if roles else None)
+        result.failures[index] = replace(
+            failure, clause=finding.clause, rule=spec.rule_of(finding.clause), side=clause.side if clause else "either",
+            role=role, peer=finding.peer, suspects=(), seen_as=failure.seen_as or failure.clause,
+            wire=f"transcript {', '.join(f'#{n}' for n in finding.lines)}: {finding.text}",
+            message=f"{failure.message}; the wire shows why: {finding.text}")
+        state.note("wire", diagnosed=name, clause=finding.clause, peer=finding.peer, text=finding.text)
+        changed = True
+    if void:
+        result.failures = [f for i, f in enumerate(result.failures) if i not in void]
+        if not result.failures:
+            result.status, result.rule, result.message, result.seen_as, result.expected, result.observed = (
+                Status.ERROR, None, "every failure of the cell read a reply that came after its call had ended by its "
+                                    "timeout, and nothing else broke: the scenario cannot judge this cell", None, None, None)
+            return
+    if changed:
+        first = result.failures[0]
+        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+        result.expected, result.observed = first.expected, first.observed
+
+
+def _reply_after_timeout(state: CellState, name: str, peer: str, call: dict[str, Any],
+                         records: list[dict[str, Any]]) -> str | None:
+    """Why a check of call `name`'s reply says nothing of its requester: the call ended by its
+    timeout, not before it, and the transcript's first reply to it came after it ended (the
+    scenario's reply was late, or its responder was held up by another failure); else None."""
+
+    answer = state.variables.get(name)
+    step = next((st for st in state.cell.scenario.steps if st.bound_name == name), None)
+    timeout_ms = step.args.get("timeout_ms") if step is not None and isinstance(step.args, dict) else None
+    if not isinstance(answer, dict) or answer.get("outcome") != "timeout" or not isinstance(timeout_ms, int):
+        return None
+    elapsed = answer.get("elapsed_ms")
+    if not isinstance(elapsed, (int, float)) or isinstance(elapsed, bool) or elapsed < timeout_ms:
+        return None  # ended early: the requester's own doing
+    found = first_reply_after(records, peer, call["exchange"], call["routing_key"], call["t"], answer.get("request_id"))
+    if found is None:
+        return None
+    request, reply = found
+    ended = call["t"] + elapsed / 1000
+    if reply is None:
+        taken = any(r.get("event") == "deliver" and r["n"] > request["n"] and str(r.get("who") or "").endswith(" (responder)")
+                    and (r.get("properties") or {}).get("message_id") == (request.get("properties") or {}).get("message_id")
+                    for r in records)
+        if taken:
+            return None  # a responder of the cell took it and answered nothing: the call's diagnosis names it
+        return (f"needs a reply to {name}: none to request #{request['n']} was ever published (the scenario's reply went "
+                f"to another request), and it ended by its {timeout_ms} ms timeout at {ended:.3f}s as it had to")
+    if float(reply.get("t", 0)) <= ended:
+        return None
+    return (f"needs a reply to {name} within its timeout: it ended by its {timeout_ms} ms timeout at {ended:.3f}s, "
+            f"and the first reply to request #{request['n']} came at {reply.get('t')}s (#{reply['n']})")
+
+
+def _root_first(state: CellState, result: CellResult) -> None:
+    """The cell's first failure (what the console, the rerun line and the to-do list lead
+    with) is the earliest deviation in the cell's timeline, not the first check in step order:
+    a message the transcript shows breaking a clause deviated when it was published, a check
+    when it was judged. The rest stay listed after it, in the same order of time."""
+
+    times = {r.get("n"): float(r.get("t", 0)) for r in result.transcript or []}
+
+    def when(failure: Failure) -> float:
+        found = re.match(r"transcript #(\d+)", failure.wire or "")
+        if found and int(found.group(1)) in times:
+            return times[int(found.group(1))]
+        if failure.at is not None and 0 <= failure.at < len(state.trace):
+            return float(state.trace[failure.at].get("t", 0))
+        return float("inf")
+
+    ordered = sorted(result.failures, key=when)
+    if ordered == result.failures:
+        return
+    result.failures = ordered
+    first = ordered[0]
+    result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+    result.expected, result.observed = first.expected, first.observed
+
+
+def _one_entry_per_defect(result: CellResult) -> None:
+    """One entry per clause a peer broke in the cell: further checks that saw the same clause
+    broken by the same peer are listed under it (`also`), not as defects of their own."""
+
+    kept: dict[tuple[str, str | None, str | None], Failure] = {}
+    for failure in result.failures:
+        key = (failure.clause, failure.peer, None if failure.peer else failure.role)
+        if key in kept:
+            kept[key] = replace(kept[key], also=(*kept[key].also, failure.check))
+        else:
+            kept[key] = failure
+    if len(kept) < len(result.failures):
+        result.failures = list(kept.values())
