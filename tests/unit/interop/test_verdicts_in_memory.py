@@ -153,6 +153,40 @@ def test_a_part_a_binding_declares_it_lacks_fails_its_clauses_at_once_charged_to
     assert scenario.level == "request/reply full"
 
 
+class RefusesCounters(FakePeer):
+    """A binding with no counters whose adapter does not say so: it refuses `counters`."""
+
+    def counters(self, of: str, note: Any = None) -> dict[str, Any]:
+        from acemq_interop.core.errors import Lacking
+
+        self.log.append({"op": "counters", "of": of})
+        raise Lacking("counters", f"peer '{self.name}' refused counters of '{of}': unknown name")
+
+
+def test_a_part_shown_lacking_by_the_peers_own_answer_is_judged_as_a_declared_lack(tmp_path: Path) -> None:
+    """Issue 29: the same verdict as a declared lack (the clauses the absence breaks FAIL, the
+    ones about counting wrongly are not evaluated), never a refused command's ERROR."""
+    scenario = scenario_file(tmp_path, """\
+  - responder: {as: r, role: responder, queue: requests}
+  - requester: {as: q, role: requester}
+  - request: {as: call, requester: q, queue: requests, body: {n: 1}, timeout_ms: 1000}
+  - wait_counters: {as: k, of: r, until: {answered: 1}, rule: RR-16.1}
+  - counters: {as: k2, of: r}
+  - expect:
+      - {that: call.outcome, equals: reply, rule: RR-8.1}
+      - {that: k.answered, equals: 1, rule: RR-15.1}
+      - {that: k2.answered, equals: 1, rule: RR-15.2}
+""", "[RR-8, RR-15, RR-16]")
+    broker = FakeBroker()
+    a, b = FakePeer("a", broker), RefusesCounters("b", broker)
+    result = run_cell(pair_cell(scenario, "a", "b"), "c0008", context(a, b))
+    assert result.status == Status.FAIL
+    assert [(f.clause, f.peer) for f in result.failures] == [("RR-16.1", "b"), ("RR-15.1", "b")]
+    assert "the binding has no counters (peer 'b' refused counters" in result.failures[0].message
+    assert [n.clause for n in result.not_evaluated] == ["RR-15.2"], "counting wrongly needs counters to count with"
+    assert "lacks: " in result.not_evaluated[0].needs
+
+
 def test_no_request_reply_clause_is_checked_only_inside_a_gather_scenario() -> None:
     """A request/reply-only binding (no `gather` capability) SKIPs every gather scenario:
     every request/reply clause it is obliged by must still be judged somewhere else."""
@@ -262,3 +296,32 @@ def test_an_answer_without_the_request_id_a_later_check_needs_fails_the_clause_i
     assert result.status == Status.FAIL
     assert [(f.clause, f.peer) for f in result.failures] == [("RR-8.1", "a")], "the caller's answer, not the responder's RR-4.2"
     assert [n.clause for n in result.not_evaluated] == ["RR-4.2"]
+
+
+def test_a_hold_that_ran_long_voids_only_what_was_judged_after_it_may_have_run_out() -> None:
+    """Issue 29: a failure judged before the hold's trusted time, and a wait for an event that
+    never came (a hold delays confirms, not a binding's hooks), stand; one judged later is not
+    evaluated; with nothing standing, the cell has no verdict (an ERROR)."""
+    from types import SimpleNamespace
+
+    from acemq_interop.results.model import CellResult, Failure
+    from acemq_interop.run.engine import _judge_long_holds
+
+    def cell(*failures: Failure) -> CellResult:
+        return CellResult(id="x", scenario="x", title="x", matrix="responders", rules=(), roles={}, peers=("b",),
+                          status=Status.FAIL, rule=failures[0].clause, failures=list(failures))
+
+    def failure(clause: str, check: str, at: int) -> Failure:
+        return Failure(clause=clause, rule=clause.split(".")[0], side="responder", role="responder", peer="b",
+                       check=check, message=check, at=at)
+
+    state = SimpleNamespace(trace=[{"t": 1.0}, {"t": 5.4}, {"t": 6.0}], long_holds=[(5.2, 6.5, "the hold ran long")])
+    early, event, late = failure("RR-15.1", "step 4 expect", 0), failure("RR-15.1", "step 5 wait_event: 1", 1), \
+        failure("RR-16.1", "step 6 wait_counters", 2)
+    result = cell(early, late, event)
+    _judge_long_holds(state, result)  # type: ignore[arg-type]
+    assert result.status == Status.FAIL and result.failures == [early, event]
+    assert [(n.clause, "ran long" in n.needs) for n in result.not_evaluated] == [("RR-16.1", True)]
+    only_late = cell(failure("RR-16.1", "step 6 wait_counters", 2))
+    _judge_long_holds(state, only_late)  # type: ignore[arg-type]
+    assert only_late.status == Status.ERROR and "the hold ran long" in only_late.message and not only_late.failures
