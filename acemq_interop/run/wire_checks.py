@@ -259,10 +259,14 @@ def message_breaks(transcript: list[dict[str, Any]], judged: set[str], reply_tar
         is_reply = to_default and any(k in targets for k in keys)
         is_dead_letter = to_default and any(k.endswith(".dlq") for k in keys)
         named = publisher(record)
-        # A responder's message echoing a request's message_id as its correlation_id is a
-        # reply, wherever it went (a reply sent back through a gather's fanout is not a request).
-        answers = named is not None and named[1] == "responder" and not to_default and bool(_props(record).get("correlation_id")) \
-            and any(_props(r).get("message_id") == _props(record).get("correlation_id") for r in requests)
+        # A responder's message that names no reply address and echoes an earlier request's
+        # message_id (not its own) as its correlation_id is a reply, wherever it went: a reply
+        # sent back through a gather's fanout is not a request. (A gather's copy published twice
+        # names its address and carries its own message_id as its correlation_id.)
+        echoed = _props(record).get("correlation_id")
+        answers = named is not None and named[1] == "responder" and not to_default and bool(echoed) \
+            and not _addresses(record) and echoed != _props(record).get("message_id") \
+            and any(_props(r).get("message_id") == echoed for r in requests)
         if not is_reply and not is_dead_letter and not _is_reply(record) and not answers:
             requests.append(record)
         if named is None or named[0] not in judged:

@@ -140,3 +140,12 @@ def test_a_calls_request_is_found_by_the_id_its_peer_reported_before_by_its_time
     assert first_reply_after([other, mine, reply], "a", "", "c1.requests", 5.0, "m-mine") == (mine, None)
     assert first_reply_after([other, mine, reply], "a", "", "c1.requests", 5.0) == (other, reply)
     assert first_reply_after([other, mine, reply], "a", "", "c1.requests", 5.0, "m-unknown") == (other, reply)
+
+
+def test_a_gathers_copy_published_twice_on_a_responders_connection_is_no_reply() -> None:
+    """One connection may carry a peer's gatherer and responder: a copy published twice names
+    its address and echoes its own message_id, so it is judged as a copy, never as a reply."""
+    copy = publish(1, "a (requester)", "", exchange="c1.quotes", reply_to="amq.gen-q", message_id="m-1", correlation_id="m-1",
+                   headers={"acemq-reply-to": S("amq.gen-q")})
+    again = dict(copy, n=2, who="a (responder)")
+    assert message_breaks([copy, again], {"a"}, set(), {"a": "SG-1.1"}) == []
