@@ -20,7 +20,7 @@ internal enum GatherDemux { ResponseMessageId, CorrelationId }
 
 internal enum GatherShortfall { Reject, Resolve }
 
-internal enum GatherMissingCount { Budget, One }
+internal enum GatherMissingCount { Budget, One, Copies }
 
 internal enum GatherStrayReply { Unmatched, OldestGather }
 

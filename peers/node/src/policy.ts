@@ -44,7 +44,7 @@ export interface RequesterPolicy {
   /** A shortfall at the timeout (SG-6). */
   readonly gatherShortfall: 'reject' | 'resolve';
   /** No expectedReplyCount: wait the whole timeout, or take it as 1 (SG-7). */
-  readonly gatherMissingCount: 'budget' | 'one';
+  readonly gatherMissingCount: 'budget' | 'one' | 'copies';
   /** A gather reply for no pending gather (SG-8). */
   readonly gatherStrayReply: 'unmatched' | 'oldest_gather';
   /** The timeout of a request or gather given none, when the caller set no default either (RR-9). */

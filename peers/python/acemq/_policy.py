@@ -25,7 +25,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "multi_copies": ("expected_count", "one"),
     "gather_demux_by": ("response_message_id", "correlation_id"),
     "gather_shortfall": ("reject", "resolve"),
-    "gather_missing_count": ("budget", "one"),
+    "gather_missing_count": ("budget", "one", "copies"),
     "gather_stray_reply": ("unmatched", "oldest_gather"),
     "reply_correlation_from": ("message_id", "correlation_id"),
     "handler_failure": ("error_reply", "retry"),
@@ -92,7 +92,7 @@ class RequesterPolicy:
     gather_demux_by: Literal["response_message_id", "correlation_id"] = "response_message_id"  # SG-4
     gather_resolves_early: bool = True  # SG-5
     gather_shortfall: Literal["reject", "resolve"] = "reject"  # SG-6
-    gather_missing_count: Literal["budget", "one"] = "budget"  # SG-7
+    gather_missing_count: Literal["budget", "one", "copies"] = "budget"  # SG-7
     gather_stray_reply: Literal["unmatched", "oldest_gather"] = "unmatched"  # SG-8
     default_timeout_ms: int = 30000  # RR-9: a call given no timeout
     # SG-1: what a gather given no correlation_id sends as its copies' correlation_id.

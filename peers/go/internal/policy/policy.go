@@ -86,6 +86,8 @@ const (
 
 	MissingCountIsBudget MissingCount = "budget"
 	MissingCountIsOne    MissingCount = "one"
+	// MissingCountIsCopies takes sendRequestMulti's copies as its count.
+	MissingCountIsCopies MissingCount = "copies"
 
 	StrayUnmatched    StrayRule = "unmatched"
 	StrayOldestGather StrayRule = "oldest_gather"

@@ -105,7 +105,7 @@ module Acemq
     honour_returns: BOOLEAN, long_short_string: %i[refuse truncate], undecodable_reply: %i[decode_error drop],
     gather_copy_ids: %i[shared distinct], multi_copies: %i[expected_count one],
     gather_demux_by: %i[response_message_id correlation_id], gather_resolves_early: BOOLEAN,
-    gather_shortfall: %i[reject resolve], gather_missing_count: %i[budget one],
+    gather_shortfall: %i[reject resolve], gather_missing_count: %i[budget one copies],
     gather_stray_reply: %i[unmatched oldest_gather], default_timeout_ms: POSITIVE_INTEGER,
     gather_default_correlation: %i[request_message_id none], count_gather_timeouts: BOOLEAN,
     pending_at_close: %i[end_closed wait], honour_gather_returns: BOOLEAN, type_carrier: %i[property header],
