@@ -108,3 +108,19 @@ def test_list_rules_prints_each_clause_s_paths(capsys) -> None:
     out = capsys.readouterr().out
     assert "on gather_multi_no_count: sg-gatherer-multi-no-count" in out
     assert re.search(r"^\d+ \(clause, path\) pairs: \d+ checked by a scenario, \d+ unchecked with a reason", out, re.M)
+
+
+def test_an_unchecked_path_shows_its_reason_in_the_table() -> None:
+    """A path no scenario can observe is printed with the catalogue's reason, and counted."""
+    import dataclasses
+
+    from acemq_interop.spec.clause_table import as_text
+
+    cat = catalogue.catalogue()
+    reason = "a reason no scenario can observe it there, written in the catalogue"
+    table = {**cat.path_table, "RR-4.3": (*cat.path_table["RR-4.3"], catalogue.PathEntry("failure_reply", (), reason))}
+    changed = dataclasses.replace(cat, path_table=table)
+    assert path_problems(changed, load_all()) == []
+    text = as_text(clause_rows(changed, load_all()))
+    assert f"on failure_reply: unchecked: {reason}" in " ".join(text.split())
+    assert re.search(r"unchecked with a reason \(RR-4.3 on failure_reply\)$", text, re.M)
