@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
@@ -89,12 +89,26 @@ class Part:
 
 
 @dataclass(frozen=True)
+class PathEntry:
+    """One path a clause governs (the catalogue's `path_table:`): the scenarios checking the
+    clause on it, or, where none does, the written reason it cannot be observed there."""
+
+    path: str
+    checked_by: tuple[str, ...] = ()
+    unchecked: str | None = None
+
+
+@dataclass(frozen=True)
 class Catalogue:
     rules: dict[str, Rule]
     policies: dict[str, dict[str, Any]]  # side -> policy name -> {default, values?, means}
     mutants: dict[str, Mutant]
     profiles: dict[str, Profile]
     parts: dict[str, Part] = field(default_factory=dict)
+    # The path vocabulary (`paths:`, name -> what it is) and, per clause, the paths the spec
+    # makes it govern, in the catalogue's order (`path_table:`).
+    paths: dict[str, str] = field(default_factory=dict)
+    path_table: dict[str, tuple[PathEntry, ...]] = field(default_factory=dict)
 
     @property
     def clauses(self) -> dict[str, Clause]:
@@ -143,8 +157,61 @@ def _clause(path: Path, rule_id: str, clause_id: str, value: Any, rule_side: str
     return Clause(clause_id, rule_id, str(value), rule_side)
 
 
+def _line(root: yaml.Node | None, keys: list[Any]) -> int:
+    from .strict_yaml import line_at
+
+    return line_at(root, keys)
+
+
+def _path_table(path: Path, root: yaml.Node | None, data: dict[str, Any], clauses: dict[str, Clause]
+                ) -> tuple[dict[str, str], dict[str, tuple[PathEntry, ...]]]:
+    """`paths:` (the vocabulary) and `path_table:` (clause -> {path: [scenario ids] | {unchecked: why}}).
+
+    Every clause a scenario can observe is in the table with at least one path; a path is one
+    of the vocabulary's; each names the scenarios checking the clause on it (tests hold them to
+    asserting it), or the reason it cannot be observed there. Bad data is refused with file:line."""
+    def fail(keys: list[Any], message: str) -> NoReturn:
+        raise CatalogueError(f"{path}:{_line(root, keys)}: {message}")
+
+    vocabulary = data.get("paths") or {}
+    if not isinstance(vocabulary, dict) or not all(isinstance(k, str) and isinstance(v, str) and v for k, v in vocabulary.items()):
+        fail(["paths"], "paths: maps each path's name to what it is (a non-empty text)")
+    table_data = data.get("path_table") or {}
+    if not isinstance(table_data, dict):
+        fail(["path_table"], "path_table: maps each clause id to {path: [scenario ids] or {unchecked: why}}")
+    table: dict[str, tuple[PathEntry, ...]] = {}
+    for clause_id, entries in table_data.items():
+        at = ["path_table", clause_id]
+        if clause_id not in clauses:
+            fail(at, f"path_table: {clause_id} is not a clause of the rules")
+        if clauses[clause_id].unobservable:
+            fail(at, f"path_table: {clause_id} is unobservable on every path (its `unobservable:` says why); drop it here")
+        if not isinstance(entries, dict) or not entries:
+            fail(at, f"path_table: {clause_id}: give the paths it governs, {{path: [scenario ids] or {{unchecked: why}}}}")
+        rows = []
+        for name, value in entries.items():
+            if name not in vocabulary:
+                fail([*at, name], f"path_table: {clause_id}: path {name!r} is not in paths: ({', '.join(vocabulary)})")
+            if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
+                if len(set(value)) != len(value):
+                    fail([*at, name], f"path_table: {clause_id} {name}: a scenario is listed twice")
+                rows.append(PathEntry(name, tuple(value)))
+            elif isinstance(value, dict) and set(value) == {"unchecked"} and isinstance(value["unchecked"], str) \
+                    and len(value["unchecked"].strip()) >= 20:
+                rows.append(PathEntry(name, (), value["unchecked"].strip()))
+            else:
+                fail([*at, name], f"path_table: {clause_id} {name}: a non-empty list of scenario ids, or "
+                                  f"{{unchecked: the reason it cannot be observed on this path (a sentence)}}")
+        table[clause_id] = tuple(rows)
+    missing = [c for c, clause in clauses.items() if not clause.unobservable and c not in table]
+    if missing:
+        fail(["path_table"], f"path_table: give the paths these clauses govern: {', '.join(missing)}")
+    return dict(vocabulary), table
+
+
 def load(path: Path = CATALOGUE_FILE) -> Catalogue:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    text = path.read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
     rules: dict[str, Rule] = {}
     for rule_id, body in data["rules"].items():
         rule_side = str(body.get("side", ""))
@@ -183,7 +250,9 @@ def load(path: Path = CATALOGUE_FILE) -> Catalogue:
         if unknown:
             raise CatalogueError(f"{path}: part {name}: breaks {sorted(unknown)}, which are not clauses")
         parts[str(name)] = Part(str(name), str(body.get("means", "")), frozenset(body.get("breaks") or ()))
-    return Catalogue(rules, policies, mutants, profiles, parts)
+    all_clauses = {c.id: c for r in rules.values() for c in r.clauses}
+    paths, path_table = _path_table(path, yaml.compose(text), data, all_clauses)
+    return Catalogue(rules, policies, mutants, profiles, parts, paths, path_table)
 
 
 @lru_cache(maxsize=1)

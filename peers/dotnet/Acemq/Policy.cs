@@ -20,7 +20,7 @@ internal enum GatherDemux { ResponseMessageId, CorrelationId }
 
 internal enum GatherShortfall { Reject, Resolve }
 
-internal enum GatherMissingCount { Budget, One }
+internal enum GatherMissingCount { Budget, One, Copies }
 
 internal enum GatherStrayReply { Unmatched, OldestGather }
 
@@ -145,7 +145,9 @@ internal enum HeaderTypes { Lenient, Strict }
 
 internal enum FailureReplyDelivery { Checked, Unchecked }
 
-internal enum MalformedRequestHandling { FailReply, Drop }
+internal enum MalformedRequestHandling { FailReply, Drop, ReplyOnly }
+
+internal enum DeadLetterCopy { Full, IdAndHeaders }
 
 internal enum BytesAddress { Accept, Ignore }
 
@@ -192,6 +194,9 @@ internal sealed record ResponderPolicy
 
     /// <summary>What a request body the decoder refuses gets (RR-19.2).</summary>
     public MalformedRequestHandling MalformedRequest { get; init; } = MalformedRequestHandling.FailReply;
+
+    /// <summary>What a dead-letter copy keeps of the request: every property (RR-11.4), or only its body, message_id and headers.</summary>
+    public DeadLetterCopy DeadLetterCopy { get; init; } = DeadLetterCopy.Full;
 
     /// <summary>Whether an acemq-reply-to written as a byte array is read, as UTF-8 (RR-2.2).</summary>
     public BytesAddress BytesAddress { get; init; } = BytesAddress.Accept;

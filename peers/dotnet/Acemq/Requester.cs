@@ -271,6 +271,13 @@ public sealed class Requester : IAsyncDisposable, IDisposable
 
         // One copy per expected reply, so that as many competing consumers each get one (SG-2).
         var copies = _policy.MultiCopies == MultiCopies.One ? 1 : options.ExpectedReplyCount ?? _policy.MultiCopiesWithoutCount;
+        if (options.ExpectedReplyCount is null && _policy.GatherMissingCount == GatherMissingCount.Copies)
+        {
+            // Breaks SG-7.1: the copies published taken as the count, so the gather resolves
+            // once each was answered instead of spending its budget.
+            options = options with { ExpectedReplyCount = Math.Max(copies, 1) };
+        }
+
         return GatherAsync<TReq, TRes>(type, message, "", options.Endpoint, copies, options, onReply: null, cancellationToken);
     }
 

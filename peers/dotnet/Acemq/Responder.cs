@@ -257,8 +257,10 @@ public sealed class Responder : IAsyncDisposable, IDisposable
                 return;
             }
 
-            // RR-19.2: retrying would decode the same bytes the same way.
-            await ReplyAsync(tag, request, properties, body, [], failure).ConfigureAwait(false);
+            // RR-19.2: retrying would decode the same bytes the same way. (ReplyOnly breaks it:
+            // the failure reply is sent and the request acked, never dead-lettered.)
+            await ReplyAsync(tag, request, properties, body, [], failure,
+                deadLetter: _policy.MalformedRequest != MalformedRequestHandling.ReplyOnly).ConfigureAwait(false);
             return;
         }
 
@@ -318,7 +320,8 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     }
 
     private async Task ReplyAsync(
-        ulong tag, RequestContext request, IReadOnlyBasicProperties requestProperties, byte[] requestBody, byte[] reply, string? failure)
+        ulong tag, RequestContext request, IReadOnlyBasicProperties requestProperties, byte[] requestBody, byte[] reply, string? failure,
+        bool deadLetter = true)
     {
         var counted = failure is null
             ? _policy.AnsweredTiming == AnsweredTiming.BeforePublish
@@ -386,7 +389,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             Interlocked.Increment(ref _answered);
         }
 
-        if (failure is null || !_policy.DeadLetterFailures)
+        if (failure is null || !_policy.DeadLetterFailures || !deadLetter)
         {
             await _channel.BasicAckAsync(tag, multiple: false).ConfigureAwait(false);
             return;
@@ -494,8 +497,9 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         var copy = new BasicProperties
         {
             MessageId = properties.MessageId,
-            CorrelationId = properties.CorrelationId,
-            ReplyTo = properties.ReplyTo,
+            // Breaks RR-11.4 under IdAndHeaders: the copy is the request, to be answered later.
+            CorrelationId = _policy.DeadLetterCopy == DeadLetterCopy.Full ? properties.CorrelationId : null,
+            ReplyTo = _policy.DeadLetterCopy == DeadLetterCopy.Full ? properties.ReplyTo : null,
             Type = properties.Type,
             ContentType = properties.ContentType,
             DeliveryMode = DeliveryModes.Persistent,

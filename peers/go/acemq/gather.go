@@ -83,7 +83,16 @@ func (g *gathering) complete() bool {
 // it publishes ExpectedReplyCount copies (one without a count), all with the
 // same message id and correlation id.
 func (r *Requester) SendRequestMulti(ctx context.Context, endpoint string, message interface{}, opts GatherOptions) ([]json.RawMessage, error) {
-	return r.gather(ctx, "", endpoint, r.multiCopies(opts.ExpectedReplyCount), message, nil, opts)
+	copies := r.multiCopies(opts.ExpectedReplyCount)
+	if opts.ExpectedReplyCount == 0 && r.pol.GatherMissingCount == policy.MissingCountIsCopies {
+		// SG-7 forbids this: the copies published taken as the count, so the
+		// gather resolves once each was answered instead of spending its budget.
+		opts.ExpectedReplyCount = copies
+		if opts.ExpectedReplyCount < 1 {
+			opts.ExpectedReplyCount = 1
+		}
+	}
+	return r.gather(ctx, "", endpoint, copies, message, nil, opts)
 }
 
 // multiCopies is how many copies sendRequestMulti publishes for an expected

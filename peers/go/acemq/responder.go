@@ -432,7 +432,7 @@ func (r *Responder) malformed(d amqp.Delivery, req *Request, err error) {
 		r.ack(d)
 		return
 	}
-	r.replyFailure(d, req, FailureText(err), false)
+	r.replyFailureThen(d, req, FailureText(err), false, r.pol.MalformedRequest != policy.ReplyOnlyMalformed)
 }
 
 // PanicError is the failure of a handler that panicked.
@@ -506,6 +506,12 @@ func (r *Responder) answeredAfterPublish(countedFirst bool, err error) {
 // goes to the retry policy like any other reply (RR-14). handlerFailed is
 // set for a handler's own failure (not a malformed request or header).
 func (r *Responder) replyFailure(d amqp.Delivery, req *Request, failure string, handlerFailed bool) {
+	r.replyFailureThen(d, req, failure, handlerFailed, true)
+}
+
+// replyFailureThen is replyFailure, the RR-11 dead-letter left out when
+// deadLetter is false (a reply_only malformed-request policy: RR-19 forbids it).
+func (r *Responder) replyFailureThen(d amqp.Delivery, req *Request, failure string, handlerFailed, deadLetter bool) {
 	if r.pol.HandlerFailure == policy.Retry {
 		r.retryFailure(d, req, failure)
 		return
@@ -531,7 +537,7 @@ func (r *Responder) replyFailure(d amqp.Delivery, req *Request, failure string, 
 		r.requeue(d)
 		return
 	}
-	if !r.pol.DeadLetterFailures {
+	if !r.pol.DeadLetterFailures || !deadLetter {
 		r.ack(d)
 		return
 	}
@@ -616,6 +622,10 @@ func (r *Responder) deadLetter(d amqp.Delivery, reason string) {
 		Type:            d.Type,
 		AppId:           d.AppId,
 		Body:            d.Body,
+	}
+	if r.pol.DeadLetterCopy == policy.IDAndHeadersCopy {
+		// RR-11 forbids this: the copy is the request, to be answered later.
+		msg.CorrelationId, msg.ReplyTo = "", ""
 	}
 	if err := r.pub.publish("", r.queue+".dlq", msg); err != nil {
 		log.Printf("acemq: cannot dead-letter %s to %s.dlq: %v", d.MessageId, r.queue, err)

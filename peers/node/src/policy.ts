@@ -44,7 +44,7 @@ export interface RequesterPolicy {
   /** A shortfall at the timeout (SG-6). */
   readonly gatherShortfall: 'reject' | 'resolve';
   /** No expectedReplyCount: wait the whole timeout, or take it as 1 (SG-7). */
-  readonly gatherMissingCount: 'budget' | 'one';
+  readonly gatherMissingCount: 'budget' | 'one' | 'copies';
   /** A gather reply for no pending gather (SG-8). */
   readonly gatherStrayReply: 'unmatched' | 'oldest_gather';
   /** The timeout of a request or gather given none, when the caller set no default either (RR-9). */
@@ -131,8 +131,13 @@ export interface ResponderPolicy {
   readonly attemptBase: 1 | 0;
   /** A failure reply that was not delivered goes to the retry policy, or is taken as sent (RR-14.1). */
   readonly failureReplyDelivery: 'checked' | 'unchecked';
-  /** A request body that is not JSON: a MalformedRequest failure reply, or dropped (RR-19.2). */
-  readonly malformedRequest: 'fail_reply' | 'drop';
+  /**
+   * A request body that is not JSON: a MalformedRequest failure reply then the dead-letter,
+   * dropped, or the failure reply alone (RR-19.2 forbids the last two).
+   */
+  readonly malformedRequest: 'fail_reply' | 'drop' | 'reply_only';
+  /** What a dead-letter copy keeps of the request: everything, or only its body, message_id and headers (RR-11.4). */
+  readonly deadLetterCopy: 'full' | 'id_and_headers';
   /** An acemq-reply-to written as a byte array: read as UTF-8, or taken as absent (RR-2.2). */
   readonly bytesAddress: 'accept' | 'ignore';
   /** The content_type of a reply; `none` sends none (RR-4.3). */
@@ -214,6 +219,7 @@ export const DEFAULT_RESPONDER_POLICY: ResponderPolicy = Object.freeze({
   attemptBase: 1,
   failureReplyDelivery: 'checked',
   malformedRequest: 'fail_reply',
+  deadLetterCopy: 'full',
   bytesAddress: 'accept',
   replyContentType: JSON_CONTENT_TYPE,
   stripPrefix: STRIPPED_PREFIX,

@@ -258,7 +258,13 @@ export class Requester {
     // one copy (none at all, a breach of SG-2.1).
     const copies =
       this.policy.multiCopies === 'one' ? 1 : (options.expectedReplyCount ?? this.policy.multiCopiesWithoutCount);
-    return this.gather<TReq, TRes>(type, message, undefined, options, '', options.endpoint, copies);
+    // The copies published taken as the count (a breach of SG-7.1): the gather resolves once
+    // each was answered instead of spending its budget.
+    const counted =
+      options.expectedReplyCount === undefined && this.policy.gatherMissingCount === 'copies'
+        ? { ...options, expectedReplyCount: Math.max(copies, 1) }
+        : options;
+    return this.gather<TReq, TRes>(type, message, undefined, counted, '', options.endpoint, copies);
   }
 
   /**

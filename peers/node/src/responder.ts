@@ -325,7 +325,9 @@ export class Responder<TReq = unknown, TRes = unknown> {
       request = decodeJson(msg.content) as TReq;
     } catch (err) {
       if (policy.malformedRequest === 'drop') this.channel.ack(msg);
-      else await this.settling(this.handleFailure(msg, context, `MalformedRequest: ${err instanceof Error ? err.message : String(err)}`));
+      // The failure reply without the dead-letter (reply_only) is a breach of RR-19.2 too.
+      else await this.settling(this.handleFailure(msg, context, `MalformedRequest: ${err instanceof Error ? err.message : String(err)}`,
+        false, policy.malformedRequest !== 'reply_only'));
       return;
     }
     this.options.observer?.handled?.(context);
@@ -380,16 +382,16 @@ export class Responder<TReq = unknown, TRes = unknown> {
    * A failing request: RR-10 and RR-11, or the retry policy when it sends no failure reply.
    * `byHandler` is a handler's own failure, not one the responder found before running it.
    */
-  private async handleFailure(msg: ConsumeMessage, context: RequestContext, failure: string, byHandler = false): Promise<void> {
+  private async handleFailure(msg: ConsumeMessage, context: RequestContext, failure: string, byHandler = false, deadLetter = true): Promise<void> {
     if (this.policy.handlerFailure === 'retry') {
       await this.retryOrDeadLetter(msg, context, failure, failure);
       return;
     }
-    await this.replyWithFailure(msg, context, failure, byHandler);
+    await this.replyWithFailure(msg, context, failure, byHandler, deadLetter);
   }
 
   /** RR-10 then RR-11: the failure goes back to the caller, the request to `{queue}.dlq`. */
-  private async replyWithFailure(msg: ConsumeMessage, context: RequestContext, failure: string, byHandler: boolean): Promise<void> {
+  private async replyWithFailure(msg: ConsumeMessage, context: RequestContext, failure: string, byHandler: boolean, deadLetter = true): Promise<void> {
     const counted = this.policy.countFailuresAnswered;
     if (counted) this.answeredCount++;
     // RR-10.1: an empty body, the failure in the header only (also in the body, a breach).
@@ -414,7 +416,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
     // RR-11.2: answered, so not retried (requeued until the last attempt, a breach).
     if (byHandler && this.policy.retryFailures && retryDecision(context.attempt, this.maxAttempts) === 'requeue') {
       this.channel.nack(msg, false, true);
-    } else if (this.policy.deadLetterFailures) await this.deadLetter(msg, failure);
+    } else if (this.policy.deadLetterFailures && deadLetter) await this.deadLetter(msg, failure);
     else this.channel.ack(msg);
   }
 
@@ -472,11 +474,13 @@ export class Responder<TReq = unknown, TRes = unknown> {
     // The broker's own redelivery count belongs to the request queue, not the dead-letter.
     delete headers[DELIVERY_COUNT_HEADER];
     headers[DEAD_LETTER_REASON_HEADER] = reason;
+    const full = this.policy.deadLetterCopy === 'full';
     try {
       await this.publisher.publish('', deadLetterQueue(this.queue), msg.content, {
         messageId: nonEmpty(props.messageId as string | undefined),
-        correlationId: nonEmpty(props.correlationId as string | undefined),
-        replyTo: nonEmpty(props.replyTo as string | undefined),
+        // RR-11.4: the copy is the request, to be answered later (id_and_headers drops these, a breach).
+        correlationId: full ? nonEmpty(props.correlationId as string | undefined) : undefined,
+        replyTo: full ? nonEmpty(props.replyTo as string | undefined) : undefined,
         type: nonEmpty(props.type as string | undefined),
         contentType: (props.contentType as string | undefined) ?? JSON_CONTENT_TYPE,
         headers,

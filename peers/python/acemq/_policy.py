@@ -25,7 +25,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "multi_copies": ("expected_count", "one"),
     "gather_demux_by": ("response_message_id", "correlation_id"),
     "gather_shortfall": ("reject", "resolve"),
-    "gather_missing_count": ("budget", "one"),
+    "gather_missing_count": ("budget", "one", "copies"),
     "gather_stray_reply": ("unmatched", "oldest_gather"),
     "reply_correlation_from": ("message_id", "correlation_id"),
     "handler_failure": ("error_reply", "retry"),
@@ -39,7 +39,8 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "pending_at_close": ("end_closed", "wait"),
     "type_carrier": ("property", "header"),
     "failure_reply_delivery": ("checked", "unchecked"),
-    "malformed_request": ("fail_reply", "drop"),
+    "malformed_request": ("fail_reply", "drop", "reply_only"),
+    "dead_letter_copy": ("full", "id_and_headers"),
     "native_address": ("reply_queue", "stale", "empty"),
     "unmatched_reply": ("drop", "oldest_waiter"),
     "timeout_outcome": ("timeout", "null_reply"),
@@ -92,7 +93,7 @@ class RequesterPolicy:
     gather_demux_by: Literal["response_message_id", "correlation_id"] = "response_message_id"  # SG-4
     gather_resolves_early: bool = True  # SG-5
     gather_shortfall: Literal["reject", "resolve"] = "reject"  # SG-6
-    gather_missing_count: Literal["budget", "one"] = "budget"  # SG-7
+    gather_missing_count: Literal["budget", "one", "copies"] = "budget"  # SG-7
     gather_stray_reply: Literal["unmatched", "oldest_gather"] = "unmatched"  # SG-8
     default_timeout_ms: int = 30000  # RR-9: a call given no timeout
     # SG-1: what a gather given no correlation_id sends as its copies' correlation_id.
@@ -146,8 +147,12 @@ class ResponderPolicy:
     attempt_base: int = 1  # RR-14: the attempt number is x-delivery-count + this
     # RR-14 for failure replies: a returned failure reply goes round the retry policy.
     failure_reply_delivery: Literal["checked", "unchecked"] = "checked"
-    # A request body that is not JSON: a MalformedRequest failure reply, or dropped.
-    malformed_request: Literal["fail_reply", "drop"] = "fail_reply"
+    # A request body that is not JSON: a MalformedRequest failure reply then the RR-11
+    # dead-letter, dropped, or the failure reply alone (RR-19 forbids the last two).
+    malformed_request: Literal["fail_reply", "drop", "reply_only"] = "fail_reply"
+    # RR-11: the dead-letter copy keeps the request's properties, or (forbidden) only its
+    # body, message_id and headers.
+    dead_letter_copy: Literal["full", "id_and_headers"] = "full"
     bytes_address: Literal["accept", "ignore"] = "accept"  # RR-2: an acemq-reply-to written as bytes
     reply_content_type: Literal["application/json", "none"] = "application/json"  # RR-4
     strip_prefix: Literal["x-acemq-", "x-"] = "x-acemq-"  # RR-5: the headers kept from the handler

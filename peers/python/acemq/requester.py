@@ -330,17 +330,6 @@ class Requester:
             correlation_id = request_id  # SG-1: no business correlation id given
         correlation_id = self._short_string("correlation_id", correlation_id)
         message_type = self._short_string("type", message_type)
-        if expected_reply_count is None and policy.gather_missing_count == "one":
-            expected_reply_count = 1  # SG-7 forbids this: no count is not a count of 1
-        gather = Gather(
-            request_id,
-            correlation_id,
-            expected_reply_count,
-            on_reply,
-            rejects_shortfall=policy.gather_shortfall == "reject",
-            resolves_early=policy.gather_resolves_early,
-            restarts_per_reply=policy.gather_deadline == "restart_per_reply",
-        )
         # sendRequestMulti sends one copy per expected reply: a queue hands each
         # message to one of its consumers, so N workers need N copies (SG-2).
         if exchange is not None:
@@ -351,6 +340,21 @@ class Requester:
             copies = expected_reply_count
         if policy.multi_copies == "one":
             copies = 1  # SG-2 forbids this: one copy cannot reach N competing workers
+        if expected_reply_count is None and policy.gather_missing_count == "one":
+            expected_reply_count = 1  # SG-7 forbids this: no count is not a count of 1
+        if expected_reply_count is None and exchange is None and policy.gather_missing_count == "copies":
+            # SG-7 forbids this: sendRequestMulti's copies taken as its count, so the gather
+            # resolves once each copy was answered instead of spending its budget.
+            expected_reply_count = max(copies, 1)
+        gather = Gather(
+            request_id,
+            correlation_id,
+            expected_reply_count,
+            on_reply,
+            rejects_shortfall=policy.gather_shortfall == "reject",
+            resolves_early=policy.gather_resolves_early,
+            restarts_per_reply=policy.gather_deadline == "restart_per_reply",
+        )
         target = (exchange, "") if exchange is not None else ("", endpoint)
         payload = wire.encode_body(message)
         with self._lock:

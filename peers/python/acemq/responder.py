@@ -257,6 +257,9 @@ class Responder:
             # the RR-11 dead-letter with the same reason.
             if self._policy.malformed_request == "drop":
                 self._settle_later(self._ack_silently, delivery)  # the defect: no reply, no dead-letter
+            elif self._policy.malformed_request == "reply_only":
+                # RR-19 forbids this: the failure reply, then an ack without the dead-letter.
+                self._settle_later(self._fail, delivery, wire.malformed_request_text(exc), False)
             else:
                 self._settle_later(self._fail, delivery, wire.malformed_request_text(exc))
             return
@@ -396,7 +399,7 @@ class Responder:
 
         self._publish_then(delivery.reply_to.queue, self._reply_properties(delivery, None), payload, confirmed, failed)
 
-    def _fail(self, delivery: _Delivery, failure: str) -> None:
+    def _fail(self, delivery: _Delivery, failure: str, dead_letter: bool = True) -> None:
         policy = self._policy
         if policy.handler_failure == "retry":
             # RR-10 forbids this: no failure reply; the request goes round the retry policy.
@@ -407,7 +410,7 @@ class Responder:
 
         def confirmed() -> None:
             self._observer.replied(delivery.message_id, failure)
-            if not policy.dead_letter_failures:  # RR-11 forbids this
+            if not policy.dead_letter_failures or not dead_letter:  # RR-11 forbids this
                 self._ack(delivery.tag)
                 return
             if policy.retry_failures:
@@ -472,8 +475,9 @@ class Responder:
             headers=headers,
             delivery_mode=properties.delivery_mode,
             priority=properties.priority,
-            correlation_id=properties.correlation_id,
-            reply_to=properties.reply_to,
+            # RR-11 forbids dropping them: the copy is the request, to be answered later.
+            correlation_id=properties.correlation_id if self._policy.dead_letter_copy == "full" else None,
+            reply_to=properties.reply_to if self._policy.dead_letter_copy == "full" else None,
             message_id=properties.message_id,
             timestamp=properties.timestamp,
             type=properties.type,

@@ -45,6 +45,7 @@ type (
 	TypeCarrier       string
 	FailureDelivery   string
 	MalformedRule     string
+	DeadLetterCopy    string
 
 	NativeAddress    string
 	UnmatchedRule    string
@@ -86,6 +87,8 @@ const (
 
 	MissingCountIsBudget MissingCount = "budget"
 	MissingCountIsOne    MissingCount = "one"
+	// MissingCountIsCopies takes sendRequestMulti's copies as its count.
+	MissingCountIsCopies MissingCount = "copies"
 
 	StrayUnmatched    StrayRule = "unmatched"
 	StrayOldestGather StrayRule = "oldest_gather"
@@ -125,6 +128,11 @@ const (
 
 	FailReply     MalformedRule = "fail_reply"
 	DropMalformed MalformedRule = "drop"
+	// ReplyOnlyMalformed sends the failure reply and acks, no dead-letter.
+	ReplyOnlyMalformed MalformedRule = "reply_only"
+
+	FullCopy         DeadLetterCopy = "full"
+	IDAndHeadersCopy DeadLetterCopy = "id_and_headers"
 
 	ReplyQueueAddress NativeAddress = "reply_queue"
 	StaleAddress      NativeAddress = "stale"
@@ -248,6 +256,7 @@ type Responder struct {
 	AttemptBase          int              `policy:"attempt_base"`
 	FailureReplyDelivery FailureDelivery  `policy:"failure_reply_delivery"`
 	MalformedRequest     MalformedRule    `policy:"malformed_request"`
+	DeadLetterCopy       DeadLetterCopy   `policy:"dead_letter_copy"`
 	BytesAddress         BytesAddressRule `policy:"bytes_address"`
 	ReplyContentType     ContentType      `policy:"reply_content_type"`
 	// StripPrefix is the header prefix removed before the handler (RR-5:
@@ -327,6 +336,7 @@ func DefaultResponder() Responder {
 		AttemptBase:          1,
 		FailureReplyDelivery: Checked,
 		MalformedRequest:     FailReply,
+		DeadLetterCopy:       FullCopy,
 		BytesAddress:         AcceptBytesAddress,
 		ReplyContentType:     JSONContentType,
 		StripPrefix:          "x-acemq-",

@@ -101,6 +101,8 @@ module Acemq
       # SG-2.1: one copy without a count; none (a loop up to an absent count) is the policy's other value.
       copies = expected_reply_count || @policy.multi_copies_without_count
       copies = 1 if @policy.multi_copies == :one # then one message reaches one worker
+      # What SG-7.1 forbids: the copies sent taken as the count, resolved once each was answered.
+      expected_reply_count ||= [copies, 1].max if @policy.gather_missing_count == :copies
       gather(body, "", endpoint, copies, expected_reply_count, timeout, correlation_id, type, request_id, nil)
     end
 

@@ -105,7 +105,7 @@ module Acemq
     honour_returns: BOOLEAN, long_short_string: %i[refuse truncate], undecodable_reply: %i[decode_error drop],
     gather_copy_ids: %i[shared distinct], multi_copies: %i[expected_count one],
     gather_demux_by: %i[response_message_id correlation_id], gather_resolves_early: BOOLEAN,
-    gather_shortfall: %i[reject resolve], gather_missing_count: %i[budget one],
+    gather_shortfall: %i[reject resolve], gather_missing_count: %i[budget one copies],
     gather_stray_reply: %i[unmatched oldest_gather], default_timeout_ms: POSITIVE_INTEGER,
     gather_default_correlation: %i[request_message_id none], count_gather_timeouts: BOOLEAN,
     pending_at_close: %i[end_closed wait], honour_gather_returns: BOOLEAN, type_carrier: %i[property header],
@@ -134,7 +134,8 @@ module Acemq
     :default_max_attempts,    # RR-14: the attempts of a responder given no max_attempts
     :attempt_base,            # RR-14: the attempt number is x-delivery-count + this (absent: 0 + this)
     :failure_reply_delivery,  # RR-14: a failure reply's publish is :checked (returned: retry) or :unchecked
-    :malformed_request,       # a body that is not JSON: :fail_reply (MalformedRequest, then the DLQ) or :drop
+    :malformed_request,       # a body that is not JSON: :fail_reply (MalformedRequest, then the DLQ), :drop or :reply_only (no DLQ)
+    :dead_letter_copy,        # RR-11: the dead-letter copy keeps the request's properties (:full) or :id_and_headers only
     :bytes_address,           # RR-2: an acemq-reply-to byte array is read as UTF-8 (:accept) or taken as absent (:ignore)
     :reply_content_type,      # RR-4: a reply's content_type, :"application/json" or :none
     :strip_prefix,            # RR-5: the header prefix removed before the handler, :"x-acemq-" or :"x-"
@@ -156,7 +157,8 @@ module Acemq
     unanswerable: :accept, undeliverable_reply: :requeue, answered_timing: :before_publish,
     rollback_answered: true, counters_created: :before_subscribe, dlq_queue_type: :quorum,
     response_message_id: true, header_types: :lenient, default_max_attempts: Headers::DEFAULT_MAX_ATTEMPTS,
-    attempt_base: 1, failure_reply_delivery: :checked, malformed_request: :fail_reply, bytes_address: :accept,
+    attempt_base: 1, failure_reply_delivery: :checked, malformed_request: :fail_reply, dead_letter_copy: :full,
+    bytes_address: :accept,
     reply_content_type: :"application/json", strip_prefix: :"x-acemq-", failure_body: :empty,
     error_type_name: :simple, retry_failures: false, count_unanswerable: true, request_queue: :quorum,
     pass_spec_headers: true, last_attempt: :dead_letter
@@ -171,7 +173,8 @@ module Acemq
     rollback_answered: BOOLEAN, counters_created: %i[before_subscribe after_first_delivery],
     dlq_queue_type: %i[quorum classic], response_message_id: BOOLEAN, header_types: %i[lenient strict],
     default_max_attempts: POSITIVE_INTEGER, attempt_base: [1, 0], failure_reply_delivery: %i[checked unchecked],
-    malformed_request: %i[fail_reply drop], bytes_address: %i[accept ignore],
+    malformed_request: %i[fail_reply drop reply_only], dead_letter_copy: %i[full id_and_headers],
+    bytes_address: %i[accept ignore],
     reply_content_type: %i[application/json none], strip_prefix: %i[x-acemq- x-], failure_body: %i[empty json],
     error_type_name: %i[simple qualified], retry_failures: BOOLEAN, count_unanswerable: BOOLEAN,
     request_queue: %i[quorum classic_if_missing], pass_spec_headers: BOOLEAN, last_attempt: %i[dead_letter ack]

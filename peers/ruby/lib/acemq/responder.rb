@@ -137,7 +137,12 @@ module Acemq
         [:ok, JSON.generate(@handler.call(request))]
       rescue MalformedRequest => e
         # Dropping it (acked, nothing sent, nothing dead-lettered) is the policy's other value.
-        @policy.malformed_request == :drop ? [:drop] : [:failed, Headers.failure_text(e)]
+        # The failure reply without the dead-letter (:reply_only) is what RR-19.2 forbids too.
+        case @policy.malformed_request
+        when :drop then [:drop]
+        when :reply_only then [:failed_no_dlq, Headers.failure_text(e)]
+        else [:failed, Headers.failure_text(e)]
+        end
       rescue MalformedHeader => e
         [:failed, Headers.failure_text(e)]
       rescue StandardError => e
@@ -147,6 +152,7 @@ module Acemq
         case result.first
         when :ok then answer(info, props, body, request, result.last)
         when :drop then @channel.ack(info.delivery_tag)
+        when :failed_no_dlq then fail_request(info, props, body, request, result.last, dead_letter: false)
         else fail_request(info, props, body, request, result.last)
         end
       end
@@ -243,7 +249,7 @@ module Acemq
 
     # RR-10, RR-11: the failure goes back to the caller, then the request to the DLQ once.
     # A failure reply that cannot be delivered goes to RR-14's retries like any reply.
-    def fail_request(info, props, body, request, failure)
+    def fail_request(info, props, body, request, failure, dead_letter: true)
       # Before RR-10 a failure sent nothing back: the retry policy had the request.
       return retry_request(info, props, body, request, failure) if @policy.handler_failure == :retry
 
@@ -264,7 +270,7 @@ module Acemq
       # What RR-11.2 forbids: the failed request requeued (handled and answered again) until its last attempt.
       if @policy.retry_failures
         retry_request(info, props, body, request, failure)
-      elsif @policy.dead_letter_failures
+      elsif @policy.dead_letter_failures && dead_letter
         dead_letter_and_ack(info, props, body, failure)
       else
         @channel.ack(info.delivery_tag)
@@ -328,6 +334,8 @@ module Acemq
       properties = { message_id: props.message_id, correlation_id: props.correlation_id,
                      reply_to: props.reply_to, type: props.type, content_type: props.content_type,
                      headers: headers, persistent: true }
+      # What RR-11.4 forbids: a copy without the request's correlation_id and reply_to.
+      properties = properties.merge(correlation_id: nil, reply_to: nil) if @policy.dead_letter_copy == :id_and_headers
       @publisher.publish(body, exchange: "", routing_key: dlq, **properties.compact)
       @channel.ack(info.delivery_tag)
       emit(:dead_lettered, message_id: Headers.text(props.message_id), reason: reason)

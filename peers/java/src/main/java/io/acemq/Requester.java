@@ -237,6 +237,12 @@ public final class Requester implements AutoCloseable {
             // Breaks SG-2: one copy reaches only one of the endpoint's competing consumers.
             copies = 1;
         }
+        if (gather.expectedReplyCount() == null
+                && policy.gatherMissingCount() == RequesterPolicy.GatherMissingCount.COPIES) {
+            // Breaks SG-7.1: the copies published taken as the count, so the gather resolves once
+            // each was answered instead of spending its budget.
+            gather = new GatherOptions(Math.max(copies, 1), gather.timeout(), gather.correlationId());
+        }
         return scatter(type, message, "", endpoint, copies, null, gather);
     }
 

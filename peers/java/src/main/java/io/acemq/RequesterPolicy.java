@@ -83,7 +83,7 @@ record RequesterPolicy(
     enum GatherShortfall { REJECT, RESOLVE }
 
     /** A gather without expectedReplyCount: wait the whole budget, or take it as 1 (SG-7). */
-    enum GatherMissingCount { BUDGET, ONE }
+    enum GatherMissingCount { BUDGET, ONE, COPIES }
 
     /** A gather reply for no pending gather (SG-8). */
     enum GatherStrayReply { UNMATCHED, OLDEST_GATHER }

@@ -221,7 +221,11 @@ public final class Responder implements AutoCloseable {
                 // Breaks RR-10: the caller hears nothing and the request comes back until its last attempt.
                 retryFailedHandler(tag, properties, body, attempt, failure);
             } else {
-                reply(tag, properties, body, attempt, reply, failure, address.get());
+                // Breaks RR-19.2 under REPLY_ONLY: a body no handler could read gets its failure
+                // reply but no dead-letter.
+                boolean deadLetter = !(policy.malformedRequest() == ResponderPolicy.MalformedRequest.REPLY_ONLY
+                        && admission.failure() != null && admission.failure().startsWith(MALFORMED_REQUEST + ": "));
+                reply(tag, properties, body, attempt, reply, failure, address.get(), deadLetter);
             }
         } finally {
             settling.leave();
@@ -230,7 +234,7 @@ public final class Responder implements AutoCloseable {
 
     /** Publishes the reply (or failure reply), then settles the request: ack, requeue or dead-letter. */
     private void reply(long tag, AMQP.BasicProperties properties, byte[] body, int attempt,
-            JsonElement reply, String failure, ReplyAddress address) throws IOException {
+            JsonElement reply, String failure, ReplyAddress address, boolean deadLetter) throws IOException {
         String messageId = properties.getMessageId();
         boolean counts = failure == null || policy.countFailuresAnswered();
         boolean counted = counts && answered.beforePublish();
@@ -255,7 +259,7 @@ public final class Responder implements AutoCloseable {
                 && RetryDecision.after(attempt, maxAttempts) != RetryDecision.DEAD_LETTER) {
             // Breaks RR-11.2: the caller has its answer, and the retry answers it again.
             channel.basicNack(tag, false, true);
-        } else if (failure != null && policy.deadLetterFailures()) {
+        } else if (failure != null && policy.deadLetterFailures() && deadLetter) {
             // RR-11: the caller has its answer; a retry would answer twice.
             deadLetter(tag, properties, body, failure);
         } else {
@@ -372,7 +376,12 @@ public final class Responder implements AutoCloseable {
         }
         headers.put(Headers.DEAD_LETTER_REASON, reason);
         try {
-            publisher.publish("", deadLetterQueue(), properties.builder().headers(headers).build(), body);
+            AMQP.BasicProperties.Builder copy = properties.builder().headers(headers);
+            if (policy.deadLetterCopy() == ResponderPolicy.DeadLetterCopy.ID_AND_HEADERS) {
+                // Breaks RR-11.4: the copy is the request, to be answered later.
+                copy.correlationId(null).replyTo(null);
+            }
+            publisher.publish("", deadLetterQueue(), copy.build(), body);
         } catch (IOException | RuntimeException e) {
             LOG.error("dead-lettering {} to {} failed, requeueing it: {}",
                     properties.getMessageId(), deadLetterQueue(), e.getMessage());

@@ -48,7 +48,8 @@ record ResponderPolicy(
         boolean countUnanswerable,
         LastAttempt lastAttempt,
         RequestQueue requestQueue,
-        boolean passSpecHeaders) {
+        boolean passSpecHeaders,
+        DeadLetterCopy deadLetterCopy) {
 
     /** What the reply's correlation_id copies (RR-4). */
     enum ReplyCorrelationFrom { MESSAGE_ID, CORRELATION_ID }
@@ -86,8 +87,14 @@ record ResponderPolicy(
      */
     enum FailureReplyDelivery { CHECKED, UNCHECKED }
 
-    /** A request whose body is not JSON: a MalformedRequest failure reply and dead-letter, or dropped. */
-    enum MalformedRequest { FAIL_REPLY, DROP }
+    /**
+     * A request whose body is not JSON: a MalformedRequest failure reply and dead-letter, dropped,
+     * or the failure reply alone (RR-19.2 forbids the last two).
+     */
+    enum MalformedRequest { FAIL_REPLY, DROP, REPLY_ONLY }
+
+    /** What a dead-letter copy keeps of the request: every property (RR-11.4), or only its body, message_id and headers. */
+    enum DeadLetterCopy { FULL, ID_AND_HEADERS }
 
     /** An acemq-reply-to written as a byte array (RR-2): read as UTF-8, or taken as absent. */
     enum BytesAddress { ACCEPT, IGNORE }
@@ -135,7 +142,7 @@ record ResponderPolicy(
             true, HeaderTypes.LENIENT, Options.DEFAULT_MAX_ATTEMPTS, 1, FailureReplyDelivery.CHECKED,
             MalformedRequest.FAIL_REPLY, BytesAddress.ACCEPT, ReplyContentType.APPLICATION_JSON,
             Headers.ENGINE_PREFIX, FailureBody.EMPTY, ErrorTypeName.SIMPLE, false, true, LastAttempt.DEAD_LETTER,
-            RequestQueue.QUORUM, true);
+            RequestQueue.QUORUM, true, DeadLetterCopy.FULL);
 
     ResponderPolicy {
         readOrder = List.copyOf(readOrder);
@@ -155,6 +162,7 @@ record ResponderPolicy(
         Objects.requireNonNull(errorTypeName, "errorTypeName");
         Objects.requireNonNull(lastAttempt, "lastAttempt");
         Objects.requireNonNull(requestQueue, "requestQueue");
+        Objects.requireNonNull(deadLetterCopy, "deadLetterCopy");
         if (stripPrefix == null || stripPrefix.isEmpty()) {
             throw new IllegalArgumentException("stripPrefix must name a header prefix");
         }
