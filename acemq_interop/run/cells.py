@@ -11,13 +11,16 @@ from ..spec.scenarios import Scenario
 
 PASS, FAIL, ERROR, SKIP, XFAIL, XPASS = Status.PASS, Status.FAIL, Status.ERROR, Status.SKIP, Status.XFAIL, Status.XPASS
 __all__ = ["PASS", "FAIL", "ERROR", "SKIP", "XFAIL", "XPASS", "BAD_STATUSES", "Cell", "CellResult", "plan",
-           "skip_reason", "result_of"]
+           "narrowed", "skip_reason", "result_of"]
 
 
 @dataclass(frozen=True)
 class Cell:
     scenario: Scenario
     assignment: tuple[tuple[str, Any], ...]  # (role, PeerSpec | tuple[PeerSpec, ...] | None for the probe)
+    # The id it was planned under, kept when the run narrowed a role every peer plays to the
+    # peers able to play it (`narrowed`): a rerun line and --cell name it as planned.
+    planned_as: str | None = None
 
     @property
     def roles(self) -> dict[str, Any]:
@@ -25,6 +28,8 @@ class Cell:
 
     @property
     def id(self) -> str:
+        if self.planned_as is not None:
+            return self.planned_as
         parts = []
         for role, who in self.assignment:
             if who is None:
@@ -92,6 +97,25 @@ def _mutants_act(scenario: Scenario, assignment: list[tuple[str, Any]]) -> bool:
     mutated = [(role, mutant) for role, who in assignment if who is not None
                for s in (who if isinstance(who, tuple) else (who,)) for mutant in s.mutants]
     return not mutated or any(scenario.mutant_acts(role, mutant) for role, mutant in mutated)
+
+
+def narrowed(cell: Cell, hellos: dict[str, dict[str, Any]], unavailable: dict[str, str]) -> Cell:
+    """The cell with each role every peer plays (a mixed gather's subscribers) kept to the
+    peers able to play it (the role's capability, available): a caller-only binding in the run
+    leaves the others' mixed gather to run without it, not a SKIP. Unchanged when none would
+    remain or none is left out (then `skip_reason` says why it cannot run)."""
+    assignment, changed = [], False
+    for role, who in cell.assignment:
+        if isinstance(who, tuple) and len(who) > 1:
+            needs = cell.scenario.needs.get(role, frozenset())
+            able = tuple(s for s in who if s.name not in unavailable and s.name in hellos
+                         and needs <= set((hellos[s.name] or {}).get("capabilities", [])))
+            if able and len(able) < len(who):
+                assignment.append((role, able))
+                changed = True
+                continue
+        assignment.append((role, who))
+    return Cell(cell.scenario, tuple(assignment), planned_as=cell.id) if changed else cell
 
 
 def skip_reason(cell: Cell, hellos: dict[str, dict[str, Any]], unavailable: dict[str, str]) -> str | None:

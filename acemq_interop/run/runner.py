@@ -304,6 +304,7 @@ class Runner:
                                                               message=f"peer {broken.name}: {broken.unavailable}")))
                 continue
             unavailable = {n: s.unavailable for n, s in statuses.items() if s.unavailable}
+            cell = cellmod.narrowed(cell, hellos, unavailable)
             reason = cellmod.skip_reason(cell, hellos, unavailable)
             if reason:
                 results.append(self._finish(cellmod.result_of(cell, Status.SKIP, ctx.broker, reason=reason)))
