@@ -127,7 +127,16 @@ internal sealed record RequesterPolicy
 
     /// <summary>Whether a failure reply a pending gather dropped is counted in Unmatched (SG-10.2).</summary>
     public bool CountGatherFailures { get; init; } = true;
+
+    /// <summary>A request's correlation_id (RR-8.4: its message_id, so a responder that echoes it answers).</summary>
+    public RequestCorrelationId RequestCorrelationId { get; init; } = RequestCorrelationId.MessageId;
 }
+
+internal enum RequestCorrelationId { MessageId, None }
+
+internal enum RequestIdFallback { CorrelationId, None }
+
+internal enum DirectReplyTo { AtMostOnce, Checked }
 
 internal enum ReplyCorrelation { MessageId, CorrelationId }
 
@@ -222,4 +231,10 @@ internal sealed record ResponderPolicy
 
     /// <summary>How the request queue is declared (RR-17.1: quorum, always).</summary>
     public RequestQueue RequestQueue { get; init; } = RequestQueue.Quorum;
+
+    /// <summary>The id of a request without message_id (RR-4.2, SG-3.1: its correlation_id).</summary>
+    public RequestIdFallback RequestIdFallback { get; init; } = RequestIdFallback.CorrelationId;
+
+    /// <summary>A reply to amq.rabbitmq.reply-to.* (RR-14.5: at most once, without mandatory, never retried).</summary>
+    public DirectReplyTo DirectReplyTo { get; init; } = DirectReplyTo.AtMostOnce;
 }

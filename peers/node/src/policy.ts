@@ -87,6 +87,8 @@ export interface RequesterPolicy {
   readonly gatherFailureReply: 'drop' | 'keep';
   /** Count a failure reply a gather dropped in Unmatched (SG-10.2). */
   readonly countGatherFailures: boolean;
+  /** A request's correlation_id: its message_id (RR-8.4), or none. */
+  readonly requestCorrelationId: 'message_id' | 'none';
 }
 
 export type AddressSource = 'header' | 'native';
@@ -151,6 +153,10 @@ export interface ResponderPolicy {
   readonly requestQueue: 'quorum' | 'classic_if_missing';
   /** The last attempt at an undeliverable reply: dead-letter the request, or ack it (RR-14.2). */
   readonly lastAttempt: 'dead_letter' | 'ack';
+  /** The id of a request without message_id: its correlation_id (RR-4.2, SG-3.1), or none. */
+  readonly requestIdFallback: 'correlation_id' | 'none';
+  /** A reply to amq.rabbitmq.reply-to.*: at most once, without mandatory (RR-14.5), or checked like any reply. */
+  readonly directReplyTo: 'at_most_once' | 'checked';
 }
 
 export const DEFAULT_REQUESTER_POLICY: RequesterPolicy = Object.freeze({
@@ -192,6 +198,7 @@ export const DEFAULT_REQUESTER_POLICY: RequesterPolicy = Object.freeze({
   gatherDeadline: 'fixed',
   gatherFailureReply: 'drop',
   countGatherFailures: true,
+  requestCorrelationId: 'message_id',
 });
 
 export const DEFAULT_RESPONDER_POLICY: ResponderPolicy = Object.freeze({
@@ -223,6 +230,8 @@ export const DEFAULT_RESPONDER_POLICY: ResponderPolicy = Object.freeze({
   countUnanswerable: true,
   requestQueue: 'quorum',
   lastAttempt: 'dead_letter',
+  requestIdFallback: 'correlation_id',
+  directReplyTo: 'at_most_once',
 });
 
 /** The defaults with some knobs changed, frozen: a policy never changes once opened. */

@@ -56,6 +56,9 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "request_deadline": ("timeout", "late"),
     "gather_deadline": ("fixed", "restart_per_reply"),
     "gather_failure_reply": ("drop", "keep"),
+    "request_correlation_id": ("message_id", "none"),
+    "request_id_fallback": ("correlation_id", "none"),
+    "direct_reply_to": ("at_most_once", "checked"),
 }
 READ_FROM = ("header", "native")
 
@@ -118,6 +121,8 @@ class RequesterPolicy:
     # SG-10: a failure reply for a pending gather is dropped and counted Unmatched ("keep": a null reply).
     gather_failure_reply: Literal["drop", "keep"] = "drop"
     count_gather_failures: bool = True  # SG-10: such a dropped failure reply counts in Unmatched
+    # RR-8: a request's correlation_id is its message_id, so a responder that echoes correlation_id answers it.
+    request_correlation_id: Literal["message_id", "none"] = "message_id"
 
     def __post_init__(self) -> None:
         _check(self)
@@ -156,6 +161,10 @@ class ResponderPolicy:
     retry_failures: bool = False  # RR-11: a failed request goes round the retry policy
     count_unanswerable: bool = True  # RR-12
     last_attempt: Literal["dead_letter", "ack"] = "dead_letter"  # RR-14: the last undeliverable attempt
+    # RR-4, SG-3: the id of a request without message_id (a tutorial caller's): its correlation_id.
+    request_id_fallback: Literal["correlation_id", "none"] = "correlation_id"
+    # RR-14: a reply to amq.rabbitmq.reply-to.*: at most once (no mandatory, never retried).
+    direct_reply_to: Literal["at_most_once", "checked"] = "at_most_once"
     # RR-17: declare the request queue quorum, or leave an existing one as it is and make a missing one classic.
     request_queue: Literal["quorum", "classic_if_missing"] = "quorum"
 

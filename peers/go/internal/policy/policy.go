@@ -60,6 +60,10 @@ type (
 	RequestDeadline    string
 	GatherDeadline     string
 	GatherFailureReply string
+
+	RequestCorrelation string
+	RequestIDFallback  string
+	DirectReplyTo      string
 )
 
 const (
@@ -170,6 +174,21 @@ const (
 	// keeps (SG-9.1 says a reply does not extend it).
 	RestartPerReply GatherDeadline = "restart_per_reply"
 
+	// CorrelationIsMessageID gives a request correlation_id = message_id (RR-8.4).
+	CorrelationIsMessageID RequestCorrelation = "message_id"
+	NoRequestCorrelation   RequestCorrelation = "none"
+
+	// FallBackToCorrelationID: a request without message_id is known by its
+	// correlation_id (RR-4.2, SG-3.1); NoRequestIDFallback knows it by none.
+	FallBackToCorrelationID RequestIDFallback = "correlation_id"
+	NoRequestIDFallback     RequestIDFallback = "none"
+
+	// DirectAtMostOnce publishes a reply to amq.rabbitmq.reply-to.* without
+	// mandatory and never retries it (RR-14.5); DirectChecked treats it as any
+	// reply (mandatory, retried on the broker's return).
+	DirectAtMostOnce DirectReplyTo = "at_most_once"
+	DirectChecked    DirectReplyTo = "checked"
+
 	DropGatherFailure GatherFailureReply = "drop"
 	// KeepGatherFailure keeps a failure reply in its gather as a null reply
 	// (SG-10.1 says it is not an answer).
@@ -224,6 +243,8 @@ type Requester struct {
 	// CountGatherFailures counts a failure reply its gather dropped in
 	// Unmatched (SG-10.2); independent of CountGatherUnmatched (SG-8).
 	CountGatherFailures bool `policy:"count_gather_failures"`
+	// RequestCorrelationID is a request's correlation_id (RR-8.4: its message_id).
+	RequestCorrelationID RequestCorrelation `policy:"request_correlation_id"`
 }
 
 // Responder is the responder's policy.
@@ -263,6 +284,11 @@ type Responder struct {
 	// PassSpecHeaders shows the handler the spec's own acemq-* headers
 	// (RR-5.2: only x-acemq-* is removed).
 	PassSpecHeaders bool `policy:"pass_spec_headers"`
+	// RequestIDFallback is the id of a request without message_id (RR-4.2:
+	// its correlation_id).
+	RequestIDFallback RequestIDFallback `policy:"request_id_fallback"`
+	// DirectReplyTo is how a reply to a direct reply-to address is sent (RR-14.5).
+	DirectReplyTo DirectReplyTo `policy:"direct_reply_to"`
 }
 
 // DefaultRequester is every requester knob at the catalogue's default.
@@ -303,6 +329,7 @@ func DefaultRequester() Requester {
 		GatherDeadline:           FixedGatherDeadline,
 		GatherFailureReply:       DropGatherFailure,
 		CountGatherFailures:      true,
+		RequestCorrelationID:     CorrelationIsMessageID,
 	}
 }
 
@@ -336,6 +363,8 @@ func DefaultResponder() Responder {
 		LastAttempt:          DeadLetterLastAttempt,
 		RequestQueue:         QuorumRequestQueue,
 		PassSpecHeaders:      true,
+		RequestIDFallback:    FallBackToCorrelationID,
+		DirectReplyTo:        DirectAtMostOnce,
 	}
 }
 

@@ -79,6 +79,7 @@ module Acemq
     :gather_deadline,           # SG-9: a gather's timeout is :fixed, or starts again at every reply it keeps (:restart_per_reply)
     :gather_failure_reply,      # SG-10: a failure reply for a pending gather is :drop-ped (Unmatched), or kept as a nil reply (:keep)
     :count_gather_failures,     # SG-10: a failure reply a gather dropped counts in unmatched
+    :request_correlation_id,    # RR-8: a request's correlation_id is its :message_id, or :none
     keyword_init: true
   ) do
     include PolicyFields
@@ -95,7 +96,8 @@ module Acemq
     honour_gather_returns: true, type_carrier: :property, native_address: :reply_queue, count_unmatched: true,
     unmatched_reply: :drop, timeout_outcome: :timeout, unknown_reply_headers: :ignore, exclusive_reply_queue: true,
     count_gather_unmatched: true, publish_copies: 1, multi_copies_without_count: 1, request_deadline: :timeout,
-    gather_deadline: :fixed, gather_failure_reply: :drop, count_gather_failures: true
+    gather_deadline: :fixed, gather_failure_reply: :drop, count_gather_failures: true,
+    request_correlation_id: :message_id
   ).freeze
 
   RequesterPolicy::CHOICES = {
@@ -113,7 +115,8 @@ module Acemq
     timeout_outcome: %i[timeout null_reply], unknown_reply_headers: %i[ignore fail], exclusive_reply_queue: BOOLEAN,
     count_gather_unmatched: BOOLEAN, publish_copies: [1, 2], multi_copies_without_count: [1, 0],
     request_deadline: %i[timeout late], gather_deadline: %i[fixed restart_per_reply],
-    gather_failure_reply: %i[drop keep], count_gather_failures: BOOLEAN
+    gather_failure_reply: %i[drop keep], count_gather_failures: BOOLEAN,
+    request_correlation_id: %i[message_id none]
   }.freeze
 
   ResponderPolicy = Struct.new(
@@ -145,6 +148,8 @@ module Acemq
     :request_queue,           # RR-17: :quorum, or :classic_if_missing (passive first; classic when missing)
     :pass_spec_headers,       # RR-5: the handler sees acemq-* headers (acemq-reply-to among them)
     :last_attempt,            # RR-14: the last attempt at an undeliverable reply: :dead_letter or :ack
+    :request_id_fallback,     # RR-4, SG-3: the id of a request without message_id: its :correlation_id, or :none
+    :direct_reply_to,         # RR-14: a reply to amq.rabbitmq.reply-to.*: :at_most_once, or :checked like any reply
     keyword_init: true
   ) do
     include PolicyFields
@@ -159,7 +164,8 @@ module Acemq
     attempt_base: 1, failure_reply_delivery: :checked, malformed_request: :fail_reply, bytes_address: :accept,
     reply_content_type: :"application/json", strip_prefix: :"x-acemq-", failure_body: :empty,
     error_type_name: :simple, retry_failures: false, count_unanswerable: true, request_queue: :quorum,
-    pass_spec_headers: true, last_attempt: :dead_letter
+    pass_spec_headers: true, last_attempt: :dead_letter, request_id_fallback: :correlation_id,
+    direct_reply_to: :at_most_once
   ).freeze
 
   ResponderPolicy::CHOICES = {
@@ -174,7 +180,8 @@ module Acemq
     malformed_request: %i[fail_reply drop], bytes_address: %i[accept ignore],
     reply_content_type: %i[application/json none], strip_prefix: %i[x-acemq- x-], failure_body: %i[empty json],
     error_type_name: %i[simple qualified], retry_failures: BOOLEAN, count_unanswerable: BOOLEAN,
-    request_queue: %i[quorum classic_if_missing], pass_spec_headers: BOOLEAN, last_attempt: %i[dead_letter ack]
+    request_queue: %i[quorum classic_if_missing], pass_spec_headers: BOOLEAN, last_attempt: %i[dead_letter ack],
+    request_id_fallback: %i[correlation_id none], direct_reply_to: %i[at_most_once checked]
   }.freeze
 
   private_constant :PolicyFields, :BOOLEAN, :POSITIVE_INTEGER, :RequesterPolicy, :ResponderPolicy

@@ -48,7 +48,18 @@ record ResponderPolicy(
         boolean countUnanswerable,
         LastAttempt lastAttempt,
         RequestQueue requestQueue,
-        boolean passSpecHeaders) {
+        boolean passSpecHeaders,
+        RequestIdFallback requestIdFallback,
+        DirectReplyTo directReplyTo) {
+
+    /** The id of a request without message_id (RR-4.2, SG-3.1): its correlation_id, or none. */
+    enum RequestIdFallback { CORRELATION_ID, NONE }
+
+    /**
+     * A reply to amq.rabbitmq.reply-to.* (RR-14.5): at most once (no mandatory, never retried),
+     * or checked like any reply (mandatory, retried on the broker's return: breaks RR-14.5).
+     */
+    enum DirectReplyTo { AT_MOST_ONCE, CHECKED }
 
     /** What the reply's correlation_id copies (RR-4). */
     enum ReplyCorrelationFrom { MESSAGE_ID, CORRELATION_ID }
@@ -135,7 +146,7 @@ record ResponderPolicy(
             true, HeaderTypes.LENIENT, Options.DEFAULT_MAX_ATTEMPTS, 1, FailureReplyDelivery.CHECKED,
             MalformedRequest.FAIL_REPLY, BytesAddress.ACCEPT, ReplyContentType.APPLICATION_JSON,
             Headers.ENGINE_PREFIX, FailureBody.EMPTY, ErrorTypeName.SIMPLE, false, true, LastAttempt.DEAD_LETTER,
-            RequestQueue.QUORUM, true);
+            RequestQueue.QUORUM, true, RequestIdFallback.CORRELATION_ID, DirectReplyTo.AT_MOST_ONCE);
 
     ResponderPolicy {
         readOrder = List.copyOf(readOrder);
@@ -155,6 +166,8 @@ record ResponderPolicy(
         Objects.requireNonNull(errorTypeName, "errorTypeName");
         Objects.requireNonNull(lastAttempt, "lastAttempt");
         Objects.requireNonNull(requestQueue, "requestQueue");
+        Objects.requireNonNull(requestIdFallback, "requestIdFallback");
+        Objects.requireNonNull(directReplyTo, "directReplyTo");
         if (stripPrefix == null || stripPrefix.isEmpty()) {
             throw new IllegalArgumentException("stripPrefix must name a header prefix");
         }
