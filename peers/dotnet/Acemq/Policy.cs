@@ -134,11 +134,10 @@ internal sealed record RequesterPolicy
 
 internal enum RequestCorrelationId { MessageId, None }
 
-internal enum RequestIdFallback { CorrelationId, None }
-
 internal enum DirectReplyTo { AtMostOnce, Checked }
 
-internal enum ReplyCorrelation { MessageId, CorrelationId }
+/// <summary>What a reply's correlation_id copies (RR-4.2: the request's id, its message_id else its correlation_id).</summary>
+internal enum ReplyCorrelation { RequestId, MessageId, CorrelationId }
 
 internal enum HandlerFailure { ErrorReply, Retry }
 
@@ -176,7 +175,7 @@ internal sealed record ResponderPolicy
 
     /// <summary>Where the reply address is looked for, in this order (RR-3).</summary>
     public IReadOnlyList<ReplyToSource> ReadOrder { get; init; } = [ReplyToSource.Header, ReplyToSource.Native];
-    public ReplyCorrelation ReplyCorrelationFrom { get; init; } = ReplyCorrelation.MessageId;
+    public ReplyCorrelation ReplyCorrelationFrom { get; init; } = ReplyCorrelation.RequestId;
     public bool StripEngineHeaders { get; init; } = true;
     public HandlerFailure HandlerFailure { get; init; } = HandlerFailure.ErrorReply;
     public bool DeadLetterFailures { get; init; } = true;
@@ -231,9 +230,6 @@ internal sealed record ResponderPolicy
 
     /// <summary>How the request queue is declared (RR-17.1: quorum, always).</summary>
     public RequestQueue RequestQueue { get; init; } = RequestQueue.Quorum;
-
-    /// <summary>The id of a request without message_id (RR-4.2, SG-3.1: its correlation_id).</summary>
-    public RequestIdFallback RequestIdFallback { get; init; } = RequestIdFallback.CorrelationId;
 
     /// <summary>A reply to amq.rabbitmq.reply-to.* (RR-14.5: at most once, without mandatory, never retried).</summary>
     public DirectReplyTo DirectReplyTo { get; init; } = DirectReplyTo.AtMostOnce;

@@ -428,9 +428,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         var headers = new Dictionary<string, object?>(StringComparer.Ordinal);
 
         // RR-4.2, SG-3.1: the request's id is its message_id, or its correlation_id when it has none.
-        var requestId = _policy.RequestIdFallback == RequestIdFallback.None
-            ? request.MessageId // breaks RR-4.2: a tutorial caller cannot match the reply
-            : Wire.RequestId(request.MessageId, request.CorrelationId);
+        var requestId = Wire.RequestId(request.MessageId, request.CorrelationId);
 
         // Gatherers demultiplex by it (SG-3).
         if (requestId is not null && _policy.ResponseMessageId)
@@ -448,7 +446,13 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             MessageId = Wire.NewMessageId(),
 
             // RR-4: the request's message_id; copying its correlation_id instead breaks the rule.
-            CorrelationId = _policy.ReplyCorrelationFrom == ReplyCorrelation.CorrelationId ? request.CorrelationId : requestId,
+            // (the message_id alone breaks it too: a tutorial caller, who sends none, cannot match the reply).
+            CorrelationId = _policy.ReplyCorrelationFrom switch
+            {
+                ReplyCorrelation.CorrelationId => request.CorrelationId,
+                ReplyCorrelation.MessageId => request.MessageId,
+                _ => requestId,
+            },
             ContentType = _policy.ReplyContentType,
             Headers = headers,
         };

@@ -692,9 +692,6 @@ func RequestID(messageID, correlationID string) string {
 func (r *Responder) replyPublishing(req *Request, body []byte, failure string) amqp.Publishing {
 	headers := amqp.Table{}
 	requestID := RequestID(req.MessageID, req.CorrelationID)
-	if r.pol.RequestIDFallback == policy.NoRequestIDFallback {
-		requestID = req.MessageID // RR-4.2 says fall back to correlation_id
-	}
 	// Without it bus requesters cannot demultiplex (SG-3).
 	if requestID != "" && r.pol.ResponseMessageID {
 		headers[ResponseMessageIDHeader] = requestID
@@ -702,10 +699,14 @@ func (r *Responder) replyPublishing(req *Request, body []byte, failure string) a
 	if failure != "" {
 		headers[ErrorHeader] = failure
 	}
-	// acemq requesters correlate on the message id (RR-4).
+	// acemq requesters correlate on the message id, tutorial callers on
+	// their own correlation id: the request's id covers both (RR-4.2).
 	correlationID := requestID
-	if r.pol.ReplyCorrelationFrom == policy.FromCorrelationID {
+	switch r.pol.ReplyCorrelationFrom {
+	case policy.FromCorrelationID:
 		correlationID = req.CorrelationID
+	case policy.FromMessageID:
+		correlationID = req.MessageID // RR-4.2 says fall back to correlation_id
 	}
 	contentType := contentTypeJSON
 	if r.pol.ReplyContentType == policy.NoContentType {

@@ -194,8 +194,8 @@ func TestRequestIDFallsBackToCorrelationID(t *testing.T) {
 	if got := newTestResponder().replyPublishing(&Request{MessageID: "m-1", CorrelationID: "c-1"}, nil, ""); got.CorrelationId != "m-1" {
 		t.Errorf("a request with message_id: %+v", got)
 	}
-	none := newTestResponder(func(p *policy.Responder) { p.RequestIDFallback = policy.NoRequestIDFallback })
-	if got := none.replyPublishing(tutorial, nil, ""); got.CorrelationId != "" {
+	none := newTestResponder(func(p *policy.Responder) { p.ReplyCorrelationFrom = policy.FromMessageID })
+	if got := none.replyPublishing(tutorial, nil, ""); got.CorrelationId != "" || got.Headers[ResponseMessageIDHeader] != "1" {
 		t.Errorf("without the fallback: %+v", got)
 	}
 	direct := &Request{ReplyTo: "amq.rabbitmq.reply-to.g1h2AA5y.H8JZ"}

@@ -99,8 +99,8 @@ export type AnsweredTiming = 'before_publish' | 'after_confirm';
 export interface ResponderPolicy {
   /** Where the reply address is read, in order (RR-3). */
   readonly readOrder: readonly AddressSource[];
-  /** What the reply's correlation_id copies (RR-4). */
-  readonly replyCorrelationFrom: 'message_id' | 'correlation_id';
+  /** What the reply's correlation_id copies: the request's id, its message_id else its correlation_id (RR-4.2). */
+  readonly replyCorrelationFrom: 'request_id' | 'message_id' | 'correlation_id';
   /** Remove x-acemq-* before the handler (RR-5). */
   readonly stripEngineHeaders: boolean;
   /** Show the handler the spec's own acemq-* headers, acemq-reply-to among them (RR-5.2). */
@@ -153,8 +153,6 @@ export interface ResponderPolicy {
   readonly requestQueue: 'quorum' | 'classic_if_missing';
   /** The last attempt at an undeliverable reply: dead-letter the request, or ack it (RR-14.2). */
   readonly lastAttempt: 'dead_letter' | 'ack';
-  /** The id of a request without message_id: its correlation_id (RR-4.2, SG-3.1), or none. */
-  readonly requestIdFallback: 'correlation_id' | 'none';
   /** A reply to amq.rabbitmq.reply-to.*: at most once, without mandatory (RR-14.5), or checked like any reply. */
   readonly directReplyTo: 'at_most_once' | 'checked';
 }
@@ -203,7 +201,7 @@ export const DEFAULT_REQUESTER_POLICY: RequesterPolicy = Object.freeze({
 
 export const DEFAULT_RESPONDER_POLICY: ResponderPolicy = Object.freeze({
   readOrder: Object.freeze(['header', 'native'] as const),
-  replyCorrelationFrom: 'message_id',
+  replyCorrelationFrom: 'request_id',
   stripEngineHeaders: true,
   passSpecHeaders: true,
   handlerFailure: 'error_reply',
@@ -230,7 +228,6 @@ export const DEFAULT_RESPONDER_POLICY: ResponderPolicy = Object.freeze({
   countUnanswerable: true,
   requestQueue: 'quorum',
   lastAttempt: 'dead_letter',
-  requestIdFallback: 'correlation_id',
   directReplyTo: 'at_most_once',
 });
 

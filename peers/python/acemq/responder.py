@@ -328,8 +328,6 @@ class Responder:
         policy = self._policy
         # RR-4, SG-3: the request's id is its message_id, or its correlation_id when it has none.
         request_id = wire.request_id(delivery.message_id, delivery.properties.correlation_id)
-        if policy.request_id_fallback == "none":
-            request_id = delivery.message_id  # RR-4 forbids this: a tutorial caller cannot match the reply
         if request_id is not None and policy.response_message_id:  # SG-3
             headers[wire.RESPONSE_MESSAGE_ID_HEADER] = request_id
         if failure is not None:
@@ -337,6 +335,8 @@ class Responder:
         correlation_id = request_id  # RR-4
         if policy.reply_correlation_from == "correlation_id":
             correlation_id = delivery.properties.correlation_id  # RR-4 forbids this
+        elif policy.reply_correlation_from == "message_id":
+            correlation_id = delivery.message_id  # RR-4 forbids this: a tutorial caller cannot match the reply
         content_type = None if policy.reply_content_type == "none" else wire.CONTENT_TYPE  # RR-4 forbids none
         return pika.BasicProperties(
             content_type=content_type,

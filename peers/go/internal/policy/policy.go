@@ -62,7 +62,6 @@ type (
 	GatherFailureReply string
 
 	RequestCorrelation string
-	RequestIDFallback  string
 	DirectReplyTo      string
 )
 
@@ -94,6 +93,9 @@ const (
 	StrayUnmatched    StrayRule = "unmatched"
 	StrayOldestGather StrayRule = "oldest_gather"
 
+	// FromRequestID copies the request's id: its message_id, else its
+	// correlation_id (RR-4.2); FromMessageID copies the message_id alone.
+	FromRequestID     Correlation = "request_id"
 	FromMessageID     Correlation = "message_id"
 	FromCorrelationID Correlation = "correlation_id"
 
@@ -177,11 +179,6 @@ const (
 	// CorrelationIsMessageID gives a request correlation_id = message_id (RR-8.4).
 	CorrelationIsMessageID RequestCorrelation = "message_id"
 	NoRequestCorrelation   RequestCorrelation = "none"
-
-	// FallBackToCorrelationID: a request without message_id is known by its
-	// correlation_id (RR-4.2, SG-3.1); NoRequestIDFallback knows it by none.
-	FallBackToCorrelationID RequestIDFallback = "correlation_id"
-	NoRequestIDFallback     RequestIDFallback = "none"
 
 	// DirectAtMostOnce publishes a reply to amq.rabbitmq.reply-to.* without
 	// mandatory and never retries it (RR-14.5); DirectChecked treats it as any
@@ -284,9 +281,6 @@ type Responder struct {
 	// PassSpecHeaders shows the handler the spec's own acemq-* headers
 	// (RR-5.2: only x-acemq-* is removed).
 	PassSpecHeaders bool `policy:"pass_spec_headers"`
-	// RequestIDFallback is the id of a request without message_id (RR-4.2:
-	// its correlation_id).
-	RequestIDFallback RequestIDFallback `policy:"request_id_fallback"`
 	// DirectReplyTo is how a reply to a direct reply-to address is sent (RR-14.5).
 	DirectReplyTo DirectReplyTo `policy:"direct_reply_to"`
 }
@@ -337,7 +331,7 @@ func DefaultRequester() Requester {
 func DefaultResponder() Responder {
 	return Responder{
 		ReadOrder:            []Source{Header, Native},
-		ReplyCorrelationFrom: FromMessageID,
+		ReplyCorrelationFrom: FromRequestID,
 		StripEngineHeaders:   true,
 		HandlerFailure:       ErrorReply,
 		DeadLetterFailures:   true,
@@ -363,7 +357,6 @@ func DefaultResponder() Responder {
 		LastAttempt:          DeadLetterLastAttempt,
 		RequestQueue:         QuorumRequestQueue,
 		PassSpecHeaders:      true,
-		RequestIDFallback:    FallBackToCorrelationID,
 		DirectReplyTo:        DirectAtMostOnce,
 	}
 }

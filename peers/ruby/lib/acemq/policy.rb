@@ -121,7 +121,7 @@ module Acemq
 
   ResponderPolicy = Struct.new(
     :read_order,              # RR-3: where the reply address is read, in order (:header, :native)
-    :reply_correlation_from,  # RR-4: :message_id or :correlation_id
+    :reply_correlation_from,  # RR-4: :request_id (message_id, else correlation_id), :message_id or :correlation_id
     :strip_engine_headers,    # RR-5: x-acemq-* removed before the handler
     :handler_failure,         # RR-10: :error_reply, or :retry (no reply; requeue, then the DLQ)
     :dead_letter_failures,    # RR-11: a failed request goes to {queue}.dlq
@@ -148,7 +148,6 @@ module Acemq
     :request_queue,           # RR-17: :quorum, or :classic_if_missing (passive first; classic when missing)
     :pass_spec_headers,       # RR-5: the handler sees acemq-* headers (acemq-reply-to among them)
     :last_attempt,            # RR-14: the last attempt at an undeliverable reply: :dead_letter or :ack
-    :request_id_fallback,     # RR-4, SG-3: the id of a request without message_id: its :correlation_id, or :none
     :direct_reply_to,         # RR-14: a reply to amq.rabbitmq.reply-to.*: :at_most_once, or :checked like any reply
     keyword_init: true
   ) do
@@ -156,7 +155,7 @@ module Acemq
   end
 
   ResponderPolicy::DEFAULT = ResponderPolicy.new(
-    read_order: %i[header native].freeze, reply_correlation_from: :message_id, strip_engine_headers: true,
+    read_order: %i[header native].freeze, reply_correlation_from: :request_id, strip_engine_headers: true,
     handler_failure: :error_reply, dead_letter_failures: true, count_failures_answered: false,
     unanswerable: :accept, undeliverable_reply: :requeue, answered_timing: :before_publish,
     rollback_answered: true, counters_created: :before_subscribe, dlq_queue_type: :quorum,
@@ -164,13 +163,12 @@ module Acemq
     attempt_base: 1, failure_reply_delivery: :checked, malformed_request: :fail_reply, bytes_address: :accept,
     reply_content_type: :"application/json", strip_prefix: :"x-acemq-", failure_body: :empty,
     error_type_name: :simple, retry_failures: false, count_unanswerable: true, request_queue: :quorum,
-    pass_spec_headers: true, last_attempt: :dead_letter, request_id_fallback: :correlation_id,
-    direct_reply_to: :at_most_once
+    pass_spec_headers: true, last_attempt: :dead_letter, direct_reply_to: :at_most_once
   ).freeze
 
   ResponderPolicy::CHOICES = {
     read_order: ->(order) { order.is_a?(Array) && !order.empty? && (order - %i[header native]).empty? && order.uniq == order },
-    reply_correlation_from: %i[message_id correlation_id], strip_engine_headers: BOOLEAN,
+    reply_correlation_from: %i[request_id message_id correlation_id], strip_engine_headers: BOOLEAN,
     handler_failure: %i[error_reply retry], dead_letter_failures: BOOLEAN, count_failures_answered: BOOLEAN,
     unanswerable: %i[accept dead_letter], undeliverable_reply: %i[requeue ack],
     answered_timing: %i[before_publish after_confirm],
@@ -181,7 +179,7 @@ module Acemq
     reply_content_type: %i[application/json none], strip_prefix: %i[x-acemq- x-], failure_body: %i[empty json],
     error_type_name: %i[simple qualified], retry_failures: BOOLEAN, count_unanswerable: BOOLEAN,
     request_queue: %i[quorum classic_if_missing], pass_spec_headers: BOOLEAN, last_attempt: %i[dead_letter ack],
-    request_id_fallback: %i[correlation_id none], direct_reply_to: %i[at_most_once checked]
+    direct_reply_to: %i[at_most_once checked]
   }.freeze
 
   private_constant :PolicyFields, :BOOLEAN, :POSITIVE_INTEGER, :RequesterPolicy, :ResponderPolicy

@@ -317,10 +317,15 @@ module Acemq
     end
 
     # RR-4, SG-3: the request's id is its message_id, or its correlation_id when it has none.
-    def request_id(request)
-      return request.message_id if @policy.request_id_fallback == :none # what RR-4.2 forbids
+    def request_id(request) = Headers.request_id(request.message_id, request.correlation_id)
 
-      Headers.request_id(request.message_id, request.correlation_id)
+    # RR-4.2: the request's id; its correlation_id or its message_id alone is what RR-4.2 forbids.
+    def reply_correlation_id(request, id)
+      case @policy.reply_correlation_from
+      when :correlation_id then request.correlation_id
+      when :message_id then request.message_id
+      else id
+      end
     end
 
     # RR-4: default exchange, reply address as routing key, both correlation fields.
@@ -328,8 +333,7 @@ module Acemq
       id = request_id(request)
       # SG-3: without responseMessageId a gatherer cannot demultiplex.
       headers = headers.merge(Headers::RESPONSE_MESSAGE_ID => id) if id && @policy.response_message_id
-      # RR-4.2: the request's id, not its correlation_id when it has a message_id.
-      correlation_id = @policy.reply_correlation_from == :message_id ? id : request.correlation_id
+      correlation_id = reply_correlation_id(request, id)
       # RR-4.3: application/json; none is the policy's other value.
       content_type = @policy.reply_content_type == :none ? nil : Headers::CONTENT_TYPE
       properties = { correlation_id: correlation_id, content_type: content_type,

@@ -399,9 +399,7 @@ public final class Responder implements AutoCloseable {
      * The id is the message_id, or the correlation_id of a request without one (a tutorial caller's).
      */
     private AMQP.BasicProperties replyProperties(AMQP.BasicProperties request, String failure) {
-        String requestId = policy.requestIdFallback() == ResponderPolicy.RequestIdFallback.NONE
-                ? request.getMessageId() // breaks RR-4.2: a tutorial caller cannot match the reply
-                : Headers.requestId(request.getMessageId(), request.getCorrelationId());
+        String requestId = Headers.requestId(request.getMessageId(), request.getCorrelationId());
         Map<String, Object> headers = new HashMap<>();
         // Without it gathers cannot tell whose reply this is (SG-3).
         if (requestId != null && policy.responseMessageId()) {
@@ -412,9 +410,12 @@ public final class Responder implements AutoCloseable {
         }
         return new AMQP.BasicProperties.Builder()
                 // RR-4: the requester correlates by message_id, whatever the request's correlation_id.
-                .correlationId(policy.replyCorrelationFrom() == ResponderPolicy.ReplyCorrelationFrom.CORRELATION_ID
-                        ? request.getCorrelationId()
-                        : requestId)
+                // (the message_id alone breaks it too: a tutorial caller sends none).
+                .correlationId(switch (policy.replyCorrelationFrom()) {
+                    case CORRELATION_ID -> request.getCorrelationId();
+                    case MESSAGE_ID -> request.getMessageId();
+                    case REQUEST_ID -> requestId;
+                })
                 // RR-4: every reply says it is JSON; none breaks RR-4.3.
                 .contentType(policy.replyContentType() == ResponderPolicy.ReplyContentType.NONE ? null : "application/json")
                 .headers(headers)

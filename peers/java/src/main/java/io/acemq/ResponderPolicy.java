@@ -49,11 +49,7 @@ record ResponderPolicy(
         LastAttempt lastAttempt,
         RequestQueue requestQueue,
         boolean passSpecHeaders,
-        RequestIdFallback requestIdFallback,
         DirectReplyTo directReplyTo) {
-
-    /** The id of a request without message_id (RR-4.2, SG-3.1): its correlation_id, or none. */
-    enum RequestIdFallback { CORRELATION_ID, NONE }
 
     /**
      * A reply to amq.rabbitmq.reply-to.* (RR-14.5): at most once (no mandatory, never retried),
@@ -61,8 +57,8 @@ record ResponderPolicy(
      */
     enum DirectReplyTo { AT_MOST_ONCE, CHECKED }
 
-    /** What the reply's correlation_id copies (RR-4). */
-    enum ReplyCorrelationFrom { MESSAGE_ID, CORRELATION_ID }
+    /** What the reply's correlation_id copies (RR-4.2: the request's id, its message_id else its correlation_id). */
+    enum ReplyCorrelationFrom { REQUEST_ID, MESSAGE_ID, CORRELATION_ID }
 
     /** A throwing handler: a failure reply, or nothing sent and the request retried (RR-10). */
     enum HandlerFailure { ERROR_REPLY, RETRY }
@@ -140,13 +136,13 @@ record ResponderPolicy(
 
     /** What the wire spec says: every knob at its catalogue default. */
     static final ResponderPolicy SPEC = new ResponderPolicy(
-            List.of(ReplyAddress.Source.HEADER, ReplyAddress.Source.NATIVE), ReplyCorrelationFrom.MESSAGE_ID,
+            List.of(ReplyAddress.Source.HEADER, ReplyAddress.Source.NATIVE), ReplyCorrelationFrom.REQUEST_ID,
             true, HandlerFailure.ERROR_REPLY, true, false, Unanswerable.ACCEPT, UndeliverableReply.REQUEUE,
             AnsweredTiming.BEFORE_PUBLISH, true, CountersCreated.BEFORE_SUBSCRIBE, DlqQueueType.QUORUM,
             true, HeaderTypes.LENIENT, Options.DEFAULT_MAX_ATTEMPTS, 1, FailureReplyDelivery.CHECKED,
             MalformedRequest.FAIL_REPLY, BytesAddress.ACCEPT, ReplyContentType.APPLICATION_JSON,
             Headers.ENGINE_PREFIX, FailureBody.EMPTY, ErrorTypeName.SIMPLE, false, true, LastAttempt.DEAD_LETTER,
-            RequestQueue.QUORUM, true, RequestIdFallback.CORRELATION_ID, DirectReplyTo.AT_MOST_ONCE);
+            RequestQueue.QUORUM, true, DirectReplyTo.AT_MOST_ONCE);
 
     ResponderPolicy {
         readOrder = List.copyOf(readOrder);
@@ -166,7 +162,6 @@ record ResponderPolicy(
         Objects.requireNonNull(errorTypeName, "errorTypeName");
         Objects.requireNonNull(lastAttempt, "lastAttempt");
         Objects.requireNonNull(requestQueue, "requestQueue");
-        Objects.requireNonNull(requestIdFallback, "requestIdFallback");
         Objects.requireNonNull(directReplyTo, "directReplyTo");
         if (stripPrefix == null || stripPrefix.isEmpty()) {
             throw new IllegalArgumentException("stripPrefix must name a header prefix");
