@@ -28,6 +28,7 @@ from .codec import header_value, plain, type_codes
 from .tls import connect_error, pika_parameters
 
 POLL_S = 0.02
+DIRECT_REPLY_TO = "amq.rabbitmq.reply-to"  # RabbitMQ's pseudo-queue: a reply goes straight to the consuming channel
 CONNECT_BOUND_S = 10.0  # the raw publisher's connect and handshake (pika's socket timeout)
 
 
@@ -148,6 +149,7 @@ class Probe:
         self._blocked_s: float | None = params.blocked_connection_timeout
         self._lost: str | None = None
         self._publisher: raw_amqp.RawConnection | None = None
+        self._direct: dict[int, tuple[Any, list[dict[str, Any]]]] = {}  # direct reply-to callers' channels
         self.connections: list[str] = []  # the own address of every connection the probe opened
         try:
             self._connection = pika.BlockingConnection(params)
@@ -281,6 +283,42 @@ class Probe:
         self._note(publisher.local_address)
         self._publisher = publisher
         return publisher
+
+    # -- a direct reply-to caller (RabbitMQ's amq.rabbitmq.reply-to) ---------------------
+
+    def direct_request(self, routing_key: str, body: bytes, properties: dict[str, Any], headers: dict[str, Any],
+                       gone: bool = False) -> int:
+        """Publish as a direct reply-to caller does (the tutorial's, the Java RpcClient's,
+        NestJS's): a channel of its own consumes `amq.rabbitmq.reply-to` with no-ack, then
+        publishes on that same channel with `reply_to: amq.rabbitmq.reply-to` (the broker
+        rewrites it to `amq.rabbitmq.reply-to.<token>` for the responder), not mandatory, not
+        confirmed. `gone`: the channel is closed at once after the publish, so the caller is
+        gone before any reply. Returns the channel's number, for `direct_replies`."""
+        typed = {k: header_value(v) for k, v in headers.items()} or None
+        with self._guard():
+            channel = self._connection.channel()
+            arrived: list[dict[str, Any]] = []
+            channel.basic_consume(DIRECT_REPLY_TO, lambda _ch, method, props, data: arrived.append(record(method, props, data)),
+                                  auto_ack=True)
+            props = pika.BasicProperties(headers=typed, **{**properties, "reply_to": DIRECT_REPLY_TO})
+            channel.basic_publish("", routing_key, body, props, mandatory=False)
+            if gone:
+                channel.close()
+            self._direct[channel.channel_number] = (channel, arrived)
+            return channel.channel_number
+
+    def direct_replies(self, number: int, bound_s: float) -> list[dict[str, Any]]:
+        """Every reply that reached a direct reply-to caller's channel by the end of `bound_s`
+        (the whole bound is waited: a second reply is what is looked for); none once it is gone."""
+        channel, arrived = self._direct[number]
+        deadline = time.monotonic() + bound_s
+        with self._guard():
+            while channel.is_open:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._connection.process_data_events(time_limit=min(left, 0.05))
+        return list(arrived)
 
     def get(self, queue: str, bound_s: float) -> dict[str, Any] | None:
         """The next message on `queue` (acknowledged), or None when none came within the bound."""

@@ -455,16 +455,50 @@ def _step_probe_publish(state: CellState, args: dict[str, Any]) -> None:
     for _ in range(args.get("repeat", 1)):
         props = dict(properties)
         props.setdefault("message_id", f"{state.ns}-{uuid.uuid4().hex[:12]}")
+        if props["message_id"] is None:
+            del props["message_id"]  # `message_id: null`: a caller that sends none (the tutorial's)
         if "body_text" in rendered:
             body = rendered["body_text"].encode("utf-8")
         else:
             body = json.dumps(rendered.get("body", {})).encode("utf-8")
         routed = probe.publish(exchange, routing_key, body, props, rendered.get("headers", {}))
-        published.append({"message_id": props["message_id"], "routed": routed})
+        published.append({"message_id": props.get("message_id"), "routed": routed})
     state.note("probe_publish", exchange=exchange, routing_key=routing_key, published=published,
                properties=properties, headers={k: repr(v) for k, v in rendered.get("headers", {}).items()})
     if "as" in args:
         state.variables[args["as"]] = published[0] if len(published) == 1 else {"messages": published}
+
+
+def _step_probe_direct_request(state: CellState, args: dict[str, Any]) -> None:
+    """The probe as a direct reply-to caller: consume amq.rabbitmq.reply-to (no-ack) and
+    publish the request on that same channel; `gone` closes the channel after the publish."""
+    probe = state.get_probe()
+    rendered = assertions.render(args, state.variables)
+    routing_key = state.queue_name(args["queue"])
+    properties = dict(rendered.get("properties", {}))
+    properties.setdefault("content_type", "application/json")
+    properties.setdefault("message_id", f"{state.ns}-{uuid.uuid4().hex[:12]}")
+    if properties["message_id"] is None:
+        del properties["message_id"]
+    for key, value in properties.items():
+        _short_string(value, f"properties.{key}")
+    if "body_text" in rendered:
+        body = rendered["body_text"].encode("utf-8")
+    else:
+        body = json.dumps(rendered.get("body", {})).encode("utf-8")
+    channel = probe.direct_request(routing_key, body, properties, rendered.get("headers", {}), gone=bool(args.get("gone")))
+    state.note("probe_direct_request", routing_key=routing_key, properties=properties, channel=channel,
+               gone=bool(args.get("gone")), headers={k: repr(v) for k, v in rendered.get("headers", {}).items()})
+    state.variables[args["as"]] = {"message_id": properties.get("message_id"),
+                                   "correlation_id": properties.get("correlation_id"), "channel": channel}
+
+
+def _step_probe_direct_replies(state: CellState, args: dict[str, Any]) -> None:
+    channel = state.variables[args["of"]]["channel"]
+    with state.waiting("direct replies"):
+        replies = state.get_probe().direct_replies(channel, args["timeout_ms"] / 1000)
+    state.note("probe_direct_replies", channel=channel, got=replies)
+    state.variables[args["as"]] = replies
 
 
 def _step_probe_reply(state: CellState, args: dict[str, Any]) -> None:
@@ -801,6 +835,8 @@ RUNS: dict[str, Callable[["CellState", Any], None]] = {
     "hold_queue": _step_hold_queue,
     "pause": _step_pause,
     "probe_count": _step_probe_count,
+    "probe_direct_replies": _step_probe_direct_replies,
+    "probe_direct_request": _step_probe_direct_request,
     "probe_get": _step_probe_get,
     "probe_inbox": _step_probe_inbox,
     "probe_publish": _step_probe_publish,

@@ -199,9 +199,10 @@ def _reply(record: dict[str, Any], peer: str, answered: list[dict[str, Any]]) ->
     if properties.get("content_type") != "application/json":
         found.append(WireBreak("RR-4.3", peer, n, f"reply #{n}'s content_type is not application/json",
                                "application/json", properties.get("content_type")))
-    ids = [(r.get("properties") or {}).get("message_id") for r in answered]
-    # A request that carried no message_id leaves its responder nothing to echo: a reply to it
-    # is not judged on responseMessageId or correlation_id (the requester's RR-8.1 is the break).
+    # The request's id (RR-4.2, SG-3.1): its message_id, else its correlation_id (a tutorial
+    # caller's). A request with neither leaves its responder nothing to echo: a reply to it is
+    # not judged on responseMessageId or correlation_id (the requester's RR-8.1 is the break).
+    ids = [_request_id(r) for r in answered]
     echoable = not answered or any(ids)
     if echoable and "responseMessageId" not in headers:
         found.append(WireBreak("SG-3.1", peer, n, f"reply #{n} has no responseMessageId header", "responseMessageId", None))
@@ -212,13 +213,19 @@ def _reply(record: dict[str, Any], peer: str, answered: list[dict[str, Any]]) ->
                                f"request that named its address ({_lines([r['n'] for r in answered])})",
                                [i for i in ids if i], echoed))
     if answered and any(ids) and properties.get("correlation_id") not in ids:
-        found.append(WireBreak("RR-4.2", peer, n, f"reply #{n}'s correlation_id is the message_id of no request "
+        found.append(WireBreak("RR-4.2", peer, n, f"reply #{n}'s correlation_id is the id of no request "
                                f"that named its address ({_lines([r['n'] for r in answered])})",
                                [i for i in ids if i], properties.get("correlation_id")))
     if "acemq-error" in headers and record.get("body_length"):
         found.append(WireBreak("RR-10.1", peer, n, f"failure reply #{n} has a body of {record.get('body_length')} bytes",
                                "an empty body", record.get("body_length")))
     return found + _common(record, peer, n)
+
+
+def _request_id(record: dict[str, Any]) -> str | None:
+    """A request's id (RR-4.2): its message_id, or its correlation_id when it has none."""
+    properties = record.get("properties") or {}
+    return properties.get("message_id") or properties.get("correlation_id")
 
 
 def _is_reply(record: dict[str, Any]) -> bool:

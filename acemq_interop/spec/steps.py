@@ -235,15 +235,36 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
         "as": AS, "queue": NAME, "exchange": {"type": "string"}, "routing_key": {"type": "string"},
         "body": {}, "body_text": {"type": "string"},
         "properties": {"type": "object", "additionalProperties": False,
-                       "properties": {"message_id": {"type": "string"}, "correlation_id": {"type": "string"},
+                       "properties": {"message_id": {"type": ["string", "null"]}, "correlation_id": {"type": "string"},
                                       "reply_to": {"type": "string"}, "content_type": {"type": "string"},
                                       "type": {"type": "string"}}},
         "headers": HEADERS, "repeat": {"type": "integer", "minimum": 1, "maximum": 50}}),
              "`probe_publish: {queue \\| exchange+routing_key, body \\| body_text, properties?, headers?, repeat?, as?}`",
-             "publishes exactly this; header values may be typed: `{bytes: ..}`, `{long: ..}`, `{int: ..}`, `{byte: ..}`, "
+             "publishes exactly this (a fresh `message_id` unless given; `message_id: null` sends none, as a tutorial "
+             "caller does); header values may be typed: `{bytes: ..}`, `{long: ..}`, `{int: ..}`, `{byte: ..}`, "
              "`{bool: ..}`, `{double: ..}`, `{table: {..}}`, `{array: [..]}`", "`{message_id, routed}`", binds=True,
              templates={k: () for k in ("queue", "routing_key", "body", "body_text", "properties", "headers")},
              fields=("message_id", "routed", "messages")),
+    StepKind("probe_direct_request", _obj(["as", "queue"], _excludes("body", "body_text"), **{
+        "as": AS, "queue": NAME, "body": {}, "body_text": {"type": "string"},
+        "properties": {"type": "object", "additionalProperties": False,
+                       "properties": {"message_id": {"type": ["string", "null"]}, "correlation_id": {"type": "string"},
+                                      "content_type": {"type": "string"}, "type": {"type": "string"}}},
+        "headers": HEADERS, "gone": {"type": "boolean"}}),
+             "`probe_direct_request: {as, queue, body \\| body_text, properties?, headers?, gone?}`",
+             "the probe as a direct reply-to caller (RabbitMQ's `amq.rabbitmq.reply-to`: the tutorial's, the Java "
+             "`RpcClient`'s, NestJS's): a channel of its own consumes `amq.rabbitmq.reply-to` with no-ack and publishes "
+             "the request on that same channel, `reply_to: amq.rabbitmq.reply-to` (the broker gives the responder "
+             "`amq.rabbitmq.reply-to.<token>`), not mandatory; a fresh `message_id` unless given (`null`: none); "
+             "`gone: true` closes the channel right after the publish (the caller is gone before any reply)",
+             "`{message_id, correlation_id, channel}`", binds=True,
+             templates={k: () for k in ("queue", "body", "body_text", "properties", "headers")},
+             fields=("message_id", "correlation_id", "channel")),
+    StepKind("probe_direct_replies", _obj(["as", "of", "timeout_ms"], **{"as": AS, "of": AS, "timeout_ms": MS}),
+             "`probe_direct_replies: {as, of, timeout_ms}`",
+             "every reply that reached the direct reply-to caller `of` (a `probe_direct_request`) by the end of "
+             "`timeout_ms`, the whole of which is waited (a second reply is what it looks for; keep it short)",
+             "the list of replies, each as `probe_get` records one", binds=True, uses={"of": ("probe_direct_request",)}),
     StepKind("probe_reply", _obj(["requester", "request"], _excludes("body", "body_text"), **{
         "as": AS, "requester": AS, "request": NAME, "body": {}, "body_text": {"type": "string"},
         "headers": HEADERS, "correlation_id": {"type": "string"}, "to": {"enum": ["requester", "request"]}}),

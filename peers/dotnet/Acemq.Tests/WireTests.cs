@@ -20,6 +20,19 @@ public class WireTests
         Assert.Equal(("q", ReplyToSource.Header), Wire.ResolveReplyAddress(Headers((Wire.ReplyToHeader, "q")), "n"));
     }
 
+    [Fact]
+    public void A_request_without_message_id_is_known_by_its_correlation_id_and_direct_reply_to_is_recognised()
+    {
+        // RR-4.2, SG-3.1: a tutorial caller sends its own correlation_id and no message_id.
+        Assert.Equal("m-1", Wire.RequestId("m-1", "c-1"));
+        Assert.Equal("1", Wire.RequestId(null, "1"));
+        Assert.Equal("2", Wire.RequestId("", "2"));
+        Assert.Null(Wire.RequestId(null, null));
+        // RR-14.5: the broker hands a responder amq.rabbitmq.reply-to.<token>.
+        Assert.True(Wire.IsDirectReplyTo("amq.rabbitmq.reply-to.g1h2AA5y.H8JZ"));
+        Assert.False(Wire.IsDirectReplyTo("amq.gen-1"));
+    }
+
     [Theory]
     [InlineData((sbyte)1, 2)]
     [InlineData((short)6, 7)]

@@ -127,9 +127,17 @@ internal sealed record RequesterPolicy
 
     /// <summary>Whether a failure reply a pending gather dropped is counted in Unmatched (SG-10.2).</summary>
     public bool CountGatherFailures { get; init; } = true;
+
+    /// <summary>A request's correlation_id (RR-8.4: its message_id, so a responder that echoes it answers).</summary>
+    public RequestCorrelationId RequestCorrelationId { get; init; } = RequestCorrelationId.MessageId;
 }
 
-internal enum ReplyCorrelation { MessageId, CorrelationId }
+internal enum RequestCorrelationId { MessageId, None }
+
+internal enum DirectReplyTo { AtMostOnce, Checked }
+
+/// <summary>What a reply's correlation_id copies (RR-4.2: the request's id, its message_id else its correlation_id).</summary>
+internal enum ReplyCorrelation { RequestId, MessageId, CorrelationId }
 
 internal enum HandlerFailure { ErrorReply, Retry }
 
@@ -169,7 +177,7 @@ internal sealed record ResponderPolicy
 
     /// <summary>Where the reply address is looked for, in this order (RR-3).</summary>
     public IReadOnlyList<ReplyToSource> ReadOrder { get; init; } = [ReplyToSource.Header, ReplyToSource.Native];
-    public ReplyCorrelation ReplyCorrelationFrom { get; init; } = ReplyCorrelation.MessageId;
+    public ReplyCorrelation ReplyCorrelationFrom { get; init; } = ReplyCorrelation.RequestId;
     public bool StripEngineHeaders { get; init; } = true;
     public HandlerFailure HandlerFailure { get; init; } = HandlerFailure.ErrorReply;
     public bool DeadLetterFailures { get; init; } = true;
@@ -227,4 +235,7 @@ internal sealed record ResponderPolicy
 
     /// <summary>How the request queue is declared (RR-17.1: quorum, always).</summary>
     public RequestQueue RequestQueue { get; init; } = RequestQueue.Quorum;
+
+    /// <summary>A reply to amq.rabbitmq.reply-to.* (RR-14.5: at most once, without mandatory, never retried).</summary>
+    public DirectReplyTo DirectReplyTo { get; init; } = DirectReplyTo.AtMostOnce;
 }

@@ -34,15 +34,18 @@ internal static class Publishing
         Wire.EnsureShortString("type", properties.Type);
     }
 
-    /// <summary>Publishes mandatory and returns once the broker has confirmed it routed the message.</summary>
+    /// <summary>
+    /// Publishes mandatory (RR-13) and returns once the broker has confirmed it routed the message;
+    /// <paramref name="mandatory"/> false only for a reply to a direct reply-to address (RR-14.5).
+    /// </summary>
     public static async Task PublishAsync(
         IChannel channel, string exchange, string routingKey, BasicProperties properties, ReadOnlyMemory<byte> body,
-        CancellationToken cancellationToken)
+        CancellationToken cancellationToken, bool mandatory = true)
     {
         EnsureShortStrings(exchange, routingKey, properties);
         try
         {
-            await channel.BasicPublishAsync(exchange, routingKey, mandatory: true, properties, body, cancellationToken)
+            await channel.BasicPublishAsync(exchange, routingKey, mandatory, properties, body, cancellationToken)
                 .ConfigureAwait(false);
         }
         catch (PublishReturnException e)

@@ -144,7 +144,9 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         var messageId = options.MessageId ?? Wire.NewMessageId();
         var timeout = TimeoutOf(_policy, options.Timeout);
         var replyTo = await ReplyAddressAsync(cancellationToken).ConfigureAwait(false);
-        var properties = RequestProperties(_policy, messageId, messageId, replyTo, options.Type, options.Headers);
+        // RR-8.4: correlation_id = message_id, so a responder that echoes correlation_id answers this call.
+        var correlationId = _policy.RequestCorrelationId == RequestCorrelationId.None ? null : messageId;
+        var properties = RequestProperties(_policy, messageId, correlationId, replyTo, options.Type, options.Headers);
         var body = JsonCodec.Encode(request);
 
         // Registered before publishing: a fast responder can answer before the confirm arrives.

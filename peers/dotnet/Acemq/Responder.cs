@@ -342,8 +342,15 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 
         try
         {
-            await Publishing.PublishAsync(_channel, "", request.ReplyTo, ReplyProperties(request, failure), ReplyBody(reply, failure), _closing.Token)
+            await Publishing.PublishAsync(
+                    _channel, "", request.ReplyTo, ReplyProperties(request, failure), ReplyBody(reply, failure), _closing.Token,
+                    mandatory: !AtMostOnce(request))
                 .ConfigureAwait(false);
+        }
+        catch (Exception e) when (!_closing.IsCancellationRequested && AtMostOnce(request))
+        {
+            // RR-14.5: a direct reply-to reply is at most once: counted, acknowledged, never retried.
+            Report($"direct reply-to reply to {request.ReplyTo} not confirmed: {e.Message}");
         }
         catch (Exception e) when (!_closing.IsCancellationRequested)
         {
@@ -412,14 +419,24 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             ? JsonCodec.Encode(new Dictionary<string, string> { ["error"] = failure })
             : reply;
 
+    /// <summary>
+    /// Whether a reply goes to RabbitMQ's direct reply-to (amq.rabbitmq.reply-to.&lt;token&gt;) and is sent
+    /// at most once (RR-14.5): 3.10 to 4.1 return every such reply, delivered or not, 4.2 none.
+    /// </summary>
+    private bool AtMostOnce(RequestContext request) =>
+        Wire.IsDirectReplyTo(request.ReplyTo) && _policy.DirectReplyTo == DirectReplyTo.AtMostOnce;
+
     private BasicProperties ReplyProperties(RequestContext request, string? failure)
     {
         var headers = new Dictionary<string, object?>(StringComparer.Ordinal);
 
+        // RR-4.2, SG-3.1: the request's id is its message_id, or its correlation_id when it has none.
+        var requestId = Wire.RequestId(request.MessageId, request.CorrelationId);
+
         // Gatherers demultiplex by it (SG-3).
-        if (request.MessageId is not null && _policy.ResponseMessageId)
+        if (requestId is not null && _policy.ResponseMessageId)
         {
-            headers[Wire.ResponseMessageIdHeader] = request.MessageId;
+            headers[Wire.ResponseMessageIdHeader] = requestId;
         }
 
         if (failure is not null)
@@ -432,7 +449,13 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             MessageId = Wire.NewMessageId(),
 
             // RR-4: the request's message_id; copying its correlation_id instead breaks the rule.
-            CorrelationId = _policy.ReplyCorrelationFrom == ReplyCorrelation.CorrelationId ? request.CorrelationId : request.MessageId,
+            // (the message_id alone breaks it too: a tutorial caller, who sends none, cannot match the reply).
+            CorrelationId = _policy.ReplyCorrelationFrom switch
+            {
+                ReplyCorrelation.CorrelationId => request.CorrelationId,
+                ReplyCorrelation.MessageId => request.MessageId,
+                _ => requestId,
+            },
             ContentType = _policy.ReplyContentType,
             Headers = headers,
         };

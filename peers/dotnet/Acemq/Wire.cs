@@ -25,6 +25,16 @@ public static class Wire
     public const string DeadLetterReasonHeader = "acemq-dead-letter-reason";
     public const string ResponseMessageIdHeader = "responseMessageId";
 
+    /// <summary>RabbitMQ's direct reply-to: the broker gives a responder reply_to amq.rabbitmq.reply-to.&lt;token&gt;.</summary>
+    public const string DirectReplyToPrefix = "amq.rabbitmq.reply-to.";
+
+    /// <summary>Whether an address is one of RabbitMQ's direct reply-to (RR-14.5: a reply to it is at most once).</summary>
+    public static bool IsDirectReplyTo(string address) => address.StartsWith(DirectReplyToPrefix, StringComparison.Ordinal);
+
+    /// <summary>A request's id (RR-4.2, SG-3.1): its message_id, or its correlation_id when it has none.</summary>
+    public static string? RequestId(string? messageId, string? correlationId) =>
+        string.IsNullOrEmpty(messageId) ? correlationId : messageId;
+
     /// <summary>An application header named like the AMQP property; only a defective writer puts the type there.</summary>
     internal const string TypeHeader = "type";
 

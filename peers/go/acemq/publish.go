@@ -127,6 +127,17 @@ func (p *publisher) open() error {
 // publish sends msg mandatory and returns nil only when the broker acked it
 // without returning it first: a returned publish is a *ReturnedError.
 func (p *publisher) publish(exchange, key string, msg amqp.Publishing) error {
+	return p.send(exchange, key, msg, true)
+}
+
+// publishNotMandatory sends msg without mandatory, still confirmed: a reply to
+// a direct reply-to address, which the broker returns whether or not it was
+// delivered (RR-14.5).
+func (p *publisher) publishNotMandatory(exchange, key string, msg amqp.Publishing) error {
+	return p.send(exchange, key, msg, false)
+}
+
+func (p *publisher) send(exchange, key string, msg amqp.Publishing, mandatory bool) error {
 	if err := checkShortStrings(msg); err != nil {
 		return err
 	}
@@ -152,7 +163,7 @@ func (p *publisher) publish(exchange, key string, msg amqp.Publishing) error {
 		p.mu.Unlock()
 		return err
 	}
-	err := cc.ch.PublishWithContext(context.Background(), exchange, key, true, false, msg)
+	err := cc.ch.PublishWithContext(context.Background(), exchange, key, mandatory, false, msg)
 	p.mu.Unlock()
 	if err != nil {
 		cc.remove(u)

@@ -267,8 +267,13 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 	if cfg.messageID == "" {
 		cfg.messageID = NewMessageID()
 	}
+	// RR-8.4: correlation_id = message_id, so a responder that echoes
+	// correlation_id (the tutorial's, the Java RpcServer) answers this call.
 	if cfg.correlationID == "" {
 		cfg.correlationID = cfg.messageID
+	}
+	if r.pol.RequestCorrelationID == policy.NoRequestCorrelation {
+		cfg.correlationID = "" // RR-8.4 says carry it
 	}
 	body, err := json.Marshal(request)
 	if err != nil {

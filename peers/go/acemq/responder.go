@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -474,6 +475,20 @@ func (r *Responder) reply(d amqp.Delivery, req *Request, body []byte) {
 	if countFirst {
 		atomic.AddInt64(&r.answered, 1)
 	}
+	if r.atMostOnce(req) {
+		// RR-14.5: the broker cannot say whether a direct reply-to reply was
+		// delivered (3.10 to 4.1 return every one, 4.2 none): sent once
+		// without mandatory, counted, acknowledged, never retried.
+		if err := r.pub.publishNotMandatory("", req.ReplyTo, r.replyPublishing(req, body, "")); err != nil {
+			log.Printf("acemq: direct reply-to reply to %s not confirmed: %v", req.ReplyTo, err)
+		}
+		r.answeredAfterPublish(countFirst, nil)
+		if h := r.opts.Hooks.Replied; h != nil {
+			h(req.MessageID, "")
+		}
+		r.ack(d)
+		return
+	}
 	err := r.pub.publish("", req.ReplyTo, r.replyPublishing(req, body, ""))
 	r.answeredAfterPublish(countFirst, err)
 	if err != nil {
@@ -520,7 +535,15 @@ func (r *Responder) replyFailureThen(d amqp.Delivery, req *Request, failure stri
 	if counted {
 		atomic.AddInt64(&r.answered, 1)
 	}
-	err := r.pub.publish("", req.ReplyTo, r.replyPublishing(req, r.failureBody(failure), failure))
+	var err error
+	if r.atMostOnce(req) {
+		// RR-14.5: a failure reply to a direct reply-to address is at most once too.
+		if perr := r.pub.publishNotMandatory("", req.ReplyTo, r.replyPublishing(req, r.failureBody(failure), failure)); perr != nil {
+			log.Printf("acemq: direct reply-to failure reply to %s not confirmed: %v", req.ReplyTo, perr)
+		}
+	} else {
+		err = r.pub.publish("", req.ReplyTo, r.replyPublishing(req, r.failureBody(failure), failure))
+	}
 	if err != nil && r.pol.FailureReplyDelivery == policy.Checked {
 		if counted {
 			atomic.AddInt64(&r.answered, -1)
@@ -655,21 +678,45 @@ func (r *Responder) requeue(d amqp.Delivery) {
 	}
 }
 
+// DirectReplyToPrefix starts every address of RabbitMQ's direct reply-to:
+// the broker gives a responder reply_to amq.rabbitmq.reply-to.<token>.
+const DirectReplyToPrefix = "amq.rabbitmq.reply-to."
+
+// atMostOnce says whether req's reply goes to a direct reply-to address and
+// is sent at most once (RR-14.5): no mandatory, never retried.
+func (r *Responder) atMostOnce(req *Request) bool {
+	return strings.HasPrefix(req.ReplyTo, DirectReplyToPrefix) && r.pol.DirectReplyTo == policy.DirectAtMostOnce
+}
+
+// RequestID is a request's id (RR-4.2, SG-3.1): its message_id, or its
+// correlation_id when it has none (a tutorial caller's, a Java RpcClient's).
+func RequestID(messageID, correlationID string) string {
+	if messageID != "" {
+		return messageID
+	}
+	return correlationID
+}
+
 // replyPublishing addresses a reply for both families of requesters: acemq
 // correlates on correlation_id, the bus on the responseMessageId header.
 func (r *Responder) replyPublishing(req *Request, body []byte, failure string) amqp.Publishing {
 	headers := amqp.Table{}
+	requestID := RequestID(req.MessageID, req.CorrelationID)
 	// Without it bus requesters cannot demultiplex (SG-3).
-	if req.MessageID != "" && r.pol.ResponseMessageID {
-		headers[ResponseMessageIDHeader] = req.MessageID
+	if requestID != "" && r.pol.ResponseMessageID {
+		headers[ResponseMessageIDHeader] = requestID
 	}
 	if failure != "" {
 		headers[ErrorHeader] = failure
 	}
-	// acemq requesters correlate on the message id (RR-4).
-	correlationID := req.MessageID
-	if r.pol.ReplyCorrelationFrom == policy.FromCorrelationID {
+	// acemq requesters correlate on the message id, tutorial callers on
+	// their own correlation id: the request's id covers both (RR-4.2).
+	correlationID := requestID
+	switch r.pol.ReplyCorrelationFrom {
+	case policy.FromCorrelationID:
 		correlationID = req.CorrelationID
+	case policy.FromMessageID:
+		correlationID = req.MessageID // RR-4.2 says fall back to correlation_id
 	}
 	contentType := contentTypeJSON
 	if r.pol.ReplyContentType == policy.NoContentType {

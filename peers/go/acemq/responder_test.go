@@ -184,6 +184,30 @@ func TestReplyAddressingPolicies(t *testing.T) {
 	}
 }
 
+// RR-4.2, SG-3.1: a request without message_id (a tutorial caller's) is known
+// by its correlation_id; RR-14.5: a direct reply-to address is at most once.
+func TestRequestIDFallsBackToCorrelationID(t *testing.T) {
+	tutorial := &Request{CorrelationID: "1", ReplyTo: "q"}
+	if got := newTestResponder().replyPublishing(tutorial, nil, ""); got.CorrelationId != "1" || got.Headers[ResponseMessageIDHeader] != "1" {
+		t.Errorf("a request without message_id: %+v", got)
+	}
+	if got := newTestResponder().replyPublishing(&Request{MessageID: "m-1", CorrelationID: "c-1"}, nil, ""); got.CorrelationId != "m-1" {
+		t.Errorf("a request with message_id: %+v", got)
+	}
+	none := newTestResponder(func(p *policy.Responder) { p.ReplyCorrelationFrom = policy.FromMessageID })
+	if got := none.replyPublishing(tutorial, nil, ""); got.CorrelationId != "" || got.Headers[ResponseMessageIDHeader] != "1" {
+		t.Errorf("without the fallback: %+v", got)
+	}
+	direct := &Request{ReplyTo: "amq.rabbitmq.reply-to.g1h2AA5y.H8JZ"}
+	if !newTestResponder().atMostOnce(direct) || newTestResponder().atMostOnce(&Request{ReplyTo: "amq.gen-1"}) {
+		t.Error("direct reply-to addresses")
+	}
+	checked := newTestResponder(func(p *policy.Responder) { p.DirectReplyTo = policy.DirectChecked })
+	if checked.atMostOnce(direct) {
+		t.Error("a checked direct reply-to policy")
+	}
+}
+
 func TestOptionsCarryTheDefaultPolicyUnlessGivenOne(t *testing.T) {
 	if got := (ResponderOptions{}).resolvePolicy(); got.ReadOrder[0] != policy.Header || !got.StripEngineHeaders {
 		t.Errorf("zero options resolve to %+v", got)

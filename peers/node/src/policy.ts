@@ -87,6 +87,8 @@ export interface RequesterPolicy {
   readonly gatherFailureReply: 'drop' | 'keep';
   /** Count a failure reply a gather dropped in Unmatched (SG-10.2). */
   readonly countGatherFailures: boolean;
+  /** A request's correlation_id: its message_id (RR-8.4), or none. */
+  readonly requestCorrelationId: 'message_id' | 'none';
 }
 
 export type AddressSource = 'header' | 'native';
@@ -97,8 +99,8 @@ export type AnsweredTiming = 'before_publish' | 'after_confirm';
 export interface ResponderPolicy {
   /** Where the reply address is read, in order (RR-3). */
   readonly readOrder: readonly AddressSource[];
-  /** What the reply's correlation_id copies (RR-4). */
-  readonly replyCorrelationFrom: 'message_id' | 'correlation_id';
+  /** What the reply's correlation_id copies: the request's id, its message_id else its correlation_id (RR-4.2). */
+  readonly replyCorrelationFrom: 'request_id' | 'message_id' | 'correlation_id';
   /** Remove x-acemq-* before the handler (RR-5). */
   readonly stripEngineHeaders: boolean;
   /** Show the handler the spec's own acemq-* headers, acemq-reply-to among them (RR-5.2). */
@@ -156,6 +158,8 @@ export interface ResponderPolicy {
   readonly requestQueue: 'quorum' | 'classic_if_missing';
   /** The last attempt at an undeliverable reply: dead-letter the request, or ack it (RR-14.2). */
   readonly lastAttempt: 'dead_letter' | 'ack';
+  /** A reply to amq.rabbitmq.reply-to.*: at most once, without mandatory (RR-14.5), or checked like any reply. */
+  readonly directReplyTo: 'at_most_once' | 'checked';
 }
 
 export const DEFAULT_REQUESTER_POLICY: RequesterPolicy = Object.freeze({
@@ -197,11 +201,12 @@ export const DEFAULT_REQUESTER_POLICY: RequesterPolicy = Object.freeze({
   gatherDeadline: 'fixed',
   gatherFailureReply: 'drop',
   countGatherFailures: true,
+  requestCorrelationId: 'message_id',
 });
 
 export const DEFAULT_RESPONDER_POLICY: ResponderPolicy = Object.freeze({
   readOrder: Object.freeze(['header', 'native'] as const),
-  replyCorrelationFrom: 'message_id',
+  replyCorrelationFrom: 'request_id',
   stripEngineHeaders: true,
   passSpecHeaders: true,
   handlerFailure: 'error_reply',
@@ -229,6 +234,7 @@ export const DEFAULT_RESPONDER_POLICY: ResponderPolicy = Object.freeze({
   countUnanswerable: true,
   requestQueue: 'quorum',
   lastAttempt: 'dead_letter',
+  directReplyTo: 'at_most_once',
 });
 
 /** The defaults with some knobs changed, frozen: a policy never changes once opened. */

@@ -78,7 +78,8 @@ export class ConfirmPublisher {
     this.unconfirmed.push(entry);
     return new Promise<void>((resolve, reject) => {
       try {
-        this.channel.publish(exchange, routingKey, body, { ...properties, mandatory: true }, (err) => {
+        // Mandatory unless told (RR-13): a reply to a direct reply-to address is not (RR-14.5).
+        this.channel.publish(exchange, routingKey, body, { mandatory: true, ...properties }, (err) => {
           confirmed();
           if (err) reject(new PublishFailedError(`publish to '${exchange}'/'${routingKey}' nacked or failed: ${describe(err)}`, false));
           else if (entry.returned && honourReturn)

@@ -231,7 +231,8 @@ export class Requester {
       await (await this.publisher()).publish(exchange, routingKey, encodeJson(message), this.typed(options.type, {
         ...this.addressing(replyTo),
         messageId: requestId,
-        correlationId: requestId,
+        // RR-8.4: correlation_id = message_id, so a responder that echoes it answers this call.
+        correlationId: this.policy.requestCorrelationId === 'none' ? undefined : requestId,
         contentType: JSON_CONTENT_TYPE,
       }), this.policy.honourReturns);
     } catch (err) {

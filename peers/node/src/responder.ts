@@ -20,7 +20,9 @@ import {
   failureText,
   firstMalformedHeader,
   handlerHeaders,
+  isDirectReplyTo,
   nonEmpty,
+  requestId,
   retryDecision,
 } from './wire';
 
@@ -423,20 +425,30 @@ export class Responder<TReq = unknown, TRes = unknown> {
   /** RR-4: default exchange, both correlation keys, JSON content type. */
   private async sendReply(context: RequestContext, body: Buffer, headers: Headers): Promise<void> {
     const replyHeaders: Headers = { ...headers };
+    // RR-4.2, SG-3.1: the request's id is its message_id, or its correlation_id when it has
+    // none (a tutorial caller's).
+    const id = requestId(context.messageId, context.correlationId);
     // SG-3: without responseMessageId a bus gatherer cannot demultiplex the reply.
-    if (context.messageId !== null && this.policy.responseMessageId) {
-      replyHeaders[RESPONSE_MESSAGE_ID_HEADER] = context.messageId;
+    if (id !== null && this.policy.responseMessageId) {
+      replyHeaders[RESPONSE_MESSAGE_ID_HEADER] = id;
     }
-    // RR-4: the requester waits on its request's message_id.
-    const correlationId = this.policy.replyCorrelationFrom === 'correlation_id' ? context.correlationId : context.messageId;
+    // RR-4: the requester waits on its request's id (its correlation_id, or its message_id
+    // alone, a breach: a tutorial caller sends none).
+    const from = this.policy.replyCorrelationFrom;
+    const correlationId = from === 'correlation_id' ? context.correlationId : from === 'message_id' ? context.messageId : id;
+    // RR-14.5: the broker cannot say whether a direct reply-to reply was delivered (3.10 to 4.1
+    // return every one, 4.2 none): sent once without mandatory, never retried or dead-lettered.
+    const atMostOnce = isDirectReplyTo(context.replyTo) && this.policy.directReplyTo === 'at_most_once';
     try {
       await this.publisher.publish('', context.replyTo, body, {
+        mandatory: !atMostOnce,
         correlationId: correlationId ?? undefined,
         // RR-4.3 (none at all, a breach).
         contentType: this.policy.replyContentType === 'none' ? undefined : this.policy.replyContentType,
         headers: replyHeaders,
       });
     } catch (err) {
+      if (atMostOnce) return; // at most once: counted, acknowledged, whatever its confirm said
       throw new ReplyNotDelivered(err instanceof Error ? err.message : String(err));
     }
   }

@@ -12,6 +12,18 @@ export const ERROR_HEADER = 'acemq-error';
 export const DEAD_LETTER_REASON_HEADER = 'acemq-dead-letter-reason';
 /** The bus's reply header that carries the request's message_id back (SG-3, SG-4). */
 export const RESPONSE_MESSAGE_ID_HEADER = 'responseMessageId';
+/** RabbitMQ's direct reply-to: the broker gives a responder reply_to amq.rabbitmq.reply-to.<token>. */
+export const DIRECT_REPLY_TO_PREFIX = 'amq.rabbitmq.reply-to.';
+
+/** Whether an address is one of RabbitMQ's direct reply-to (RR-14.5: a reply to it is at most once). */
+export function isDirectReplyTo(address: string): boolean {
+  return address.startsWith(DIRECT_REPLY_TO_PREFIX);
+}
+
+/** A request's id (RR-4.2, SG-3.1): its message_id, or its correlation_id when it has none. */
+export function requestId(messageId: string | null, correlationId: string | null): string | null {
+  return messageId ? messageId : correlationId;
+}
 /** The engine's private header namespace, stripped before a handler sees a request (RR-5). */
 export const STRIPPED_PREFIX = 'x-acemq-';
 /** The quorum queue's redelivery counter (RR-14). */

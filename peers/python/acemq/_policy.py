@@ -27,7 +27,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "gather_shortfall": ("reject", "resolve"),
     "gather_missing_count": ("budget", "one", "copies"),
     "gather_stray_reply": ("unmatched", "oldest_gather"),
-    "reply_correlation_from": ("message_id", "correlation_id"),
+    "reply_correlation_from": ("request_id", "message_id", "correlation_id"),
     "handler_failure": ("error_reply", "retry"),
     "unanswerable": ("accept", "dead_letter"),
     "undeliverable_reply": ("requeue", "ack"),
@@ -57,6 +57,8 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "request_deadline": ("timeout", "late"),
     "gather_deadline": ("fixed", "restart_per_reply"),
     "gather_failure_reply": ("drop", "keep"),
+    "request_correlation_id": ("message_id", "none"),
+    "direct_reply_to": ("at_most_once", "checked"),
 }
 READ_FROM = ("header", "native")
 
@@ -119,6 +121,8 @@ class RequesterPolicy:
     # SG-10: a failure reply for a pending gather is dropped and counted Unmatched ("keep": a null reply).
     gather_failure_reply: Literal["drop", "keep"] = "drop"
     count_gather_failures: bool = True  # SG-10: such a dropped failure reply counts in Unmatched
+    # RR-8: a request's correlation_id is its message_id, so a responder that echoes correlation_id answers it.
+    request_correlation_id: Literal["message_id", "none"] = "message_id"
 
     def __post_init__(self) -> None:
         _check(self)
@@ -129,7 +133,8 @@ class ResponderPolicy:
     """How a responder reads requests, replies, counts and dead-letters."""
 
     read_order: tuple[str, ...] = READ_FROM  # RR-3: where the reply address is read, in order
-    reply_correlation_from: Literal["message_id", "correlation_id"] = "message_id"  # RR-4
+    # RR-4: the request's id (its message_id, else its correlation_id: a tutorial caller's).
+    reply_correlation_from: Literal["request_id", "message_id", "correlation_id"] = "request_id"
     strip_engine_headers: bool = True  # RR-5
     pass_spec_headers: bool = True  # RR-5: the handler sees acemq-reply-to and every other acemq-*
     handler_failure: Literal["error_reply", "retry"] = "error_reply"  # RR-10
@@ -161,6 +166,8 @@ class ResponderPolicy:
     retry_failures: bool = False  # RR-11: a failed request goes round the retry policy
     count_unanswerable: bool = True  # RR-12
     last_attempt: Literal["dead_letter", "ack"] = "dead_letter"  # RR-14: the last undeliverable attempt
+    # RR-14: a reply to amq.rabbitmq.reply-to.*: at most once (no mandatory, never retried).
+    direct_reply_to: Literal["at_most_once", "checked"] = "at_most_once"
     # RR-17: declare the request queue quorum, or leave an existing one as it is and make a missing one classic.
     request_queue: Literal["quorum", "classic_if_missing"] = "quorum"
 

@@ -145,11 +145,13 @@ class _ConfirmChannel:
     def is_open(self) -> bool:
         return self._impl.is_open
 
-    def publish(self, exchange: str, routing_key: str, properties: pika.BasicProperties, body: bytes) -> "Future[None]":
+    def publish(
+        self, exchange: str, routing_key: str, properties: pika.BasicProperties, body: bytes, mandatory: bool = True
+    ) -> "Future[None]":
         # Registered before the publish: its return and confirm look it up.
         tag, confirm = self._confirms.publishing(exchange, routing_key, properties)
         try:
-            self._impl.basic_publish(exchange, routing_key, body, properties, mandatory=True)
+            self._impl.basic_publish(exchange, routing_key, body, properties, mandatory=mandatory)
         except px.AMQPError as exc:
             self._confirms.not_sent(tag, PublishFailed(f"channel failed: {exc!r}"))
         return confirm
@@ -183,7 +185,10 @@ class Publisher:
         self._io = io
         self._channel: Optional[_ConfirmChannel] = None
 
-    def publish(self, exchange: str, routing_key: str, properties: pika.BasicProperties, body: bytes) -> "Future[None]":
+    def publish(
+        self, exchange: str, routing_key: str, properties: pika.BasicProperties, body: bytes, mandatory: bool = True
+    ) -> "Future[None]":
+        """Mandatory unless told (RR-13); a reply to a direct reply-to address is not (RR-14)."""
         if self._channel is None or not self._channel.is_open:
             try:
                 self._channel = _ConfirmChannel(self._io)
@@ -192,7 +197,7 @@ class Publisher:
                 failed: "Future[None]" = Future()
                 failed.set_exception(PublishFailed(f"cannot open a channel: {exc!r}"))
                 return failed
-        return self._channel.publish(exchange, routing_key, properties, body)
+        return self._channel.publish(exchange, routing_key, properties, body, mandatory=mandatory)
 
 
 def encodable_headers(headers: Optional[Mapping[str, Any]]) -> dict[str, Any]:

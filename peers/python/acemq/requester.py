@@ -221,7 +221,10 @@ class Requester:
         """Publish a request and return at once; the reply is waited for with ``result()``."""
         timeout = self.default_timeout if timeout is None else timeout
         message_id = self._short_string("message_id", message_id or wire.new_message_id())
+        # RR-8: the correlation_id is the message_id, so a responder that echoes it answers this call.
         correlation_id = self._short_string("correlation_id", correlation_id or message_id)
+        if self._policy.request_correlation_id == "none":
+            correlation_id = None  # RR-8 forbids this
         message_type = self._short_string("type", message_type)
         payload = wire.encode_body(body)
         call = _Call(message_id)

@@ -329,13 +329,17 @@ class Responder:
     def _reply_properties(self, delivery: _Delivery, failure: Optional[str]) -> pika.BasicProperties:
         headers: dict[str, Any] = {}
         policy = self._policy
-        if delivery.message_id is not None and policy.response_message_id:  # SG-3
-            headers[wire.RESPONSE_MESSAGE_ID_HEADER] = delivery.message_id
+        # RR-4, SG-3: the request's id is its message_id, or its correlation_id when it has none.
+        request_id = wire.request_id(delivery.message_id, delivery.properties.correlation_id)
+        if request_id is not None and policy.response_message_id:  # SG-3
+            headers[wire.RESPONSE_MESSAGE_ID_HEADER] = request_id
         if failure is not None:
             headers[wire.ERROR_HEADER] = failure
-        correlation_id = delivery.message_id  # RR-4
+        correlation_id = request_id  # RR-4
         if policy.reply_correlation_from == "correlation_id":
             correlation_id = delivery.properties.correlation_id  # RR-4 forbids this
+        elif policy.reply_correlation_from == "message_id":
+            correlation_id = delivery.message_id  # RR-4 forbids this: a tutorial caller cannot match the reply
         content_type = None if policy.reply_content_type == "none" else wire.CONTENT_TYPE  # RR-4 forbids none
         return pika.BasicProperties(
             content_type=content_type,
@@ -350,6 +354,7 @@ class Responder:
         body: bytes,
         on_confirmed: Callable[[], None],
         on_failed: Callable[[PublishFailed], None],
+        mandatory: bool = True,
     ) -> None:
         """Publish to the default exchange without waiting; continue on the I/O thread once it is settled.
 
@@ -357,7 +362,7 @@ class Responder:
         outstanding together. The continuation runs outside pika's frame handling
         (``later``) because it acks, nacks and publishes on the blocking channels.
         """
-        confirm = self._publisher.publish("", routing_key, properties, body)
+        confirm = self._publisher.publish("", routing_key, properties, body, mandatory=mandatory)
 
         def settled(done: "Future[None]") -> None:
             error = done.exception()
@@ -397,6 +402,12 @@ class Responder:
                 self.answered.decrement()
             self._undeliverable(delivery, exc.detail)
 
+        if self._at_most_once(delivery):
+            # RR-14: the broker cannot say whether a direct reply-to reply was delivered (3.10 to
+            # 4.1 return every one, 4.2 none): sent once without mandatory, counted, acknowledged.
+            self._publish_then(delivery.reply_to.queue, self._reply_properties(delivery, None), payload,
+                               confirmed, lambda _exc: confirmed(), mandatory=False)
+            return
         self._publish_then(delivery.reply_to.queue, self._reply_properties(delivery, None), payload, confirmed, failed)
 
     def _fail(self, delivery: _Delivery, failure: str, dead_letter: bool = True) -> None:
@@ -429,7 +440,17 @@ class Responder:
             self._undeliverable(delivery, exc.detail)
 
         body = wire.encode_body({"error": failure}) if policy.failure_body == "json" else b""  # RR-10 forbids json
+        if self._at_most_once(delivery):
+            # RR-14: a failure reply to a direct reply-to address is at most once too.
+            self._publish_then(delivery.reply_to.queue, self._reply_properties(delivery, failure), body,
+                               confirmed, lambda _exc: confirmed(), mandatory=False)
+            return
         self._publish_then(delivery.reply_to.queue, self._reply_properties(delivery, failure), body, confirmed, failed)
+
+    def _at_most_once(self, delivery: _Delivery) -> bool:
+        """A reply to RabbitMQ's direct reply-to (RR-14): no mandatory, never retried or dead-lettered."""
+        # "checked": RR-14 forbids it: every such reply is returned, then retried and dead-lettered.
+        return wire.is_direct_reply_to(delivery.reply_to.queue) and self._policy.direct_reply_to == "at_most_once"
 
     def _undeliverable(self, delivery: _Delivery, detail: str) -> None:
         self._observer.reply_failed(delivery.message_id, delivery.attempt, detail)

@@ -16,6 +16,8 @@ from typing import Any, Mapping, Optional, Sequence
 from .errors import ShortStringTooLong
 
 REPLY_TO_HEADER = "acemq-reply-to"
+# RabbitMQ's direct reply-to: the broker gives a responder reply_to amq.rabbitmq.reply-to.<token>.
+DIRECT_REPLY_TO_PREFIX = "amq.rabbitmq.reply-to."
 ERROR_HEADER = "acemq-error"
 DEAD_LETTER_REASON_HEADER = "acemq-dead-letter-reason"
 RESPONSE_MESSAGE_ID_HEADER = "responseMessageId"
@@ -213,3 +215,13 @@ def malformed_request_text(error: ValueError) -> str:
 def decode_body(body: bytes) -> Any:
     """Decode a JSON body; raises ValueError (with the decoder's message) when it is not."""
     return json.loads(body.decode("utf-8"))
+
+
+def is_direct_reply_to(address: str) -> bool:
+    """An address of RabbitMQ's direct reply-to (RR-14): a reply to it is at most once."""
+    return address.startswith(DIRECT_REPLY_TO_PREFIX)
+
+
+def request_id(message_id: Optional[str], correlation_id: Optional[str]) -> Optional[str]:
+    """The request's id (RR-4, SG-3): its message_id, or its correlation_id when it has none."""
+    return message_id if message_id else correlation_id

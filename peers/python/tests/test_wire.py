@@ -77,3 +77,18 @@ def test_strict_header_reader_names_the_first_boolean_table_or_array():
     assert wire.first_strict_header({**tolerated, "x-flag": False, "x-table": {"k": "v"}}) == "x-flag"
     assert wire.first_strict_header({"x-list": ["a", 2], "x-flag": True}) == "x-list"
     assert wire.first_strict_header({"x-table": {}}) == "x-table"
+
+
+def test_request_id_is_message_id_else_correlation_id():
+    # RR-4.2, SG-3.1: a tutorial caller sends its own correlation_id and no message_id.
+    assert wire.request_id("m-1", "c-1") == "m-1"
+    assert wire.request_id(None, "1") == "1"
+    assert wire.request_id("", "2") == "2"
+    assert wire.request_id(None, None) is None
+
+
+def test_direct_reply_to_addresses():
+    # RR-14.5: the broker hands a responder amq.rabbitmq.reply-to.<token>.
+    assert wire.is_direct_reply_to("amq.rabbitmq.reply-to.g1h2AA5y.H8JZ")
+    assert not wire.is_direct_reply_to("amq.gen-abc")
+    assert not wire.is_direct_reply_to("c0001.replies")

@@ -20,6 +20,14 @@ class HeadersTest < Minitest::Test
     assert_equal({}, H.normalize(nil))
   end
 
+  # RR-4.2, SG-3.1: a tutorial caller sends its own correlation_id and no message_id.
+  def test_request_id_is_message_id_else_correlation_id
+    assert_equal "m-1", H.request_id("m-1", "c-1")
+    assert_equal "1", H.request_id(nil, "1")
+    assert_equal "2", H.request_id("", "2")
+    assert_nil H.request_id(nil, nil)
+  end
+
   module Deep
     class PriceUnavailable < StandardError; end
   end

@@ -481,6 +481,23 @@ class InMemoryProbe:
         self.odd.remember(properties.get("message_id"))
         return self.odd.chance(0.85)
 
+    def direct_request(self, routing_key: str, body: bytes, properties: dict[str, Any], headers: dict[str, Any],
+                       gone: bool = False) -> int:
+        # As Probe.direct_request builds it on pika's channel.
+        from acemq_interop.amqp.codec import header_value
+
+        assert isinstance(body, bytes), f"the probe publishes bytes, not {type(body).__name__}"
+        pika.validators.require_string(routing_key, "routing_key")
+        typed = {k: header_value(v) for k, v in headers.items()} or None
+        pika.spec.BasicProperties(headers=typed, **{**properties, "reply_to": "amq.rabbitmq.reply-to"}).encode()
+        self.odd.remember(properties.get("message_id"))
+        return 2
+
+    def direct_replies(self, number: int, bound_s: float) -> list[dict[str, Any]]:
+        self.world.clock.sleep(bound_s)
+        arrivals = [self.world.arrival() for _ in range(self.rng.choice((0, 1, 1, 3)))]
+        return [record(a.method, a.pika_properties, a.body) for a in arrivals]
+
     def get(self, queue: str, bound_s: float) -> dict[str, Any] | None:
         pika.validators.require_string(queue, "queue")
         pika.spec.Basic.Get(queue=queue).encode()

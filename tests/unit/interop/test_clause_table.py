@@ -52,7 +52,7 @@ def test_list_rules_json_is_the_table(capsys, rows) -> None:
 def test_list_rules_prints_each_clause_with_what_asserts_it(capsys) -> None:
     assert main(["list", "--rules"]) == 0
     out = capsys.readouterr().out
-    assert "  RR-4.2   A reply's correlation_id MUST equal the request's message_id." in out
+    assert "  RR-4.2   A reply's correlation_id MUST equal the request's id: its message_id, or its\n           correlation_id when it has no message_id." in out
     assert "unobservable: The mandatory flag" in out
     assert re.search(r"^\d+ clauses: \d+ asserted by a scenario, \d+ unobservable on the wire$", out, re.M)
 

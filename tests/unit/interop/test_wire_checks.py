@@ -36,13 +36,25 @@ def test_each_single_message_clause_is_named_and_charged_to_its_publisher() -> N
 
 
 def test_a_request_without_message_id_is_its_requesters_break_and_its_reply_is_not_charged() -> None:
-    """No message_id: no reply can find its caller (RR-8.1, SG-1.1 for a gather's copy); the
-    responder has nothing to echo, so its reply is not judged on responseMessageId or correlation."""
-    request = dict(GOOD_REQUEST, properties={"reply_to": "amq.gen-q", "correlation_id": "c-own"})
+    """No message_id and no correlation_id: no reply can find its caller (RR-8.1, SG-1.1 for a
+    gather's copy); the responder has nothing to echo, so its reply is not judged on
+    responseMessageId or correlation."""
+    request = dict(GOOD_REQUEST, properties={"reply_to": "amq.gen-q"})
     reply = dict(GOOD_REPLY, properties={"content_type": "application/json"}, headers={})
     assert [(w.clause, w.peer) for w in message_breaks([request, reply], {"a", "b"}, set(), {"a": "RR-8.1"})] == [("RR-8.1", "a")]
     assert [(w.clause, w.peer) for w in message_breaks([request, reply], {"a", "b"}, set(), {"a": "SG-1.1"})] == [("SG-1.1", "a")]
     assert message_breaks([request, reply], {"a", "b"}, set()) == [], "unknown whether a request or a copy: not judged"
+
+
+def test_a_request_known_by_its_correlation_id_is_answered_under_it() -> None:
+    """A tutorial caller's request: no message_id, its own correlation_id, which is then the
+    request's id (RR-4.2, SG-3.1): a reply must carry it in both places."""
+    request = dict(GOOD_REQUEST, properties={"reply_to": "amq.gen-q", "correlation_id": "1"})
+    echoed = dict(GOOD_REPLY, properties={"content_type": "application/json", "correlation_id": "1"},
+                  headers={"responseMessageId": S("1")})
+    assert message_breaks([request, echoed], {"b"}, set()) == []
+    lost = dict(GOOD_REPLY, properties={"content_type": "application/json"}, headers={})
+    assert {(w.clause, w.peer) for w in message_breaks([request, lost], {"b"}, set())} == {("RR-4.2", "b"), ("SG-3.1", "b")}
 
 
 def test_a_reply_is_told_by_where_it_goes_not_by_the_connection_that_sent_it() -> None:

@@ -61,6 +61,9 @@ type (
 	RequestDeadline    string
 	GatherDeadline     string
 	GatherFailureReply string
+
+	RequestCorrelation string
+	DirectReplyTo      string
 )
 
 const (
@@ -93,6 +96,9 @@ const (
 	StrayUnmatched    StrayRule = "unmatched"
 	StrayOldestGather StrayRule = "oldest_gather"
 
+	// FromRequestID copies the request's id: its message_id, else its
+	// correlation_id (RR-4.2); FromMessageID copies the message_id alone.
+	FromRequestID     Correlation = "request_id"
 	FromMessageID     Correlation = "message_id"
 	FromCorrelationID Correlation = "correlation_id"
 
@@ -178,6 +184,16 @@ const (
 	// keeps (SG-9.1 says a reply does not extend it).
 	RestartPerReply GatherDeadline = "restart_per_reply"
 
+	// CorrelationIsMessageID gives a request correlation_id = message_id (RR-8.4).
+	CorrelationIsMessageID RequestCorrelation = "message_id"
+	NoRequestCorrelation   RequestCorrelation = "none"
+
+	// DirectAtMostOnce publishes a reply to amq.rabbitmq.reply-to.* without
+	// mandatory and never retries it (RR-14.5); DirectChecked treats it as any
+	// reply (mandatory, retried on the broker's return).
+	DirectAtMostOnce DirectReplyTo = "at_most_once"
+	DirectChecked    DirectReplyTo = "checked"
+
 	DropGatherFailure GatherFailureReply = "drop"
 	// KeepGatherFailure keeps a failure reply in its gather as a null reply
 	// (SG-10.1 says it is not an answer).
@@ -232,6 +248,8 @@ type Requester struct {
 	// CountGatherFailures counts a failure reply its gather dropped in
 	// Unmatched (SG-10.2); independent of CountGatherUnmatched (SG-8).
 	CountGatherFailures bool `policy:"count_gather_failures"`
+	// RequestCorrelationID is a request's correlation_id (RR-8.4: its message_id).
+	RequestCorrelationID RequestCorrelation `policy:"request_correlation_id"`
 }
 
 // Responder is the responder's policy.
@@ -272,6 +290,8 @@ type Responder struct {
 	// PassSpecHeaders shows the handler the spec's own acemq-* headers
 	// (RR-5.2: only x-acemq-* is removed).
 	PassSpecHeaders bool `policy:"pass_spec_headers"`
+	// DirectReplyTo is how a reply to a direct reply-to address is sent (RR-14.5).
+	DirectReplyTo DirectReplyTo `policy:"direct_reply_to"`
 }
 
 // DefaultRequester is every requester knob at the catalogue's default.
@@ -312,6 +332,7 @@ func DefaultRequester() Requester {
 		GatherDeadline:           FixedGatherDeadline,
 		GatherFailureReply:       DropGatherFailure,
 		CountGatherFailures:      true,
+		RequestCorrelationID:     CorrelationIsMessageID,
 	}
 }
 
@@ -319,7 +340,7 @@ func DefaultRequester() Requester {
 func DefaultResponder() Responder {
 	return Responder{
 		ReadOrder:            []Source{Header, Native},
-		ReplyCorrelationFrom: FromMessageID,
+		ReplyCorrelationFrom: FromRequestID,
 		StripEngineHeaders:   true,
 		HandlerFailure:       ErrorReply,
 		DeadLetterFailures:   true,
@@ -346,6 +367,7 @@ func DefaultResponder() Responder {
 		LastAttempt:          DeadLetterLastAttempt,
 		RequestQueue:         QuorumRequestQueue,
 		PassSpecHeaders:      true,
+		DirectReplyTo:        DirectAtMostOnce,
 	}
 }
 

@@ -10,6 +10,8 @@ import {
   headerString,
   truncateShortStrings,
   truncateUtf8,
+  isDirectReplyTo,
+  requestId,
 } from '../wire';
 
 describe('headerString (RR-2)', () => {
@@ -68,4 +70,16 @@ describe('firstMalformedHeader (strict header types)', () => {
 describe('encodeJson (RR-19)', () => {
   it('encodes any JSON value', () => assert.equal(encodeJson({ a: [1] }).toString(), '{"a":[1]}'));
   it('encodes undefined as null', () => assert.equal(encodeJson(undefined).toString(), 'null'));
+});
+
+it('a request without message_id is known by its correlation_id (RR-4.2, SG-3.1)', () => {
+  assert.equal(requestId('m-1', 'c-1'), 'm-1');
+  assert.equal(requestId(null, '1'), '1');
+  assert.equal(requestId('', '2'), '2');
+  assert.equal(requestId(null, null), null);
+});
+
+it('a direct reply-to address is recognised (RR-14.5)', () => {
+  assert.ok(isDirectReplyTo('amq.rabbitmq.reply-to.g1h2AA5y.H8JZ'));
+  assert.ok(!isDirectReplyTo('amq.gen-1'));
 });

@@ -7,6 +7,8 @@ module Acemq
     ERROR = "acemq-error"
     DEAD_LETTER_REASON = "acemq-dead-letter-reason"
     RESPONSE_MESSAGE_ID = "responseMessageId"
+    # RabbitMQ's direct reply-to: the broker gives a responder reply_to amq.rabbitmq.reply-to.<token>.
+    DIRECT_REPLY_TO_PREFIX = "amq.rabbitmq.reply-to."
     DELIVERY_COUNT = "x-delivery-count"
     PRIVATE_PREFIX = "x-acemq-"
     SPEC_PREFIX = "acemq-"
@@ -54,6 +56,12 @@ module Acemq
     end
 
     # RR-14.2: after a reply publish failed on attempt N, :requeue or :dead_letter.
+    # RR-4.2, SG-3.1: a request's id is its message_id, or its correlation_id when it has none
+    # (the tutorial's callers, the Java RpcClient).
+    def request_id(message_id, correlation_id)
+      message_id.nil? || message_id.empty? ? correlation_id : message_id
+    end
+
     def retry_decision(attempt, max_attempts = DEFAULT_MAX_ATTEMPTS)
       attempt < max_attempts ? :requeue : :dead_letter
     end

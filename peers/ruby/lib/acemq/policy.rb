@@ -79,6 +79,7 @@ module Acemq
     :gather_deadline,           # SG-9: a gather's timeout is :fixed, or starts again at every reply it keeps (:restart_per_reply)
     :gather_failure_reply,      # SG-10: a failure reply for a pending gather is :drop-ped (Unmatched), or kept as a nil reply (:keep)
     :count_gather_failures,     # SG-10: a failure reply a gather dropped counts in unmatched
+    :request_correlation_id,    # RR-8: a request's correlation_id is its :message_id, or :none
     keyword_init: true
   ) do
     include PolicyFields
@@ -95,7 +96,8 @@ module Acemq
     honour_gather_returns: true, type_carrier: :property, native_address: :reply_queue, count_unmatched: true,
     unmatched_reply: :drop, timeout_outcome: :timeout, unknown_reply_headers: :ignore, exclusive_reply_queue: true,
     count_gather_unmatched: true, publish_copies: 1, multi_copies_without_count: 1, request_deadline: :timeout,
-    gather_deadline: :fixed, gather_failure_reply: :drop, count_gather_failures: true
+    gather_deadline: :fixed, gather_failure_reply: :drop, count_gather_failures: true,
+    request_correlation_id: :message_id
   ).freeze
 
   RequesterPolicy::CHOICES = {
@@ -113,12 +115,13 @@ module Acemq
     timeout_outcome: %i[timeout null_reply], unknown_reply_headers: %i[ignore fail], exclusive_reply_queue: BOOLEAN,
     count_gather_unmatched: BOOLEAN, publish_copies: [1, 2], multi_copies_without_count: [1, 0],
     request_deadline: %i[timeout late], gather_deadline: %i[fixed restart_per_reply],
-    gather_failure_reply: %i[drop keep], count_gather_failures: BOOLEAN
+    gather_failure_reply: %i[drop keep], count_gather_failures: BOOLEAN,
+    request_correlation_id: %i[message_id none]
   }.freeze
 
   ResponderPolicy = Struct.new(
     :read_order,              # RR-3: where the reply address is read, in order (:header, :native)
-    :reply_correlation_from,  # RR-4: :message_id or :correlation_id
+    :reply_correlation_from,  # RR-4: :request_id (message_id, else correlation_id), :message_id or :correlation_id
     :strip_engine_headers,    # RR-5: x-acemq-* removed before the handler
     :handler_failure,         # RR-10: :error_reply, or :retry (no reply; requeue, then the DLQ)
     :dead_letter_failures,    # RR-11: a failed request goes to {queue}.dlq
@@ -146,13 +149,14 @@ module Acemq
     :request_queue,           # RR-17: :quorum, or :classic_if_missing (passive first; classic when missing)
     :pass_spec_headers,       # RR-5: the handler sees acemq-* headers (acemq-reply-to among them)
     :last_attempt,            # RR-14: the last attempt at an undeliverable reply: :dead_letter or :ack
+    :direct_reply_to,         # RR-14: a reply to amq.rabbitmq.reply-to.*: :at_most_once, or :checked like any reply
     keyword_init: true
   ) do
     include PolicyFields
   end
 
   ResponderPolicy::DEFAULT = ResponderPolicy.new(
-    read_order: %i[header native].freeze, reply_correlation_from: :message_id, strip_engine_headers: true,
+    read_order: %i[header native].freeze, reply_correlation_from: :request_id, strip_engine_headers: true,
     handler_failure: :error_reply, dead_letter_failures: true, count_failures_answered: false,
     unanswerable: :accept, undeliverable_reply: :requeue, answered_timing: :before_publish,
     rollback_answered: true, counters_created: :before_subscribe, dlq_queue_type: :quorum,
@@ -161,12 +165,12 @@ module Acemq
     bytes_address: :accept,
     reply_content_type: :"application/json", strip_prefix: :"x-acemq-", failure_body: :empty,
     error_type_name: :simple, retry_failures: false, count_unanswerable: true, request_queue: :quorum,
-    pass_spec_headers: true, last_attempt: :dead_letter
+    pass_spec_headers: true, last_attempt: :dead_letter, direct_reply_to: :at_most_once
   ).freeze
 
   ResponderPolicy::CHOICES = {
     read_order: ->(order) { order.is_a?(Array) && !order.empty? && (order - %i[header native]).empty? && order.uniq == order },
-    reply_correlation_from: %i[message_id correlation_id], strip_engine_headers: BOOLEAN,
+    reply_correlation_from: %i[request_id message_id correlation_id], strip_engine_headers: BOOLEAN,
     handler_failure: %i[error_reply retry], dead_letter_failures: BOOLEAN, count_failures_answered: BOOLEAN,
     unanswerable: %i[accept dead_letter], undeliverable_reply: %i[requeue ack],
     answered_timing: %i[before_publish after_confirm],
@@ -177,7 +181,8 @@ module Acemq
     bytes_address: %i[accept ignore],
     reply_content_type: %i[application/json none], strip_prefix: %i[x-acemq- x-], failure_body: %i[empty json],
     error_type_name: %i[simple qualified], retry_failures: BOOLEAN, count_unanswerable: BOOLEAN,
-    request_queue: %i[quorum classic_if_missing], pass_spec_headers: BOOLEAN, last_attempt: %i[dead_letter ack]
+    request_queue: %i[quorum classic_if_missing], pass_spec_headers: BOOLEAN, last_attempt: %i[dead_letter ack],
+    direct_reply_to: %i[at_most_once checked]
   }.freeze
 
   private_constant :PolicyFields, :BOOLEAN, :POSITIVE_INTEGER, :RequesterPolicy, :ResponderPolicy

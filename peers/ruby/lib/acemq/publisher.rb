@@ -59,10 +59,11 @@ module Acemq
     end
 
     # Raises PublishReturned, PublishFailed (nack, closed channel) or ShortStringTooLong.
-    def publish(payload, exchange:, routing_key:, **properties)
+    # Mandatory unless told (RR-13); a reply to a direct reply-to address is not (RR-14.5).
+    def publish(payload, exchange:, routing_key:, mandatory: true, **properties)
       Headers.check_short_strings!(properties)
       identity = identity_of(exchange, routing_key, properties[:message_id], properties[:correlation_id])
-      entry = @order.synchronize { send_confirmed(payload, exchange, routing_key, identity, properties) }
+      entry = @order.synchronize { send_confirmed(payload, exchange, routing_key, identity, properties.merge(mandatory: mandatory)) }
       await(entry)
     rescue Bunny::Exception, Timeout::Error => e
       raise PublishFailed, "#{e.class.name.split('::').last}: #{e.message}"
@@ -91,7 +92,7 @@ module Acemq
       entry = Unconfirmed.new(channel.next_publish_seq_no, identity, lane, nil, nil, ConditionVariable.new)
       @state.synchronize { lane.unconfirmed[entry.tag] = entry }
       begin
-        channel.basic_publish(payload, exchange, routing_key, properties.merge(mandatory: true))
+        channel.basic_publish(payload, exchange, routing_key, { mandatory: true }.merge(properties))
       rescue StandardError
         forget(entry)
         raise

@@ -83,6 +83,8 @@ module Acemq
     def request(body, routing_key:, exchange: "", timeout: nil, message_id: SecureRandom.uuid,
                 correlation_id: message_id, headers: {}, type: nil)
       timeout ||= default_timeout
+      # RR-8.4: correlation_id = message_id, so a responder that echoes it answers this call.
+      correlation_id = nil if @policy.request_correlation_id == :none # what RR-8.4 forbids
       slot = Slot.new
       call do
         with_reply_address do |address|

@@ -239,8 +239,11 @@ module Acemq
       begin
         publish_reply(request, payload, {})
       rescue PublishFailed => e
-        count_answered(-1) if counted && @policy.rollback_answered
-        return retry_or_dead_letter(info, props, body, request, "#{Headers::UNDELIVERABLE_REPLY}#{e.message}", e.message)
+        # RR-14.5: a direct reply-to reply is at most once: counted, acked, never retried.
+        unless at_most_once?(request)
+          count_answered(-1) if counted && @policy.rollback_answered
+          return retry_or_dead_letter(info, props, body, request, "#{Headers::UNDELIVERABLE_REPLY}#{e.message}", e.message)
+        end
       end
       count_answered(1) if exists && after_confirm
       emit(:replied, message_id: request.message_id, failure: nil)
@@ -261,7 +264,8 @@ module Acemq
         publish_reply(request, payload, Headers::ERROR => failure)
       rescue PublishFailed => e
         # Unchecked (what RR-14 forbids): the failure reply is taken as sent whatever became of it.
-        unless @policy.failure_reply_delivery == :unchecked
+        # RR-14.5: a failure reply to a direct reply-to address is at most once too.
+        unless @policy.failure_reply_delivery == :unchecked || at_most_once?(request)
           count_answered(-1) if counted
           return retry_or_dead_letter(info, props, body, request, "#{Headers::UNDELIVERABLE_REPLY}#{e.message}", e.message)
         end
@@ -312,19 +316,36 @@ module Acemq
       emit(:unanswerable, message_id: message_id)
     end
 
+    # RR-14.5: a reply to RabbitMQ's direct reply-to (amq.rabbitmq.reply-to.<token>) is sent
+    # once without mandatory: 3.10 to 4.1 return every such reply, delivered or not, 4.2 none.
+    def at_most_once?(request)
+      request.reply_to.start_with?(Headers::DIRECT_REPLY_TO_PREFIX) && @policy.direct_reply_to == :at_most_once
+    end
+
+    # RR-4, SG-3: the request's id is its message_id, or its correlation_id when it has none.
+    def request_id(request) = Headers.request_id(request.message_id, request.correlation_id)
+
+    # RR-4.2: the request's id; its correlation_id or its message_id alone is what RR-4.2 forbids.
+    def reply_correlation_id(request, id)
+      case @policy.reply_correlation_from
+      when :correlation_id then request.correlation_id
+      when :message_id then request.message_id
+      else id
+      end
+    end
+
     # RR-4: default exchange, reply address as routing key, both correlation fields.
     def publish_reply(request, payload, headers)
+      id = request_id(request)
       # SG-3: without responseMessageId a gatherer cannot demultiplex.
-      if request.message_id && @policy.response_message_id
-        headers = headers.merge(Headers::RESPONSE_MESSAGE_ID => request.message_id)
-      end
-      # RR-4.2: the request's message_id, not its correlation_id.
-      correlation_id = @policy.reply_correlation_from == :message_id ? request.message_id : request.correlation_id
+      headers = headers.merge(Headers::RESPONSE_MESSAGE_ID => id) if id && @policy.response_message_id
+      correlation_id = reply_correlation_id(request, id)
       # RR-4.3: application/json; none is the policy's other value.
       content_type = @policy.reply_content_type == :none ? nil : Headers::CONTENT_TYPE
       properties = { correlation_id: correlation_id, content_type: content_type,
                      headers: headers, persistent: false }
-      @publisher.publish(payload, exchange: "", routing_key: request.reply_to, **properties.compact)
+      @publisher.publish(payload, exchange: "", routing_key: request.reply_to, mandatory: !at_most_once?(request),
+                                  **properties.compact)
     end
 
     # RR-11's choice: published by the responder so the reason is ours, not "rejected".

@@ -60,6 +60,20 @@ final class ConfirmingPublisher implements AutoCloseable {
      */
     void publish(String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body,
             boolean honourReturn) throws IOException {
+        publish(exchange, routingKey, properties, body, honourReturn, true);
+    }
+
+    /**
+     * Publishes without {@code mandatory}, still waiting for its confirm: a reply to a direct
+     * reply-to address, which RabbitMQ 3.10 to 4.1 return whether or not it was delivered (RR-14.5).
+     */
+    void publishNotMandatory(String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body)
+            throws IOException {
+        publish(exchange, routingKey, properties, body, true, false);
+    }
+
+    private void publish(String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body,
+            boolean honourReturn, boolean mandatory) throws IOException {
         ShortStrings.check("message_id", properties.getMessageId());
         ShortStrings.check("correlation_id", properties.getCorrelationId());
         ShortStrings.check("reply_to", properties.getReplyTo());
@@ -68,7 +82,7 @@ final class ConfirmingPublisher implements AutoCloseable {
         Unconfirmed publish;
         synchronized (lock) {
             target = openChannel();
-            publish = target.publish(exchange, routingKey, properties, body, honourReturn);
+            publish = target.publish(exchange, routingKey, properties, body, honourReturn, mandatory);
         }
         try {
             publish.outcome.get(CONFIRM_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
@@ -195,13 +209,13 @@ final class ConfirmingPublisher implements AutoCloseable {
 
         /** Under the publisher's lock, so the sequence number is this publish's delivery tag. */
         Unconfirmed publish(String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body,
-                boolean honourReturn) throws IOException {
+                boolean honourReturn, boolean mandatory) throws IOException {
             Unconfirmed publish = new Unconfirmed(exchange, routingKey, properties, honourReturn);
             long tag = channel.getNextPublishSeqNo();
             // Registered before the publish: its confirm may come before basicPublish returns.
             unconfirmed.put(tag, publish);
             try {
-                channel.basicPublish(exchange, routingKey, true, properties, body);
+                channel.basicPublish(exchange, routingKey, mandatory, properties, body);
             } catch (IOException | RuntimeException e) {
                 unconfirmed.remove(tag, publish);
                 current = null;

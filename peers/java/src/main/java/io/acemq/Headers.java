@@ -16,6 +16,18 @@ public final class Headers {
     public static final String DEAD_LETTER_REASON = "acemq-dead-letter-reason";
     /** The request's message id echoed on every reply; gathers demultiplex on it (SG-4). */
     public static final String RESPONSE_MESSAGE_ID = "responseMessageId";
+    /** RabbitMQ's direct reply-to: the broker gives a responder reply_to amq.rabbitmq.reply-to.&lt;token&gt;. */
+    public static final String DIRECT_REPLY_TO_PREFIX = "amq.rabbitmq.reply-to.";
+
+    /** Whether an address is one of RabbitMQ's direct reply-to (RR-14.5: a reply to it is at most once). */
+    public static boolean isDirectReplyTo(String address) {
+        return address != null && address.startsWith(DIRECT_REPLY_TO_PREFIX);
+    }
+
+    /** A request's id (RR-4.2, SG-3.1): its message_id, or its correlation_id when it has none. */
+    public static String requestId(String messageId, String correlationId) {
+        return messageId == null || messageId.isEmpty() ? correlationId : messageId;
+    }
     /** The spec's own headers' prefix: they reach the handler like any other (RR-5.2). */
     static final String SPEC_PREFIX = "acemq-";
     /** The engine's namespace, stripped before a handler sees a request (RR-5). */

@@ -184,8 +184,13 @@ public final class Requester implements AutoCloseable {
         correlationId = shortString("correlation_id", correlationId);
         type = shortString("type", type);
         Duration budget = timeout == null ? defaultTimeout : timeout;
-        AMQP.BasicProperties properties = requestProperties(
-                messageId, correlationId == null ? messageId : correlationId, replyQueueForCall(), type, headers);
+        // RR-8.4: correlation_id = message_id, so a responder that echoes correlation_id (the
+        // tutorial's, the Java RpcServer) answers this call.
+        if (correlationId == null
+                && policy.requestCorrelationId() == RequesterPolicy.RequestCorrelationId.MESSAGE_ID) {
+            correlationId = messageId;
+        }
+        AMQP.BasicProperties properties = requestProperties(messageId, correlationId, replyQueueForCall(), type, headers);
         Call call = new Call(messageId, budget);
         synchronized (calls) {
             // Checked under the lock close() takes, so a call registered now is one close() will end.

@@ -59,7 +59,11 @@ record RequesterPolicy(
         RequestDeadline requestDeadline,
         GatherDeadline gatherDeadline,
         GatherFailureReply gatherFailureReply,
-        boolean countGatherFailures) {
+        boolean countGatherFailures,
+        RequestCorrelationId requestCorrelationId) {
+
+    /** A request's correlation_id (RR-8.4): its message_id, or none (breaks RR-8.4). */
+    enum RequestCorrelationId { MESSAGE_ID, NONE }
 
     /** How a reply finds its caller (RR-8). */
     enum MatchRepliesBy { CORRELATION_ID, OLDEST_WAITER }
@@ -137,10 +141,12 @@ record RequesterPolicy(
             Options.DEFAULT_TIMEOUT.toMillis(), GatherDefaultCorrelation.REQUEST_MESSAGE_ID, false,
             PendingAtClose.END_CLOSED, true, TypeCarrier.PROPERTY, NativeAddress.REPLY_QUEUE, true,
             UnmatchedReply.DROP, TimeoutOutcome.TIMEOUT, UnknownReplyHeaders.IGNORE, true, true, 1, 1,
-            RequestDeadline.TIMEOUT, GatherDeadline.FIXED, GatherFailureReply.DROP, true);
+            RequestDeadline.TIMEOUT, GatherDeadline.FIXED, GatherFailureReply.DROP, true,
+            RequestCorrelationId.MESSAGE_ID);
 
     RequesterPolicy {
         Objects.requireNonNull(matchRepliesBy, "matchRepliesBy");
+        Objects.requireNonNull(requestCorrelationId, "requestCorrelationId");
         Objects.requireNonNull(longShortString, "longShortString");
         Objects.requireNonNull(undecodableReply, "undecodableReply");
         Objects.requireNonNull(gatherCopyIds, "gatherCopyIds");

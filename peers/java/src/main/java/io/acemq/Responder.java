@@ -238,10 +238,21 @@ public final class Responder implements AutoCloseable {
         String messageId = properties.getMessageId();
         boolean counts = failure == null || policy.countFailuresAnswered();
         boolean counted = counts && answered.beforePublish();
+        boolean atMostOnce = Headers.isDirectReplyTo(address.queue())
+                && policy.directReplyTo() == ResponderPolicy.DirectReplyTo.AT_MOST_ONCE;
         try {
-            publisher.publish("", address.queue(), replyProperties(properties, failure), replyBody(policy, reply, failure));
+            if (atMostOnce) {
+                // RR-14.5: the broker cannot say whether a direct reply-to reply was delivered
+                // (3.10 to 4.1 return every one, 4.2 none): sent once without mandatory, never retried.
+                publisher.publishNotMandatory("", address.queue(), replyProperties(properties, failure),
+                        replyBody(policy, reply, failure));
+            } else {
+                publisher.publish("", address.queue(), replyProperties(properties, failure), replyBody(policy, reply, failure));
+            }
         } catch (IOException | RuntimeException e) {
-            if (takenAsDelivered(policy, failure)) {
+            if (atMostOnce) {
+                LOG.debug("direct reply-to reply to {} not confirmed: {}", messageId, e.getMessage());
+            } else if (takenAsDelivered(policy, failure)) {
                 // Breaks RR-14.1: a failure reply is a reply; taking it as delivered dead-letters
                 // a request whose caller never heard of its failure.
                 LOG.debug("failure reply to {} not delivered, taken as delivered: {}", messageId, e.getMessage());
@@ -392,9 +403,12 @@ public final class Responder implements AutoCloseable {
         observer.deadLettered(properties.getMessageId(), reason);
     }
 
-    /** A reply names its request by message_id twice: correlation_id (RR-4) and responseMessageId (SG-3). */
+    /**
+     * A reply names its request by its id twice: correlation_id (RR-4) and responseMessageId (SG-3).
+     * The id is the message_id, or the correlation_id of a request without one (a tutorial caller's).
+     */
     private AMQP.BasicProperties replyProperties(AMQP.BasicProperties request, String failure) {
-        String requestId = request.getMessageId();
+        String requestId = Headers.requestId(request.getMessageId(), request.getCorrelationId());
         Map<String, Object> headers = new HashMap<>();
         // Without it gathers cannot tell whose reply this is (SG-3).
         if (requestId != null && policy.responseMessageId()) {
@@ -405,9 +419,12 @@ public final class Responder implements AutoCloseable {
         }
         return new AMQP.BasicProperties.Builder()
                 // RR-4: the requester correlates by message_id, whatever the request's correlation_id.
-                .correlationId(policy.replyCorrelationFrom() == ResponderPolicy.ReplyCorrelationFrom.CORRELATION_ID
-                        ? request.getCorrelationId()
-                        : requestId)
+                // (the message_id alone breaks it too: a tutorial caller sends none).
+                .correlationId(switch (policy.replyCorrelationFrom()) {
+                    case CORRELATION_ID -> request.getCorrelationId();
+                    case MESSAGE_ID -> request.getMessageId();
+                    case REQUEST_ID -> requestId;
+                })
                 // RR-4: every reply says it is JSON; none breaks RR-4.3.
                 .contentType(policy.replyContentType() == ResponderPolicy.ReplyContentType.NONE ? null : "application/json")
                 .headers(headers)

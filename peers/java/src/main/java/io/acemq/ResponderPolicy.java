@@ -49,10 +49,17 @@ record ResponderPolicy(
         LastAttempt lastAttempt,
         RequestQueue requestQueue,
         boolean passSpecHeaders,
-        DeadLetterCopy deadLetterCopy) {
+        DeadLetterCopy deadLetterCopy,
+        DirectReplyTo directReplyTo) {
 
-    /** What the reply's correlation_id copies (RR-4). */
-    enum ReplyCorrelationFrom { MESSAGE_ID, CORRELATION_ID }
+    /**
+     * A reply to amq.rabbitmq.reply-to.* (RR-14.5): at most once (no mandatory, never retried),
+     * or checked like any reply (mandatory, retried on the broker's return: breaks RR-14.5).
+     */
+    enum DirectReplyTo { AT_MOST_ONCE, CHECKED }
+
+    /** What the reply's correlation_id copies (RR-4.2: the request's id, its message_id else its correlation_id). */
+    enum ReplyCorrelationFrom { REQUEST_ID, MESSAGE_ID, CORRELATION_ID }
 
     /** A throwing handler: a failure reply, or nothing sent and the request retried (RR-10). */
     enum HandlerFailure { ERROR_REPLY, RETRY }
@@ -136,13 +143,13 @@ record ResponderPolicy(
 
     /** What the wire spec says: every knob at its catalogue default. */
     static final ResponderPolicy SPEC = new ResponderPolicy(
-            List.of(ReplyAddress.Source.HEADER, ReplyAddress.Source.NATIVE), ReplyCorrelationFrom.MESSAGE_ID,
+            List.of(ReplyAddress.Source.HEADER, ReplyAddress.Source.NATIVE), ReplyCorrelationFrom.REQUEST_ID,
             true, HandlerFailure.ERROR_REPLY, true, false, Unanswerable.ACCEPT, UndeliverableReply.REQUEUE,
             AnsweredTiming.BEFORE_PUBLISH, true, CountersCreated.BEFORE_SUBSCRIBE, DlqQueueType.QUORUM,
             true, HeaderTypes.LENIENT, Options.DEFAULT_MAX_ATTEMPTS, 1, FailureReplyDelivery.CHECKED,
             MalformedRequest.FAIL_REPLY, BytesAddress.ACCEPT, ReplyContentType.APPLICATION_JSON,
             Headers.ENGINE_PREFIX, FailureBody.EMPTY, ErrorTypeName.SIMPLE, false, true, LastAttempt.DEAD_LETTER,
-            RequestQueue.QUORUM, true, DeadLetterCopy.FULL);
+            RequestQueue.QUORUM, true, DeadLetterCopy.FULL, DirectReplyTo.AT_MOST_ONCE);
 
     ResponderPolicy {
         readOrder = List.copyOf(readOrder);
@@ -163,6 +170,7 @@ record ResponderPolicy(
         Objects.requireNonNull(lastAttempt, "lastAttempt");
         Objects.requireNonNull(requestQueue, "requestQueue");
         Objects.requireNonNull(deadLetterCopy, "deadLetterCopy");
+        Objects.requireNonNull(directReplyTo, "directReplyTo");
         if (stripPrefix == null || stripPrefix.isEmpty()) {
             throw new IllegalArgumentException("stripPrefix must name a header prefix");
         }

@@ -11,6 +11,18 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class HeadersTest {
+    // RR-4.2, SG-3.1: a tutorial caller sends its own correlation_id and no message_id;
+    // RR-14.5: the broker hands a responder amq.rabbitmq.reply-to.<token>.
+    @Test
+    void aRequestWithoutMessageIdIsKnownByItsCorrelationIdAndDirectReplyToIsRecognised() {
+        assertEquals("m-1", Headers.requestId("m-1", "c-1"));
+        assertEquals("1", Headers.requestId(null, "1"));
+        assertEquals("2", Headers.requestId("", "2"));
+        assertNull(Headers.requestId(null, null));
+        assertEquals(true, Headers.isDirectReplyTo("amq.rabbitmq.reply-to.g1h2AA5y.H8JZ"));
+        assertEquals(false, Headers.isDirectReplyTo("amq.gen-1"));
+    }
+
     @Test
     void plainJavaStringsAreTextToo() {
         // Not on the wire (the client hands over LongString), but a caller's own map may hold them.
