@@ -36,8 +36,24 @@ def broken_by_peer(results: Iterable[CellResult]) -> dict[tuple[str, str], str]:
 def apply(results: list[CellResult], assumes: dict[str, tuple[str, ...]]) -> list[CellResult]:
     """The cells with every failure that a presumed clause explains renamed to that clause.
 
-    `assumes`: scenario id -> the clauses its checks presume of the peer they judge."""
+    `assumes`: scenario id -> the clauses its checks presume of the peer they judge.
+
+    A failure renamed here proves nothing further: its peer broke the presumed clause, not its
+    own. So the proof is taken again from the renamed cells until it settles (a responder that
+    answers nothing is RR-4.1 in `rr-responder-native-only`, and that cell no longer proves an
+    RR-3.2 that another scenario presumes)."""
     proven = broken_by_peer(results)
+    for _ in range(4):
+        renamed = _renamed(results, assumes, proven)
+        again = broken_by_peer(renamed)
+        if again == proven:
+            break
+        proven = again
+    return _renamed(results, assumes, proven)
+
+
+def _renamed(results: list[CellResult], assumes: dict[str, tuple[str, ...]],
+             proven: dict[tuple[str, str], str]) -> list[CellResult]:
     out: list[CellResult] = []
     for r in results:
         presumed = assumes.get(r.scenario, ())

@@ -440,12 +440,28 @@ def unroutable_replies(transcript: list[dict[str, Any]], declared: set[str]) -> 
     """An address some request named that is none of the requester's `declared` reply queues,
     to which replies were published and routed nowhere, and to which nothing in the transcript
     was ever routed: (the address, the replies' numbers), else None. A reply queue that existed
-    and went away (a requester closed) routed something before, or was declared: not this."""
+    and went away (a requester closed) routed something before, or was declared: not this; nor
+    direct reply-to, which no queue ever shows routed and which delivers all the same."""
     named = {a for r in transcript if r.get("event") == "publish" for a in _addresses(r)} - declared
     for address in sorted(named):
+        if address.startswith("amq.rabbitmq.reply-to"):
+            continue  # direct reply-to: routed to no queue by design, delivered all the same (RR-14.5)
         to_it = [r for r in transcript if r.get("event") == "publish" and r.get("exchange") == ""
                  and address in (r.get("routing_keys") or [])]
         if to_it and not any(r.get("routed_queues") for r in to_it) and \
                 not any(r.get("event") == "deliver" and r.get("queue") == address for r in transcript):
             return address, [r["n"] for r in to_it]
     return None
+
+
+def direct_replies(transcript: list[dict[str, Any]]) -> dict[str, dict[str, list[int]]]:
+    """Replies published to direct reply-to addresses (`amq.rabbitmq.reply-to.<token>`), by the
+    responder the transcript names, then by the correlation_id they carry: message numbers."""
+    found: dict[str, dict[str, list[int]]] = {}
+    for r in transcript:
+        named = publisher(r)
+        if r.get("event") != "publish" or r.get("exchange") != "" or named is None or named[1] != "responder":
+            continue
+        if any(str(k).startswith("amq.rabbitmq.reply-to.") for k in r.get("routing_keys") or []):
+            found.setdefault(named[0], {}).setdefault(str(_props(r).get("correlation_id")), []).append(r["n"])
+    return found

@@ -21,11 +21,11 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..results.model import CellResult, Failure, NotEvaluated, Status
+from ..results.model import PROBE, CellResult, Failure, NotEvaluated, Status
 from ..spec import catalogue as spec
 from ..spec.scenarios import SIDE_OBJECTS
 from .state import CellState
-from .wire_checks import (diagnose_call, extra_publishes_by_others, first_reply_after, judge, message_breaks, publisher,
+from .wire_checks import (diagnose_call, direct_replies, extra_publishes_by_others, first_reply_after, judge, message_breaks, publisher,
                           publishes_to, reply_queues_of, unanswered_request, unroutable_replies)
 
 
@@ -33,13 +33,14 @@ def judge_messages(state: CellState, result: CellResult, records: list[dict[str,
     """What every message of a judged (PASS or FAIL) cell shows on its own."""
     _message_breaks(state, result, records)
     _calls_sent_past_timeout(state, result, records)
+    _direct_reply_to_callers(state, result, records)
 
 
 def weigh_failures(state: CellState, result: CellResult, records: list[dict[str, Any]] | None) -> None:
     """A FAIL's failures held to the wire (`records`: None when the run keeps no transcripts)."""
     if result.transcript_gap:
         return
-    for weigh in (_unanswered_probe_requests, _short_upstream, _replies_to_no_queue):
+    for weigh in (_unanswered_probe_requests, _short_upstream, _replies_to_no_queue, _direct_replies):
         if records is not None and result.status == Status.FAIL:
             weigh(state, result, records)
     if result.status != Status.FAIL:
@@ -223,6 +224,53 @@ def _replies_to_no_queue(state: CellState, result: CellResult, records: list[dic
         result.expected, result.observed = first.expected, first.observed
 
 
+# The clauses of a reply the broker returns (RR-14's retries, RR-15.2's roll-back): a reply to
+# direct reply-to is never one of those, it is sent once (RR-14.5).
+_RETURNED_REPLY_CLAUSES = frozenset({"RR-14.1", "RR-14.2", "RR-14.3", "RR-14.4", "RR-15.2"})
+
+
+def _direct_replies(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """Replies a responder of the cell sent to direct reply-to addresses (`amq.rabbitmq.reply-to.
+    <token>`), held to RR-14.5: more than one to one request is the responder taking the
+    broker's return for a failure (its failures here are that, RR-14.5, seen as their own
+    clauses); one each is the spec's at-most-once, and a check that presumed a returned reply
+    (a retry, a roll-back) says nothing of it."""
+
+    by_responder = direct_replies(records)
+    if not by_responder:
+        return
+    kept: list[Failure] = []
+    for failure in result.failures:
+        sent = by_responder.get(failure.peer or "")
+        if sent is None or failure.side != "responder" or failure.wire or failure.direct:
+            kept.append(failure)
+            continue
+        repeated = {cid: ns for cid, ns in sent.items() if len(ns) > 1}
+        if repeated:
+            cid, lines = next(iter(repeated.items()))
+            text = (f"{failure.peer} replied {len(lines)} times ({', '.join(f'#{n}' for n in lines[:6])}) to direct "
+                    f"reply-to for request {cid!r}: a reply there is sent once, whatever the broker returns")
+            kept.append(replace(failure, clause="RR-14.5", rule=spec.rule_of("RR-14.5"), seen_as=failure.clause,
+                                wire=f"transcript: {text}", message=f"{failure.message}; the wire shows why: {text}"))
+        elif failure.clause in _RETURNED_REPLY_CLAUSES:
+            lines = [n for ns in sent.values() for n in ns]
+            result.not_evaluated.append(NotEvaluated(
+                failure.clause, failure.check, f"needs a reply the broker returns: {failure.peer}'s replies "
+                f"({', '.join(f'#{n}' for n in lines[:6])}) went to direct reply-to, sent once each as RR-14.5 says"))
+        else:
+            kept.append(failure)
+    if kept == result.failures:
+        return
+    result.failures = kept
+    if kept:
+        first = kept[0]
+        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+        result.expected, result.observed = first.expected, first.observed
+    else:
+        result.status, result.rule, result.message, result.seen_as, result.expected, result.observed = (
+            Status.PASS, None, None, None, None, None)
+
+
 def _why_unanswered(state: CellState, responder: str, request: dict[str, Any]) -> str | None:
     """The clause a responder broke by publishing no reply to a request delivered to it, from
     its own report of that request; None where the scenario's own clause explains it better."""
@@ -256,6 +304,44 @@ def _step_of(state: CellState, check: str) -> Any:
         return None
     index = int(head[1]) - 1
     return state.cell.scenario.steps[index] if 0 <= index < len(state.cell.scenario.steps) else None
+
+
+DIRECT_REPLY_TO = "amq.rabbitmq.reply-to"
+
+
+def _direct_reply_to_callers(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """A requester of the cell that named no reply queue when opened and whose calls went out
+    naming direct reply-to (`amq.rabbitmq.reply-to`, the broker's pseudo-queue) as their address
+    has no reply queue of its own: RR-6.1, charged to it once, citing its first such request.
+    (A reply to such an address is the responder's to send at most once, RR-14.5.)"""
+    for name, call in state.calls.items():
+        step = next((st for st in state.cell.scenario.steps if st.bound_name == name), None)
+        owner = state.variables.get(str(step.args.get("requester"))) if step is not None and isinstance(step.args, dict) else None
+        role = state.cell.scenario.name_roles.get(str(step.args.get("requester"))) if step is not None else None
+        peer = state.peer_of(role)[0] if role else None
+        if peer is None or not isinstance(owner, dict) or owner.get("reply_queue"):
+            continue
+        if any(f.clause == "RR-6.1" and f.peer == peer for f in result.failures):
+            continue
+        request = next((r for r in records if r.get("event") == "publish" and r.get("who") != PROBE
+                        and r.get("exchange") == call["exchange"] and call["routing_key"] in (r.get("routing_keys") or [])
+                        and float(r.get("t", 0)) >= call["t"] - 0.05
+                        and str((r.get("properties") or {}).get("reply_to") or "").startswith(DIRECT_REPLY_TO)), None)
+        if request is None:
+            continue
+        obliged = spec.catalogue().clauses.get("RR-6.1")
+        text = (f"request #{request['n']} names {request['properties']['reply_to']} (direct reply-to, the broker's "
+                f"pseudo-queue) as its reply address, and the requester named no reply queue when opened")
+        result.failures.append(Failure(
+            clause="RR-6.1", rule=spec.rule_of("RR-6.1"), side=obliged.side if obliged else "requester", role=role, peer=peer,
+            check=f"{name}: its request on the wire", message=text, wire=f"transcript #{request['n']}: {text}",
+            expected="a reply queue of its own, declared when opened", observed=request["properties"]["reply_to"]))
+    if result.failures and result.status == Status.PASS:
+        first = result.failures[0]
+        result.status, result.rule, result.message = Status.FAIL, first.clause, first.message
+        result.expected, result.observed = first.expected, first.observed
+        if result.transcript is None:
+            result.transcript = records
 
 
 def _calls_sent_past_timeout(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
