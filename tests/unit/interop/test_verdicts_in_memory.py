@@ -235,6 +235,23 @@ def test_a_failure_seen_through_a_presumed_clause_the_peer_broke_elsewhere_is_th
     assert presumptions.apply([echo, _failed("x[d]", "as-bytes", "RR-2.2", "d")], {"as-bytes": ("RR-3.1",)})[1].rule == "RR-2.2"
 
 
+def test_a_failure_renamed_by_a_presumption_proves_nothing_further() -> None:
+    """Issue 29: one root per defect across cells. b answers no request at all: RR-4.1 in a
+    both-address cell; its native-only cell's RR-3.2 is renamed RR-4.1, and so proves no RR-3.2
+    for a third scenario presuming it (its own RR-4.2 stands). c only misreads reply_to: its
+    RR-3.2 is a proof, and the third scenario's failure is renamed to it."""
+    from acemq_interop.results import presumptions
+
+    assumes = {"native-only": ("RR-4.1",), "tutorial": ("RR-3.2",)}
+    cells = [_failed("failure[b]", "failure", "RR-4.1", "b"), _failed("native-only[b]", "native-only", "RR-3.2", "b"),
+             _failed("tutorial[b]", "tutorial", "RR-4.2", "b"),
+             _failed("native-only[c]", "native-only", "RR-3.2", "c"), _failed("tutorial[c]", "tutorial", "RR-4.2", "c")]
+    renamed = {r.id: r for r in presumptions.apply(cells, assumes)}
+    assert (renamed["native-only[b]"].rule, renamed["native-only[b]"].failures[0].seen_as) == ("RR-4.1", "RR-3.2")
+    assert renamed["tutorial[b]"].rule == "RR-4.2", "a renamed failure is no proof of its old clause"
+    assert (renamed["tutorial[c]"].rule, renamed["tutorial[c]"].failures[0].seen_as) == ("RR-3.2", "RR-4.2")
+
+
 def test_a_presumption_proven_in_another_shard_is_applied_when_the_shards_merge() -> None:
     """`--shard` then `merge` gives the unsplit run's verdicts: a failure seen through a clause
     the same peer broke in a cell of the other shard is renamed to that clause."""

@@ -161,3 +161,20 @@ def test_a_gathers_copy_published_twice_on_a_responders_connection_is_no_reply()
                    headers={"acemq-reply-to": S("amq.gen-q")})
     again = dict(copy, n=2, who="a (responder)")
     assert message_breaks([copy, again], {"a"}, set(), {"a": "SG-1.1"}) == []
+
+
+def test_replies_to_direct_reply_to_are_grouped_by_responder_and_request() -> None:
+    """RR-14.5: a reply to amq.rabbitmq.reply-to.<token> is sent once; three to one request is
+    a responder that took the broker's return for a failure."""
+    from acemq_interop.run.wire_checks import direct_replies, unroutable_replies
+
+    token = "amq.rabbitmq.reply-to.g1h2AA.xyz"
+    replies = [dict(publish(n, "b (responder)", token, correlation_id="1"), routed_queues=[]) for n in (2, 4, 6)]
+    once = dict(publish(8, "c (responder)", token, correlation_id="2"), routed_queues=[])
+    request = publish(1, "connection 1", "c1.requests", reply_to="amq.rabbitmq.reply-to", correlation_id="1")
+    assert direct_replies([request, *replies, once]) == {"b": {"1": [2, 4, 6]}, "c": {"2": [8]}}
+    assert unroutable_replies([request, *replies], set()) is None, "direct reply-to is routed to no queue by design"
+    nowhere = dict(publish(3, "b (responder)", "amq.gen-gone", correlation_id="1"), routed_queues=[])
+    named = publish(1, "a (requester)", "c1.requests", reply_to="amq.gen-gone", message_id="1")
+    assert unroutable_replies([named, nowhere], set()) == ("amq.gen-gone", [3])
+    assert unroutable_replies([named, nowhere], {"amq.gen-gone"}) is None, "a queue it declared that went away is RR-14's"
