@@ -573,7 +573,7 @@ def _obliged_queue(state: CellState, queue: str, kind: str) -> None:
                                expected={"exists": True, "type": "quorum", "durable": True}, observed={"exists": False}),
                    f"step {state.step_index + 1} {kind}: {queue} (passive declare: 404 NOT_FOUND)", index=-1, role=role,
                    direct=True)
-    raise Lacking("dead_lettering", f"{queue} does not exist: the responder of {role} never declared it", role=role)
+    raise Lacking("dead_lettering", f"{queue} does not exist: the peer playing {role} never declared it", role=role)
 
 
 def _step_probe_get(state: CellState, args: dict[str, Any]) -> None:
