@@ -40,7 +40,7 @@ def weigh_failures(state: CellState, result: CellResult, records: list[dict[str,
     """A FAIL's failures held to the wire (`records`: None when the run keeps no transcripts)."""
     if result.transcript_gap:
         return
-    for weigh in (_unanswered_probe_requests, _short_upstream, _replies_to_no_queue, _direct_replies):
+    for weigh in (_unanswered_probe_requests, _unanswered_gathers, _short_upstream, _replies_to_no_queue, _direct_replies):
         if records is not None and result.status == Status.FAIL:
             weigh(state, result, records)
     if result.status != Status.FAIL:
@@ -224,17 +224,69 @@ def _replies_to_no_queue(state: CellState, result: CellResult, records: list[dic
         result.expected, result.observed = first.expected, first.observed
 
 
+def _unanswered_gathers(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """A gatherer's check of what its gather got (its outcome, its replies), where the wire
+    shows every copy it published delivered to a responder of the cell and no reply published
+    by any of them: the gather had nothing to resolve with, whatever the gatherer does, and the
+    check says nothing of it (what kept the responders silent is judged where it shows)."""
+    gathers = {st.bound_name: st for st in state.cell.scenario.steps if st.kind == "gather" and st.bound_name}
+    kept: list[Failure] = []
+    for failure in result.failures:
+        head = failure.check.split(": ", 1)[1].split(".")[0].split(" ")[0] if ": " in failure.check else ""
+        answer = state.variables.get(head) if head in gathers else None
+        request_id = answer.get("request_id") if isinstance(answer, dict) else None
+        why = _copies_unanswered(records, request_id) if failure.side == "gatherer" and request_id else None
+        if why is None:
+            kept.append(failure)
+            continue
+        result.not_evaluated.append(NotEvaluated(failure.clause, failure.check, f"needs replies to {head}: {why}"))
+    if len(kept) == len(result.failures):
+        return
+    result.failures = kept
+    if kept:
+        first = kept[0]
+        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+        result.expected, result.observed = first.expected, first.observed
+    else:
+        result.status, result.rule, result.message, result.seen_as, result.expected, result.observed = (
+            Status.ERROR, None, ("every failure of the cell read replies no responder published, and nothing else broke: "
+                                 "the scenario cannot judge this cell"), None, None, None)
+
+
+def _copies_unanswered(records: list[dict[str, Any]], request_id: str) -> str | None:
+    """Why a gather got nothing, from the wire: each copy carrying `request_id` delivered to a
+    named responder, and no responder publishing anything after the first delivery; else None."""
+    copies = [r for r in records if r.get("event") == "publish" and (r.get("properties") or {}).get("message_id") == request_id
+              and not str(r.get("who") or "").endswith(" (responder)")]
+    delivered = [r for r in records if r.get("event") == "deliver" and (r.get("properties") or {}).get("message_id") == request_id
+                 and str(r.get("who") or "").endswith(" (responder)")]
+    if not copies or not delivered or len(delivered) < len(copies):
+        return None
+    first = min(r["n"] for r in delivered)
+    if any(r.get("event") == "publish" and r["n"] > first and str(r.get("who") or "").endswith(" (responder)") for r in records):
+        return None
+    copied = ", ".join("#" + str(r["n"]) for r in copies[:6])
+    taken = ", ".join("#" + str(r["n"]) for r in delivered[:6])
+    takers = ", ".join(sorted({str(r["who"]).rsplit(" (", 1)[0] for r in delivered}))
+    return f"its copies ({copied}) were delivered to {takers} ({taken}), and no responder published anything after"
+
+
 # The clauses of a reply the broker returns (RR-14's retries, RR-15.2's roll-back): a reply to
 # direct reply-to is never one of those, it is sent once (RR-14.5).
 _RETURNED_REPLY_CLAUSES = frozenset({"RR-14.1", "RR-14.2", "RR-14.3", "RR-14.4", "RR-15.2"})
+# What a responder that took the broker's return of a direct reply-to reply for a failure
+# shows through: its retries and the counts they undo.
+_RETURN_TAKEN_CLAUSES = _RETURNED_REPLY_CLAUSES | {"RR-15.1", "RR-16.1"}
 
 
 def _direct_replies(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
     """Replies a responder of the cell sent to direct reply-to addresses (`amq.rabbitmq.reply-to.
     <token>`), held to RR-14.5: more than one to one request is the responder taking the
-    broker's return for a failure (its failures here are that, RR-14.5, seen as their own
-    clauses); one each is the spec's at-most-once, and a check that presumed a returned reply
-    (a retry, a roll-back) says nothing of it."""
+    broker's return for a failure, and its failures that show through retries and undone
+    counts are that, RR-14.5, seen as their own clauses (any other, a retried failure reply's
+    RR-11.2 among them, is left to its scenario and presumptions); one each is the spec's
+    at-most-once, and a check that presumed a returned reply (a retry, a roll-back) says
+    nothing of it."""
 
     by_responder = direct_replies(records)
     if not by_responder:
@@ -246,13 +298,13 @@ def _direct_replies(state: CellState, result: CellResult, records: list[dict[str
             kept.append(failure)
             continue
         repeated = {cid: ns for cid, ns in sent.items() if len(ns) > 1}
-        if repeated:
+        if repeated and failure.clause in _RETURN_TAKEN_CLAUSES:
             cid, lines = next(iter(repeated.items()))
             text = (f"{failure.peer} replied {len(lines)} times ({', '.join(f'#{n}' for n in lines[:6])}) to direct "
                     f"reply-to for request {cid!r}: a reply there is sent once, whatever the broker returns")
             kept.append(replace(failure, clause="RR-14.5", rule=spec.rule_of("RR-14.5"), seen_as=failure.clause,
                                 wire=f"transcript: {text}", message=f"{failure.message}; the wire shows why: {text}"))
-        elif failure.clause in _RETURNED_REPLY_CLAUSES:
+        elif not repeated and failure.clause in _RETURNED_REPLY_CLAUSES:
             lines = [n for ns in sent.values() for n in ns]
             result.not_evaluated.append(NotEvaluated(
                 failure.clause, failure.check, f"needs a reply the broker returns: {failure.peer}'s replies "

@@ -223,6 +223,9 @@ public final class PeerMain {
         }
         fresh.setAutomaticRecoveryEnabled(false);
         fresh.setConnectionTimeout(10_000);
+        // The AMQP handshake of a connection opened on a machine loaded to the hilt (the stress
+        // run: two CPU hogs, 52 cells at once on 2 cores) outlasted the client's 10 s default once.
+        fresh.setHandshakeTimeout(30_000);
         return fresh;
     }
 
