@@ -260,14 +260,23 @@ def _broken_party(state: CellState) -> str | None:
     return None
 
 
+# The trace notes of a step that judges what it saw (a check, a bounded wait, a read).
+_JUDGING = frozenset({"expect", "wait_counters", "wait_event", "probe_get", "probe_count", "counters", "queue_facts", "answer"})
+
+
 def _judge_long_holds(state: CellState, result: CellResult) -> None:
     """A hold that lasted past its trusted time may have run out on the broker: what was
     judged between then and its release is no verdict. A failure judged before then stands,
     and so does a wait for an event that never came (a hold delays confirms, not deliveries
-    or a binding's own hooks); the others are not evaluated. With no failure left standing
-    the cell has no verdict (an ERROR, as a hold's whole point was lost)."""
+    or a binding's own hooks); the others are not evaluated. A cell none of whose checks was
+    judged in that window keeps its verdict (a PASS whose checks all came before the hold may
+    have run out is one); otherwise, with no failure left standing, the cell has no verdict
+    (an ERROR, as a hold's whole point was lost)."""
     if not state.long_holds or result.status not in (Status.PASS, Status.FAIL):
         return
+    if not any(since < float(note.get("t", 0)) <= until for note in state.trace if note.get("step") in _JUDGING
+               for since, until, _ in state.long_holds):
+        return  # every check that could see the hold was judged while it still held
     kept, voided = [], []
     for failure in result.failures:
         t = state.trace[failure.at]["t"] if failure.at is not None and 0 <= failure.at < len(state.trace) else None

@@ -169,7 +169,8 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              "holds a queue on the broker: a message published to it is routed but neither enqueued nor confirmed "
              f"until `release_queue` (or the cell's end), and never longer than {HOLD_BOUND_MS // 1000} s (a hold that "
              f"lasted {HOLD_TRUSTED_MS // 1000} s or more voids what was judged after that: a failure judged before, or a wait for "
-             "an event that never came, still stands; with none standing the cell is an ERROR, no verdict); needs a broker "
+             "an event that never came, still stands, and a cell whose checks all came before keeps its verdict; otherwise the cell "
+             "is an ERROR, no verdict); needs a broker "
              "the harness runs (a SKIP on a `--broker` URL)",
              templates={"queue": ()}),
     StepKind("release_queue", _obj(["queue"], queue=NAME), "`release_queue: {queue}`",

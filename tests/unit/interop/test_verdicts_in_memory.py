@@ -332,7 +332,8 @@ def test_a_hold_that_ran_long_voids_only_what_was_judged_after_it_may_have_run_o
         return Failure(clause=clause, rule=clause.split(".")[0], side="responder", role="responder", peer="b",
                        check=check, message=check, at=at)
 
-    state = SimpleNamespace(trace=[{"t": 1.0}, {"t": 5.4}, {"t": 6.0}], long_holds=[(5.2, 6.5, "the hold ran long")])
+    state = SimpleNamespace(trace=[{"t": 1.0, "step": "expect"}, {"t": 5.4, "step": "wait_event"}, {"t": 6.0, "step": "wait_counters"}],
+                            long_holds=[(5.2, 6.5, "the hold ran long")])
     early, event, late = failure("RR-15.1", "step 4 expect", 0), failure("RR-15.1", "step 5 wait_event: 1", 1), \
         failure("RR-16.1", "step 6 wait_counters", 2)
     result = cell(early, late, event)
@@ -342,3 +343,12 @@ def test_a_hold_that_ran_long_voids_only_what_was_judged_after_it_may_have_run_o
     only_late = cell(failure("RR-16.1", "step 6 wait_counters", 2))
     _judge_long_holds(state, only_late)  # type: ignore[arg-type]
     assert only_late.status == Status.ERROR and "the hold ran long" in only_late.message and not only_late.failures
+    # A PASS whose checks were all judged before the hold may have run out keeps its verdict;
+    # one with a check judged after it has none.
+    early_pass = CellResult(id="x", scenario="x", title="x", matrix="responders", rules=(), roles={}, peers=("b",), status=Status.PASS)
+    _judge_long_holds(SimpleNamespace(trace=[{"t": 1.0, "step": "wait_counters"}, {"t": 5.6, "step": "release_queue"}],  # type: ignore[arg-type]
+                                      long_holds=[(5.2, 5.6, "the hold ran long")]), early_pass)
+    assert early_pass.status == Status.PASS
+    late_pass = CellResult(id="x", scenario="x", title="x", matrix="responders", rules=(), roles={}, peers=("b",), status=Status.PASS)
+    _judge_long_holds(SimpleNamespace(trace=[{"t": 5.3, "step": "wait_counters"}], long_holds=[(5.2, 5.6, "ran long")]), late_pass)  # type: ignore[arg-type]
+    assert late_pass.status == Status.ERROR
