@@ -273,6 +273,13 @@ class Probe:
             publisher = self._publisher or self._open_publisher()
             return publisher.publish(exchange, routing_key, body, properties, typed, mandatory=mandatory)
 
+    def connect_publisher(self) -> None:
+        """Open the publishing connection now, not at the first publish: a step about to start
+        a bounded window (a held queue) must not spend it on a connection's handshake."""
+        with self._guard():
+            if self._publisher is None:
+                self._open_publisher()
+
     def _open_publisher(self) -> raw_amqp.RawConnection:
         publisher = raw_amqp.RawConnection(self._url, bound_s=CONNECT_BOUND_S, connection_name="acemq-interop probe (publisher)",
                                            ca_file=self._ca_file, blocked_s=self._blocked_s)

@@ -83,6 +83,9 @@ def _step_hold_queue(state: CellState, args: dict[str, Any]) -> None:
     # The key: an exclusive queue on the probe's connection, whose deletion releases the hold
     # at once, and whose connection's end releases it whatever becomes of the cell.
     key = state.get_probe().declare_queue(state.name(f"hold-key.{len(state.held)}"), "classic", exclusive=True)
+    # The hold is bounded on the broker: what the scenario publishes under it must not wait
+    # for the probe's publishing connection to open (under load its handshake took 5 s).
+    state.get_probe().connect_publisher()
     state.ctx.broker_control.hold(state.ctx.vhost, queue, key)
     state.held.append(HeldQueue(queue, key))
     state.note("hold_queue", queue=queue)
