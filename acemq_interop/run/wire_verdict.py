@@ -29,6 +29,29 @@ from .wire_checks import (diagnose_call, direct_replies, extra_publishes_by_othe
                           publishes_to, reply_queues_of, unanswered_request, unroutable_replies)
 
 
+def _lead(result: CellResult) -> None:
+    """The cell's first failure, as its summary fields say it (after its failures changed)."""
+    first = result.failures[0]
+    result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
+    result.expected, result.observed = first.expected, first.observed
+
+
+def _roles_of(state: CellState, label: str) -> list[str]:
+    """The roles the peer spec `label` plays in the cell (a shared role's members included)."""
+    return [r for r, who in state.cell.roles.items()
+            for s in (who if isinstance(who, tuple) else (who,) if who is not None else ()) if s.label == label]
+
+
+def _now_failing(result: CellResult, records: list[dict[str, Any]]) -> None:
+    """A judged cell that passed until the wire showed a failure: a FAIL now, keeping its
+    transcript (the evidence)."""
+    if result.failures and result.status == Status.PASS:
+        result.status = Status.FAIL
+        _lead(result)
+        if result.transcript is None:
+            result.transcript = records
+
+
 def judge_messages(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
     """What every message of a judged (PASS or FAIL) cell shows on its own."""
     _message_breaks(state, result, records)
@@ -71,14 +94,12 @@ def _message_breaks(state: CellState, result: CellResult, records: list[dict[str
     if not breaks:
         return
     seen = {(f.clause, f.peer) for f in result.failures}
-    added = False
     for wire in breaks:
         if (wire.clause, wire.peer) in seen:
             continue  # the scenario's own check already named it
         seen.add((wire.clause, wire.peer))
         clause = spec.catalogue().clauses.get(wire.clause)
-        roles = [r for r, who in state.cell.roles.items()
-                 for s in (who if isinstance(who, tuple) else (who,) if who is not None else ()) if s.label == wire.peer]
+        roles = _roles_of(state, wire.peer)
         # One spec may play both roles (the diagonal): the role keeping the clause's side.
         keeps = set(SIDE_OBJECTS.get(clause.side if clause else "", ()))
         role = next((r for r in roles if state.cell.scenario.opens.get(r, frozenset()) & keeps),
@@ -87,13 +108,7 @@ def _message_breaks(state: CellState, result: CellResult, records: list[dict[str
             clause=wire.clause, rule=spec.rule_of(wire.clause), side=clause.side if clause else "either", role=role,
             peer=wire.peer, check=f"the broker's transcript, message #{wire.n}", message=wire.message,
             expected=wire.expected, observed=wire.observed, wire=f"transcript #{wire.n}"))
-        added = True
-    if added and result.status == Status.PASS:
-        first = result.failures[0]
-        result.status, result.rule, result.message = Status.FAIL, first.clause, first.message
-        result.expected, result.observed = first.expected, first.observed
-        if result.transcript is None:
-            result.transcript = records  # a FAIL keeps its transcript: the evidence
+    _now_failing(result, records)
 
 
 def _unanswered_probe_requests(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
@@ -124,8 +139,7 @@ def _unanswered_probe_requests(state: CellState, result: CellResult, records: li
         if clause is None:
             continue
         obliged = spec.catalogue().clauses.get(clause)
-        roles = [r for r, who in state.cell.roles.items()
-                 for s in (who if isinstance(who, tuple) else (who,) if who is not None else ()) if s.label == responder]
+        roles = _roles_of(state, responder)
         text = (f"the probe's request #{request['n']} was delivered to {responder} (#{delivered['n']}), which published "
                 f"no reply to {queue} (nor anywhere) and never had it redelivered")
         result.failures[index] = replace(
@@ -135,9 +149,7 @@ def _unanswered_probe_requests(state: CellState, result: CellResult, records: li
         state.note("wire", unanswered=request["n"], clause=clause, peer=responder)
         changed = True
     if changed:
-        first = result.failures[0]
-        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
-        result.expected, result.observed = first.expected, first.observed
+        _lead(result)
 
 
 def _short_upstream(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
@@ -172,9 +184,7 @@ def _short_upstream(state: CellState, result: CellResult, records: list[dict[str
         return
     result.failures = kept
     if kept:
-        first = kept[0]
-        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
-        result.expected, result.observed = first.expected, first.observed
+        _lead(result)
     else:
         result.status, result.rule, result.message, result.seen_as, result.expected, result.observed = (
             Status.ERROR, None, ("every failure of the cell was a count short upstream, and nothing else broke: "
@@ -219,9 +229,7 @@ def _replies_to_no_queue(state: CellState, result: CellResult, records: list[dic
                                    expected="a reply queue of its own, declared when opened", observed=address))
         state.note("wire", no_reply_queue=address, peer=peer)
         result.failures = kept
-        first = kept[0]
-        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
-        result.expected, result.observed = first.expected, first.observed
+        _lead(result)
 
 
 def _unanswered_gathers(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
@@ -244,9 +252,7 @@ def _unanswered_gathers(state: CellState, result: CellResult, records: list[dict
         return
     result.failures = kept
     if kept:
-        first = kept[0]
-        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
-        result.expected, result.observed = first.expected, first.observed
+        _lead(result)
     else:
         result.status, result.rule, result.message, result.seen_as, result.expected, result.observed = (
             Status.ERROR, None, ("every failure of the cell read replies no responder published, and nothing else broke: "
@@ -315,9 +321,7 @@ def _direct_replies(state: CellState, result: CellResult, records: list[dict[str
         return
     result.failures = kept
     if kept:
-        first = kept[0]
-        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
-        result.expected, result.observed = first.expected, first.observed
+        _lead(result)
     else:
         result.status, result.rule, result.message, result.seen_as, result.expected, result.observed = (
             Status.PASS, None, None, None, None, None)
@@ -388,12 +392,7 @@ def _direct_reply_to_callers(state: CellState, result: CellResult, records: list
             clause="RR-6.1", rule=spec.rule_of("RR-6.1"), side=obliged.side if obliged else "requester", role=role, peer=peer,
             check=f"{name}: its request on the wire", message=text, wire=f"transcript #{request['n']}: {text}",
             expected="a reply queue of its own, declared when opened", observed=request["properties"]["reply_to"]))
-    if result.failures and result.status == Status.PASS:
-        first = result.failures[0]
-        result.status, result.rule, result.message = Status.FAIL, first.clause, first.message
-        result.expected, result.observed = first.expected, first.observed
-        if result.transcript is None:
-            result.transcript = records
+    _now_failing(result, records)
 
 
 def _calls_sent_past_timeout(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
@@ -431,12 +430,7 @@ def _calls_sent_past_timeout(state: CellState, result: CellResult, records: list
             message=(f"{name} (timeout {timeout_ms} ms) was published {delay:.1f}s after the call was made (#{found[0]['n']}) "
                      f"and ended with {answer.get('outcome')!r}, not with its timeout"),
             expected=f"ends with the timeout outcome by {timeout_ms} ms", observed=f"published after {delay * 1000:.0f} ms"))
-    if result.failures and result.status == Status.PASS:
-        first = result.failures[0]
-        result.status, result.rule, result.message = Status.FAIL, first.clause, first.message
-        result.expected, result.observed = first.expected, first.observed
-        if result.transcript is None:
-            result.transcript = records
+    _now_failing(result, records)
 
 
 def _id_clauses(state: CellState) -> dict[str, str]:
@@ -483,9 +477,7 @@ def _check_on_wire(state: CellState, result: CellResult) -> None:
                     for culprit in culprits:
                         failures.append(replace(failure, clause="SG-3.1", rule=spec.rule_of("SG-3.1"),
                                                 side=own.side if own else "responder", peer=culprit, suspects=(),
-                                                role=next((r for r, who in state.cell.roles.items() for s_ in
-                                                           (who if isinstance(who, tuple) else (who,) if who is not None else ())
-                                                           if s_.label == culprit), failure.role),
+                                                role=next(iter(_roles_of(state, culprit)), failure.role),
                                                 seen_as="SG-4.1", wire=f"refutes SG-4.1: {wrong.text}",
                                                 message=f"{failure.message}; not SG-4.1: {wrong.text}"))
                     state.note("wire", refutes="SG-4.1", by=culprits, text=wrong.text)
@@ -561,8 +553,7 @@ def _diagnose_calls(state: CellState, result: CellResult) -> None:
         if finding is None or (finding.clause, finding.peer) == (failure.clause, failure.peer):
             continue
         clause = spec.catalogue().clauses.get(finding.clause)
-        roles = [r for r, who in state.cell.roles.items()
-                 for s in (who if isinstance(who, tuple) else (who,) if who is not None else ()) if s.label == finding.peer]
+        roles = _roles_of(state, finding.peer)
         keeps = set(SIDE_OBJECTS.get(clause.side if clause else "", ()))
         role = next((r for r in roles if state.cell.scenario.opens.get(r, frozenset()) & keeps), roles[0] if roles else None)
         result.failures[index] = replace(
@@ -580,9 +571,7 @@ def _diagnose_calls(state: CellState, result: CellResult) -> None:
                                     "timeout, and nothing else broke: the scenario cannot judge this cell", None, None, None)
             return
     if changed:
-        first = result.failures[0]
-        result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
-        result.expected, result.observed = first.expected, first.observed
+        _lead(result)
 
 
 def _reply_after_timeout(state: CellState, name: str, peer: str, call: dict[str, Any],
@@ -638,9 +627,7 @@ def _root_first(state: CellState, result: CellResult) -> None:
     if ordered == result.failures:
         return
     result.failures = ordered
-    first = ordered[0]
-    result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
-    result.expected, result.observed = first.expected, first.observed
+    _lead(result)
 
 
 def _one_entry_per_defect(result: CellResult) -> None:
