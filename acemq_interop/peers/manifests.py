@@ -42,6 +42,14 @@ class Manifest:
     # version (or proves it is there), the least version, and how to get it two ways.
     toolchain: tuple[dict[str, Any], ...] = ()
     image: str | None = None  # set for a peer given as NAME=IMAGE: it runs from that image
+    # Set for a stack that is not acemq (foreign/*/peer.yaml): `stack` names it as a reader
+    # knows it, `expected` is the file of its ground truth (written before its first run).
+    # Its cells are kept out of the conformance tables and make the foreign-interop matrix.
+    foreign: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_foreign(self) -> bool:
+        return bool(self.foreign)
 
     def missing_tools(self) -> list[str]:
         """Commands the manifest requires that are not on PATH."""
@@ -111,6 +119,11 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                    "errorMessage": "docker is a mapping of text, e.g. {dockerfile: Dockerfile, image: acemq-interop/peer-x}"},
         "layout": {"type": "object", "additionalProperties": _GLOBS,
                    "errorMessage": "layout maps binding, adapter and tests to globs"},
+        "foreign": {"type": "object", "additionalProperties": False, "required": ["stack"],
+                    "properties": {"stack": {"type": "string", "minLength": 1},
+                                   "library": {"type": "string", "minLength": 1},
+                                   "expected": {"type": "string", "minLength": 1}},
+                    "errorMessage": "foreign is a mapping: stack (its name), library, expected (its ground truth file)"},
         "toolchain": {"type": "array", "items": {
             "type": "object", "additionalProperties": False, "required": ["name"],
             "properties": {"name": {"type": "string", "minLength": 1}, "command": _ARGV, "check": _ARGV,
@@ -169,6 +182,7 @@ def load_manifest(path: Path) -> Manifest:
         docker=dict(data.get("docker") or {}),
         toolchain=tuple(dict(t) for t in data.get("toolchain") or []),
         layout={k: tuple(v if isinstance(v, list) else [v]) for k, v in (data.get("layout") or {}).items()},
+        foreign={k: str(v) for k, v in (data.get("foreign") or {}).items()},
     )
 
 
