@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default="out", help="folder for results.json, junit.xml, report.html and summary.md (default ./out)")
     _rerun(run.add_argument("--known-failures", action="append", help="an extra known-failures file (known-failures/ is always read)"))
     _rerun(run.add_argument("--no-known-failures", action="store_true", help="ignore the known-failures lists (every failure is a FAIL)"))
+    _rerun(run.add_argument("--foreign", action="store_true",
+                            help="the foreign-interop matrix: the stacks of foreign/ (not acemq) with every acemq binding, "
+                                 "on the catalogue's foreign cases (round trip, failure, timeout, late reply), both directions"))
     run.add_argument("--diagonal", action="store_true", help="only cells where one peer spec plays every role (itself and the probe): for certifying a binding and for mutant runs")
     _rerun(run.add_argument("--op-timeout", type=float, default=20.0, help="seconds a peer has to answer a command that does not wait on the broker (default 20)"))
     _rerun(run.add_argument("--in-docker", action="store_true", help="run each peer from its image (docker run -i --rm --network host IMAGE; build them with docker compose build); a peer whose image is missing is SKIP"))

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING
 from ..broker.endpoint import check_management_url, parse_broker_url
 from ..broker.lifecycle import broker_sources
 from ..core.errors import UsageError
+from ..core.paths import FOREIGN_DIR
 from ..core.redact import broker_env
 from ..peers.manifests import discover, parse_peer_list
 from ..results.outdir import OutFolder, write_whole
 from ..spec import known_failures
+from ..spec.catalogue import catalogue
 from ..spec import scenarios as scenario_mod
 from .common import EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED, EXIT_OK, OUTPUT_FILES, log, peer_dirs
 
@@ -88,11 +90,18 @@ def request_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
     check_management_url(args.management_url)
     if not 0 <= args.cpu_hog <= MAX_HOGS:
         raise UsageError(f"--cpu-hog {args.cpu_hog}: give 0 to {MAX_HOGS} busy processes")
-    manifests = discover(extra=peer_dirs(args))
+    manifests = discover(extra=[*([FOREIGN_DIR] if args.foreign else []), *peer_dirs(args)])
     specs = _specs(args, manifests)
     check_specs(specs, frozenset(name for name, m in manifests.items() if m.image))
+    interop = frozenset(s.name for s in specs if manifests[s.name].is_foreign) if args.foreign else frozenset()
+    if args.foreign and (not interop or interop == {s.name for s in specs}):
+        raise UsageError("--foreign pairs a stack of foreign/ with acemq bindings: name at least one of each with --peers "
+                         f"(foreign: {', '.join(sorted(n for n, m in manifests.items() if m.is_foreign)) or 'none found'})")
     extra = [Path(d) for d in args.scenario_dir or []]
-    scenarios = scenario_mod.select(scenario_mod.load_all(extra=extra), args.scenarios.split(",") if args.scenarios is not None else None)
+    chosen = args.scenarios.split(",") if args.scenarios is not None else None
+    if chosen is None and args.foreign:
+        chosen = sorted({case.scenario for case in catalogue().foreign_cases.values()})
+    scenarios = scenario_mod.select(scenario_mod.load_all(extra=extra), chosen)
     known = known_failures.load([known_failures.DEFAULT_DIR, *[Path(p) for p in args.known_failures or []]]) if not args.no_known_failures else []
     broker = args.broker or broker_env() or None
     ca_file = _tls_choice(args, broker)
@@ -114,7 +123,7 @@ def request_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
         durations=read_durations(Path(args.durations)) if args.durations else {},
         command=("acemq-interop", *redacted(getattr(args, "argv", None) or sys.argv[1:])),
         rerun_flags=rerun_flags(parser, args), transcripts=args.transcripts, tls=args.tls, cpu_hog=args.cpu_hog,
-        baseline=baseline, profile=args.profile, log=log)
+        baseline=baseline, profile=args.profile, interop=interop, log=log)
 
 
 def write_outputs(report, out: Path) -> list[Path]:

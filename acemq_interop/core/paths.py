@@ -38,6 +38,9 @@ SCENARIOS_DIR = DATA_ROOT / "scenarios"
 CATALOGUE_DIR = DATA_ROOT / "catalogue"
 KNOWN_FAILURES_DIR = DATA_ROOT / "known-failures"
 PEERS_DIR = DATA_ROOT / "peers"
+# Stacks that are not acemq (the tutorial pattern, rabbitmq-client, NestJS), run as peers by
+# `run --foreign` and kept out of the conformance tables.
+FOREIGN_DIR = DATA_ROOT / "foreign"
 DOCS_DIR = DATA_ROOT / "docs"
 SCHEMAS_DIR = _PACKAGE_DIR / "schemas"
 

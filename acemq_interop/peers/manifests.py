@@ -187,10 +187,16 @@ def load_manifest(path: Path) -> Manifest:
 
 
 def _manifest_paths(folder: Path) -> list[Path]:
-    """A peer folder (it has a peer.yaml) or a folder of peer folders."""
+    """A peer folder (it has a peer.yaml) or a folder of peer folders, each with its peer.yaml
+    at its top or in its `peer/` (a stack kept beside its adapter: foreign/tutorial)."""
     if (folder / "peer.yaml").is_file():
         return [folder / "peer.yaml"]
-    return sorted(folder.glob("*/peer.yaml"))
+    if not folder.is_dir():
+        return []
+    found = []
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
+        found += [p for p in (sub / "peer.yaml", sub / "peer" / "peer.yaml") if p.is_file()][:1]
+    return found
 
 
 def discover(peers_dir: Path = PEERS_DIR, extra: list[Path] | None = None) -> dict[str, Manifest]:

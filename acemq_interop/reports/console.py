@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..results.model import COUNT_ORDER, CellResult, Counts, PairMatrix, RunResult, Status, TodoItem
-from .text import (LEVEL_ORDER, MAX_TODO_SHOWN, failure_who, fold_errors, mutants_text, others_text,
+from .text import (LEVEL_ORDER, cells_line, MAX_TODO_SHOWN, failure_who, fold_errors, mutants_text, others_text,
                    shared_clauses, shared_text, short_value, suspects_of)
 
 MAX_PROBLEMS_SHOWN = 25
@@ -121,6 +121,23 @@ def _todo_line(item: TodoItem, described: str) -> str:
             f"expected {short_value(f.expected)}, observed {short_value(f.observed)}")
 
 
+def foreign_tables(report: RunResult) -> list[tuple[Table, list[str]]]:
+    """The foreign-interop matrix: a table per stack and direction, and its notes."""
+    from . import foreign_view
+
+    out = []
+    for t in foreign_view.tables(report):
+        table = Table(title=f"Foreign interop: {t.heading}", title_justify="left")
+        table.add_column("acemq binding")
+        for title in t.titles:
+            table.add_column(title)
+        for row in t.rows:
+            table.add_row(row.binding, *(row.cases[c].short for c in t.cases))
+        lines = [foreign_view.note_line(n, len(t.rows)) for n in foreign_view.notes(t)]
+        out.append((table, lines))
+    return out
+
+
 def print_report(report: RunResult, console: Console | None = None) -> None:
     console = console or Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     for line in peer_lines(report):
@@ -131,6 +148,10 @@ def print_report(report: RunResult, console: Console | None = None) -> None:
     by_level = levels_table(report)
     if by_level is not None:
         console.print(by_level)
+    for table, lines in foreign_tables(report):
+        console.print(table)
+        for line in lines:
+            console.print(escape(f"  {line}"), soft_wrap=True)
     # The to-do lists come right after the tables and before the cells: the tables say where
     # it broke at a glance, the to-do list says what to fix (each clause once, however many
     # cells it broke), and the cells below are its evidence, so it reads from the verdict to
@@ -168,8 +189,7 @@ def print_report(report: RunResult, console: Console | None = None) -> None:
         console.print(escape(f"    rerun: {first.rerun}"), soft_wrap=True)
     if report.summary.xfails:
         console.print(f"\n{len(report.summary.xfails)} known failure(s) (XFAIL), each with its reason in the HTML report and results.json")
-    counts = ", ".join(f"{report.count(s)} {s}" for s in COUNT_ORDER if report.count(s))
-    console.print(f"\n{len(report.results)} cells: {counts}. Took {report.duration_s:.1f}s on {report.broker}.")
+    console.print(f"\n{cells_line(report)}. Took {report.duration_s:.1f}s on {report.broker}.")
     if report.meta.get("aborted"):
         console.print(escape(f"The run was cut short: {report.meta['aborted']}."), style="bold magenta")
 

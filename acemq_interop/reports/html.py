@@ -332,6 +332,27 @@ def _lazy_blob(results: list[CellResult]) -> str:
     return base64.b64encode(gzip.compress(raw, 9, mtime=0)).decode("ascii")
 
 
+_FOREIGN_CSS = {"works": "PASS", "fails": "FAIL", "lacks": "SKIP", "error": "ERROR", "skip": "SKIP", "absent": ""}
+
+
+def _foreign_view(report: RunResult) -> list[dict[str, Any]]:
+    """The foreign-interop matrix: each case links its cell, each note its evidence."""
+    from . import foreign_view
+
+    def anchor(cell_id: str | None) -> str:
+        return "cell-" + slug(cell_id) if cell_id else ""
+
+    out = []
+    for t in foreign_view.tables(report):
+        rows = [{"binding": row.binding,
+                 "cases": [{"short": row.cases[c].short, "css": _FOREIGN_CSS[row.cases[c].state],
+                            "reason": row.cases[c].reason, "anchor": anchor(row.cases[c].cell)} for c in t.cases]}
+                for row in t.rows]
+        notes = [{"line": foreign_view.note_line(n, len(t.rows)), "anchor": anchor(n.cell)} for n in foreign_view.notes(t)]
+        out.append({"heading": t.heading, "titles": t.titles, "rows": rows, "notes": notes})
+    return out
+
+
 def render_html(report: RunResult, out_path: Path | None = None, docs_url: str | None = None,
                 title: str | None = None, spec: str = "wire-spec.md") -> str:
     links = Links(docs_base(out_path, docs_url), spec)
@@ -382,7 +403,8 @@ def render_html(report: RunResult, out_path: Path | None = None, docs_url: str |
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES_DIR), autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters["linkify"] = lambda text: _linkify(text, links)
     return env.get_template("report.html.j2").render(
-        title=title or "acemq-interop report", report=report, ok=report.ok, counts=counts, total=len(report.results),
+        title=title or "acemq-interop report", report=report, ok=report.ok, counts=counts,
+        total=len(report.results) - len(s.foreign_cells), foreign=_foreign_view(report),
         failures=failures, errors=errors, todo=_todo_view(report, links), unattributed=_unattributed_view(report),
         xfails=[views[i] for i in s.xfails], matrices=matrices, grids=grids,
         peer_columns=s.peer_columns, peer_rows=peer_rows, rules=rules, scenarios=scenarios,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .text import LEVEL_ORDER, charged_to, mutants_text, others_text, shared_clauses, shared_text, short_value, suspects_of
+from .text import LEVEL_ORDER, cells_line, charged_to, mutants_text, others_text, shared_clauses, shared_text, short_value, suspects_of
 from ..results.model import COUNT_ORDER, CellResult, Counts, RunResult, Status
 
 # A step summary is read on a PR page: the longest to-do list is cut here, the rest is in
@@ -38,9 +38,8 @@ def _cell(counts: Counts | None) -> str:
 
 def render_markdown(report: RunResult) -> str:
     summary = report.summary
-    counts = ", ".join(f"{report.count(s)} {s}" for s in COUNT_ORDER if report.count(s))
     lines = ["# acemq-interop", "",
-             f"{len(report.results)} cells: {counts}. Took {report.duration_s:.1f}s on {report.broker} "
+             f"{cells_line(report)}. Took {report.duration_s:.1f}s on {report.broker} "
              f"({report.started_at}).", ""]
     if report.meta.get("aborted"):
         lines += [f"**The run was cut short: {_md(report.meta['aborted'])}.** The cells that ran keep their results; "
@@ -79,6 +78,7 @@ def render_markdown(report: RunResult) -> str:
             if label in summary.levels:
                 lines.append(f"| **{_md(label)}** | " + " | ".join(_cell(summary.levels[label].get(lv)) for lv in levels) + " |")
         lines.append("")
+    lines += _foreign_section(report)
     from ..spec.catalogue import catalogue
 
     cat = catalogue()
@@ -106,6 +106,31 @@ def render_markdown(report: RunResult) -> str:
     else:
         lines += ["Every cell passed.", ""]
     return "\n".join(lines)
+
+
+def _foreign_section(report: RunResult) -> list[str]:
+    """The foreign-interop matrix: one table per stack and direction, then why each case that
+    does not work does not, once, with a cell of evidence."""
+    from . import foreign_view
+
+    tables = foreign_view.tables(report)
+    if not tables:
+        return []
+    lines = ["## Foreign interop", "",
+             "Stacks that are not acemq, on their library's defaults, with every acemq binding: "
+             "`works`, `lacks` (a part the stack has none of, such as counters), or the clause that "
+             "broke and whose side broke it (`foreign`: the stack's; `acemq`: the binding's).", ""]
+    for t in tables:
+        lines += [f"### {_md(t.heading)}", "", "| acemq binding | " + " | ".join(_md(x) for x in t.titles) + " |",
+                  "| --- |" + " :-: |" * len(t.cases)]
+        for row in t.rows:
+            lines.append(f"| **{_md(row.binding)}** | " + " | ".join(_md(row.cases[c].short) for c in t.cases) + " |")
+        lines.append("")
+        for note in foreign_view.notes(t):
+            evidence = f" (cell `{_md(note.cell)}`)" if note.cell else ""
+            lines.append(f"- {_md(foreign_view.note_line(note, len(t.rows)))}{evidence}")
+        lines.append("")
+    return lines
 
 
 def _todo_section(report: RunResult) -> list[str]:

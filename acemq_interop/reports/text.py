@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..results.model import CellResult, Failure, mutant_coverage
+from ..results.model import COUNT_ORDER, CellResult, Failure, RunResult, mutant_coverage
 
 MAX_TODO_SHOWN = 15  # clauses per peer: a peer that broke everything still fits a screen
 EVIDENCE_CHARS = 80  # expected/observed in a to-do line: enough to see the difference
@@ -23,6 +23,17 @@ def mutants_text(hello: dict) -> str:
         return "mutants: none (certified without them)"
     partial = [m for m in cov.get("missing", []) if m in catalogue and catalogue[m].only_where]
     return f"mutants {cov['offered']}/{cov['of']}" + (f" ({len(partial)} its client cannot have)" if partial else "")
+
+
+def cells_line(report: RunResult) -> str:
+    """`750 cells: 750 PASS` (the conformance cells), and the foreign-interop cells apart:
+    their FAILs are the matrix's findings, not a binding's."""
+    counts = ", ".join(f"{report.count(s)} {s}" for s in COUNT_ORDER if report.count(s))
+    shown = len(report.results) - len(report.summary.foreign_cells)
+    line = f"{shown} cells: {counts or 'none'}"
+    if report.summary.foreign_cells:
+        line += f"; {len(report.summary.foreign_cells)} foreign-interop cells (their matrix above)"
+    return line
 
 
 def fold_errors(errors: list[CellResult]) -> list[tuple[str, list[CellResult]]]:

@@ -111,6 +111,7 @@ def results_data(report: RunResult) -> dict[str, Any]:
                 "build_s": None if s.build_s is None else round(s.build_s, 2),
                 "startup_s": None if s.startup_s is None else round(s.startup_s, 2),
                 "unavailable": s.unavailable,
+                "foreign": dict(s.foreign) or None,
             }
             for name, s in report.peers.items()
         },
@@ -147,7 +148,7 @@ def peer_from_record(name: str, record: dict[str, Any]) -> PeerStatus:
     if record.get("mutants"):
         hello["mutants_offered"] = record["mutants"]
     return PeerStatus(name, record.get("language", ""), record.get("build_s"), record.get("startup_s"), hello,
-                      record.get("unavailable"))
+                      record.get("unavailable"), foreign=dict(record.get("foreign") or {}))
 
 
 def broker_from_record(record: dict[str, Any]) -> BrokerInfo:

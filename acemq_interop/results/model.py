@@ -91,6 +91,9 @@ class PeerStatus:
     hello: dict[str, Any] = field(default_factory=dict)
     unavailable: str | None = None  # why its cells SKIP (toolchain) or ERROR (build/start/offer failed)
     broken: bool = False
+    # A stack that is not acemq (its manifest's `foreign:`: stack, library): its cells make the
+    # foreign-interop matrix and stay out of the conformance tables.
+    foreign: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -344,10 +347,22 @@ class Summary:
     unattributed: tuple[str, ...] = ()
     # peer label -> level -> its cells at that level, a FAIL counted only where charged
     levels: dict[str, dict[str, Counts]] = field(default_factory=dict)
+    # The cells with a stack that is not acemq in them (results/foreign.py): kept out of every
+    # table above, their FAILs fail no run (a foreign stack breaks the spec by design), and
+    # read as the foreign-interop matrix.
+    foreign_cells: tuple[str, ...] = ()
+    foreign_rows: tuple[Any, ...] = ()  # results.foreign.ForeignRow
 
 
 def summarise(results: list[CellResult], labels: list[str], brokers: list[str],
-              rule_titles: dict[str, str]) -> Summary:
+              rule_titles: dict[str, str], peers: dict[str, PeerStatus] | None = None) -> Summary:
+    from . import foreign
+
+    stacks = foreign.foreign_peers(peers or {})
+    everything = results
+    results = [r for r in everything if not foreign.is_foreign_cell(r, stacks)]
+    labels = [label for label in labels if foreign._name(label) not in stacks]
+    outside = tuple(r.id for r in everything if foreign.is_foreign_cell(r, stacks))
     status_counts = {s: n for s, n in counts_of(results).by_status.items()}
     matrices = []
     for broker in brokers:
@@ -395,13 +410,17 @@ def summarise(results: list[CellResult], labels: list[str], brokers: list[str],
         rules=rules,
         scenarios={k: tuple(v) for k, v in scenarios.items()},
         non_pass=tuple(r.id for r in results if r.status != Status.PASS),
-        problems=tuple(r.id for r in results if r.status in BAD_STATUSES),
+        # A foreign cell fails the run only by a fault (ERROR) or an XPASS, never by a FAIL.
+        problems=tuple(r.id for r in everything if r.status in BAD_STATUSES
+                       and (r.id not in outside or r.status != Status.FAIL)),
         xfails=tuple(r.id for r in results if r.status == Status.XFAIL),
         probe_grids=_probe_grids(results, labels, brokers),
         todo=_todo(results),
         unattributed=tuple(r.id for r in results if r.status == Status.FAIL and r.failures
                            and any(f.peer is None for f in r.failures)),
         levels=_levels(results, labels),
+        foreign_cells=outside,
+        foreign_rows=foreign.matrix(everything, peers or {}) if stacks else (),
     )
 
 
@@ -482,7 +501,7 @@ class RunResult:
     summary: Summary = field(init=False)
 
     def __post_init__(self) -> None:
-        self.summary = summarise(self.results, self.labels, [b.label for b in self.brokers], _rule_titles())
+        self.summary = summarise(self.results, self.labels, [b.label for b in self.brokers], _rule_titles(), self.peers)
         self._by_id = {r.id: r for r in self.results}
 
     def cell(self, cell_id: str) -> CellResult:

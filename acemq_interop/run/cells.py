@@ -64,12 +64,16 @@ def result_of(cell: Cell, status: Status | str, broker: str = "", **fields: Any)
     )
 
 
-def plan(scenarios: list[Scenario], specs: list[PeerSpec], diagonal: bool = False) -> list[Cell]:
+def plan(scenarios: list[Scenario], specs: list[PeerSpec], diagonal: bool = False,
+         interop: frozenset[str] = frozenset()) -> list[Cell]:
     """Every cell: the product of the selected peers over each scenario's `peer` roles.
 
     `diagonal` keeps only the cells where one spec plays every role (a binding against
     itself and the probe): how mutants and a new binding are certified without N x N cells.
     A cell whose mutants all sit on an object their roles never open is left out.
+    `interop` (the foreign stacks of `run --foreign`) keeps only the cells where one of them
+    meets an acemq binding: the foreign-interop matrix, neither stack against itself nor two
+    acemq bindings the conformance matrix already has.
     """
     cells: list[Cell] = []
     for scenario in scenarios:
@@ -85,9 +89,15 @@ def plan(scenarios: list[Scenario], specs: list[PeerSpec], diagonal: bool = Fals
                     assignment.append((role, (choice[0],) if diagonal and choice else tuple(specs)))
                 else:
                     assignment.append((role, None))
-            if _mutants_act(scenario, assignment):
+            if _mutants_act(scenario, assignment) and (not interop or _meets(assignment, interop)):
                 cells.append(Cell(scenario, tuple(assignment)))
     return cells
+
+
+def _meets(assignment: list[tuple[str, Any]], foreign: frozenset[str]) -> bool:
+    """One role is a foreign stack and every other peer role an acemq binding."""
+    names = [s.name for _, who in assignment if who is not None for s in (who if isinstance(who, tuple) else (who,))]
+    return sum(n in foreign for n in names) == 1 and len(names) > 1
 
 
 def _mutants_act(scenario: Scenario, assignment: list[tuple[str, Any]]) -> bool:

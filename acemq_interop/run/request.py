@@ -82,6 +82,8 @@ class RunRequest:
     cpu_hog: int = 0  # busy processes beside the run (the stress mode)
     baseline: Mapping[str, Any] | None = None  # an earlier results.json (read when asked: it may be in out_dir)
     profile: bool = False  # where the time goes: CPU of harness, broker and peers, the harness by function, waits
+    # run --foreign: the foreign stacks whose cells with an acemq binding are the only ones planned
+    interop: frozenset[str] = frozenset()
     log: Callable[[str], None] = print
 
 

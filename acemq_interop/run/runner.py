@@ -203,7 +203,7 @@ class Runner:
     def planned(self) -> list[Cell]:
         """This run's cells (its shard's, with --shard), in plan order."""
         o = self.options
-        planned = cellmod.plan(o.scenarios, o.specs, o.diagonal)
+        planned = cellmod.plan(o.scenarios, o.specs, o.diagonal, o.interop)
         if o.only_cells:
             planned = [c for c in planned if c.id in o.only_cells]
         if o.shard:
@@ -228,7 +228,8 @@ class Runner:
         names = sorted({spec.name for spec in o.specs})
         for name in names:
             manifest = o.manifests[name]
-            status = PeerStatus(name, manifest.language)
+            status = PeerStatus(name, manifest.language,
+                                foreign={k: v for k, v in manifest.foreign.items() if k in ("stack", "library")})
             statuses[name] = status
             if o.in_docker or manifest.image:
                 # From an image: an engine that answers and the image, else SKIP (never a pull, never a hang).

@@ -46,7 +46,7 @@ class SessionOutcome:
 def check_request(request: RunRequest) -> None:
     """What can be refused before anything starts: a --cell that names no cell, a private
     node where rabbitmq-server is not installed."""
-    check_cells(cellmod.plan(request.scenarios, request.specs, request.diagonal), request.only_cells)
+    check_cells(cellmod.plan(request.scenarios, request.specs, request.diagonal, request.interop), request.only_cells)
     if any(s.kind == "node" for s in request.brokers) and shutil.which("rabbitmq-server") is None \
             and not Path("/usr/sbin/rabbitmq-server").exists():
         raise BrokerError(no_broker_message())

@@ -98,6 +98,46 @@ class PathEntry:
     unchecked: str | None = None
 
 
+def _under(clause: str, ids: tuple[str, ...]) -> bool:
+    """The clause is one of `ids`, or a clause of a rule among them."""
+    return clause in ids or rule_of(clause) in ids
+
+
+@dataclass(frozen=True)
+class ForeignCase:
+    """One column of the foreign-interop matrix (`foreign_cases:`): the checks of one pair
+    scenario that it reads, all of them, only `clauses`, or all but `excluding`."""
+
+    id: str
+    title: str
+    scenario: str
+    clauses: tuple[str, ...] = ()
+    excluding: tuple[str, ...] = ()
+
+    def covers(self, clause: str) -> bool:
+        if self.clauses:
+            return _under(clause, self.clauses)
+        return not _under(clause, self.excluding)
+
+
+@dataclass(frozen=True)
+class Incompatibility:
+    """A known incompatibility with a stack that is not acemq (`incompatibilities:`): why a
+    case of the foreign-interop matrix fails, where no rule makes it work."""
+
+    id: str
+    stacks: str  # a regular expression on the manifest's foreign.stack
+    side: str  # caller | responder | any: the stack's side in the cell
+    clauses: tuple[str, ...]
+    reason: str
+
+    def explains(self, stack: str, side: str, clause: str) -> bool:
+        import re
+
+        return (self.side in ("any", side) and _under(clause, self.clauses)
+                and re.search(self.stacks, stack) is not None)
+
+
 @dataclass(frozen=True)
 class Catalogue:
     rules: dict[str, Rule]
@@ -109,6 +149,11 @@ class Catalogue:
     # makes it govern, in the catalogue's order (`path_table:`).
     paths: dict[str, str] = field(default_factory=dict)
     path_table: dict[str, tuple[PathEntry, ...]] = field(default_factory=dict)
+    foreign_cases: dict[str, ForeignCase] = field(default_factory=dict)
+    incompatibilities: dict[str, Incompatibility] = field(default_factory=dict)
+
+    def incompatibility(self, stack: str, side: str, clause: str) -> Incompatibility | None:
+        return next((i for i in self.incompatibilities.values() if i.explains(stack, side, clause)), None)
 
     @property
     def clauses(self) -> dict[str, Clause]:
@@ -252,7 +297,39 @@ def load(path: Path = CATALOGUE_FILE) -> Catalogue:
         parts[str(name)] = Part(str(name), str(body.get("means", "")), frozenset(body.get("breaks") or ()))
     all_clauses = {c.id: c for r in rules.values() for c in r.clauses}
     paths, path_table = _path_table(path, yaml.compose(text), data, all_clauses)
-    return Catalogue(rules, policies, mutants, profiles, parts, paths, path_table)
+    cases, incompatibilities = _foreign(path, data, set(rules) | clause_ids)
+    return Catalogue(rules, policies, mutants, profiles, parts, paths, path_table, cases, incompatibilities)
+
+
+def _foreign(path: Path, data: dict[str, Any], ids: set[str]) -> tuple[dict[str, ForeignCase], dict[str, Incompatibility]]:
+    """`foreign_cases:` and `incompatibilities:`, every rule or clause they name known."""
+    import re
+
+    def known(where: str, named: Any) -> tuple[str, ...]:
+        unknown = [n for n in named or () if n not in ids]
+        if unknown:
+            raise CatalogueError(f"{path}: {where}: {', '.join(map(str, unknown))} are not rules or clauses")
+        return tuple(str(n) for n in named or ())
+
+    cases = {}
+    for name, body in (data.get("foreign_cases") or {}).items():
+        if body.get("clauses") and body.get("except"):
+            raise CatalogueError(f"{path}: foreign case {name}: give clauses or except, not both")
+        cases[str(name)] = ForeignCase(str(name), str(body.get("title", name)), str(body["scenario"]),
+                                       known(f"foreign case {name}", body.get("clauses")),
+                                       known(f"foreign case {name}", body.get("except")))
+    incompatibilities = {}
+    for name, body in (data.get("incompatibilities") or {}).items():
+        if body.get("side") not in ("caller", "responder", "any"):
+            raise CatalogueError(f"{path}: incompatibility {name}: side is caller, responder or any")
+        try:
+            re.compile(str(body["stacks"]))
+        except re.error as exc:
+            raise CatalogueError(f"{path}: incompatibility {name}: stacks is not a regular expression: {exc}") from None
+        incompatibilities[str(name)] = Incompatibility(str(name), str(body["stacks"]), str(body["side"]),
+                                                       known(f"incompatibility {name}", body.get("clauses")),
+                                                       str(body["reason"]))
+    return cases, incompatibilities
 
 
 @lru_cache(maxsize=1)

@@ -23,7 +23,20 @@ import yaml
 pytestmark = pytest.mark.broker
 
 FOREIGN = Path(__file__).resolve().parent.parent / "fixtures" / "foreign"
+ROOT = Path(__file__).resolve().parents[2]
 BINDINGS = ("tutorial-rpc", "eventbus-node", "courier-rpc", "direct-rpc")
+# Where each binding and its ground truth live: the tutorial pattern is also a foreign stack of
+# the foreign-interop matrix (foreign/tutorial; its expected.yaml there is the matrix's truth).
+FOLDER = {"tutorial-rpc": ROOT / "foreign" / "tutorial"}
+TRUTH = {"tutorial-rpc": "certified.yaml"}
+
+
+def _folder(binding: str) -> Path:
+    return FOLDER.get(binding, FOREIGN / binding)
+
+
+def _truth(binding: str) -> dict:
+    return yaml.safe_load((_folder(binding) / TRUTH.get(binding, "expected.yaml")).read_text())
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +44,9 @@ def certified(tmp_path_factory) -> dict:
     """One run of every outside binding beside the reference binding, on a private node of the
     run's own (so the scenarios that hold a queue on the broker run too), as a maintainer runs it."""
     out = tmp_path_factory.mktemp("foreign") / "out"
-    peers = [yaml.safe_load((FOREIGN / b / "expected.yaml").read_text())["peer"] for b in BINDINGS]
+    peers = [_truth(b)["peer"] for b in BINDINGS]
     argv = [sys.executable, "-m", "acemq_interop", "run",
-            *[a for b in BINDINGS for a in ("--peer-dir", str(FOREIGN / b / "peer"))],
+            *[a for b in BINDINGS for a in ("--peer-dir", str(_folder(b) / "peer"))],
             "--peers", ",".join([*peers, "python"]), "--out", str(out), "-q"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=1200, env=dict(os.environ))
     assert done.returncode == 1 and (out / "results.json").exists(), done.stdout[-2000:] + done.stderr[-2000:]
@@ -42,7 +55,7 @@ def certified(tmp_path_factory) -> dict:
 
 
 def test_each_fail_names_a_clause_the_charged_binding_truly_breaks_and_no_innocent_peer_is_charged(certified) -> None:
-    expected = {b: yaml.safe_load((FOREIGN / b / "expected.yaml").read_text()) for b in BINDINGS}
+    expected = {b: _truth(b) for b in BINDINGS}
     errors = [(c["id"], c["message"][:300]) for c in certified["cells"] if c["status"] == "ERROR"]
     assert not errors, f"a binding's behaviour judged as a fault: {errors}"
     truth = {e["peer"]: set(e["breaks"]) for e in expected.values()}

@@ -244,7 +244,7 @@ def test_a_manifest_that_is_not_utf8_or_an_alias_bomb_is_refused_at_once(tmp_pat
 def test_the_suite_s_and_the_fixtures_manifests_still_load() -> None:
     from acemq_interop.peers.manifests import discover
 
-    found = discover(extra=[ROOT / "tests/fixtures/peers", ROOT / "tests/fixtures/foreign/tutorial-rpc/peer",
+    found = discover(extra=[ROOT / "tests/fixtures/peers", ROOT / "foreign/tutorial/peer",
                             ROOT / "tests/fixtures/foreign/eventbus-node/peer"])
     assert {"python", "go", "java", "node", "dotnet", "ruby", "broken-crash", "tutorialpy"} <= set(found)
 
