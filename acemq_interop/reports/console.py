@@ -144,7 +144,8 @@ def print_report(report: RunResult, console: Console | None = None) -> None:
         console.print(escape(line))
     for matrix in report.summary.pair_matrices:
         console.print(pairs_matrix(report, matrix))
-    console.print(conformance_table(report))
+    if len(report.results) > len(report.summary.foreign_cells):  # a --foreign run has no conformance cell
+        console.print(conformance_table(report))
     by_level = levels_table(report)
     if by_level is not None:
         console.print(by_level)

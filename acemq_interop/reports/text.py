@@ -30,10 +30,10 @@ def cells_line(report: RunResult) -> str:
     their FAILs are the matrix's findings, not a binding's."""
     counts = ", ".join(f"{report.count(s)} {s}" for s in COUNT_ORDER if report.count(s))
     shown = len(report.results) - len(report.summary.foreign_cells)
-    line = f"{shown} cells: {counts or 'none'}"
-    if report.summary.foreign_cells:
-        line += f"; {len(report.summary.foreign_cells)} foreign-interop cells (their matrix above)"
-    return line
+    foreign = f"{len(report.summary.foreign_cells)} foreign-interop cells (their matrix above)"
+    if report.summary.foreign_cells and not shown:
+        return foreign
+    return f"{shown} cells: {counts or 'none'}" + (f"; {foreign}" if report.summary.foreign_cells else "")
 
 
 def fold_errors(errors: list[CellResult]) -> list[tuple[str, list[CellResult]]]:

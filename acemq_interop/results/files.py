@@ -116,6 +116,13 @@ def results_data(report: RunResult) -> dict[str, Any]:
             for name, s in report.peers.items()
         },
         "summary": {status.value: report.count(status) for status in COUNT_ORDER},
+        # The foreign-interop matrix (results/foreign.py), derived from the cells below.
+        "foreign_interop": [{"stack": row.stack, "foreign": row.foreign, "binding": row.binding, "broker": row.broker,
+                             "direction": row.direction,
+                             "cases": {case_id: {"state": c.state, "clause": c.clause, "side": c.side, "peer": c.peer,
+                                                 "reason": c.reason, "cell": c.cell, "lacks": list(c.lacks)}
+                                       for case_id, c in row.cases.items()}}
+                            for row in report.summary.foreign_rows],
         # Why the run stopped before its end ("broker lost: ...", "interrupted ..."), else null.
         "aborted": meta.get("aborted"),
         "cells": [cell_record(r) for r in report.results],

@@ -12,6 +12,7 @@ the spec's catalogue, so a test can hold the matrix to a ground truth written ap
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -23,6 +24,14 @@ DIRECTIONS = (CALLER, RESPONDER)
 _ROLE = {CALLER: "requester", RESPONDER: "responder"}
 # What a failure that only says a part is missing looks like (run/steps.py `_lack_failure`).
 _LACKING = ("lacking", "declared lacking")
+# How the wire's audit of each published message names its check (run/wire_verdict.py).
+_AUDIT = "the broker's transcript, message #"
+# A caller that sends no message_id has none to report (run/steps.py `unreported`): its call is
+# judged by what came back, not by the acemq id it never had.
+_UNREPORTED = "(unreported)"
+# A check not evaluated for a part a peer lacks (run/steps.py): `declared: the binding of
+# requester has no events, ...` or `lacks: ...`.
+_LACK_NEEDS = re.compile(r"^(?:declared|lacks): .*?\bhas no (counters|events|dead_lettering)\b")
 
 
 @dataclass(frozen=True)
@@ -122,16 +131,27 @@ def _case(result: CellResult, case: Any, stack: str, foreign: str, direction: st
         return ForeignCase("error", result.id, reason=result.message.splitlines()[0] if result.message else "")
     if result.status == Status.SKIP:
         return ForeignCase("skip", result.id, reason=result.reason)
-    mine = [f for f in result.failures if case.covers(f.clause)]
+    mine = [f for f in result.failures if case.covers(f.clause) and not _not_acemq(f, foreign)]
     broken = [f for f in mine if f.observed not in _LACKING]
     if not broken:
-        lacks = tuple(dict.fromkeys(str(f.expected) for f in mine))
+        # A part shows missing as a failure (the stack's own clause) or, where the check
+        # judges the other side, as a check left unevaluated for it.
+        unjudged = [m.group(1) for n in result.not_evaluated if case.covers(n.clause)
+                    for m in [_LACK_NEEDS.search(n.needs)] if m is not None]
+        lacks = tuple(dict.fromkeys([*(str(f.expected) for f in mine), *unjudged]))
         return ForeignCase("lacks" if lacks else "works", result.id, lacks=lacks)
     first = broken[0]  # results keep failures root first (run/wire_verdict.py)
     side = _side(first, foreign)
     known = cat.incompatibility(stack, direction, first.clause)
     reason = known.reason if known is not None else cat.describe(first.clause)
     return ForeignCase("fails", result.id, first.clause, side, first.peer, first.observed, reason)
+
+
+def _not_acemq(failure: Failure, foreign: str) -> bool:
+    """A message of the foreign stack's own, audited on the wire against what an acemq binding
+    writes (no acemq-reply-to, no content_type): the stack is not acemq, and the case is
+    decided by what crosses over, the scenario's checks and the wire's word on the acemq side."""
+    return failure.peer == foreign and (failure.check.startswith(_AUDIT) or _UNREPORTED in failure.check)
 
 
 def _side(failure: Failure, foreign: str) -> str:

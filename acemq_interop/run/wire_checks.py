@@ -353,9 +353,12 @@ def diagnose_call(transcript: list[dict[str, Any]], requester: str, exchange: st
     if request is None:
         return None
     n = request["n"]
-    message_id = _props(request).get("message_id")
+    # The request's id (RR-4.2 as amended): its message_id, else its correlation_id (a
+    # tutorial caller's). Only a request with neither can never be answered so that it matches.
+    message_id = _props(request).get("message_id") or _props(request).get("correlation_id")
     if not message_id:
-        return CallFinding("RR-8.1", requester, (n,), f"request #{n} carried no message_id: no reply can be matched to it")
+        return CallFinding("RR-8.1", requester, (n,), f"request #{n} carried no message_id (and no correlation_id): "
+                           "no reply can be matched to it")
     addresses = _addresses(request)
     if not addresses:
         clause = "RR-3.3" if _props(request).get("reply_to") == "" else "RR-1.1"
@@ -364,7 +367,8 @@ def diagnose_call(transcript: list[dict[str, Any]], requester: str, exchange: st
     replies = [r for r in later if r.get("event") == "publish" and r.get("exchange") == ""
                and any(k in addresses for k in r.get("routing_keys") or [])]
     if not replies:
-        delivered = next((r for r in later if r.get("event") == "deliver" and _props(r).get("message_id") == message_id
+        delivered = next((r for r in later if r.get("event") == "deliver"
+                          and (_props(r).get("message_id") or _props(r).get("correlation_id")) == message_id
                           and str(r.get("who") or "").endswith(" (responder)")), None)
         if delivered is None or publisher(delivered) is None:
             return None  # nobody the cell knows took it: nothing to say of a responder
@@ -389,7 +393,7 @@ def diagnose_call(transcript: list[dict[str, Any]], requester: str, exchange: st
             return None
         return CallFinding("RR-4.2", named[0], (n, replies[0]["n"]),
                            f"reply #{replies[0]['n']}'s correlation_id {_props(replies[0]).get('correlation_id')!r} "
-                           f"is not request #{n}'s message_id {message_id!r}")
+                           f"is not request #{n}'s id {message_id!r}")
     reply = answered[0]
     named = publisher(reply)
     if failure_expected and named is not None and "acemq-error" not in (reply.get("headers") or {}):

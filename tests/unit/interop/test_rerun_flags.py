@@ -33,4 +33,4 @@ def test_defaults_and_flags_that_do_not_shape_a_cell_are_not_repeated() -> None:
 def test_the_marks_are_on_the_parser_not_in_a_list_beside_it() -> None:
     marked = {a.dest for a in _run_parser()._actions if getattr(a, "rerun", False)}
     assert marked == {"management_url", "tls", "ca_cert", "known_failures", "no_known_failures", "op_timeout",
-                      "in_docker", "peer_dir", "cpu_hog", "scenario_dir"}
+                      "in_docker", "peer_dir", "cpu_hog", "scenario_dir", "foreign"}

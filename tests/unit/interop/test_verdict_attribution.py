@@ -35,11 +35,22 @@ S = lambda value: {"type": "S", "value": value}  # noqa: E731
 BOTH = {"acemq-reply-to": S("amq.gen-q")}
 
 
-def test_a_request_without_message_id_is_the_requesters_rr_8_1_whatever_the_reply() -> None:
-    request = publish(1, "a (requester)", "c1.requests", reply_to="amq.gen-q", correlation_id="own", headers=BOTH)
+def test_a_request_with_no_id_at_all_is_the_requesters_rr_8_1_whatever_the_reply() -> None:
+    request = publish(1, "a (requester)", "c1.requests", reply_to="amq.gen-q", headers=BOTH)
     reply = publish(2, "b (responder)", "amq.gen-q", correlation_id=None)
     found = diagnose_call([request, reply], "a", "", "c1.requests", 0.0)
     assert found is not None and (found.clause, found.peer) == ("RR-8.1", "a") and found.lines == (1,)
+
+
+def test_a_request_whose_id_is_its_correlation_id_is_answered_under_it_rr_4_2() -> None:
+    """RR-4.2 as amended: a request without message_id (a tutorial caller's) has its
+    correlation_id for id; a reply without it is the responder's RR-4.2, one with it is right."""
+    request = publish(1, "a (requester)", "c1.requests", reply_to="amq.gen-q", correlation_id="own", headers=BOTH)
+    wrong = publish(2, "b (responder)", "amq.gen-q", correlation_id=None)
+    found = diagnose_call([request, wrong], "a", "", "c1.requests", 0.0)
+    assert found is not None and (found.clause, found.peer) == ("RR-4.2", "b") and found.lines == (1, 2)
+    right = publish(2, "b (responder)", "amq.gen-q", correlation_id="own")
+    assert diagnose_call([request, right], "a", "", "c1.requests", 0.0) is None
 
 
 def test_a_responder_that_sent_no_reply_is_charged_by_what_the_request_offered() -> None:
