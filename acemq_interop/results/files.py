@@ -97,7 +97,8 @@ def results_data(report: RunResult) -> dict[str, Any]:
         "shard": meta.get("shard"),
         "broker": report.broker,
         "tls": report.tls,
-        "brokers": [{"label": b.label, "product": b.product, "version": b.version, "erlang": b.erlang, "tls": b.tls}
+        "brokers": [{"label": b.label, "product": b.product, "version": b.version, "erlang": b.erlang, "tls": b.tls,
+                     "direct_reply_to": b.direct_reply_to}
                     for b in report.brokers],
         "peers": {
             name: {
@@ -160,7 +161,7 @@ def peer_from_record(name: str, record: dict[str, Any]) -> PeerStatus:
 
 def broker_from_record(record: dict[str, Any]) -> BrokerInfo:
     return BrokerInfo(record["label"], record.get("product"), record.get("version"), record.get("erlang"),
-                      tls=bool(record.get("tls")))
+                      tls=bool(record.get("tls")), direct_reply_to=record.get("direct_reply_to"))
 
 
 def run_from_data(data: dict[str, Any]) -> RunResult:

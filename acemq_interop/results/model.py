@@ -57,6 +57,9 @@ class BrokerInfo:
     version: str | None = None
     erlang: str | None = None
     tls: bool = False  # every client of the run reached it over TLS (amqps)
+    # What it does with a mandatory reply to a direct reply-to address, measured on it
+    # (amqp/broker_facts.py): `returned` (3.10-4.1: delivered and returned), `not returned` (4.2+).
+    direct_reply_to: str | None = None
 
     @classmethod
     def from_overview(cls, overview: dict[str, Any], tls: bool = False) -> "BrokerInfo":
@@ -71,7 +74,8 @@ class BrokerInfo:
     @property
     def description(self) -> str:
         what = " ".join(p for p in (self.product, self.version) if p)
-        extra = ", ".join(p for p in (what, f"Erlang {self.erlang}" if self.erlang else "", "over TLS" if self.tls else "") if p)
+        drt = f"a mandatory direct reply-to reply {self.direct_reply_to}" if self.direct_reply_to else ""
+        extra = ", ".join(p for p in (what, f"Erlang {self.erlang}" if self.erlang else "", "over TLS" if self.tls else "", drt) if p)
         return f"{self.label} ({extra})" if extra else self.label
 
     @property

@@ -99,6 +99,11 @@ class Runner:
             try:
                 amqp_url = endpoint.amqp_url(vhost)  # amqps:// on a TLS endpoint
                 statuses = self._start_peers(amqp_url, clients, log_dir, endpoint.ca_file)
+                from dataclasses import replace
+
+                from ..amqp.broker_facts import direct_reply_to_return
+
+                broker = replace(broker, direct_reply_to=direct_reply_to_return(amqp_url, endpoint.ca_file))
                 ctx = RunContext(amqp_url=amqp_url, vhost=vhost, management=management, peers=dict(clients),
                                  op_bound_s=o.op_bound_s, broker=broker.label, broker_control=b.control,
                                  clocks={} if o.profile else None)
