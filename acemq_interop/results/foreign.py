@@ -24,8 +24,8 @@ DIRECTIONS = (CALLER, RESPONDER)
 _ROLE = {CALLER: "requester", RESPONDER: "responder"}
 # What a failure that only says a part is missing looks like (run/steps.py `_lack_failure`).
 _LACKING = ("lacking", "declared lacking")
-# How the wire's audit of each published message names its check (run/wire_verdict.py).
-_AUDIT = "the broker's transcript, message #"
+# How a scenario step's check is named (run/engine.py); the wire's audits name theirs otherwise.
+_STEP = "step "
 # A caller that sends no message_id has none to report (run/steps.py `unreported`): its call is
 # judged by what came back, not by the acemq id it never had.
 _UNREPORTED = "(unreported)"
@@ -148,10 +148,12 @@ def _case(result: CellResult, case: Any, stack: str, foreign: str, direction: st
 
 
 def _not_acemq(failure: Failure, foreign: str) -> bool:
-    """A message of the foreign stack's own, audited on the wire against what an acemq binding
-    writes (no acemq-reply-to, no content_type): the stack is not acemq, and the case is
-    decided by what crosses over, the scenario's checks and the wire's word on the acemq side."""
-    return failure.peer == foreign and (failure.check.startswith(_AUDIT) or _UNREPORTED in failure.check)
+    """The foreign stack's own messages audited on the wire against what an acemq binding
+    writes (no acemq-reply-to, no content_type, no responseMessageId, a direct reply-to address
+    in place of a reply queue), or the acemq id it never had: the stack is not acemq. A case is
+    decided by what crosses over: the scenario's own checks (a step's, however the wire renamed
+    whose side broke it) and every failure of the acemq side."""
+    return failure.peer == foreign and (not failure.check.startswith(_STEP) or _UNREPORTED in failure.check)
 
 
 def _side(failure: Failure, foreign: str) -> str:
