@@ -440,6 +440,31 @@ def publishes_to(transcript: list[dict[str, Any]], queue: str, until: float) -> 
     return found
 
 
+def published_by(transcript: list[dict[str, Any]], label: str, side: str) -> list[dict[str, Any]]:
+    """Every publish of the peer spec `label` playing `side` (requester | responder)."""
+    return [r for r in transcript if r.get("event") == "publish" and publisher(r) == (label, side)]
+
+
+def requests_left_unanswered(transcript: list[dict[str, Any]], requester: str) -> list[tuple[dict[str, Any], dict[str, Any], str]]:
+    """Each request of `requester` (a spec label) delivered to a responder the transcript names
+    that published nothing at all after it, nor had it redelivered: (request, delivery,
+    responder label). The request's id is its message_id, else its correlation_id."""
+    found = []
+    for request in published_by(transcript, requester, "requester"):
+        rid = _props(request).get("message_id") or _props(request).get("correlation_id")
+        if not rid:
+            continue
+        deliveries = [r for r in transcript if r["n"] > request["n"] and r.get("event") == "deliver"
+                      and (_props(r).get("message_id") or _props(r).get("correlation_id")) == rid
+                      and str(r.get("who") or "").endswith(" (responder)")]
+        if len(deliveries) != 1 or publisher(deliveries[0]) is None:
+            continue
+        responder = publisher(deliveries[0])[0]  # type: ignore[index]
+        if not any(r["n"] > deliveries[0]["n"] for r in published_by(transcript, responder, "responder")):
+            found.append((request, deliveries[0], responder))
+    return found
+
+
 def unroutable_replies(transcript: list[dict[str, Any]], declared: set[str]) -> tuple[str, list[int]] | None:
     """An address some request named that is none of the requester's `declared` reply queues,
     to which replies were published and routed nowhere, and to which nothing in the transcript

@@ -25,8 +25,9 @@ from ..results.model import PROBE, CellResult, Failure, NotEvaluated, Status
 from ..spec import catalogue as spec
 from ..spec.scenarios import SIDE_OBJECTS
 from .state import CellState
-from .wire_checks import (diagnose_call, direct_replies, extra_publishes_by_others, first_reply_after, judge, message_breaks, publisher,
-                          publishes_to, reply_queues_of, unanswered_request, unroutable_replies)
+from .wire_checks import (CallFinding, diagnose_call, direct_replies, extra_publishes_by_others, first_reply_after, judge, message_breaks, publisher,
+                          published_by, publishes_to, reply_queues_of, requests_left_unanswered, unanswered_request,
+                          unroutable_replies)
 
 
 def _lead(result: CellResult) -> None:
@@ -63,13 +64,14 @@ def weigh_failures(state: CellState, result: CellResult, records: list[dict[str,
     """A FAIL's failures held to the wire (`records`: None when the run keeps no transcripts)."""
     if result.transcript_gap:
         return
-    for weigh in (_unanswered_probe_requests, _unanswered_gathers, _short_upstream, _replies_to_no_queue, _direct_replies):
+    for weigh in (_unanswered_probe_requests, _unanswered_gathers, _short_upstream, _replies_to_no_queue, _direct_replies,
+                  _nothing_to_handle, _replies_never_sent):
         if records is not None and result.status == Status.FAIL:
             weigh(state, result, records)
     if result.status != Status.FAIL:
         return
     _check_on_wire(state, result)
-    _diagnose_calls(state, result)
+    _diagnose_calls(state, result, records)
     _one_entry_per_defect(result)
     _root_first(state, result)
 
@@ -147,6 +149,82 @@ def _unanswered_probe_requests(state: CellState, result: CellResult, records: li
             role=roles[0] if roles else failure.role, peer=responder, suspects=(), seen_as=None,
             wire=f"transcript #{request['n']}, #{delivered['n']}: {text}", message=f"{failure.message}; the wire shows why: {text}")
         state.note("wire", unanswered=request["n"], clause=clause, peer=responder)
+        changed = True
+    if changed:
+        _lead(result)
+
+
+# The steps that read what a responder did with a request it was given.
+_HANDLING_STEPS = ("wait_event", "probe_get", "probe_count")
+
+
+def _nothing_to_handle(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """A responder charged with what it did with a request (its events, its dead-letter) where
+    the transcript shows nothing ever routed to the queue it consumes: no one gave it a request
+    (a caller that never published: NestJS's, refused its own declaration of the queue). The
+    failure is not evaluated, with the wire's word, never charged to a responder that had
+    nothing to do."""
+
+    kept, void = [], []
+    for failure in result.failures:
+        step = _step_of(state, failure.check)
+        queues = _queues_of(state, failure.role)
+        if failure.side != "responder" or failure.peer is None or failure.wire or step is None \
+                or step.kind not in _HANDLING_STEPS or not queues \
+                or any(publishes_to(records, q, until=float("inf")) for q in queues):
+            kept.append(failure)
+            continue
+        void.append(failure)
+        why = (f"needs a request routed to {', '.join(sorted(queues))}: the transcript shows none in the cell, so "
+               f"{failure.peer} had nothing to handle")
+        result.not_evaluated.append(NotEvaluated(failure.clause, failure.check, why))
+        state.note("wire", nothing_to_handle=failure.peer, clause=failure.clause)
+    if not void:
+        return
+    result.failures = kept
+    if kept:
+        _lead(result)
+    else:
+        result.status, result.rule, result.message, result.seen_as, result.expected, result.observed = (
+            Status.ERROR, None, "every failure of the cell charged a responder that was never given a request, and "
+                                "nothing else broke: the scenario cannot judge this cell", None, None, None)
+
+
+def _queues_of(state: CellState, role: str | None) -> set[str]:
+    """The request queues the scenario's responder steps of `role` consume, as named in the cell;
+    empty when one is named per started responder (`q-${index}`): then nothing is said."""
+    queues = set()
+    for st in state.cell.scenario.steps:
+        if st.kind == "responder" and isinstance(st.args, dict) and st.args.get("role") == role and st.args.get("queue"):
+            if "${" in str(st.args["queue"]):
+                return set()
+            queues.add(state.queue_name(str(st.args["queue"])))
+    return queues
+
+
+def _replies_never_sent(state: CellState, result: CellResult, records: list[dict[str, Any]]) -> None:
+    """A requester charged with counting a reply (RR-8: Unmatched, its event) that never
+    existed: the transcript shows its request delivered to a responder that published nothing
+    at all after it. The defect is that responder's, no reply published (RR-4.1), charged to
+    it with the transcript's lines and seen as the requester's clause."""
+
+    changed = False
+    for index, failure in enumerate(result.failures):
+        if failure.side != "requester" or failure.peer is None or failure.wire or failure.rule != "RR-8" \
+                or _step_of(state, failure.check) is None:
+            continue
+        unanswered = requests_left_unanswered(records, failure.peer)
+        if not unanswered or published_by(records, unanswered[0][2], "responder"):
+            continue  # a responder that answered nothing at all, and only then
+        request, delivered, responder = unanswered[0]
+        roles = _roles_of(state, responder)
+        text = (f"request #{request['n']} of {failure.peer} was delivered to {responder} (#{delivered['n']}), which "
+                f"published nothing: there was no reply to count")
+        result.failures[index] = replace(
+            failure, clause="RR-4.1", rule="RR-4", side="responder", role=roles[0] if roles else failure.role,
+            peer=responder, suspects=(), seen_as=failure.seen_as or failure.clause,
+            wire=f"transcript #{request['n']}, #{delivered['n']}: {text}", message=f"{failure.message}; the wire shows why: {text}")
+        state.note("wire", never_sent=request["n"], peer=responder)
         changed = True
     if changed:
         _lead(result)
@@ -520,7 +598,7 @@ def _check_on_wire(state: CellState, result: CellResult) -> None:
         result.rule, result.message, result.seen_as = first.clause, first.message, first.seen_as
 
 
-def _diagnose_calls(state: CellState, result: CellResult) -> None:
+def _diagnose_calls(state: CellState, result: CellResult, records: list[dict[str, Any]] | None = None) -> None:
     """Each failed check of a request's outcome, held to the request's path on the wire: the
     first break there (no message_id, no address, a responder that sent no reply or one with
     another correlation_id or without acemq-error) is the defect, charged to whoever made it,
@@ -530,11 +608,12 @@ def _diagnose_calls(state: CellState, result: CellResult) -> None:
 
     if not result.transcript and not state.call_checks:
         return
-    records = result.transcript or []
+    # The cell's transcript: an empty one (the tracer ran and nothing was published) is evidence too.
+    records = records if records is not None else result.transcript
     changed = False
     void: set[int] = set()
     for index, name in sorted(state.call_checks.items()):
-        if index >= len(result.failures) or not records:
+        if index >= len(result.failures) or records is None:
             continue
         failure, call = result.failures[index], state.calls.get(name)
         if call is None or failure.wire or failure.peer is None or failure.side not in ("requester", "either"):
@@ -547,9 +626,15 @@ def _diagnose_calls(state: CellState, result: CellResult) -> None:
             changed = True
             continue
         answer = state.variables.get(name)
-        finding = diagnose_call(records, failure.peer, call["exchange"], call["routing_key"], call["t"],
-                                failure_expected=failure.clause == "RR-10.3",
-                                message_id=answer.get("request_id") if isinstance(answer, dict) else None)
+        if isinstance(answer, dict) and answer.get("outcome") == "timeout" and not published_by(records, failure.peer, "requester"):
+            # Nothing of the requester ever reached the broker (NestJS's caller: the broker refused
+            # its own declaration of the request queue), and the call waited out its timeout.
+            finding = CallFinding("RR-13.2", failure.peer, (), f"no request of {failure.peer} reached the broker in the cell, "
+                                  "and its call ended by its timeout, not by a refusal")
+        else:
+            finding = diagnose_call(records, failure.peer, call["exchange"], call["routing_key"], call["t"],
+                                    failure_expected=failure.clause == "RR-10.3",
+                                    message_id=answer.get("request_id") if isinstance(answer, dict) else None)
         if finding is None or (finding.clause, finding.peer) == (failure.clause, failure.peer):
             continue
         clause = spec.catalogue().clauses.get(finding.clause)
@@ -559,7 +644,7 @@ def _diagnose_calls(state: CellState, result: CellResult) -> None:
         result.failures[index] = replace(
             failure, clause=finding.clause, rule=spec.rule_of(finding.clause), side=clause.side if clause else "either",
             role=role, peer=finding.peer, suspects=(), seen_as=failure.seen_as or failure.clause,
-            wire=f"transcript {', '.join(f'#{n}' for n in finding.lines)}: {finding.text}",
+            wire=f"transcript {', '.join(f'#{n}' for n in finding.lines) or '(no message of it)'}: {finding.text}",
             message=f"{failure.message}; the wire shows why: {finding.text}")
         state.note("wire", diagnosed=name, clause=finding.clause, peer=finding.peer, text=finding.text)
         changed = True

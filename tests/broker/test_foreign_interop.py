@@ -82,14 +82,11 @@ def test_every_case_is_its_ground_truth(matrix) -> None:
         for case in cases:
             want = _normal(expected_case(truth, row["binding"], row["direction"], case))
             got = observed_case(row["cases"][case])
-            recorded = ((truth.get("disagreements") or {}).get(row["direction"]) or {}).get(case)
-            if recorded is not None:
-                # A verdict read and found wrong, kept apart from the truth: held to what it was,
-                # so a change of the suite shows here; it never counts as agreeing.
-                assert want != _normal(recorded), f"{row['foreign']} {row['direction']} {case}: a disagreement equal to the truth"
-                if got != _normal(recorded):
-                    wrong.append(f"{row['foreign']} {row['direction']} {row['binding']} {case}: the recorded disagreement "
-                                 f"was {recorded}, the matrix now says {got} (truth {want}): update DISAGREEMENTS.md")
+            recorded = [_normal(s) for s in ((truth.get("disagreements") or {}).get(row["direction"]) or {}).get(case) or []]
+            assert want not in recorded, f"{row['foreign']} {row['direction']} {case}: a disagreement equal to the truth"
+            if got != want and got in recorded:
+                # A verdict read and found wrong, kept apart from the truth (never the truth tuned):
+                # accepted here only, and counted, so the list shows what the suite still gets wrong.
                 known.append((row["foreign"], row["direction"], case))
                 continue
             if got != want:

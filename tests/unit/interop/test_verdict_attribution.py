@@ -276,3 +276,23 @@ def test_a_transcript_with_a_hole_judges_nothing_it_lacks(tmp_path: Path, monkey
     assert verdicts[None] == ([("RR-4.1", "b")], ""), verdicts
     holed = verdicts[next(g for g in verdicts if g)]
     assert holed == ([("RR-8.1", "a")], next(g for g in verdicts if g)), holed
+
+
+def test_a_request_delivered_to_a_responder_that_published_nothing_is_left_unanswered() -> None:
+    """The wire's word behind a requester's RR-8 failure turned into the responder's RR-4.1
+    (NestJS's server takes a bare JSON body for an event: no handler, no reply)."""
+    from acemq_interop.run.wire_checks import published_by, requests_left_unanswered
+
+    request = publish(1, "a (requester)", "c1.requests", reply_to="amq.gen-q", message_id="m1", correlation_id="m1")
+    delivered = deliver(2, "b (responder)", "c1.requests", message_id="m1", correlation_id="m1")
+    found = requests_left_unanswered([request, delivered], "a")
+    assert [(r["n"], d["n"], who) for r, d, who in found] == [(1, 2, "b")]
+    reply = publish(3, "b (responder)", "amq.gen-q", correlation_id="m1")
+    assert requests_left_unanswered([request, delivered, reply], "a") == []
+    assert [r["n"] for r in published_by([request, delivered, reply], "b", "responder")] == [3]
+    # A tutorial caller's request, whose id is its correlation_id, is followed the same way.
+    own = publish(1, "a (requester)", "c1.requests", reply_to="amq.gen-q", correlation_id="c-7")
+    assert len(requests_left_unanswered([own, deliver(2, "b (responder)", "c1.requests", correlation_id="c-7")], "a")) == 1
+    # Redelivered (a retry is another clause's) or never delivered: nothing said.
+    assert requests_left_unanswered([request, delivered, deliver(3, "b (responder)", "c1.requests", message_id="m1")], "a") == []
+    assert requests_left_unanswered([request], "a") == []
