@@ -91,6 +91,10 @@ class PeerStatus:
     hello: dict[str, Any] = field(default_factory=dict)
     unavailable: str | None = None  # why its cells SKIP (toolchain) or ERROR (build/start/offer failed)
     broken: bool = False
+    # What its processes took (peak memory, open files, CPU, output) and its limits
+    # (peers/limits.py), once it ran; None for a peer that never started.
+    usage: dict[str, Any] | None = None
+    limits: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
