@@ -64,14 +64,19 @@ def weigh_failures(state: CellState, result: CellResult, records: list[dict[str,
     """A FAIL's failures held to the wire (`records`: None when the run keeps no transcripts)."""
     if result.transcript_gap:
         return
-    for weigh in (_unanswered_probe_requests, _unanswered_gathers, _short_upstream, _replies_to_no_queue, _direct_replies,
-                  _nothing_to_handle, _replies_never_sent):
+    for weigh in (_unanswered_probe_requests, _unanswered_gathers, _short_upstream, _replies_to_no_queue, _direct_replies):
         if records is not None and result.status == Status.FAIL:
             weigh(state, result, records)
     if result.status != Status.FAIL:
         return
     _check_on_wire(state, result)
     _diagnose_calls(state, result, records)
+    if records is not None and result.status == Status.FAIL:
+        # After the calls are diagnosed: what they named stands, and these only weigh the rest.
+        _nothing_to_handle(state, result, records)
+        _replies_never_sent(state, result, records)
+    if result.status != Status.FAIL:
+        return
     _one_entry_per_defect(result)
     _root_first(state, result)
 
@@ -170,8 +175,7 @@ def _nothing_to_handle(state: CellState, result: CellResult, records: list[dict[
         step = _step_of(state, failure.check)
         queues = _queues_of(state, failure.role)
         if failure.side != "responder" or failure.peer is None or failure.wire or step is None \
-                or step.kind not in _HANDLING_STEPS or not queues \
-                or any(publishes_to(records, q, until=float("inf")) for q in queues):
+                or step.kind not in _HANDLING_STEPS or not queues or _anything_routed(records, queues):
             kept.append(failure)
             continue
         void.append(failure)
@@ -188,6 +192,12 @@ def _nothing_to_handle(state: CellState, result: CellResult, records: list[dict[
         result.status, result.rule, result.message, result.seen_as, result.expected, result.observed = (
             Status.ERROR, None, "every failure of the cell charged a responder that was never given a request, and "
                                 "nothing else broke: the scenario cannot judge this cell", None, None, None)
+
+
+def _anything_routed(records: list[dict[str, Any]], queues: set[str]) -> bool:
+    """Whether any message, whoever published it (the probe too), reached one of `queues`."""
+    return any((r.get("event") == "publish" and queues & set(r.get("routed_queues") or []))
+               or (r.get("event") == "deliver" and r.get("queue") in queues) for r in records)
 
 
 def _queues_of(state: CellState, role: str | None) -> set[str]:
@@ -220,8 +230,11 @@ def _replies_never_sent(state: CellState, result: CellResult, records: list[dict
         roles = _roles_of(state, responder)
         text = (f"request #{request['n']} of {failure.peer} was delivered to {responder} (#{delivered['n']}), which "
                 f"published nothing: there was no reply to count")
+        # Where the cell already names that responder's defect (a call diagnosed on the wire:
+        # the reading that found no address, RR-3.x), the uncounted reply is that same defect.
+        named = next((f.clause for f in result.failures if f.peer == responder and f is not failure), "RR-4.1")
         result.failures[index] = replace(
-            failure, clause="RR-4.1", rule="RR-4", side="responder", role=roles[0] if roles else failure.role,
+            failure, clause=named, rule=spec.rule_of(named), side="responder", role=roles[0] if roles else failure.role,
             peer=responder, suspects=(), seen_as=failure.seen_as or failure.clause,
             wire=f"transcript #{request['n']}, #{delivered['n']}: {text}", message=f"{failure.message}; the wire shows why: {text}")
         state.note("wire", never_sent=request["n"], peer=responder)
