@@ -159,6 +159,8 @@ def _unanswered_probe_requests(state: CellState, result: CellResult, records: li
         _lead(result)
 
 
+# What a failure for a part a peer lacks observes (run/steps.py): never the other side's doing.
+_LACKING = ("lacking", "declared lacking")
 # The steps that read what a responder did with a request it was given.
 _HANDLING_STEPS = ("wait_event", "probe_get", "probe_count")
 
@@ -221,8 +223,8 @@ def _replies_never_sent(state: CellState, result: CellResult, records: list[dict
     changed = False
     for index, failure in enumerate(result.failures):
         if failure.side != "requester" or failure.peer is None or failure.wire or failure.rule != "RR-8" \
-                or _step_of(state, failure.check) is None:
-            continue
+                or _step_of(state, failure.check) is None or failure.observed in _LACKING:
+            continue  # a part the requester lacks is its own, whatever the responder did
         unanswered = requests_left_unanswered(records, failure.peer)
         if not unanswered or published_by(records, unanswered[0][2], "responder"):
             continue  # a responder that answered nothing at all, and only then
