@@ -641,7 +641,7 @@ def _diagnose_calls(state: CellState, result: CellResult, records: list[dict[str
             changed = True
             continue
         answer = state.variables.get(name)
-        if isinstance(answer, dict) and answer.get("outcome") == "timeout" and not published_by(records, failure.peer, "requester"):
+        if isinstance(answer, dict) and answer.get("outcome") == "timeout" and _published_nothing(state, records, failure.peer):
             # Nothing of the requester ever reached the broker (NestJS's caller: the broker refused
             # its own declaration of the request queue), and the call waited out its timeout.
             finding = CallFinding("RR-13.2", failure.peer, (), f"no request of {failure.peer} reached the broker in the cell, "
@@ -672,6 +672,17 @@ def _diagnose_calls(state: CellState, result: CellResult, records: list[dict[str
             return
     if changed:
         _lead(result)
+
+
+def _published_nothing(state: CellState, records: list[dict[str, Any]], label: str) -> bool:
+    """The transcript shows that the requester `label` published nothing in the cell: every
+    publish names its publisher, and none is it. Where one peer process serves two specs of the
+    cell (dotnet and dotnet@0.3.0 on one connection) the transcript cannot say: False."""
+    name = label.split("@", 1)[0].split("+", 1)[0]
+    if sum(1 for s in state.cell.specs() if s.name == name and s.label != label):
+        return False
+    publishes = [r for r in records if r.get("event") == "publish"]
+    return all(publisher(r) is not None for r in publishes) and not published_by(records, label, "requester")
 
 
 def _reply_after_timeout(state: CellState, name: str, peer: str, call: dict[str, Any],
