@@ -55,3 +55,19 @@ def test_the_package_and_the_docs_name_one_version_and_one_protocol() -> None:
     certifying = (DATA_ROOT / "docs" / "certifying.md").read_text(encoding="utf-8")
     assert f"(version {PROTOCOL_VERSION};" in certifying
     assert f'"protocols": {list(SUPPORTED_PROTOCOLS)}' in certifying
+
+
+def test_every_file_a_doc_quotes_as_it_is_is_quoted_as_it_is() -> None:
+    """A doc that says "`path`, as it is:" and quotes the file in the next fenced block
+    quotes today's file: a manifest quoted from memory listed a file that no longer existed."""
+    quoted = 0
+    for doc in [DATA_ROOT / "README.md", *sorted((DATA_ROOT / "docs").glob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        for found in re.finditer(r"`([\w./-]+)`, as it is:\n\n```[a-z]*\n(.*?)```\n", text, re.S):
+            path, block = found.groups()
+            source = DATA_ROOT / path
+            assert source.is_file(), f"{doc.name} quotes {path} as it is, and there is no such file"
+            assert block == source.read_text(encoding="utf-8"), \
+                f"{doc.name} quotes {path} as it is, and the file has changed: copy it again"
+            quoted += 1
+    assert quoted, "no doc quotes a file as it is any more: drop this test or the pattern changed"
