@@ -186,6 +186,13 @@ def _request(record: dict[str, Any], peer: str, id_clause: str | None) -> list[W
         # can ever find its caller, whatever the responder does.
         found.append(WireBreak(id_clause, peer, n, f"request #{n} has no message_id: no reply can be matched to it",
                                "a message_id", None))
+    message_id, correlation_id = (record.get("properties") or {}).get("message_id"), (record.get("properties") or {}).get("correlation_id")
+    if id_clause == "RR-8.1" and message_id and correlation_id != message_id:
+        # Every responder that is not acemq echoes correlation_id (the tutorial's, RpcServer,
+        # NestJS, rabbitmq-client): a request without it equal to its message_id cannot be
+        # answered by them, in any cell, whoever answers it here.
+        found.append(WireBreak("RR-8.4", peer, n, f"request #{n}'s correlation_id is not its message_id",
+                               message_id, correlation_id))
     return found + _common(record, peer, n)
 
 

@@ -259,8 +259,8 @@ def test_a_transcript_with_a_hole_judges_nothing_it_lacks(tmp_path: Path, monkey
     from acemq_interop.amqp import transcript
 
     def attach(tracer: Any, keep: Any, ns: str, t0: float, result: Any, read: bool = False, probe_connections: Any = ()) -> list:
-        records = [publish(1, "a (requester)", f"{ns}.elsewhere", message_id="m1", reply_to="amq.gen-q", headers=BOTH),
-                   deliver(2, "b (responder)", f"{ns}.elsewhere", message_id="m1")]
+        records = [publish(1, "a (requester)", f"{ns}.elsewhere", message_id="m1", correlation_id="m1", reply_to="amq.gen-q", headers=BOTH),
+                   deliver(2, "b (responder)", f"{ns}.elsewhere", message_id="m1", correlation_id="m1")]
         result.transcript = records
         return records
 

@@ -16,7 +16,7 @@ def publish(n: int, who: str, routing_key: str, exchange: str = "", headers: dic
 
 S = lambda value: {"type": "S", "value": value}  # noqa: E731: a long string, as the firehose types it
 
-GOOD_REQUEST = publish(1, "a (requester)", "c1.requests", reply_to="amq.gen-q", message_id="m-1",
+GOOD_REQUEST = publish(1, "a (requester)", "c1.requests", reply_to="amq.gen-q", message_id="m-1", correlation_id="m-1",
                        headers={"acemq-reply-to": S("amq.gen-q")})
 GOOD_REPLY = publish(2, "b (responder)", "amq.gen-q", content_type="application/json", correlation_id="m-1",
                      headers={"responseMessageId": S("m-1")})
@@ -44,6 +44,21 @@ def test_a_request_without_message_id_is_its_requesters_break_and_its_reply_is_n
     assert [(w.clause, w.peer) for w in message_breaks([request, reply], {"a", "b"}, set(), {"a": "RR-8.1"})] == [("RR-8.1", "a")]
     assert [(w.clause, w.peer) for w in message_breaks([request, reply], {"a", "b"}, set(), {"a": "SG-1.1"})] == [("SG-1.1", "a")]
     assert message_breaks([request, reply], {"a", "b"}, set()) == [], "unknown whether a request or a copy: not judged"
+
+
+def test_a_request_whose_correlation_id_is_not_its_message_id_breaks_rr_8_4_in_any_cell() -> None:
+    """Judged on every request of a requester, not only in the probe's scenario: a pair cell of
+    two acemq bindings passes without it (they match on message_id), yet no responder that is
+    not acemq could answer such a request."""
+    assert message_breaks([GOOD_REQUEST, GOOD_REPLY], {"a", "b"}, set(), {"a": "RR-8.1"}) == []
+    for properties in ({"reply_to": "amq.gen-q", "message_id": "m-1"},
+                       {"reply_to": "amq.gen-q", "message_id": "m-1", "correlation_id": "other"}):
+        request = dict(GOOD_REQUEST, properties=properties)
+        found = [(w.clause, w.peer, w.expected, w.observed) for w in message_breaks([request, GOOD_REPLY], {"a", "b"}, set(), {"a": "RR-8.1"})]
+        assert found == [("RR-8.4", "a", "m-1", properties.get("correlation_id"))]
+    gather_copy = dict(GOOD_REQUEST, properties={"reply_to": "amq.gen-q", "message_id": "m-1", "correlation_id": "c-1"})
+    assert message_breaks([gather_copy, GOOD_REPLY], {"a", "b"}, set(), {"a": "SG-1.1"}) == [], \
+        "a gather's copy carries the caller's correlationId (SG-1): not RR-8.4's"
 
 
 def test_a_request_known_by_its_correlation_id_is_answered_under_it() -> None:
