@@ -37,6 +37,8 @@ are then shown as `connection N`, which the wire checks never judge.
 """
 from __future__ import annotations
 
+import functools
+
 import threading
 import time
 from dataclasses import dataclass
@@ -325,7 +327,8 @@ def _key(name: str) -> str:
 # -- a transcript, as plain data ----------------------------------------------------
 
 
-def transcript(raws: list[Raw], t0: float, who: dict[str, str], probe_connections: Iterable[str] = ()) -> list[dict[str, Any]]:
+def transcript(raws: list[Raw], t0: float, who: dict[str, str], probe_connections: Iterable[str] = (),
+               windows: dict[str, list[tuple[float, float, str]]] | None = None) -> list[dict[str, Any]]:
     """The kept entries of a cell as its `transcript`: one record per publish or delivery.
 
     `probe_connections` are the own addresses (`IP:PORT`) of the probe's connections: the
@@ -334,7 +337,10 @@ def transcript(raws: list[Raw], t0: float, who: dict[str, str], probe_connection
     other connections are named from what they consumed, or from the requester's reply
     queue a request of theirs names, so a publish is shown as coming from the peer that
     made it. What a message carries never names the probe: a responder dead-lettering the
-    probe's request keeps its message_id (RR-11), and is still the responder.
+    probe's request keeps its message_id (RR-11), and is still the responder; nor does a
+    dead-letter copy name its publisher the requester whose address it keeps (RR-11.4).
+    `windows` (`consumer_windows`) names a delivery on a queue responders of two peers took
+    turns on by the one consuming it at that moment (cell seconds).
     """
     probe = {a for a in (client_end(str(c)) for c in probe_connections) if a}
     connections: dict[str, str] = {}
@@ -348,9 +354,13 @@ def transcript(raws: list[Raw], t0: float, who: dict[str, str], probe_connection
             queue = raw.routing_key[len("deliver."):]
             if queue in who:
                 connections[conn] = who[queue]
+            else:
+                held = [named for start, stop, named in (windows or {}).get(queue, ()) if start <= raw.at - t0 <= stop]
+                if len(set(held)) == 1:
+                    connections[conn] = held[0]
     for raw in raws:  # a request naming a requester's reply queue was published by that requester
         conn = plain(raw.headers.get("connection")) or ""
-        if raw.routing_key.startswith("publish.") and conn not in connections:
+        if raw.routing_key.startswith("publish.") and conn not in connections and not _dead_letter(raw):
             named = [who[a] for a in raw.reply_addresses() if who.get(a, "").endswith("(requester)")]
             if named:
                 connections[conn] = named[0]
@@ -386,6 +396,15 @@ def transcript(raws: list[Raw], t0: float, who: dict[str, str], probe_connection
     return records
 
 
+def _dead_letter(raw: Raw) -> bool:
+    """A responder's dead-letter copy (RR-11): it keeps the caller's address, yet is no request."""
+    props = raw.headers.get("properties")
+    props = props.value if isinstance(props, Field) else (props or {})
+    headers = plain(props.get("headers")) if isinstance(props, dict) else None
+    keys = [str(plain(k)) for k in plain_list(raw.headers.get("routing_keys"))]
+    return "acemq-dead-letter-reason" in (headers or {}) or bool(keys) and all(k.endswith(".dlq") for k in keys)
+
+
 def _anonymous(connection: str, known: dict[str, str]) -> str:
     """A connection the cell cannot name: `connection 2` (its address is no one's business)."""
     if not connection:
@@ -403,14 +422,7 @@ def participants(trace: list[dict[str, Any]], roles: dict[str, Any]) -> tuple[di
     (`responder.start` names the queue, `requester.open` answers with the reply queue) and
     every probe get.
     """
-    def label(peer: str, sides: tuple[str, ...]) -> str:
-        """The spec label (`python+native-only`) of the peer process playing one of these roles."""
-        for role, who in roles.items():
-            if role in sides:
-                for spec in who if isinstance(who, list) else [who]:
-                    if str(spec).split("@")[0].split("+")[0] == peer:
-                        return str(spec)
-        return peer
+    label = functools.partial(_label, roles)
     who: dict[str, str] = {}
     shared: set[str] = set()
     replies: set[str] = set()
@@ -436,6 +448,36 @@ def participants(trace: list[dict[str, Any]], roles: dict[str, Any]) -> tuple[di
     return who, replies
 
 
+def _label(roles: dict[str, Any], peer: str, sides: tuple[str, ...]) -> str:
+    """The spec label (`python+native-only`) of the peer process playing one of these roles."""
+    for role, who in roles.items():
+        if role in sides:
+            for spec in who if isinstance(who, list) else [who]:
+                if str(spec).split("@")[0].split("+")[0] == peer:
+                    return str(spec)
+    return peer
+
+
+def consumer_windows(trace: list[dict[str, Any]], roles: dict[str, Any]) -> dict[str, list[tuple[float, float, str]]]:
+    """When each responder consumed its queue, for the queues responders of two peers took
+    turns on (a redeploy): queue -> [(from, to, name)] in cell seconds, from the start command's
+    sending (its consumer may take a backlog before it answers) to the stop's answer."""
+    started: dict[str, tuple[str, float, str]] = {}  # responder name -> (queue, from, label)
+    spans: dict[str, list[tuple[float, float, str]]] = {}
+    for step in trace:
+        sent = step.get("sent") or {}
+        t = float(step.get("t", 0))
+        if step.get("step") == "responder.start" and sent.get("queue") and sent.get("name"):
+            named = f"{_label(roles, str(step.get('peer')), ('responder', 'subscribers'))} (responder)"
+            started[str(sent["name"])] = (str(sent["queue"]), t - float(step.get("rtt_ms") or 0) / 1000, named)
+        elif step.get("step") == "responder.stop" and str(sent.get("name")) in started:
+            queue, since, named = started.pop(str(sent["name"]))
+            spans.setdefault(queue, []).append((since, t, named))
+    for queue, since, named in started.values():
+        spans.setdefault(queue, []).append((since, float("inf"), named))
+    return {q: s for q, s in spans.items() if len({named for _, _, named in s}) > 1}
+
+
 # -- the hooks the runner and the engine call -----------------------------------------
 
 
@@ -457,7 +499,7 @@ def attach(tracer: Tracer, keep: Any, ns: str, t0: float, result: Any, read: boo
     kept = bool(keep(result)) if keep is not None else result.status != "PASS"
     who, replies = participants(result.trace, result.roles)
     raws = tracer.take(ns, replies, kept, want=read)
-    records = transcript(raws, t0, who, probe_connections) if raws else []
+    records = transcript(raws, t0, who, probe_connections, consumer_windows(result.trace, result.roles)) if raws else []
     if kept:
         result.transcript = records
     return records

@@ -22,14 +22,23 @@ from .model import CellResult, Failure, Status
 
 def broken_by_peer(results: Iterable[CellResult]) -> dict[tuple[str, str], str]:
     """(peer label, clause) -> the id of a cell proving it: a failure of that clause charged
-    to that peer that is not itself a presumption or a consequence (it was seen directly)."""
+    to that peer that is not itself a presumption or a consequence (it was seen directly).
+
+    A check's failure after an earlier one of the same peer in the same cell proves nothing:
+    it may be that earlier defect seen again (a binding replying through amq.direct never
+    reaches its Answered count either, and was taken to have broken RR-16.1, then charged
+    RR-16.1 wherever a scenario presumes it). What one message showed on the wire, and a part
+    the binding declared it lacks, are proof wherever they stand."""
     proven: dict[tuple[str, str], str] = {}
     for r in results:
         if r.status not in (Status.FAIL, Status.XFAIL):
             continue
+        charged: set[str] = set()
         for f in r.failures:
-            if f.peer and not f.seen_as:
+            if f.peer and not f.seen_as and (f.wire or f.direct or f.peer not in charged):
                 proven.setdefault((f.peer, f.clause), r.id)
+            if f.peer:
+                charged.add(f.peer)
     return proven
 
 

@@ -380,6 +380,16 @@ def diagnose_call(transcript: list[dict[str, Any]], requester: str, exchange: st
         if delivered is None or publisher(delivered) is None:
             return None  # nobody the cell knows took it: nothing to say of a responder
         responder = publisher(delivered)[0]  # type: ignore[index]
+        # Its reply went out, to the caller's address, through another exchange: the address
+        # was read right and the publish was wrong (RR-4.1), whatever the request offered.
+        misrouted = next((r for r in later if r["n"] > delivered["n"] and r.get("event") == "publish"
+                          and r.get("exchange") and publisher(r) == (responder, "responder")
+                          and _props(r).get("correlation_id") == message_id
+                          and any(k in addresses for k in r.get("routing_keys") or [])), None)
+        if misrouted is not None:
+            return CallFinding("RR-4.1", responder, (n, delivered["n"], misrouted["n"]),
+                               f"request #{n} was delivered to {responder} (#{delivered['n']}), which published its "
+                               f"reply #{misrouted['n']} to exchange {misrouted['exchange']!r}, not to the default exchange")
         header = (request.get("headers") or {}).get("acemq-reply-to")
         native = _props(request).get("reply_to")
         # A handler that threw and no failure reply sent: RR-10.1 (a retry policy in its

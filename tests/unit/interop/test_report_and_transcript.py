@@ -211,6 +211,40 @@ def test_a_responder_dead_lettering_a_probe_request_is_still_the_responder() -> 
     assert [r["who"] for r in tr.transcript(raws, 0.0, who)][1:4] == ["go (responder)"] * 3
 
 
+def test_responders_taking_turns_on_a_queue_are_named_by_when_each_consumed_it() -> None:
+    """A redeploy (rr-pair-responder-redeploy): go's responder answers, stops, and the new
+    one of another peer takes the queue over, then dead-letters with the caller's address
+    kept (RR-11.4). Found certifying a binding whose replies went out through amq.direct:
+    its connection was named the requester by its dead-letter copies, and RR-4.1 charged to
+    the requester's peer. Now each delivery names the responder consuming at that moment, and
+    a dead-letter copy never names a requester."""
+    old, new, req = "127.0.0.1:1 -> 127.0.0.1:5672", "127.0.0.1:2 -> 127.0.0.1:5672", "127.0.0.1:3 -> 127.0.0.1:5672"
+    raws = [
+        _raw(1.0, "publish.", "", "c0001.requests", reply_to="amq.gen-A", message_id="m1", conn=req),
+        _raw(1.1, "deliver.c0001.requests", "", "c0001.requests", reply_to="amq.gen-A", message_id="m1", conn=old),
+        _raw(1.2, "publish.", "", "amq.gen-A", correlation_id="m1", conn=old),
+        _raw(3.0, "publish.", "", "c0001.requests", reply_to="amq.gen-A", message_id="m2", conn=req),
+        _raw(4.0, "deliver.c0001.requests", "", "c0001.requests", reply_to="amq.gen-A", message_id="m2", conn=new),
+        _raw(4.1, "publish.", "amq.direct", "c0001.requests.dlq", reply_to="amq.gen-A", message_id="m2", conn=new,
+             headers={"acemq-dead-letter-reason": "UndeliverableReply: x"}),
+    ]
+    t0 = raws[0].at - 1.0
+    roles = {"requester": "go", "responder": "odd"}
+    trace = [{"t": 0.5, "step": "responder.start", "peer": "go", "sent": {"name": "c0001.old", "queue": "c0001.requests"}},
+             {"t": 0.6, "step": "requester.open", "peer": "go", "answer": {"reply_queue": "amq.gen-A"}},
+             {"t": 2.0, "step": "responder.stop", "peer": "go", "sent": {"name": "c0001.old"}},
+             {"t": 3.9, "step": "responder.start", "peer": "odd", "sent": {"name": "c0001.new", "queue": "c0001.requests"},
+              "rtt_ms": 200}]
+    who, _ = tr.participants(trace, roles)
+    assert "c0001.requests" not in who, "two peers' responders: the queue alone names neither"
+    windows = tr.consumer_windows(trace, roles)
+    records = tr.transcript(raws, t0, who, windows=windows)
+    assert [r["who"] for r in records] == ["go (requester)", "go (responder)", "go (responder)", "go (requester)",
+                                           "odd (responder)", "odd (responder)"]
+    unnamed = tr.transcript(raws, t0, who)
+    assert unnamed[5]["who"] != "go (requester)", "a dead-letter copy keeps the caller's address and is no request"
+
+
 def test_a_fail_shows_its_clause_its_rule_and_what_it_was_seen_as() -> None:
     """The failure names the clause with its rule and text; a consequence says what it was
     seen as; the rule table's "asserted by" comes from the clauses, and "seen through it"

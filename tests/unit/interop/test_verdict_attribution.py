@@ -71,6 +71,25 @@ def test_a_responder_that_sent_no_reply_is_charged_by_what_the_request_offered()
     assert diagnose_call([request], "a", "", "c1.requests", 0.0) is None, "nobody the cell knows took it: nothing to say"
 
 
+def test_a_reply_sent_through_another_exchange_is_the_responders_rr_4_1_whatever_the_request_offered() -> None:
+    """Found certifying a binding that publishes replies to amq.direct: it read the address
+    right (reply_to, the header missing) and was charged RR-3.2, and a failure reply sent the
+    same way RR-10.1. The reply on the wire, with the call's id, to its address, decides."""
+    for headers, props in (({}, {"reply_to": "amq.gen-q"}), (BOTH, {"reply_to": "amq.gen-q"}), (BOTH, {})):
+        request = publish(1, "a (requester)", "c1.requests", message_id="m1", headers=headers, **props)
+        elsewhere = dict(publish(3, "b (responder)", "amq.gen-q", correlation_id="m1"), exchange="amq.direct")
+        for failure_expected in (False, True):
+            found = diagnose_call([request, deliver(2, "b (responder)", "c1.requests", message_id="m1"), elsewhere],
+                                  "a", "", "c1.requests", 0.0, failure_expected=failure_expected)
+            assert found is not None and (found.clause, found.peer, found.lines) == ("RR-4.1", "b", (1, 2, 3)), (headers, props)
+            assert "'amq.direct'" in found.text
+    request = publish(1, "a (requester)", "c1.requests", message_id="m1", reply_to="amq.gen-q")
+    dead_letter = dict(publish(3, "b (responder)", "c1.requests.dlq", correlation_id="m1"), exchange="amq.direct")
+    found = diagnose_call([request, deliver(2, "b (responder)", "c1.requests", message_id="m1"), dead_letter],
+                          "a", "", "c1.requests", 0.0)
+    assert found is not None and found.clause == "RR-3.2", "a dead-letter copy is no reply: the address reading stands"
+
+
 def test_a_reply_with_another_correlation_or_without_acemq_error_is_its_responders() -> None:
     request = publish(1, "a (requester)", "c1.requests", message_id="m1", headers=BOTH, reply_to="amq.gen-q")
     wrong = publish(2, "b (responder)", "amq.gen-q", correlation_id="c-other", content_type="application/json")

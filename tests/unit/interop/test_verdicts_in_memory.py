@@ -252,6 +252,28 @@ def test_a_failure_renamed_by_a_presumption_proves_nothing_further() -> None:
     assert (renamed["tutorial[c]"].rule, renamed["tutorial[c]"].failures[0].seen_as) == ("RR-3.2", "RR-4.2")
 
 
+def test_a_later_failure_of_a_peer_already_charged_in_its_cell_proves_nothing() -> None:
+    """Found certifying a binding that replies through amq.direct: in a redeploy cell its
+    RR-4.1 came first and its Answered never reached 5 after (RR-16.1), and that RR-16.1 was
+    then taken as proven, charging RR-16.1 in every scenario presuming it. A later failure of a
+    peer already charged in the cell proves nothing; one of another peer, or the first, does."""
+    from dataclasses import replace
+
+    from acemq_interop.results import presumptions
+    from acemq_interop.results.model import Failure
+
+    first = Failure("RR-4.1", "RR-4", "responder", "responder", "b", "transcript", "through amq.direct", wire="transcript #3")
+    after = Failure("RR-16.1", "RR-16", "responder", "responder", "b", "check", "answered never 5")
+    other = Failure("RR-9.2", "RR-9", "requester", "requester", "c", "check", "timed out")
+    redeploy = replace(_failed("redeploy[c,b]", "redeploy", "RR-4.1", "b"), failures=[first, other, after])
+    proven = presumptions.broken_by_peer([redeploy])
+    assert set(proven) == {("b", "RR-4.1"), ("c", "RR-9.2")}
+    seen = _failed("counted[b]", "counted", "RR-15.1", "b")
+    assert presumptions.apply([redeploy, seen], {"counted": ("RR-16.1",)})[1].rule == "RR-15.1", "its own clause stands"
+    wire_later = replace(redeploy, failures=[first, replace(after, wire="transcript #9")])
+    assert ("b", "RR-16.1") in presumptions.broken_by_peer([wire_later]), "what the wire showed is proof wherever it stands"
+
+
 def test_a_presumption_proven_in_another_shard_is_applied_when_the_shards_merge() -> None:
     """`--shard` then `merge` gives the unsplit run's verdicts: a failure seen through a clause
     the same peer broke in a cell of the other shard is renamed to that clause."""
