@@ -171,14 +171,21 @@ def print_bench(result: BenchResult) -> None:
 
 
 def comparison_text(changes: list[RatioChange], bound: float) -> str:
-    """Each ratio of both benches, old -> new, and whether they agree within the bound."""
+    """Each ratio of both benches, old -> new, whether they agree within the bound, and for
+    those that do not whether a bench had called the ratio unstable: a disagreement between
+    two ratios both benches called stable is the bench's own claim failing."""
     if not changes:
         return "No ratio in both bench.json files."
-    lines = [f"Ratios against the earlier bench.json (old -> new; agree: within {percent(bound)}):"]
+    lines = [f"Ratios against the earlier bench.json (old -> new; agree: within {percent(bound)}; "
+             f"{UNSTABLE_MARK}: that bench called it unstable):"]
     for c in sorted(changes, key=lambda c: (c.ratio, c.peer)):
-        verdict = "agree" if c.change <= bound else "DIFFER"
-        lines.append(f"  {c.peer:<8} {LABELS[c.ratio]:<19} {c.before:>7.2f} -> {c.after:>7.2f}  "
+        verdict = "agree" if c.change <= bound else "DIFFER" + ("" if c.foretold else ", though both called it stable")
+        mark = [UNSTABLE_MARK if u else " " for u in (c.unstable_before, c.unstable_after)]
+        lines.append(f"  {c.peer:<8} {LABELS[c.ratio]:<19} {c.before:>7.2f}{mark[0]} -> {c.after:>7.2f}{mark[1]}  "
                      f"({percent(c.change)}, {verdict})")
-    differ = sum(1 for c in changes if c.change > bound)
-    lines.append(f"{len(changes) - differ} of {len(changes)} ratios agree within {percent(bound)}.")
+    differ = [c for c in changes if c.change > bound]
+    unforetold = [c for c in differ if not c.foretold]
+    lines.append(f"{len(changes) - len(differ)} of {len(changes)} ratios agree within {percent(bound)}; of the "
+                 f"{len(differ)} that differ, {len(differ) - len(unforetold)} were called unstable by a bench, "
+                 f"{len(unforetold)} by neither.")
     return "\n".join(lines)

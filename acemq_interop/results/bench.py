@@ -268,34 +268,45 @@ def read_bench(path: Path, current: bool = False) -> dict[str, Any]:
 # -- two benches compared ---------------------------------------------------------------------
 
 
-def ratio_medians(data: dict[str, Any]) -> dict[tuple[str, str], float]:
-    """(peer, ratio name) -> the quoted ratio of a bench.json: version 2's median of pairs,
-    version 1's one ratio."""
+def quoted_ratios(data: dict[str, Any]) -> dict[tuple[str, str], tuple[float, bool]]:
+    """(peer, ratio name) -> (the quoted ratio, whether the bench called it unstable) of a
+    bench.json: version 2's median of pairs and its verdict, version 1's one ratio (one
+    measurement each: never judged, so never called unstable)."""
     found = {}
     for p in data.get("peers", []):
         for name in RATIOS:
             value = (p.get("ratios") or {}).get(name) if data.get("schema_version", 1) >= 2 else p.get(name)
+            unstable = bool(value.get("unstable")) if isinstance(value, dict) else False
             if isinstance(value, dict):
                 value = value.get("median")
             if isinstance(value, (int, float)):
-                found[(p["peer"], name)] = float(value)
+                found[(p["peer"], name)] = (float(value), unstable)
     return found
 
 
 @dataclass(frozen=True)
 class RatioChange:
+    """One ratio in two benches, and whether each bench called it unstable."""
+
     peer: str
     ratio: str
     before: float
     after: float
+    unstable_before: bool = False
+    unstable_after: bool = False
 
     @property
     def change(self) -> float:
         return change(self.before, self.after)
 
+    @property
+    def foretold(self) -> bool:
+        """Either bench said this ratio could not be quoted: a disagreement it warned of."""
+        return self.unstable_before or self.unstable_after
+
 
 def compare_ratios(old: dict[str, Any], new: dict[str, Any]) -> list[RatioChange]:
     """Every ratio both bench.json files quote, old and new."""
-    before, after = ratio_medians(old), ratio_medians(new)
-    return [RatioChange(peer, name, before[(peer, name)], value)
-            for (peer, name), value in after.items() if (peer, name) in before]
+    before, after = quoted_ratios(old), quoted_ratios(new)
+    return [RatioChange(peer, name, before[(peer, name)][0], value, before[(peer, name)][1], unstable)
+            for (peer, name), (value, unstable) in after.items() if (peer, name) in before]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from acemq_interop.core.machine import others_share
+from acemq_interop.reports.bench import comparison_text
 from acemq_interop.results.bench import BenchSettings, Load, PeerBench, bench_data, bench_from_data, compare_ratios
 from acemq_interop.results.bench_stats import judge_ratio, pair_ratios, summarize
 from acemq_interop.results.model import BrokerInfo
@@ -119,3 +120,20 @@ def test_two_benches_are_compared_ratio_by_ratio_whatever_their_schema_version()
     [change] = compare_ratios(old, new)
     assert (change.peer, change.ratio, change.before, change.after) == ("go", "binding_over_raw", 0.8, 0.9)
     assert change.change == pytest.approx(0.125)
+
+
+def test_a_comparison_says_whether_a_bench_warned_of_each_disagreement() -> None:
+    def bench(ratios: dict[str, tuple[float, str | None]]) -> dict:
+        return {"schema_version": 2, "peers": [{"peer": peer, "ratios": {"binding_over_raw": {"median": m, "unstable": why}}}
+                                               for peer, (m, why) in ratios.items()]}
+
+    old = bench({"go": (0.8, None), "java": (0.8, None), "node": (0.5, None)})
+    new = bench({"go": (0.82, None), "java": (0.4, "its pairs spread 40%"), "node": (0.9, None)})
+    changes = {c.peer: c for c in compare_ratios(old, new)}
+    assert not changes["java"].unstable_before and changes["java"].unstable_after and changes["java"].foretold
+    assert not changes["node"].foretold
+    text = comparison_text(list(changes.values()), 0.10)
+    assert "0.80  ->    0.82   (2%, agree)" in text
+    assert "0.80  ->    0.40!  (50%, DIFFER)" in text
+    assert "(80%, DIFFER, though both called it stable)" in text
+    assert text.endswith("1 of 3 ratios agree within 10%; of the 2 that differ, 1 were called unstable by a bench, 1 by neither.")
