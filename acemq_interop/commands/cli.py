@@ -13,6 +13,7 @@ import sys
 from ..core import signals
 from ..core.errors import BrokerError, UsageError
 from ..core.redact import BROKER_ENV
+from ..results.bench import BenchSettings
 from ..run.request import DEFAULT_CONCURRENCY
 from .bench import cmd_bench
 from .common import EXIT_CODES_HELP, EXIT_INFRA, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, VERBOSITY
@@ -126,18 +127,38 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("--peer-dir", action="append", help="a peer folder kept outside this suite (repeatable)")
     lst.add_argument("--scenario-dir", action="append", metavar="DIR", help="a folder of scenarios kept with a binding (repeatable)")
     lst.set_defaults(func=cmd_list)
-    bench = sub.add_parser("bench", help="each binding's request/reply rate measured inside its peer, against its raw client; per pair")
+    bench = sub.add_parser("bench", help="each binding's request/reply rate measured inside its peer, against its raw client, "
+                           "repeated and interleaved; per pair")
     bench.add_argument("--peers", help="comma list of peer names (default: every peer)")
     bench.add_argument("--peer-dir", action="append", help="a peer folder kept outside this suite (repeatable)")
-    bench.add_argument("--requests", type=int, default=2000, help="measured requests per peer, binding and raw (default 2000)")
-    bench.add_argument("--in-flight", type=int, default=64, help="requests outstanding at once (default 64)")
-    bench.add_argument("--body-bytes", type=int, default=256, help="request body size (default 256)")
-    bench.add_argument("--warmup", type=int, default=200, help="unmeasured requests first (default 200)")
-    bench.add_argument("--pair-requests", type=int, default=1000, help="requests per requester x responder pair (default 1000)")
-    bench.add_argument("--seed-requests", type=int, default=300, help="requests with a reply queue per request (default 300)")
+    bench.add_argument("--requests", type=int, default=BenchSettings.requests,
+                       help=f"measured requests per measurement (default {BenchSettings.requests})")
+    bench.add_argument("--repetitions", type=int, default=BenchSettings.repetitions,
+                       help=f"measurements of each figure, interleaved raw/binding (default {BenchSettings.repetitions})")
+    bench.add_argument("--in-flight", type=int, default=BenchSettings.in_flight,
+                       help=f"requests outstanding at once (default {BenchSettings.in_flight})")
+    bench.add_argument("--body-bytes", type=int, default=BenchSettings.body_bytes,
+                       help=f"request body size (default {BenchSettings.body_bytes})")
+    bench.add_argument("--warmup", type=int, default=BenchSettings.warmup,
+                       help=f"unmeasured requests before each measurement (default {BenchSettings.warmup})")
+    bench.add_argument("--pair-requests", type=int, default=BenchSettings.pair_requests,
+                       help=f"requests per requester x responder pair (default {BenchSettings.pair_requests})")
+    bench.add_argument("--pair-repetitions", type=int, default=BenchSettings.pair_repetitions,
+                       help=f"measurements of each pair (default {BenchSettings.pair_repetitions})")
+    bench.add_argument("--seed-requests", type=int, default=BenchSettings.seed_requests,
+                       help=f"requests with a reply queue per request (default {BenchSettings.seed_requests})")
+    bench.add_argument("--bound", type=float, default=BenchSettings.bound,
+                       help=f"a ratio whose pairs spread more than this fraction of their median is unstable "
+                            f"(default {BenchSettings.bound})")
     bench.add_argument("--no-pairs", action="store_true", help="per peer only, no requester x responder pairs")
-    bench.add_argument("--out", default="out", help="folder for bench.json (default ./out)")
-    bench.add_argument("--compare", help="an earlier bench.json: print the change per figure")
+    bench.add_argument("--out", default="out", help="folder for bench.json and bench.md (default ./out)")
+    bench.add_argument("--markdown", action="store_true", help="print bench.md (the README's table) instead of the console tables")
+    bench.add_argument("--readme", metavar="README",
+                       help="also rewrite README's bench region (between its '<!-- bench.md begins' and "
+                            "'<!-- bench.md ends -->' lines) with bench.md")
+    bench.add_argument("--render", metavar="BENCH_JSON",
+                       help="measure nothing: show, write (--out, --readme) and compare an earlier bench.json's figures")
+    bench.add_argument("--compare", help="an earlier bench.json: print each ratio old -> new and whether they agree")
     bench.add_argument("--broker", help="amqp://USER:PASS@HOST:PORT/ of an existing RabbitMQ (default: a private node)")
     bench.add_argument("--management-url", help="management API of --broker (default http://HOST:15672)")
     bench.set_defaults(func=cmd_bench)

@@ -1,4 +1,4 @@
-"""What /proc says of a process: its descendants, and its CPU time with theirs."""
+"""What /proc says of a process: its descendants, and its CPU time and resident memory with theirs."""
 from __future__ import annotations
 
 import os
@@ -46,3 +46,23 @@ def process_cpu_s(pid: int) -> float | None:
             if current == pid:
                 return None
     return total
+
+
+def resident_mib(pid: int) -> float | None:
+    """Resident memory (VmRSS) of a process and of its live descendants (a wrapper script's
+    JVM), in MiB, from /proc; None where /proc tells of none of them."""
+    try:
+        tree = [pid, *descendants(pid)]
+    except OSError:
+        tree = [pid]
+    total_kib, found = 0, False
+    for current in tree:
+        try:
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total_kib += int(line.split()[1])
+                    found = True
+                    break
+        except (OSError, IndexError, ValueError):
+            continue
+    return total_kib / 1024 if found else None
