@@ -20,11 +20,12 @@ memory before and after come from the harness's view of each peer process.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -244,7 +245,10 @@ def _bench(manifests: dict[str, Manifest], specs: list[PeerSpec], amqp_url: str,
             if failure:
                 raise PeerError(f"{name}: {failure}")
         for name in names:
-            processes[name] = PeerClient.launch(manifests[name], Path(tempfile.mkdtemp(prefix=f"acemq-bench-{name}-")))
+            # A bench keeps its peers busy on purpose: their CPU share is not held (a peer past
+            # it would run at the lowest priority, and its figures would be the machine's).
+            manifest = replace(manifests[name], limits=replace(manifests[name].limits, cpu_share=math.inf))
+            processes[name] = PeerClient.launch(manifest, Path(tempfile.mkdtemp(prefix=f"acemq-bench-{name}-")))
             processes[name].handshake(amqp_url)
         session = _Session(processes, settings, log)
         peers: list[PeerFigures] = []
