@@ -4,9 +4,18 @@ A peer runs in a session (and process group) of its own, and its group is killed
 stops. A process that leaves the group (`setsid`) or the tree (a double fork: its parent
 exits at once) used to outlive the run: re-parented to init, nothing of the harness's
 looked for it again. So, on Linux, the harness makes itself the *child subreaper* of what it
-starts for as long as a session runs (`prctl(PR_SET_CHILD_SUBREAPER, 1)`): an orphan is
-re-parented to the harness instead of init, stays its descendant, and is found, ended and
-reaped (a re-parented child that exits is the harness's zombie until it is waited for).
+starts (`prctl(PR_SET_CHILD_SUBREAPER, 1)`): an orphan is re-parented to the harness
+instead of init, stays its descendant, and is found, ended and reaped (a re-parented child
+that exits is the harness's zombie until it is waited for).
+
+It is the subreaper only while a peer of it runs (`adopt`, from just before a peer starts
+to the end of its shutdown; peers/process.py), never for a whole session: the flag is the
+process's, and adopts every orphan below it, not only a peer's. A private node's VM
+(`rabbitmq-server -detached` leaves it to whoever reaps orphans) and epmd (every Erlang
+node's on the machine) are started before the peers and stopped after them; held for the
+session, the harness adopted both, and a SIGKILLed harness's children were no longer only
+its peers but a node and a daemon that rightly outlive it (a killed run's node is for
+`doctor --clean` or the next run to sweep).
 
 Four things name a process as a peer's (peers/process.py asks `tree_of`): it is in the
 peer's session or group, or below the peer; it holds one of the peer's pipes (a child
@@ -104,13 +113,15 @@ def is_subreaper() -> bool:
 
 
 _lock = threading.Lock()
-_holders = 0
+_holders = 0  # the peers running now (each holds the subreaper flag)
 _was_subreaper = False
+_sessions = 0  # the sessions under way in this process (each sweeps at its end)
 
 
-def _acquire() -> str | None:
-    """The harness is a subreaper while any session holds it (sessions may overlap in one
-    process, e.g. a test's). None when it is, else why not."""
+def adopt() -> str | None:
+    """The harness is a subreaper while any peer of it runs (peers may overlap, and so may
+    sessions in one process, e.g. a test's): called before a peer starts, `let_go` after its
+    shutdown. None when it is, else why not (then `let_go` is not called)."""
     global _holders, _was_subreaper
     with _lock:
         if _holders == 0:
@@ -122,18 +133,19 @@ def _acquire() -> str | None:
         return None
 
 
-def _release() -> None:
+def let_go() -> None:
+    """One peer fewer: with none left, orphans go to init again (what was adopted stays)."""
     global _holders
     with _lock:
         _holders -= 1
         if _holders == 0 and not _was_subreaper:
-            _prctl(PR_SET_CHILD_SUBREAPER, 0)  # orphans of later work go to init again
+            _prctl(PR_SET_CHILD_SUBREAPER, 0)
 
 
 def _others_hold(held: bool) -> bool:
     """Whether another session of this process is under way (its peers are not leftovers)."""
     with _lock:
-        return _holders > (1 if held else 0)
+        return _sessions > (1 if held else 0)
 
 
 # -- finding and ending ----------------------------------------------------------------------
@@ -269,7 +281,8 @@ class ContainmentRecord:
 
 
 class Containment:
-    """The harness as subreaper for one session, and the sweep at its end."""
+    """One session's containment: whether the harness can adopt its peers' orphans here (it
+    does while each peer runs, `adopt`), and the sweep at the session's end."""
 
     def __init__(self) -> None:
         self.problem: str | None = None
@@ -277,15 +290,20 @@ class Containment:
         self._held = False
 
     def __enter__(self) -> "Containment":
-        self.problem = _acquire()
-        self._held = self.problem is None
+        global _sessions
+        self.problem = subreaper_problem()
+        with _lock:
+            _sessions += 1
+        self._held = True
         self._baseline = self._descendants()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        global _sessions
         if self._held:
             self._held = False
-            _release()
+            with _lock:
+                _sessions -= 1
 
     @staticmethod
     def _descendants() -> set[Proc]:
@@ -299,8 +317,8 @@ class Containment:
         """End every process that became the harness's descendant during the session in a
         session that is not the harness's own (what a peer left: the harness runs its own
         helpers in its session, and a peer in one of its own), every process carrying a mark
-        of this harness's peers, and reap them; then stop being the subreaper. epmd is
-        spared: it is every Erlang node's on the machine (core/ownership.py). Sessions that
+        of this harness's peers, and reap them. epmd is spared: it is every Erlang node's on
+        the machine (core/ownership.py), should one be started while a peer runs. Sessions that
         overlap in one process (a test's) leave the sweep to the last to end: until then
         what is new may be the other's, and each peer's own processes went with it already."""
         record = ContainmentRecord(subreaper=self.problem is None, problem=self.problem)

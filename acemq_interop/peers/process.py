@@ -213,6 +213,9 @@ class PeerProcess:
         self._fault: str | None = None
         self.log_path = log_dir / f"peer-{manifest.name}.stderr.log"
         self.started_at = time.monotonic()
+        # From before it starts to the end of its shutdown the harness adopts orphans
+        # (core/containment.py): what this peer double-forks stays the harness's to end.
+        self._adopting = containment.adopt() is None
         try:
             # Binary pipes: stdout is read in bounded pieces and decoded here, so a line that
             # is not UTF-8 is reported as such instead of killing the reader.
@@ -226,8 +229,11 @@ class PeerProcess:
                 start_new_session=True,  # its own process group: killed whole (kill_group)
                 preexec_fn=self.limits.preexec(),  # its open-files limit and priority, before it runs
             )
-        except OSError as exc:
-            raise PeerError(f"peer '{manifest.name}' could not be started ({' '.join(manifest.run)} in {manifest.cwd}): {exc}") from exc
+        except BaseException as exc:  # not started (a missing program, no docker.image): nothing to adopt for
+            self._let_go()
+            if isinstance(exc, OSError):
+                raise PeerError(f"peer '{manifest.name}' could not be started ({' '.join(manifest.run)} in {manifest.cwd}): {exc}") from exc
+            raise
         self._log = _CappedLog(self.log_path, STDERR_LOG_BYTES)
         # Whoever holds one of these is the peer's (containment), whatever session it is in.
         self._pipes = containment.pipe_inodes(s.fileno() for s in (self._proc.stdin, self._proc.stdout, self._proc.stderr) if s)
@@ -281,8 +287,16 @@ class PeerProcess:
         kill_group(self._proc.pid)
         self._contain(end=True)
         WATCH.remove(self)
+        self._let_go()
         self._stderr_reader.join(timeout=2)
         self._log.close()
+
+    def _let_go(self) -> None:
+        """This peer no longer needs the harness to adopt orphans (once, whatever calls it)."""
+        with self._lock:
+            adopting, self._adopting = self._adopting, False
+        if adopting:
+            containment.let_go()
 
     def _kill(self) -> None:
         """SIGKILL the peer, every process of its group (a stopped one too) and every other

@@ -61,15 +61,46 @@ def wait_for(what: str, check, bound_s: float = 15.0):
     raise AssertionError(f"not within {bound_s}s: {what}")
 
 
-def test_the_harness_is_the_subreaper_only_while_a_session_holds_it() -> None:
+def scripted(*rules: str) -> Manifest:
+    return Manifest(name="scripted", language="Python", description="", folder=SCRIPT.parent, cwd=SCRIPT.parent,
+                    run=(sys.executable, str(SCRIPT), *rules), build=(), test=(), env={}, requires=())
+
+
+def test_the_harness_is_the_subreaper_only_while_a_peer_runs(tmp_path: Path) -> None:
+    """Not for a whole session: what the session starts besides its peers (a private node's
+    VM, detached; epmd, a daemon) must not become the harness's child. A SIGKILLed harness's
+    children are its peers, which end on their stdin's end-of-file; a node and epmd outlive it."""
     assert subreaper_problem() is None
-    before = is_subreaper()
+    assert not is_subreaper(), "nothing of this test process holds it yet"
     with Containment() as held:
-        assert held.problem is None and is_subreaper()
-        with Containment():  # sessions may overlap in one process
-            assert is_subreaper()
-        assert is_subreaper(), "the outer session still holds it"
-    assert is_subreaper() == before
+        assert held.problem is None and not is_subreaper(), "a session alone does not adopt"
+        first = PeerProcess(scripted(), tmp_path)
+        assert is_subreaper()
+        second = PeerProcess(scripted(), tmp_path)  # peers overlap
+        first.shutdown(bound_s=2)
+        assert is_subreaper(), "the second peer still runs"
+        second.shutdown(bound_s=2)
+        assert not is_subreaper(), "no peer runs"
+        second.shutdown(bound_s=2)  # a second shutdown lets go of nothing more
+        assert not is_subreaper()
+        # What the session starts with no peer running (as `rabbitmq-server -detached` does)
+        # and detaches is not adopted: it is not the harness's to end.
+        marker = f"detached-{uuid.uuid4().hex}"
+        subprocess.run([sys.executable, "-c", "import os, sys\nif os.fork() == 0:\n    os.setsid()\n"
+                        f"    os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(600)', {marker!r}])\n"],
+                       check=True, timeout=30)
+        try:
+            (detached,) = wait_for("the detached process", lambda: with_marker(marker))
+            assert _ppid(detached) != os.getpid(), "adopted by the harness with no peer running"
+        finally:
+            for pid in with_marker(marker):
+                os.kill(pid, 9)
+    held.close()
+    assert not is_subreaper()
+
+
+def _ppid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 def test_where_prctl_is_not_linux_s_doctor_and_the_run_say_so(monkeypatch) -> None:
@@ -177,7 +208,11 @@ def test_overlapping_sessions_leave_the_sweep_to_the_last_to_end() -> None:
     outer = Containment().__enter__()
     try:
         inner = Containment().__enter__()
-        subprocess.run([sys.executable, "-c", orphan], check=True, timeout=30)  # its parent exits at once
+        assert containment.adopt() is None  # as a peer of either session does while it runs
+        try:
+            subprocess.run([sys.executable, "-c", orphan], check=True, timeout=30)  # its parent exits at once
+        finally:
+            containment.let_go()
         adopted = wait_for("the orphan", lambda: with_marker(marker))
         assert inner.close().ended == [] and with_marker(marker) == adopted, "the other session's, for all it knows"
     finally:
