@@ -47,7 +47,7 @@ def _list_rules(as_json: bool) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Which peers can run here, and why not: commands, versions, client libraries."""
-    from ..peers.doctor import check_broker, check_peer
+    from ..peers.doctor import check_broker, check_containment, check_peer
 
     if args.broker:
         # A malformed --broker is bad input: refused (exit 2) before the checks start, not
@@ -57,6 +57,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     ok = True
     broker_line, broker_ok = check_broker()
     print(broker_line)
+    print(check_containment())
     for name, m in sorted(manifests.items()):
         lines, ready = check_peer(m)
         ok = ok and ready

@@ -21,7 +21,7 @@ from ..results.outdir import OutFolder, write_whole
 from ..spec import known_failures
 from ..spec.catalogue import catalogue
 from ..spec import scenarios as scenario_mod
-from .common import EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED, EXIT_OK, OUTPUT_FILES, log, peer_dirs
+from .common import EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED, EXIT_OK, EXIT_SOAK, OUTPUT_FILES, log, peer_dirs
 
 if TYPE_CHECKING:
     from ..run.request import RunRequest
@@ -162,14 +162,30 @@ def cmd_flakes(args: argparse.Namespace) -> int:
     return EXIT_FAILED if report.varying else EXIT_OK
 
 
+def _soak_figures(results: Path) -> dict[str, float | None]:
+    """One run's soak figures: the harness's own now (run/soak.py), the broker's as the run
+    left it (its results.json `broker_left`)."""
+    from ..run.soak import harness_figures
+
+    figures = harness_figures()
+    try:
+        left = json.loads(results.read_text(encoding="utf-8")).get("broker_left") or {}
+    except (OSError, ValueError):
+        left = {}
+    return {**figures, "connections": left.get("connections"), "vhosts": left.get("vhosts")}
+
+
 def cmd_repeat(args: argparse.Namespace) -> int:
     """`run --repeat N`: N runs of the same selection, each a whole run of its own (its broker
     node, vhost and peer processes) in OUT/run-K/, then the repeat report in OUT/. A run cut
-    short (the broker lost, an interrupt) ends the repetition: its cells are not a verdict."""
+    short (the broker lost, an interrupt) ends the repetition: its cells are not a verdict.
+    After each run the soak's figures are taken (results/soak.py); a figure that grows after
+    the warm-up runs fails the repeat (EXIT_SOAK)."""
     import copy
 
-    from ..reports.flakes import repeat_text, write_repeat
+    from ..reports.flakes import repeat_text, soak_text, write_repeat
     from ..results.repeat import RepeatReport, load_runs
+    from ..results.soak import FIGURES, SoakReport
 
     if not 2 <= args.repeat <= MAX_REPEAT:
         raise UsageError(f"--repeat {args.repeat}: give 2 to {MAX_REPEAT} runs (1, the default, is one run)")
@@ -177,27 +193,32 @@ def cmd_repeat(args: argparse.Namespace) -> int:
         raise UsageError("--repeat runs the whole selection each time: give --baseline or --shard to a single run")
     out = Path(args.out)
     folder = OutFolder.claim(out)  # this process's until it ends: no other run clears or writes it
-    folder.clear((*OUTPUT_FILES, "repeat.json"),
+    folder.clear((*OUTPUT_FILES, "repeat.json", "soak.json"),
                  folders=[old.name for old in out.glob("run-*") if old.is_dir() and re.fullmatch(r"run-\d+", old.name)])
     codes: list[int] = []
+    figures: list[dict[str, float | None]] = []
     for k in range(1, args.repeat + 1):
         log(f"repeat {k}/{args.repeat}: out {out / f'run-{k}'}")
         one = copy.copy(args)
         one.repeat, one.out = 1, str(out / f"run-{k}")
         one.no_build = args.no_build or k > 1  # built once, before the first run
         codes.append(cmd_run(one))
+        figures.append(_soak_figures(out / f"run-{k}" / "results.json"))
+        log(f"repeat {k}/{args.repeat}: soak " + ", ".join(f"{FIGURES[n]} {figures[-1].get(n)}" for n in FIGURES))
         if codes[-1] in (EXIT_INFRA, EXIT_INTERRUPTED):
             break
+    soak = SoakReport.of(figures)
     finished = [out / f"run-{k}" / "results.json" for k in range(1, len(codes) + 1)]
     finished = [p for p in finished if p.exists()]
     if len(finished) >= 2:
         report = RepeatReport.of(load_runs(finished))
-        paths = write_repeat(report, out)
+        paths = write_repeat(report, out, soak)
         # results.json of OUT: the last run's, carrying the repeat report.
         last = json.loads(finished[-1].read_text(encoding="utf-8"))
         last["repeat"] = report.record()
         write_whole(out / "results.json", lambda p: p.write_text(json.dumps(last, indent=2) + "\n", encoding="utf-8"))
         print(repeat_text(report))
+        print(soak_text(soak))
         print(f"Wrote {', '.join(str(p) for p in [out / 'results.json', *paths])}")
         varied = bool(report.varying)
     else:
@@ -205,6 +226,10 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     if codes[-1] in (EXIT_INFRA, EXIT_INTERRUPTED):
         print(f"acemq-interop: --repeat stopped after run {len(codes)} of {args.repeat} (exit {codes[-1]})", file=sys.stderr)
         return codes[-1]
+    if soak.grew:
+        # Its own class: a harness that leaks makes every later run's verdicts suspect, and
+        # the cause is the harness's (or the broker's), not a binding's.
+        return EXIT_SOAK
     return EXIT_FAILED if varied or any(c != EXIT_OK for c in codes) else EXIT_OK
 
 

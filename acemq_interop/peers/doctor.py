@@ -36,6 +36,22 @@ def check_broker() -> tuple[str, bool]:
             f"use --broker amqp://USER:PASS@HOST:5672/{hint}"), False
 
 
+def check_containment() -> str:
+    """Whether a run can end every process its peers start (core/containment.py): never a
+    failure of `doctor` (the peers still run), but said, with what it costs."""
+    from ..core.containment import subreaper_problem
+
+    problem = subreaper_problem()
+    if problem is None:
+        return ("containment: the harness adopts the orphans of its peers (Linux child subreaper): a process a peer "
+                "starts in a session of its own is ended with the run")
+    unwatched = "" if Path("/proc/self").is_dir() else \
+        "; no /proc either: the peers' memory, open-files and CPU-share limits are not watched here"
+    return (f"containment: the harness cannot adopt the orphans of its peers here ({problem}): a process a peer "
+            "starts in a session of its own (setsid, a double fork) may outlive the run; the run names each one "
+            f"it finds and could not end{unwatched}")
+
+
 def check_tool(manifest: Manifest, entry: dict) -> tuple[bool, str]:
     """(ok, what was found or what is wrong)."""
     argv = manifest.argv(tuple(str(a) for a in entry.get("command") or entry.get("check") or []))

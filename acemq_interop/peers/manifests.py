@@ -14,6 +14,7 @@ from typing import Any
 
 from ..spec.catalogue import mutants as catalogue_mutants
 from ..core.errors import UsageError
+from .limits import LIMITS_SCHEMA, Limits
 
 from ..core.paths import DATA_ROOT as REPO_ROOT, PEER_PATH_ENV, PEERS_DIR, peer_path_from_env
 
@@ -46,6 +47,9 @@ class Manifest:
     # knows it, `expected` is the file of its ground truth (written before its first run).
     # Its cells are kept out of the conformance tables and make the foreign-interop matrix.
     foreign: dict[str, str] = field(default_factory=dict)
+    # What the peer may take of the machine (peers/limits.py: each limit, its default, and
+    # what a peer past it gets).
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def is_foreign(self) -> bool:
@@ -80,7 +84,7 @@ class Manifest:
             argv += ["--name", f"acemq-interop-{run_id}-peer-{self.name}-{token_hex(2)}", *run_labels(run_id, "peer")]
         for folder in mounts:
             argv += ["-v", f"{folder}:{folder}:ro"]
-        return [*argv, str(image)]
+        return [*argv, *self.limits.docker_flags(), str(image)]
 
     def environment(self) -> dict[str, str]:
         """The harness's environment less every variable that holds a credential (the broker
@@ -124,6 +128,7 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                                    "library": {"type": "string", "minLength": 1},
                                    "expected": {"type": "string", "minLength": 1}},
                     "errorMessage": "foreign is a mapping: stack (its name), library, expected (its ground truth file)"},
+        "limits": LIMITS_SCHEMA,
         "toolchain": {"type": "array", "items": {
             "type": "object", "additionalProperties": False, "required": ["name"],
             "properties": {"name": {"type": "string", "minLength": 1}, "command": _ARGV, "check": _ARGV,
@@ -183,6 +188,7 @@ def load_manifest(path: Path) -> Manifest:
         toolchain=tuple(dict(t) for t in data.get("toolchain") or []),
         layout={k: tuple(v if isinstance(v, list) else [v]) for k, v in (data.get("layout") or {}).items()},
         foreign={k: str(v) for k, v in (data.get("foreign") or {}).items()},
+        limits=Limits.of(data.get("limits")),
     )
 
 

@@ -14,7 +14,10 @@ fails at once with that cause, so a broken peer costs at most one bound, not one
   on): the harness kills it and keeps a bounded excerpt of what it wrote.
 
 A peer runs in a session (and process group) of its own, and the harness kills the whole
-group: a peer that forks, one started through `sh -c`, leaves nothing behind. Its stderr goes
+group: a peer that forks, one started through `sh -c`, leaves nothing behind. What leaves
+the group (`setsid`, a double fork) is found and ended with it too (core/containment.py).
+It runs under its manifest's limits (peers/limits.py: memory, CPU share, open files,
+output), watched by peers/watch.py; a peer past one is ended with the limit as its fault. Its stderr goes
 to `logs/peer-NAME.stderr.log` with every password hidden (core/redact.py), and no more than
 the last STDERR_LOG_BYTES of it are kept (a marker says how much was dropped). It gets the
 harness's environment less every variable that holds a credential (core/redact.py
@@ -36,10 +39,12 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core import redact
+from ..core import containment, redact
 from ..core.errors import CallNotEnded, PeerError
+from .limits import MIB
 from .manifests import Manifest
 from .protocol import PROTOCOL_VERSION, SUPPORTED_PROTOCOLS, validate_peer_line
+from .watch import WATCH, Usage
 
 STDERR_TAIL_LINES = 40
 STDERR_LINE_CHARS = 2000  # a tail line longer than this is cut (the log file keeps it whole)
@@ -183,9 +188,19 @@ def exit_text(code: int) -> str:
 class PeerProcess:
     """Owns the pipes of one peer process."""
 
+    _serial = itertools.count(1)
+
     def __init__(self, manifest: Manifest, log_dir: Path, in_docker: bool = False, run_id: str | None = None,
                  mounts: tuple[Path, ...] = ()):
         self.manifest = manifest
+        self.name = manifest.name
+        self.limits = manifest.limits
+        self.usage = Usage()
+        self.notes: list[str] = []  # what the harness did to it (lowered its priority), for the run's log
+        self.unended: list[str] = []  # processes of it that could not be ended, named
+        self._contained: set[containment.Proc] = set()  # every process found to be its own
+        # Inherited by whatever it starts: the mark containment finds its processes by.
+        self.mark = f"{containment.RUN_MARK}/{manifest.name}/{next(self._serial)}"
         self.hello: dict[str, Any] = {}
         self.protocol: int = 0
         self._ids = itertools.count(1)
@@ -198,21 +213,31 @@ class PeerProcess:
         self._fault: str | None = None
         self.log_path = log_dir / f"peer-{manifest.name}.stderr.log"
         self.started_at = time.monotonic()
+        # From before it starts to the end of its shutdown the harness adopts orphans
+        # (core/containment.py): what this peer double-forks stays the harness's to end.
+        self._adopting = containment.adopt() is None
         try:
             # Binary pipes: stdout is read in bounded pieces and decoded here, so a line that
             # is not UTF-8 is reported as such instead of killing the reader.
             self._proc = subprocess.Popen(
                 manifest.docker_run(run_id, mounts) if (in_docker or manifest.image) else manifest.argv(manifest.run),
                 cwd=manifest.cwd,
-                env=manifest.environment(),
+                env={**manifest.environment(), containment.MARK_ENV: self.mark},
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,  # its own process group: killed whole (kill_group)
+                preexec_fn=self.limits.preexec(),  # its open-files limit and priority, before it runs
             )
-        except OSError as exc:
-            raise PeerError(f"peer '{manifest.name}' could not be started ({' '.join(manifest.run)} in {manifest.cwd}): {exc}") from exc
+        except BaseException as exc:  # not started (a missing program, no docker.image): nothing to adopt for
+            self._let_go()
+            if isinstance(exc, OSError):
+                raise PeerError(f"peer '{manifest.name}' could not be started ({' '.join(manifest.run)} in {manifest.cwd}): {exc}") from exc
+            raise
         self._log = _CappedLog(self.log_path, STDERR_LOG_BYTES)
+        # Whoever holds one of these is the peer's (containment), whatever session it is in.
+        self._pipes = containment.pipe_inodes(s.fileno() for s in (self._proc.stdin, self._proc.stdout, self._proc.stderr) if s)
+        WATCH.add(self)
         self._stderr_reader = threading.Thread(target=self._read_stderr, name=f"{manifest.name}-stderr", daemon=True)
         self._stderr_reader.start()
         threading.Thread(target=self._read_stdout, name=f"{manifest.name}-stdout", daemon=True).start()
@@ -242,6 +267,9 @@ class PeerProcess:
         return answer
 
     def shutdown(self, bound_s: float = 5.0) -> None:
+        # What it started, named before it exits: once it has, its children are the
+        # harness's (the subreaper) and no longer below it.
+        self._contain(end=False)
         if self._fault is None:
             try:
                 self.send({"op": "shutdown"}).result(timeout=bound_s)
@@ -254,19 +282,59 @@ class PeerProcess:
             self._kill()
             self._proc.wait(timeout=5)
         # Whatever it started (a forked child holding its pipes, the peer behind `sh -c`)
-        # goes with it: the group is its own, so nothing else is in it.
+        # goes with it: the group is its own, so nothing else is in it; and what left the
+        # group (a new session, a double fork) is found by containment and ended too.
         kill_group(self._proc.pid)
+        self._contain(end=True)
+        WATCH.remove(self)
+        self._let_go()
         self._stderr_reader.join(timeout=2)
         self._log.close()
 
+    def _let_go(self) -> None:
+        """This peer no longer needs the harness to adopt orphans (once, whatever calls it)."""
+        with self._lock:
+            adopting, self._adopting = self._adopting, False
+        if adopting:
+            containment.let_go()
+
     def _kill(self) -> None:
-        """SIGKILL the peer and every process of its group (a stopped one too)."""
+        """SIGKILL the peer, every process of its group (a stopped one too) and every other
+        process it started."""
+        self._contain(end=False)
         try:
             os.killpg(self._proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         if self._proc.poll() is None:
             self._proc.kill()
+        self._contain(end=True)
+
+    def _contain(self, end: bool) -> None:
+        """Find every process of the peer's (core/containment.py `tree_of`) and remember it;
+        with `end`, SIGKILL and reap them. The peer's own process is its Popen's to wait for."""
+        # The watch replaces usage.seen as it looks: what is found here is kept apart.
+        known = self._contained | set(self.usage.seen)
+        try:
+            self._contained = known | containment.tree_of(self._proc.pid, self.mark, known, self._pipes)
+        except OSError:
+            return
+        if end:
+            left = containment.end([p for p in self._contained if p.pid != self._proc.pid])
+            self.unended = [p.describe() for p in left]
+
+    def exceeded(self, reason: str) -> None:
+        """The resource watch saw it past a limit: it is ended, with the limit as its fault."""
+        self._die(reason, kill=True)
+
+    def note(self, text: str) -> None:
+        """Something the harness did to the peer: kept for the run's log and in its stderr log."""
+        self.notes.append(text)
+        self._stderr_tail.append(f"[acemq-interop: {text}]")
+        try:
+            self._log.write(f"[acemq-interop: {text}]\n")
+        except (ValueError, OSError):
+            pass
 
     @property
     def pid(self) -> int:
@@ -405,6 +473,9 @@ class PeerProcess:
             raw = stream.readline(MAX_LINE_BYTES + 1)
             if not raw:
                 break
+            self.usage.stdout_bytes += len(raw)
+            if self._over_output():
+                return
             if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
                 self._out_of_protocol(f"a line longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB", raw)
                 return
@@ -462,6 +533,9 @@ class PeerProcess:
             raw = stream.readline(64 * 1024)  # bounded: a long line arrives in pieces
             if not raw:
                 return
+            self.usage.stderr_bytes += len(raw)
+            if self._over_output():
+                return
             text = raw.decode("utf-8", errors="replace")
             self._stderr_tail.append(redact.text(text.rstrip("\n")[:STDERR_LINE_CHARS]))
             try:
@@ -470,6 +544,14 @@ class PeerProcess:
                 return
 
     # -- faults --------------------------------------------------------------------
+
+    def _over_output(self) -> bool:
+        """Past its output limit (stdout and stderr together): the peer is ended."""
+        if self.usage.output_bytes <= self.limits.output_mib * MIB:
+            return False
+        self._die(f"peer '{self.manifest.name}' exceeded its output limit ({self.limits.output_mib} MiB written "
+                  f"on stdout and stderr)", kill=True)
+        return True
 
     def _exit_reason(self, wait_s: float) -> str | None:
         """`peer 'x' exited (...)` once the process has ended (waiting up to `wait_s`), else None."""

@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..results.model import COUNT_ORDER, CellResult, Counts, PairMatrix, RunResult, Status, TodoItem
-from .text import (LEVEL_ORDER, cells_line, MAX_TODO_SHOWN, failure_who, fold_errors, mutants_text, others_text,
+from .text import (LEVEL_ORDER, cells_line, containment_lines, MAX_TODO_SHOWN, failure_who, fold_errors, mutants_text, others_text,
                    shared_clauses, shared_text, short_value, suspects_of)
 
 MAX_PROBLEMS_SHOWN = 25
@@ -193,6 +193,8 @@ def print_report(report: RunResult, console: Console | None = None) -> None:
     console.print(f"\n{cells_line(report)}. Took {report.duration_s:.1f}s on {report.broker}.")
     if report.meta.get("aborted"):
         console.print(escape(f"The run was cut short: {report.meta['aborted']}."), style="bold magenta")
+    for line in containment_lines(report.meta):
+        console.print(escape(line), style="bold magenta")
 
 
 def fail_lines(r: CellResult) -> list[str]:

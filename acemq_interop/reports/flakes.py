@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from ..results.repeat import RepeatReport, counts_of
+from ..results.soak import SoakReport
 from .text import cell_anchor
 
 
@@ -19,7 +20,22 @@ def repeat_text(report: RepeatReport) -> str:
     return "\n".join(lines)
 
 
-def repeat_markdown(report: RepeatReport, base: Path | None = None) -> str:
+def soak_text(soak: SoakReport) -> str:
+    """The soak's figures per run as a plain table, then its verdict."""
+    rows = soak.table()
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.rjust(width) for cell, width in zip(row, widths)) for row in rows]
+    return "\n".join([*lines, soak.summary_line()])
+
+
+def soak_markdown(soak: SoakReport) -> list[str]:
+    rows = soak.table()
+    return ["", "## Soak: what each run left", "", f"**{soak.summary_line()}**", "",
+            "| " + " | ".join(rows[0]) + " |", "|" + "---:|" * len(rows[0]),
+            *("| " + " | ".join(row) + " |" for row in rows[1:])]
+
+
+def repeat_markdown(report: RepeatReport, base: Path | None = None, soak: SoakReport | None = None) -> str:
     lines = ["# acemq-interop: repeat report", "", f"**{report.summary_line()}**", "", "| run | results | counts |", "|---|---|---|"]
     for run in report.runs:
         counts = counts_of(run.data)
@@ -39,6 +55,8 @@ def repeat_markdown(report: RepeatReport, base: Path | None = None) -> str:
         for name, rate in report.by("scenario").items():
             if rate.varying:
                 lines.append(f"| {name} | {rate.varying} | {rate.cells} | {100 * rate.rate:.1f}% |")
+    if soak is not None:
+        lines += soak_markdown(soak)
     return "\n".join(lines) + "\n"
 
 
@@ -62,12 +80,15 @@ def repeat_html(report: RepeatReport, base: Path | None = None) -> str:
             f"<h2>Flake rate per peer</h2><table><tr><th>peer</th><th>varying</th><th>rate</th></tr>{peers}</table>")
 
 
-def write_repeat(report: RepeatReport, out: Path) -> list[Path]:
+def write_repeat(report: RepeatReport, out: Path, soak: SoakReport | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "repeat.json", out / "summary.md", out / "report.html"]
     paths[0].write_text(json.dumps(report.record(), indent=2) + "\n", encoding="utf-8")
-    paths[1].write_text(repeat_markdown(report, out), encoding="utf-8")
+    paths[1].write_text(repeat_markdown(report, out, soak), encoding="utf-8")
     paths[2].write_text(repeat_html(report, out), encoding="utf-8")
+    if soak is not None:
+        paths.append(out / "soak.json")
+        paths[-1].write_text(json.dumps(soak.record(), indent=2) + "\n", encoding="utf-8")
     return paths
 
 

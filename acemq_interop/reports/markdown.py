@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .text import LEVEL_ORDER, cells_line, charged_to, mutants_text, others_text, shared_clauses, shared_text, short_value, suspects_of
+from .text import LEVEL_ORDER, cells_line, containment_lines, charged_to, mutants_text, others_text, shared_clauses, shared_text, short_value, suspects_of
 from ..results.model import COUNT_ORDER, CellResult, Counts, RunResult, Status
 
 # A step summary is read on a PR page: the longest to-do list is cut here, the rest is in
@@ -44,6 +44,8 @@ def render_markdown(report: RunResult) -> str:
     if report.meta.get("aborted"):
         lines += [f"**The run was cut short: {_md(report.meta['aborted'])}.** The cells that ran keep their results; "
                   "the rest are ERROR (not run).", ""]
+    for line in containment_lines(report.meta):
+        lines += [f"**{_md(line)}**", ""]
     described = [b.description for b in report.brokers if b.description != b.label]
     if described:
         lines += [f"Broker: {', '.join(described)}", ""]

@@ -106,3 +106,16 @@ def slug(text: str) -> str:
 def cell_anchor(cell_id: str) -> str:
     """The fragment of a cell's row in report.html (for links from elsewhere, the repeat report's)."""
     return "cell-" + slug(cell_id)
+
+
+def containment_lines(meta: dict) -> list[str]:
+    """What the summary says of the processes the run's peers left: only what needs saying
+    (the harness could not adopt orphans here, or a process it could not end)."""
+    record = meta.get("containment") or {}
+    lines = []
+    if record.get("problem"):
+        lines.append(f"Containment: the harness could not adopt its peers' orphans here ({record['problem']}); "
+                     "a process a peer started in a session of its own may have outlived the run.")
+    if record.get("left"):
+        lines.append(f"Containment: {len(record['left'])} process(es) the run could not end: {'; '.join(record['left'])}")
+    return lines

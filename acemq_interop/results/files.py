@@ -113,6 +113,8 @@ def results_data(report: RunResult) -> dict[str, Any]:
                 "startup_s": None if s.startup_s is None else round(s.startup_s, 2),
                 "unavailable": s.unavailable,
                 "foreign": dict(s.foreign) or None,
+                "usage": s.usage,
+                "limits": s.limits,
             }
             for name, s in report.peers.items()
         },
@@ -126,6 +128,12 @@ def results_data(report: RunResult) -> dict[str, Any]:
                             for row in report.summary.foreign_rows],
         # Why the run stopped before its end ("broker lost: ...", "interrupted ..."), else null.
         "aborted": meta.get("aborted"),
+        # Whether the harness could adopt its peers' orphans, what it ended at the end of the
+        # run and what it could not end (core/containment.py); null for a file read back.
+        "containment": meta.get("containment"),
+        # The broker at the end of the run (run/soak.py): connections left in the run's vhost
+        # once its peers stopped, and the suite's vhosts left on it.
+        "broker_left": meta.get("broker_left"),
         "cells": [cell_record(r) for r in report.results],
     }
 
@@ -156,7 +164,8 @@ def peer_from_record(name: str, record: dict[str, Any]) -> PeerStatus:
     if record.get("mutants"):
         hello["mutants_offered"] = record["mutants"]
     return PeerStatus(name, record.get("language", ""), record.get("build_s"), record.get("startup_s"), hello,
-                      record.get("unavailable"), foreign=dict(record.get("foreign") or {}))
+                      record.get("unavailable"), foreign=dict(record.get("foreign") or {}),
+                      usage=record.get("usage"), limits=record.get("limits"))
 
 
 def broker_from_record(record: dict[str, Any]) -> BrokerInfo:
@@ -166,7 +175,8 @@ def broker_from_record(record: dict[str, Any]) -> BrokerInfo:
 
 def run_from_data(data: dict[str, Any]) -> RunResult:
     """The inverse of `results_data`: a run rebuilt from its results.json, every view the same."""
-    meta = {k: data.get(k) for k in ("suite", "command", "started_at", "finished_at", "cells_s", "selection", "shard", "aborted")}
+    meta = {k: data.get(k) for k in ("suite", "command", "started_at", "finished_at", "cells_s", "selection", "shard", "aborted",
+                                     "containment", "broker_left")}
     return RunResult([cell_from_record(c) for c in data.get("cells") or []],
                      {name: peer_from_record(name, p) for name, p in (data.get("peers") or {}).items()},
                      list((data.get("selection") or {}).get("peers") or []),

@@ -98,6 +98,10 @@ class PeerStatus:
     # A stack that is not acemq (its manifest's `foreign:`: stack, library): its cells make the
     # foreign-interop matrix and stay out of the conformance tables.
     foreign: dict[str, str] = field(default_factory=dict)
+    # What its processes took (peak memory, open files, CPU, output) and its limits
+    # (peers/limits.py), once it ran; None for a peer that never started.
+    usage: dict[str, Any] | None = None
+    limits: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ repetition of a figure measures the same queue.
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -77,7 +78,10 @@ def _measure(request: BenchRequest, amqp_url: str,
         # One after another: each start-up is timed on a machine the others do not share.
         for name in names:
             request.log_dir.mkdir(parents=True, exist_ok=True)
-            client = clients[name] = PeerClient.launch(request.manifests[name], request.log_dir)
+            # A bench keeps its peers busy on purpose: their CPU share is not held (a peer past it
+            # would run at the lowest priority, and its figures would be the machine's).
+            manifest = replace(request.manifests[name], limits=replace(request.manifests[name].limits, cpu_share=math.inf))
+            client = clients[name] = PeerClient.launch(manifest, request.log_dir)
             client.handshake(amqp_url)
             figures[name] = PeerBench(name, str(client.hello.get("binding", "")), str(client.hello.get("client", "")),
                                       client.protocol, round(client.startup_s, 3), resident_mib(client.pid))

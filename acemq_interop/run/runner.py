@@ -31,7 +31,9 @@ from .request import BrokerContext, RunRequest
 from ..core.errors import PeerError
 from ..results.model import BrokerInfo, CellResult, PeerStatus, RunResult, Status
 from ..peers.builds import build_peer, image_with_digest
+from ..core.ownership import write_owner
 from ..core.proc import process_cpu_s
+from . import soak
 from ..peers.client import PeerClient
 from ..core.paths import SCENARIOS_DIR
 from .sharding import TYPICAL_FILE_NAME, read_typical, select as shard_select
@@ -78,6 +80,7 @@ class Runner:
             log_dir.mkdir(parents=True, exist_ok=True)
         else:
             log_dir = Path(tempfile.mkdtemp(prefix="acemq-interop-logs-"))
+            write_owner(log_dir, "")  # whose it is, should this run be killed before it removes it
         self.cells_s = 0.0
         if not signals.installed():  # under the CLI a signal before now is the session's to raise
             signals.clear()
@@ -92,6 +95,7 @@ class Runner:
             return self.watch.check() if self.watch is not None else None
 
         self._signal_stack = ExitStack()
+        broker_left: dict[str, int | None] = {"connections": None, "vhosts": None}
         with self._signal_stack, run_vhost(b.endpoint, self.log, lost=lost, checked=b.checked) as (endpoint, management, vhost):
             self.watch = BrokerWatch(endpoint, b.lost, self.log,
                                      conditions=BrokerConditions(management, vhost, self.log)).start()
@@ -136,10 +140,16 @@ class Runner:
                     self.watch.stop()
                     for client in clients.values():
                         client.shutdown()
+                    self._peer_usage(clients, statuses)
+                    # What the run leaves on its broker (the soak's figures): a connection
+                    # still open in its vhost now is one the run did not close.
+                    broker_left["connections"] = soak.connections_left(management, vhost, lost)
                     if o.out_dir is None and b.log_dir is None:
                         # A run with no output folder (a library caller, a test) leaves no temporary
                         # folder behind: each cell already carries its peers' stderr tails.
                         shutil.rmtree(log_dir, ignore_errors=True)
+        if not lost():
+            broker_left["vhosts"] = soak.suite_vhosts(management)
         interrupted = interrupted or signals.pending()
         if self.watch.cause:
             self.aborted = f"broker lost: {self.watch.cause}"
@@ -157,6 +167,7 @@ class Runner:
             "images": {name: image_with_digest(m.image or m.docker.get("image")) for name, m in o.manifests.items()
                        if (o.in_docker or m.image) and name in {s.name for s in o.specs}},
             "aborted": self.aborted,
+            "broker_left": broker_left,
         }
         assert broker is not None
         report = RunResult(results, statuses, [s.label for s in o.specs], [broker], time.monotonic() - started,
@@ -164,6 +175,23 @@ class Runner:
         if interrupted and not self.watch.cause:
             raise RunInterrupted(report)
         return report
+
+    def _peer_usage(self, clients: dict[str, PeerClient], statuses: dict[str, PeerStatus]) -> None:
+        """Each peer's usage and limits into its status (results.json), what the harness did to
+        it and what of it could not be ended into the log."""
+        shown = []
+        for name, client in clients.items():
+            process = client.process
+            usage = process.usage.record()
+            if name in statuses:  # none yet when the run was interrupted while its peers started
+                statuses[name].usage, statuses[name].limits = usage, process.limits.record()
+            for note in process.notes:
+                self.log(note)
+            if process.unended:
+                self.log(f"peer {name}: could not end {', '.join(process.unended)}")
+            shown.append(f"{name} {usage['peak_rss_mib']:g} MiB, {usage['peak_open_files']} files, {usage['cpu_s']:g} s CPU")
+        if shown:
+            self.log("peers at their peak: " + "; ".join(sorted(shown)))
 
     def _profile_of(self, ctx: RunContext, results: list[CellResult], peer_cpu: dict[str, float | None],
                     broker_cpu: float | None) -> dict[str, Any]:

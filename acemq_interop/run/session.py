@@ -15,11 +15,12 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..broker.lifecycle import Broker, BrokerSource
 from ..broker.node import no_broker_message
 from ..core import signals
+from ..core.containment import Containment, ContainmentRecord
 from ..core.docker_engine import new_run_id, remove_run
 from ..core.errors import BrokerError
 from ..core.redact import text as redacted
@@ -55,6 +56,29 @@ def check_request(request: RunRequest) -> None:
 def run_session(request: RunRequest) -> SessionOutcome:
     check_request(request)
     log = request.log
+    # From here to the end of the session the harness adopts every orphan of what it starts
+    # (core/containment.py), and at the end ends whatever a peer left.
+    containment = Containment().__enter__()
+    if containment.problem:
+        log(f"containment: the harness cannot adopt the orphans of its peers here ({containment.problem}); "
+            "a process a peer starts in a session of its own may outlive the run")
+    try:
+        outcome = _run_session(request, log)
+    finally:
+        record = containment.close()
+        _say_containment(record, log)
+    outcome.report.meta["containment"] = record.record()
+    return outcome
+
+
+def _say_containment(record: ContainmentRecord, log: Callable[[str], None]) -> None:
+    if record.ended:
+        log(f"containment: ended {len(record.ended)} process(es) the run's peers left: {'; '.join(record.ended)}")
+    if record.left:
+        log(f"containment: could not end {len(record.left)} process(es): {'; '.join(record.left)}")
+
+
+def _run_session(request: RunRequest, log: Callable[[str], None]) -> SessionOutcome:
     run_id = new_run_id()
     uses_docker = request.in_docker or any(s.kind == "image" for s in request.brokers) or \
         any(m.image for m in request.manifests.values())

@@ -1,0 +1,122 @@
+"""The soak's measurements (results/soak.py judges them): the harness's own footprint after
+a run, and what a run left on its broker.
+
+The harness's figures are read from /proc/self after each run of `run --repeat N` (the
+runs share one harness process, so a leak adds up there). Its temporary entries are the
+folders it makes (`acemq-interop-*` in $TMPDIR and /dev/shm: a private node's data dir, a
+TLS run's certificates, a run's log folder) whose owner record names this process: on a
+machine shared with other runs, theirs are not this harness's leak.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from ..broker.leftovers import VHOST_PREFIX
+from ..broker.management import Management
+from ..core.errors import BrokerError
+from ..core.ownership import Owner, read_owner
+from ..core.proc import children_map, descendants, scan
+
+TEMP_PREFIX = "acemq-interop-"
+SHM_DIR = Path("/dev/shm")
+SETTLE_S = 1.0  # a thread or a process on its way out when a run returns is given this long
+CONNECTIONS_SETTLE_S = 3.0  # a peer's connection closing as it exits reaches the management API within this
+
+
+def harness_figures(settle_s: float = SETTLE_S) -> dict[str, float | None]:
+    """The harness's RSS (MiB), open fds, threads, descendant processes (zombies included),
+    and the temporary and /dev/shm entries it owns, as they are now. Threads and processes
+    are counted over `settle_s` and the lowest count kept: one ending as the run returns (the
+    resource watch's thread after its last peer) is not a leak."""
+    threads, children = _threads(), _children()
+    deadline = time.monotonic() + settle_s
+    while time.monotonic() < deadline and (threads or children):
+        time.sleep(0.05)
+        threads, children = _min(threads, _threads()), _min(children, _children())
+    return {"rss_mib": _rss_mib(), "fds": _fds(), "threads": threads, "children": children,
+            "temp": owned_entries(Path(tempfile.gettempdir())),
+            "shm": owned_entries(SHM_DIR) if SHM_DIR.is_dir() and SHM_DIR != Path(tempfile.gettempdir()) else 0}
+
+
+def _min(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _status(key: str) -> str | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return line.split(":", 1)[1].split()[0]
+    except OSError:
+        pass
+    return None
+
+
+def _rss_mib() -> float | None:
+    kib = _status("VmRSS")
+    return round(int(kib) / 1024, 1) if kib is not None else None
+
+
+def _fds() -> int | None:
+    try:
+        return len(os.listdir("/proc/self/fd")) - 1  # less the one listing it
+    except OSError:
+        return None
+
+
+def _threads() -> int:
+    count = _status("Threads")
+    return int(count) if count is not None else threading.active_count()
+
+
+def _children() -> int | None:
+    try:
+        return len(descendants(os.getpid(), children_map(scan())))
+    except OSError:
+        return None
+
+
+def owned_entries(folder: Path) -> int:
+    """The harness's folders in `folder` (its prefix) whose owner record is this process's."""
+    me = Owner.me()
+    count = 0
+    try:
+        entries = [e for e in folder.iterdir() if e.name.startswith(TEMP_PREFIX)]
+    except OSError:
+        return 0
+    for entry in entries:
+        owner = read_owner(entry) if entry.is_dir() else None
+        if owner is not None and (owner.pid, owner.start, owner.boot) == (me.pid, me.start, me.boot):
+            count += 1
+    return count
+
+
+def connections_left(management: Management, vhost: str, lost: Callable[[], str | None],
+                     settle_s: float = CONNECTIONS_SETTLE_S) -> int | None:
+    """The connections still open in the run's vhost once its peers stopped (given a moment,
+    as a closing connection leaves the management API's list), or None when the broker
+    could not be asked."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        if lost():
+            return None
+        try:
+            count = len(management.connections(vhost))
+        except BrokerError:
+            return None
+        if count == 0 or time.monotonic() > deadline:
+            return count
+        time.sleep(0.2)
+
+
+def suite_vhosts(management: Management) -> int | None:
+    """The vhosts on the broker named as the suite names its own (a run's, a pre-flight's)."""
+    try:
+        return sum(1 for name in management.vhosts() if name.startswith(VHOST_PREFIX))
+    except BrokerError:
+        return None
