@@ -43,7 +43,7 @@ from ..core import containment, redact
 from ..core.errors import CallNotEnded, PeerError
 from .limits import MIB
 from .manifests import Manifest
-from .protocol import PROTOCOL_VERSION, SUPPORTED_PROTOCOLS, validate_peer_line
+from .protocol import PROTOCOL_VERSION, RECOVERY_PROTOCOL, SUPPORTED_PROTOCOLS, validate_peer_line
 from .watch import WATCH, Usage
 
 STDERR_TAIL_LINES = 40
@@ -245,15 +245,18 @@ class PeerProcess:
 
     # -- lifecycle -----------------------------------------------------------------
 
-    def handshake(self, amqp_url: str, bound_s: float = 60.0, tls: dict[str, Any] | None = None) -> dict[str, Any]:
+    def handshake(self, amqp_url: str, bound_s: float = 60.0, tls: dict[str, Any] | None = None,
+                  amqp_urls: list[str] | None = None) -> dict[str, Any]:
         """Send `hello`; the bound is generous because a JVM or CLR starts cold.
 
-        A TLS run's hello carries `tls` (`{"ca_file": ...}`) beside its amqps URL.
+        A TLS run's hello carries `tls` (`{"ca_file": ...}`) beside its amqps URL; the offer of
+        protocol 5 carries every broker node's URL (`amqp_urls`, `amqp_url` first).
         """
         # Offer the newest version with every one we speak; a version-1 peer refuses a hello
         # that is not 1 (its protocol said so), so it is asked again at 1.
         extra = {"tls": tls} if tls else {}
-        hello = {"op": "hello", "protocol": PROTOCOL_VERSION, "protocols": list(SUPPORTED_PROTOCOLS), "amqp_url": amqp_url, **extra}
+        hello = {"op": "hello", "protocol": PROTOCOL_VERSION, "protocols": list(SUPPORTED_PROTOCOLS), "amqp_url": amqp_url,
+                 "amqp_urls": list(amqp_urls or [amqp_url]), **extra}
         answer = self.call(hello, bound_s)
         if not answer.get("ok") and 1 in SUPPORTED_PROTOCOLS:
             answer = self.call({"op": "hello", "protocol": 1, "amqp_url": amqp_url, **extra}, bound_s)
@@ -515,9 +518,10 @@ class PeerProcess:
             message["_at"] = time.monotonic()
             self._events.append(message)
             self._events_changed.notify_all()
-        if message["event"] == "connection_lost" and message.get("requester"):
+        if message["event"] == "connection_lost" and message.get("requester") and self.protocol < RECOVERY_PROTOCOL:
             # A call under way on a requester whose connection is gone cannot end well: it
-            # fails now with the cause, instead of waiting for its own timeout.
+            # fails now with the cause, instead of waiting for its own timeout. From protocol
+            # 5 the binding ends it itself (RR-20.1, the connection_lost outcome), which is judged.
             name = message["requester"]
             cause = PeerError(f"connection lost: peer {self.manifest.name} requester {name}: {message.get('reason')}")
             with self._lock:
