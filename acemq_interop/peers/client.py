@@ -19,7 +19,7 @@ from ..core.errors import Lacking, PeerError
 from ..spec.catalogue import offer_from_knobs, policy_for
 from .manifests import Manifest
 from .process import DEFAULT_OP_BOUND_S, LIVENESS_BOUND_S, PeerProcess
-from .protocol import POLICY_PROTOCOL
+from .protocol import POLICY_PROTOCOL, RECOVERY_PROTOCOL
 
 # Told of every command a client sends: (command, its answer or None while an async call is
 # out, and the round trip in ms of an answered one, which the cell's grace is measured from).
@@ -57,13 +57,14 @@ class PeerLink(Protocol):
                     since: int = 0, stop: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]: ...
 
     def open_requester(self, name: str, profile: str = "current", mutant: str | None = None,
-                       note: Note | None = None) -> dict[str, Any]: ...
+                       note: Note | None = None, connection_name: str | None = None) -> dict[str, Any]: ...
 
     def close_requester(self, name: str, check: bool = True, note: Note | None = None) -> dict[str, Any]: ...
 
     def start_responder(self, name: str, queue: str, behavior: dict[str, Any] | None = None, profile: str = "current",
                         mutant: str | None = None, bind: dict[str, str] | None = None,
-                        max_attempts: int | None = None, note: Note | None = None) -> dict[str, Any]: ...
+                        max_attempts: int | None = None, note: Note | None = None,
+                        connection_name: str | None = None) -> dict[str, Any]: ...
 
     def stop_responder(self, name: str, check: bool = True, note: Note | None = None) -> dict[str, Any]: ...
 
@@ -98,6 +99,7 @@ class PeerClient:
     def __init__(self, process: PeerProcess, op_bound_s: float = DEFAULT_OP_BOUND_S):
         self.process = process
         self.op_bound_s = op_bound_s
+        self.amqp_urls: list[str] = []  # every broker node's URL, from the handshake
 
     @classmethod
     def launch(cls, manifest: Manifest, log_dir: Path, in_docker: bool = False,
@@ -117,10 +119,13 @@ class PeerClient:
     def manifest(self) -> Manifest:
         return self.process.manifest
 
-    def handshake(self, amqp_url: str, bound_s: float = 60.0, tls: dict[str, Any] | None = None) -> dict[str, Any]:
+    def handshake(self, amqp_url: str, bound_s: float = 60.0, tls: dict[str, Any] | None = None,
+                  amqp_urls: list[str] | None = None) -> dict[str, Any]:
         """`hello`. A protocol-4 peer names its policy knobs, not catalogue names: the profiles
-        and mutants it offers are derived from them here, so the rest of the run reads one offer."""
-        hello = self.process.handshake(amqp_url, bound_s, tls)
+        and mutants it offers are derived from them here, so the rest of the run reads one offer.
+        `amqp_urls` are every broker node's (one on a single node): a protocol-5 role is given them."""
+        self.amqp_urls = list(amqp_urls or [amqp_url])
+        hello = self.process.handshake(amqp_url, bound_s, tls, self.amqp_urls)
         if self.protocol >= POLICY_PROTOCOL:
             hello["profiles"], hello["mutants"] = offer_from_knobs(self.binding, hello)
         return hello
@@ -214,10 +219,20 @@ class PeerClient:
             command["policy"] = policy_for(self.binding, command["op"], profile, (mutant,) if mutant else ())
         return command
 
+    def _connected(self, command: dict[str, Any], connection_name: str | None) -> dict[str, Any]:
+        """Protocol 5: the role's own connection, named (so the harness can find it on the
+        broker and end it, and nothing else), and the nodes it may connect to. An older peer is
+        sent neither: its commands stay exactly as its version has them."""
+        if self.protocol >= RECOVERY_PROTOCOL:
+            command["connection_name"] = connection_name or f"acemq-interop {command['name']}"
+            command["amqp_urls"] = list(self.amqp_urls)
+        return command
+
     def open_requester(self, name: str, profile: str = "current", mutant: str | None = None,
-                       note: Note | None = None) -> dict[str, Any]:
+                       note: Note | None = None, connection_name: str | None = None) -> dict[str, Any]:
         """`requester.open`; the answer carries the requester's `reply_queue`."""
-        return self._call(self._configured({"op": "requester.open", "name": name}, profile, mutant), note)
+        command = self._configured({"op": "requester.open", "name": name}, profile, mutant)
+        return self._call(self._connected(command, connection_name), note)
 
     def close_requester(self, name: str, check: bool = True, note: Note | None = None) -> dict[str, Any]:
         return self._call({"op": "requester.close", "name": name}, note, check)
@@ -225,11 +240,14 @@ class PeerClient:
     def start_responder(self, name: str, queue: str, behavior: dict[str, Any] | None = None, profile: str = "current",
                         mutant: str | None = None, bind: dict[str, str] | None = None,
                         max_attempts: int | None = None, note: Note | None = None,
-                        client: str = "binding", events: bool = True) -> dict[str, Any]:
+                        client: str = "binding", events: bool = True,
+                        connection_name: str | None = None) -> dict[str, Any]:
         """`responder.start`; `client="raw"` is protocol 2's echo responder on the bare client;
         `events=False` (protocol 4) asks for no event per request (a load, not a cell)."""
         command: dict[str, Any] = self._configured(
             {"op": "responder.start", "name": name, "queue": queue, "behavior": behavior or {"reply": "echo"}}, profile, mutant)
+        if client == "binding":
+            command = self._connected(command, connection_name)
         if not events and self.protocol >= POLICY_PROTOCOL:
             command["events"] = False
         if client != "binding":

@@ -220,15 +220,18 @@ class PeerProcess:
 
     # -- lifecycle -----------------------------------------------------------------
 
-    def handshake(self, amqp_url: str, bound_s: float = 60.0, tls: dict[str, Any] | None = None) -> dict[str, Any]:
+    def handshake(self, amqp_url: str, bound_s: float = 60.0, tls: dict[str, Any] | None = None,
+                  amqp_urls: list[str] | None = None) -> dict[str, Any]:
         """Send `hello`; the bound is generous because a JVM or CLR starts cold.
 
-        A TLS run's hello carries `tls` (`{"ca_file": ...}`) beside its amqps URL.
+        A TLS run's hello carries `tls` (`{"ca_file": ...}`) beside its amqps URL; the offer of
+        protocol 5 carries every broker node's URL (`amqp_urls`, `amqp_url` first).
         """
         # Offer the newest version with every one we speak; a version-1 peer refuses a hello
         # that is not 1 (its protocol said so), so it is asked again at 1.
         extra = {"tls": tls} if tls else {}
-        hello = {"op": "hello", "protocol": PROTOCOL_VERSION, "protocols": list(SUPPORTED_PROTOCOLS), "amqp_url": amqp_url, **extra}
+        hello = {"op": "hello", "protocol": PROTOCOL_VERSION, "protocols": list(SUPPORTED_PROTOCOLS), "amqp_url": amqp_url,
+                 "amqp_urls": list(amqp_urls or [amqp_url]), **extra}
         answer = self.call(hello, bound_s)
         if not answer.get("ok") and 1 in SUPPORTED_PROTOCOLS:
             answer = self.call({"op": "hello", "protocol": 1, "amqp_url": amqp_url, **extra}, bound_s)

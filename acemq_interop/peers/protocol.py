@@ -8,14 +8,17 @@ from typing import Any
 
 import jsonschema
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 # Every version this harness can drive: peers outside this repository lag behind, so a
 # version-1 peer keeps certifying (it simply has no `load`), and a version-2 peer runs every
 # scenario that does not need version 3 (`min_protocol` in the scenario: `type`, `closed`).
 # Version 4 carries the policy values themselves (`policy`), so an adapter holds no catalogue;
 # an older peer keeps getting the profile's and mutant's names.
-SUPPORTED_PROTOCOLS = (1, 2, 3, 4)
+# Version 5 names each role's connection and its broker nodes (RR-20: what a binding owes
+# across a lost connection); an older peer is sent none of it.
+SUPPORTED_PROTOCOLS = (1, 2, 3, 4, 5)
 POLICY_PROTOCOL = 4  # from this version on, requester.open and responder.start carry `policy`
+RECOVERY_PROTOCOL = 5  # from this version on: hello `amqp_urls`, each role's `connection_name` and `amqp_urls`
 SCHEMA_PATH = Path(__file__).parent.parent / "schemas" / "peer-protocol.schema.json"
 
 

@@ -74,7 +74,7 @@ def test_a_mutant_named_twice_is_refused() -> None:
 
 @pytest.mark.parametrize("text", ["go+no-such-mutant", f"go+{REQUESTER}+no-such-mutant", f"go+no-such-mutant+{RESPONDER}"])
 def test_an_unknown_mutant_is_a_usage_error_listing_the_mutants(text: str) -> None:
-    with pytest.raises(UsageError, match=r"unknown mutant 'no-such-mutant'; mutants: acks-undeliverable"):
+    with pytest.raises(UsageError, match=r"unknown mutant 'no-such-mutant'; mutants: acks-on-delivery, acks-undeliverable"):
         PeerSpec.parse(text)
 
 
