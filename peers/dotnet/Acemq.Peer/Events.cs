@@ -4,10 +4,12 @@ namespace Acemq.Peer;
 
 /// <summary>
 /// Turns a responder's hooks into protocol event lines (connection_lost only from protocol 2
-/// on). Without <paramref name="requestEvents"/> (protocol 4's <c>events: false</c>) it writes
-/// none of the per-request events: handled, replied, reply_failed, dead_lettered, unanswerable.
+/// on, recovered from protocol 5 on). Without <paramref name="requestEvents"/> (protocol 4's
+/// <c>events: false</c>) it writes none of the per-request events: handled, replied,
+/// reply_failed, dead_lettered, unanswerable.
 /// </summary>
-internal sealed class ResponderEvents(string responder, Output output, bool connectionLost, bool requestEvents = true) : IResponderObserver
+internal sealed class ResponderEvents(
+    string responder, Output output, bool connectionLost, bool requestEvents = true, bool recovered = false) : IResponderObserver
 {
     public void ConnectionLost(string reason)
     {
@@ -15,6 +17,15 @@ internal sealed class ResponderEvents(string responder, Output output, bool conn
         if (connectionLost)
         {
             output.Write(new JsonObject { ["event"] = "connection_lost", ["responder"] = responder, ["reason"] = reason });
+        }
+    }
+
+    public void Recovered()
+    {
+        Output.Log($"responder {responder}: connection recovered, consuming again");
+        if (recovered)
+        {
+            output.Write(new JsonObject { ["event"] = "recovered", ["responder"] = responder });
         }
     }
 
@@ -72,8 +83,8 @@ internal sealed class ResponderEvents(string responder, Output output, bool conn
 }
 
 /// <summary>Turns a requester's hooks into protocol event lines.</summary>
-/// <remarks>From protocol 3 on, <c>unmatched</c> carries both ids a reply may have.</remarks>
-internal sealed class RequesterEvents(string requester, Output output, bool connectionLost, bool bothIds) : IRequesterObserver
+/// <remarks>From protocol 3 on, <c>unmatched</c> carries both ids a reply may have; from protocol 5 on, <c>recovered</c> is written.</remarks>
+internal sealed class RequesterEvents(string requester, Output output, bool connectionLost, bool bothIds, bool recovered = false) : IRequesterObserver
 {
     public void ConnectionLost(string reason)
     {
@@ -81,6 +92,15 @@ internal sealed class RequesterEvents(string requester, Output output, bool conn
         if (connectionLost)
         {
             output.Write(new JsonObject { ["event"] = "connection_lost", ["requester"] = requester, ["reason"] = reason });
+        }
+    }
+
+    public void Recovered()
+    {
+        Output.Log($"requester {requester}: connection recovered, consuming reply queue again");
+        if (recovered)
+        {
+            output.Write(new JsonObject { ["event"] = "recovered", ["requester"] = requester });
         }
     }
 

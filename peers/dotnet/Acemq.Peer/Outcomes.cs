@@ -14,17 +14,19 @@ internal static class Outcomes
 {
     /// <summary>A request's outcome for <paramref name="error"/>; null when it is none (the command is refused).</summary>
     /// <param name="closedOutcome">Protocol 3: a call the requester's close ended is the <c>closed</c> outcome.</param>
-    public static JsonObject? OfRequest(Exception error, bool closedOutcome) => Cause(error) switch
+    /// <param name="lostOutcome">Protocol 5: a call its lost connection ended is the <c>connection_lost</c> outcome (RR-20.1).</param>
+    public static JsonObject? OfRequest(Exception error, bool closedOutcome, bool lostOutcome = false) => Cause(error) switch
     {
         RequestTimedOutException => new JsonObject { ["outcome"] = "timeout" },
         ResponderFailedException e => new JsonObject { ["outcome"] = "responder_failed", ["failure"] = e.Failure },
         ReplyDecodeException e => new JsonObject { ["outcome"] = "decode_error", ["error"] = e.Message },
         ObjectDisposedException when closedOutcome => new JsonObject { ["outcome"] = "closed" },
+        ConnectionLostException e when lostOutcome => ConnectionLost(e),
         _ => null,
     };
 
     /// <summary>A gather's outcome for <paramref name="error"/>: a shortfall with the replies that came, or closed; null when it is none.</summary>
-    public static JsonObject? OfGather(Exception error, bool closedOutcome) => Cause(error) switch
+    public static JsonObject? OfGather(Exception error, bool closedOutcome, bool lostOutcome = false) => Cause(error) switch
     {
         RequestTimeoutException e => new JsonObject
         {
@@ -32,8 +34,13 @@ internal static class Outcomes
             ["replies"] = Replies(e.PartialRepliesAs<JsonElement>()),
         },
         ObjectDisposedException when closedOutcome => new JsonObject { ["outcome"] = "closed" },
+        ConnectionLostException e when lostOutcome => ConnectionLost(e),
         _ => null,
     };
+
+    /// <summary>The call ended because its requester's connection was lost; <c>reason</c> is the client's text.</summary>
+    private static JsonObject ConnectionLost(ConnectionLostException e) =>
+        new() { ["outcome"] = "connection_lost", ["reason"] = e.Reason };
 
     /// <summary>Replies as JSON; a null reply (JsonValueKind.Null) is JSON null.</summary>
     public static JsonArray Replies(IEnumerable<JsonElement> replies) =>

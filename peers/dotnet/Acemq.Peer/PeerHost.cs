@@ -16,16 +16,27 @@ internal sealed class PeerHost(Output output)
     public const string PeerName = "dotnet";
 
     /// <summary>The protocol versions this peer speaks (docs/peer-protocol.md).</summary>
-    private static readonly int[] Protocols = [1, 2, 3, 4];
+    private static readonly int[] Protocols = [1, 2, 3, 4, 5];
 
     /// <summary>From this version on, hello names policy knobs and commands carry policy values.</summary>
     private const int KnobsProtocol = 4;
+
+    /// <summary>
+    /// From this version on, each requester and responder has a connection of its own, named
+    /// <c>connection_name</c>, to its <c>amqp_urls</c>; a call its lost connection ended is the
+    /// <c>connection_lost</c> outcome, and a role whose connection is back writes <c>recovered</c>.
+    /// </summary>
+    private const int RecoveryProtocol = 5;
 
     private readonly ConcurrentDictionary<string, Requester> _requesters = new(StringComparer.Ordinal);
     private readonly ConcurrentDictionary<string, Responder> _responders = new(StringComparer.Ordinal);
     private readonly ConcurrentDictionary<string, Raw.Responder> _rawResponders = new(StringComparer.Ordinal);
     private readonly SemaphoreSlim _connecting = new(1, 1);
+
+    // Protocol 5: the connection of each requester and responder, by its name, closed with it.
+    private readonly ConcurrentDictionary<string, Mq> _roleConnections = new(StringComparer.Ordinal);
     private string? _amqpUrl;
+    private IReadOnlyList<string> _amqpUrls = [];
     private MqTls? _tls;
     private Mq? _mq;
     private Task<IConnection>? _rawConnection;
@@ -143,6 +154,7 @@ internal sealed class PeerHost(Output output)
         if (Text(command, "amqp_url") is { } url)
         {
             (_amqpUrl, _tls) = (url, Tls(command, url));
+            _amqpUrls = Urls(command, "amqp_urls") ?? [url];
         }
 
         string[] capabilities = _protocol >= 2 ? ["request", "respond", "gather", "load", "tls"] : ["request", "respond", "gather"];
@@ -194,18 +206,30 @@ internal sealed class PeerHost(Output output)
         var options = new RequesterOptions
         {
             Policy = Policy<RequesterPolicy>(command),
-            Observer = new RequesterEvents(name, output, connectionLost: _protocol >= 2, bothIds: _protocol >= 3),
+            Observer = new RequesterEvents(name, output, connectionLost: _protocol >= 2, bothIds: _protocol >= 3,
+                recovered: _protocol >= RecoveryProtocol),
         };
         if (_requesters.ContainsKey(name))
         {
             throw new ArgumentException($"a requester named '{name}' is already open");
         }
 
-        var mq = await ConnectAsync().ConfigureAwait(false);
-        var requester = await mq.RequesterAsync(options).ConfigureAwait(false);
+        var mq = await RoleConnectionAsync(name, command).ConfigureAwait(false);
+        Requester requester;
+        try
+        {
+            requester = await mq.RequesterAsync(options).ConfigureAwait(false);
+        }
+        catch
+        {
+            await CloseRoleConnectionAsync(name, mq).ConfigureAwait(false);
+            throw;
+        }
+
         if (!_requesters.TryAdd(name, requester))
         {
             await requester.DisposeAsync().ConfigureAwait(false);
+            await CloseRoleConnectionAsync(name, mq).ConfigureAwait(false);
             throw new ArgumentException($"a requester named '{name}' is already open");
         }
 
@@ -221,6 +245,7 @@ internal sealed class PeerHost(Output output)
         }
 
         await requester.DisposeAsync().ConfigureAwait(false);
+        await CloseRoleConnectionAsync(name).ConfigureAwait(false);
 
         // The binding has ended the calls its close ended (their tasks are done); their answers
         // go out before this one. Calls the binding left running are not waited for.
@@ -251,7 +276,7 @@ internal sealed class PeerHost(Output output)
             answer["outcome"] = "reply";
             answer["reply"] = JsonSerializer.SerializeToNode(reply);
         }
-        catch (Exception e) when (Outcomes.OfRequest(e, closedOutcome: _protocol >= 3) is { } outcome)
+        catch (Exception e) when (Outcomes.OfRequest(e, closedOutcome: _protocol >= 3, lostOutcome: _protocol >= RecoveryProtocol) is { } outcome)
         {
             answer = outcome;
         }
@@ -293,7 +318,7 @@ internal sealed class PeerHost(Output output)
             answer["outcome"] = "replies";
             answer["replies"] = Outcomes.Replies(replies);
         }
-        catch (Exception e) when (Outcomes.OfGather(e, closedOutcome: _protocol >= 3) is { } outcome)
+        catch (Exception e) when (Outcomes.OfGather(e, closedOutcome: _protocol >= 3, lostOutcome: _protocol >= RecoveryProtocol) is { } outcome)
         {
             answer = outcome;
         }
@@ -345,7 +370,7 @@ internal sealed class PeerHost(Output output)
             Bindings = bind is null ? [] : [bind],
             // events: false (protocol 4, a load rather than a cell): no event per request.
             Observer = new ResponderEvents(name, output, connectionLost: _protocol >= 2,
-                requestEvents: command["events"]?.GetValueKind() != JsonValueKind.False),
+                requestEvents: command["events"]?.GetValueKind() != JsonValueKind.False, recovered: _protocol >= RecoveryProtocol),
         };
 
         // Absent, the binding's own default applies (RR-14): the adapter never supplies one.
@@ -369,11 +394,22 @@ internal sealed class PeerHost(Output output)
             return Echo.Body(name, request, context, alwaysCorrelationId: _protocol >= 3);
         }
 
-        var mq = await ConnectAsync().ConfigureAwait(false);
-        var responder = await mq.RespondAsync<JsonElement, JsonObject>(queue, Handle, options).ConfigureAwait(false);
+        var mq = await RoleConnectionAsync(name, command).ConfigureAwait(false);
+        Responder responder;
+        try
+        {
+            responder = await mq.RespondAsync<JsonElement, JsonObject>(queue, Handle, options).ConfigureAwait(false);
+        }
+        catch
+        {
+            await CloseRoleConnectionAsync(name, mq).ConfigureAwait(false);
+            throw;
+        }
+
         if (!_responders.TryAdd(name, responder))
         {
             await responder.DisposeAsync().ConfigureAwait(false);
+            await CloseRoleConnectionAsync(name, mq).ConfigureAwait(false);
             throw new ArgumentException($"a responder named '{name}' is already started");
         }
 
@@ -395,6 +431,7 @@ internal sealed class PeerHost(Output output)
         }
 
         await responder.DisposeAsync().ConfigureAwait(false);
+        await CloseRoleConnectionAsync(name).ConfigureAwait(false);
         return [];
     }
 
@@ -443,6 +480,46 @@ internal sealed class PeerHost(Output output)
         finally
         {
             _connecting.Release();
+        }
+    }
+
+    /// <summary>
+    /// The connection a requester or responder runs on. From protocol 5, one of its own: named
+    /// the command's <c>connection_name</c> on every (re)connection, to the nodes of its
+    /// <c>amqp_urls</c> (absent: hello's), the preferred first; credentials, virtual host and
+    /// TLS are hello's. Before it, the one connection every role of this peer shares.
+    /// </summary>
+    private async Task<Mq> RoleConnectionAsync(string name, JsonObject command)
+    {
+        if (_protocol < RecoveryProtocol)
+        {
+            return await ConnectAsync().ConfigureAwait(false);
+        }
+
+        var connectionName = Required(command, "connection_name");
+        var urls = (Urls(command, "amqp_urls") ?? _amqpUrls).Select(url => new Uri(url)).ToArray();
+        if (urls.Length == 0)
+        {
+            throw new InvalidOperationException("no amqp_url yet: send hello first");
+        }
+
+        var mq = await Mq.ConnectAsync(urls, _tls, connectionName).ConfigureAwait(false);
+        if (!_roleConnections.TryAdd(name, mq))
+        {
+            await mq.DisposeAsync().ConfigureAwait(false);
+            throw new ArgumentException($"a requester or responder named '{name}' is already open");
+        }
+
+        return mq;
+    }
+
+    /// <summary>Closes the role's own connection (protocol 5; before it, the shared one stays).</summary>
+    private async Task CloseRoleConnectionAsync(string name, Mq? only = null)
+    {
+        if (_roleConnections.TryGetValue(name, out var mq) && (only is null || ReferenceEquals(mq, only))
+            && _roleConnections.TryRemove(new KeyValuePair<string, Mq>(name, mq)))
+        {
+            await mq.DisposeAsync().ConfigureAwait(false);
         }
     }
 
@@ -547,6 +624,9 @@ internal sealed class PeerHost(Output output)
         try
         {
             await Task.WhenAll(closing).WaitAsync(TimeSpan.FromSeconds(5)).ConfigureAwait(false);
+            var connections = _roleConnections.Values.Select(c => c.DisposeAsync().AsTask()).ToList();
+            _roleConnections.Clear();
+            await Task.WhenAll(connections).WaitAsync(TimeSpan.FromSeconds(5)).ConfigureAwait(false);
             if (_mq is not null)
             {
                 await _mq.DisposeAsync().AsTask().WaitAsync(TimeSpan.FromSeconds(5)).ConfigureAwait(false);
@@ -598,6 +678,15 @@ internal sealed class PeerHost(Output output)
 
         return table;
     }
+
+    /// <summary>A command's list of URLs (protocol 5's <c>amqp_urls</c>); null when absent.</summary>
+    private static IReadOnlyList<string>? Urls(JsonObject command, string field) => command[field] switch
+    {
+        null => null,
+        JsonArray { Count: > 0 } items when items.All(i => i is JsonValue v && v.GetValueKind() == JsonValueKind.String) =>
+            [.. items.Select(i => i!.GetValue<string>())],
+        _ => throw new ArgumentException($"'{field}' must be a non-empty list of strings"),
+    };
 
     private static JsonArray Strings(IEnumerable<string> values) => new(values.Select(v => (JsonNode?)v).ToArray());
 

@@ -46,3 +46,14 @@ public sealed class RequestTimeoutException(string requestId, int expected, IRea
     /// <summary>The partial replies typed as the gather's response type.</summary>
     public IReadOnlyList<T> PartialRepliesAs<T>() => PartialReplies.Cast<T>().ToArray();
 }
+
+/// <summary>
+/// The requester's connection was lost while the call was pending, or before its request was
+/// confirmed (RR-20.1): its reply queue went with the connection, so no reply can reach it. The
+/// requester recovers on its own; a later call is answered as before.
+/// </summary>
+public sealed class ConnectionLostException(string reason) : AcemqException($"connection lost: {reason}")
+{
+    /// <summary>The client's account of the loss, e.g. <c>320 CONNECTION_FORCED - Closed via management plugin</c>.</summary>
+    public string Reason { get; } = reason;
+}

@@ -7,13 +7,19 @@ namespace Acemq;
 /// <summary>
 /// The entry point: one AMQP connection, from which requesters and responders are opened.
 /// Each requester and responder gets channels of its own, so one slow or failed channel
-/// never stalls another.
+/// never stalls another. The connection recovers by RabbitMQ.Client's automatic recovery
+/// (RR-20): it reconnects under the same name, trying the endpoints in the order given, and
+/// its topology recovery declares the queues and consumes them again.
 /// </summary>
 public sealed class Mq : IAsyncDisposable, IDisposable
 {
-    private readonly IConnection _connection;
+    /// <summary>Between two recovery attempts (RR-20.2: the first within 1 s, at most 5 s apart).</summary>
+    internal static readonly TimeSpan RecoveryInterval = TimeSpan.FromSeconds(1);
 
-    private Mq(IConnection connection) => _connection = connection;
+    private readonly IConnection _connection;
+    private readonly Unrecovered _unrecovered;
+
+    private Mq(IConnection connection, Unrecovered unrecovered) => (_connection, _unrecovered) = (connection, unrecovered);
 
     /// <summary>The RabbitMQ.Client version this library runs on, read from the assembly.</summary>
     public static string ClientVersion { get; } = ReadClientVersion();
@@ -34,20 +40,73 @@ public sealed class Mq : IAsyncDisposable, IDisposable
     /// given (the URI must then be <c>amqps://</c>); a server that does not verify fails the
     /// connection with the reason.
     /// </summary>
-    public static async Task<Mq> ConnectAsync(Uri uri, MqTls? tls, string clientName = "acemq-dotnet", CancellationToken cancellationToken = default)
+    public static Task<Mq> ConnectAsync(Uri uri, MqTls? tls, string clientName = "acemq-dotnet", CancellationToken cancellationToken = default) =>
+        ConnectAsync([uri], tls, clientName, cancellationToken);
+
+    /// <summary>
+    /// Connects, as <paramref name="clientName"/> (the connection name the management UI
+    /// shows, kept on every recovery), to the first reachable of <paramref name="endpoints"/>
+    /// (a cluster's nodes, the preferred first); after a loss, recovery tries them in the same
+    /// order. User, password and virtual host are the first URI's.
+    /// </summary>
+    public static async Task<Mq> ConnectAsync(
+        IReadOnlyList<Uri> endpoints, MqTls? tls, string clientName = "acemq-dotnet", CancellationToken cancellationToken = default)
     {
+        if (endpoints.Count == 0)
+        {
+            throw new ArgumentException("no broker endpoint", nameof(endpoints));
+        }
+
+        var unrecovered = new Unrecovered();
         var factory = new ConnectionFactory
         {
-            Uri = uri,
+            Uri = endpoints[0],
             ClientProvidedName = clientName,
-
-            // Recovery would silently re-declare exclusive reply queues under a new
-            // connection; a requester must rather fail loudly and be reopened.
-            AutomaticRecoveryEnabled = false,
-            TopologyRecoveryEnabled = false,
+            AutomaticRecoveryEnabled = true,
+            TopologyRecoveryEnabled = true,
+            NetworkRecoveryInterval = RecoveryInterval,
+            // What a requester or responder whose policy does not recover registered (RR-20).
+            TopologyRecoveryFilter = new TopologyRecoveryFilter
+            {
+                QueueFilter = queue => !unrecovered.Contains(queue.Name),
+                ConsumerFilter = consumer => !unrecovered.Contains(consumer.ConsumerTag),
+            },
         };
-        UseTls(factory, uri, tls);
-        return new Mq(await factory.CreateConnectionAsync(cancellationToken).ConfigureAwait(false));
+        UseTls(factory, endpoints[0], tls);
+        var inOrder = new InOrder(endpoints.Select(uri => Endpoint(uri, tls)).ToArray());
+        return new Mq(await factory.CreateConnectionAsync(inOrder, clientName, cancellationToken).ConfigureAwait(false), unrecovered);
+    }
+
+    private static AmqpTcpEndpoint Endpoint(Uri uri, MqTls? tls)
+    {
+        if (tls is not null && !string.Equals(uri.Scheme, "amqps", StringComparison.OrdinalIgnoreCase))
+        {
+            throw new ArgumentException($"TLS settings given for a plain {uri.Scheme}:// URI: use amqps://", nameof(uri));
+        }
+
+        return tls is null ? new AmqpTcpEndpoint(uri) : new AmqpTcpEndpoint(uri, tls.ToSslOption(uri.Host));
+    }
+
+    /// <summary>
+    /// The endpoints in the order given: RabbitMQ.Client's default resolver shuffles them,
+    /// which would ignore the preferred node.
+    /// </summary>
+    internal sealed class InOrder(IReadOnlyList<AmqpTcpEndpoint> endpoints) : IEndpointResolver
+    {
+        public IEnumerable<AmqpTcpEndpoint> All() => endpoints;
+    }
+
+    /// <summary>
+    /// Queue names and consumer tags that topology recovery leaves alone: those of a requester
+    /// or responder whose policy does not recover (breaks RR-20.2, RR-20.3).
+    /// </summary>
+    internal sealed class Unrecovered
+    {
+        private readonly System.Collections.Concurrent.ConcurrentDictionary<string, byte> _names = new(StringComparer.Ordinal);
+
+        public void Add(string name) => _names[name] = 0;
+
+        public bool Contains(string name) => _names.ContainsKey(name);
     }
 
     /// <summary>
@@ -72,7 +131,7 @@ public sealed class Mq : IAsyncDisposable, IDisposable
 
     /// <summary>Opens a requester with its own reply queue (declared and consumed before this returns).</summary>
     public Task<Requester> RequesterAsync(RequesterOptions? options = null, CancellationToken cancellationToken = default) =>
-        Requester.OpenAsync(_connection, options ?? new RequesterOptions(), cancellationToken);
+        Requester.OpenAsync(_connection, options ?? new RequesterOptions(), _unrecovered, cancellationToken);
 
     /// <summary>Answers requests on <paramref name="queue"/> with <paramref name="handler"/>.</summary>
     public Task<Responder> RespondAsync<TReq, TRes>(
@@ -96,7 +155,8 @@ public sealed class Mq : IAsyncDisposable, IDisposable
         async Task<byte[]> Handle(object? request, RequestContext context, CancellationToken ct) =>
             JsonCodec.Encode(await handler((TReq)request!, context, ct).ConfigureAwait(false));
 
-        return Responder.StartAsync(_connection, queue, new RequestHandler(Decode, Handle), options ?? new ResponderOptions(), cancellationToken);
+        return Responder.StartAsync(
+            _connection, queue, new RequestHandler(Decode, Handle), options ?? new ResponderOptions(), _unrecovered, cancellationToken);
     }
 
     public async ValueTask DisposeAsync()

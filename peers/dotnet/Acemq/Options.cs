@@ -92,6 +92,9 @@ public interface IRequesterObserver
 
     /// <summary>The broker or the network closed the requester's connection or reply channel.</summary>
     void ConnectionLost(string reason) { }
+
+    /// <summary>The connection is back after a loss and the requester's new reply queue is consumed (RR-20.3).</summary>
+    void Recovered() { }
 }
 
 /// <summary>Hooks into a responder, for logging and tests. Called on its consumer: keep them quick.</summary>
@@ -114,6 +117,9 @@ public interface IResponderObserver
 
     /// <summary>The broker or the network closed the responder's channel or connection.</summary>
     void ConnectionLost(string reason) { }
+
+    /// <summary>The connection is back after a loss, the queues declared and consumed again (RR-20.2).</summary>
+    void Recovered() { }
 
     /// <summary>Something went wrong that only a log can report.</summary>
     void Error(string message) { }

@@ -130,7 +130,18 @@ internal sealed record RequesterPolicy
 
     /// <summary>A request's correlation_id (RR-8.4: its message_id, so a responder that echoes it answers).</summary>
     public RequestCorrelationId RequestCorrelationId { get; init; } = RequestCorrelationId.MessageId;
+
+    /// <summary>What a call or gather pending when the connection is lost does (RR-20.1: ends at once as connection lost).</summary>
+    public OnConnectionLost OnConnectionLost { get; init; } = OnConnectionLost.EndLost;
+
+    /// <summary>Whether the requester comes back after a lost connection, consuming a new reply queue (RR-20.3).</summary>
+    public bool RecoverConnection { get; init; } = true;
 }
+
+internal enum OnConnectionLost { EndLost, Wait }
+
+/// <summary>When a request is acknowledged (RR-20.4): once handled and its reply settled, or as soon as it is delivered.</summary>
+internal enum AckTiming { AfterHandling, OnDelivery }
 
 internal enum RequestCorrelationId { MessageId, None }
 
@@ -238,4 +249,10 @@ internal sealed record ResponderPolicy
 
     /// <summary>A reply to amq.rabbitmq.reply-to.* (RR-14.5: at most once, without mandatory, never retried).</summary>
     public DirectReplyTo DirectReplyTo { get; init; } = DirectReplyTo.AtMostOnce;
+
+    /// <summary>Whether the responder comes back after a lost connection: queues declared and consumed again (RR-20.2).</summary>
+    public bool RecoverConnection { get; init; } = true;
+
+    /// <summary>When a request is acknowledged (RR-20.4: after its handler, as its reply is settled).</summary>
+    public AckTiming AckTiming { get; init; } = AckTiming.AfterHandling;
 }

@@ -9,6 +9,9 @@ namespace Acemq;
 /// <summary>
 /// Sends requests and waits for their replies on one reply queue of its own. Replies are
 /// matched to callers by correlation id; gathers are matched by <c>responseMessageId</c>.
+/// A lost connection ends every pending call at once with <see cref="ConnectionLostException"/>
+/// (its reply queue is gone, RR-20.1); the connection's recovery then declares a new
+/// server-named reply queue, which later requests name (RR-20.3).
 /// </summary>
 public sealed class Requester : IAsyncDisposable, IDisposable
 {
@@ -36,18 +39,29 @@ public sealed class Requester : IAsyncDisposable, IDisposable
     private long _timedOut;
     private long _unmatched;
     private int _lost;
+    private readonly Mq.Unrecovered _unrecovered;
+    private volatile string _replyQueue;
+
+    // Cancelled when the connection is lost, then replaced: a call holds the one of the
+    // connection it was made on, so a loss after it started ends it (RR-20.1).
+    private CancellationTokenSource _loss = new();
+    private volatile string _lostReason = "connection lost";
+
+    // Set when the connection was lost under a policy that does not recover: later calls are refused.
+    private volatile bool _down;
 
     // Only for a policy that counts one kind of unmatched reply and not the other.
     private readonly RecentIds? _sentRequests;
 
-    private Requester(IConnection connection, IChannel replies, RequesterOptions options, string replyQueue)
+    private Requester(IConnection connection, IChannel replies, RequesterOptions options, string replyQueue, Mq.Unrecovered unrecovered)
     {
         _connection = connection;
         _replies = replies;
         _options = options;
         _policy = options.Policy;
+        _unrecovered = unrecovered;
         _sentRequests = _policy is { CountUnmatched: true, CountGatherUnmatched: true } ? null : new RecentIds(4096);
-        ReplyQueue = replyQueue;
+        _replyQueue = replyQueue;
         _consumer = new AsyncEventingBasicConsumer(replies);
         _consumer.ReceivedAsync += OnReplyAsync;
 
@@ -55,10 +69,12 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         // channel and the connection are watched: losing either ends this requester.
         _replies.ChannelShutdownAsync += OnShutdownAsync;
         _connection.ConnectionShutdownAsync += OnShutdownAsync;
+        _connection.QueueNameChangedAfterRecoveryAsync += OnQueueRenamedAsync;
+        _connection.RecoverySucceededAsync += OnRecoveredAsync;
     }
 
-    /// <summary>The reply address every request of this requester names.</summary>
-    public string ReplyQueue { get; }
+    /// <summary>The reply address this requester's requests name: server-named, so a new one after a recovery.</summary>
+    public string ReplyQueue => _replyQueue;
 
     /// <summary>Requests that gave up before an answer arrived (gathers are never counted).</summary>
     public long TimedOut => Interlocked.Read(ref _timedOut);
@@ -66,20 +82,35 @@ public sealed class Requester : IAsyncDisposable, IDisposable
     /// <summary>Replies with nobody left waiting for them.</summary>
     public long Unmatched => Interlocked.Read(ref _unmatched);
 
-    internal static async Task<Requester> OpenAsync(IConnection connection, RequesterOptions options, CancellationToken ct)
+    internal static async Task<Requester> OpenAsync(IConnection connection, RequesterOptions options, Mq.Unrecovered unrecovered, CancellationToken ct)
     {
         var channel = await connection.CreateChannelAsync(cancellationToken: ct).ConfigureAwait(false);
         try
         {
             var queue = await DeclareReplyQueueAsync(channel, options.Policy, ct).ConfigureAwait(false);
-            var requester = new Requester(connection, channel, options, queue);
-            await channel.BasicConsumeAsync(queue, autoAck: true, requester._consumer, ct).ConfigureAwait(false);
+            var requester = new Requester(connection, channel, options, queue, unrecovered);
+            await requester.ConsumeAsync(queue, ct).ConfigureAwait(false);
             return requester;
         }
         catch
         {
             await channel.DisposeAsync().ConfigureAwait(false);
             throw;
+        }
+    }
+
+    /// <summary>Consumes a reply queue; under a policy that does not recover, recovery is told to leave it be (breaks RR-20.3).</summary>
+    private async Task ConsumeAsync(string queue, CancellationToken ct)
+    {
+        if (!_policy.RecoverConnection)
+        {
+            _unrecovered.Add(queue);
+        }
+
+        var tag = await _replies.BasicConsumeAsync(queue, autoAck: true, _consumer, ct).ConfigureAwait(false);
+        if (!_policy.RecoverConnection)
+        {
+            _unrecovered.Add(tag);
         }
     }
 
@@ -140,6 +171,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         string exchange, string routingKey, TReq request, RequestOptions options, CancellationToken cancellationToken)
     {
         ObjectDisposedException.ThrowIf(_disposed.IsCancellationRequested, this);
+        var loss = ConnectedLoss();
         var started = Stopwatch.GetTimestamp();
         var messageId = options.MessageId ?? Wire.NewMessageId();
         var timeout = TimeoutOf(_policy, options.Timeout);
@@ -163,13 +195,19 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             _calls.Remove(messageId);
             throw Closed();
         }
+        catch (Exception e) when (e is not AcemqException && LostUnder(loss))
+        {
+            // Not confirmed when the connection went: never reported as sent (RR-20.1).
+            _calls.Remove(messageId);
+            throw Lost();
+        }
         catch
         {
             _calls.Remove(messageId);
             throw;
         }
 
-        var reply = await WaitAsync(waiter, messageId, DeadlineOf(_policy, timeout) - Stopwatch.GetElapsedTime(started), cancellationToken)
+        var reply = await WaitAsync(waiter, messageId, DeadlineOf(_policy, timeout) - Stopwatch.GetElapsedTime(started), loss, cancellationToken)
             .ConfigureAwait(false);
         if (reply is null)
         {
@@ -234,11 +272,41 @@ public sealed class Requester : IAsyncDisposable, IDisposable
 
     private ObjectDisposedException Closed() => new(nameof(Requester), "the requester was closed while the call was pending");
 
+    /// <summary>What ends a pending call when its connection is lost: the loss, unless the policy lets calls wait out their timeout.</summary>
+    private CancellationToken LostToken(CancellationToken loss) => _policy.OnConnectionLost == OnConnectionLost.EndLost ? loss : CancellationToken.None;
+
+    /// <summary>Whether a call failing now failed because its connection was lost under it (RR-20.1).</summary>
+    private bool EndedByLoss(CancellationToken loss) => loss.IsCancellationRequested && _policy.OnConnectionLost == OnConnectionLost.EndLost;
+
+    /// <summary>
+    /// Whether the connection a call was made on is gone: its loss seen, or not yet (a publish
+    /// can fail on the dead connection before its shutdown handler has run).
+    /// </summary>
+    private bool LostUnder(CancellationToken loss) => loss.IsCancellationRequested || !_connection.IsOpen;
+
+    private ConnectionLostException Lost() =>
+        new(_connection.IsOpen || _connection.CloseReason is not { } reason ? _lostReason : Mq.Describe(reason));
+
+    /// <summary>
+    /// The loss token of the connection a new call is made on; a call made while the connection
+    /// is down (recovering, or down for good under a policy that does not recover) ends at once.
+    /// </summary>
+    private CancellationToken ConnectedLoss()
+    {
+        var loss = Volatile.Read(ref _loss).Token;
+        if (_down || !_connection.IsOpen || loss.IsCancellationRequested)
+        {
+            throw Lost();
+        }
+
+        return loss;
+    }
+
     /// <summary>The reply, or null when the timeout elapsed first (the call is then no longer waiting).</summary>
     private async Task<Reply?> WaitAsync(
-        TaskCompletionSource<Reply> waiter, string messageId, TimeSpan remaining, CancellationToken cancellationToken)
+        TaskCompletionSource<Reply> waiter, string messageId, TimeSpan remaining, CancellationToken loss, CancellationToken cancellationToken)
     {
-        using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, ClosingToken);
+        using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, ClosingToken, LostToken(loss));
         var expired = Task.Delay(remaining > TimeSpan.Zero ? remaining : TimeSpan.Zero, stop.Token);
         var first = await Task.WhenAny(waiter.Task, expired).ConfigureAwait(false);
         await stop.CancelAsync().ConfigureAwait(false);
@@ -248,6 +316,12 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             if (ClosedWhilePending())
             {
                 throw Closed();
+            }
+
+            if (EndedByLoss(loss))
+            {
+                // RR-20.1: its reply queue went with the connection; not a timeout, not counted.
+                throw Lost();
             }
 
             return null;
@@ -317,6 +391,8 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             throw new ArgumentOutOfRangeException(nameof(options), "expectedReplyCount must be positive");
         }
 
+        var loss = ConnectedLoss();
+
         var started = Stopwatch.GetTimestamp();
         var requestMessageId = options.RequestMessageId ?? Wire.NewMessageId();
         var correlationId = GatherCorrelationId(_policy, options.CorrelationId, requestMessageId);
@@ -348,7 +424,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
                     .ConfigureAwait(false);
             }
 
-            using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, ClosingToken);
+            using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, ClosingToken, LostToken(loss));
             // The gather holds its deadline and ends itself when a reply comes past it; the
             // timer only wakes this call. Woken before the deadline (a timer a little early,
             // or a deadline a reply moved), it waits again.
@@ -365,6 +441,11 @@ public sealed class Requester : IAsyncDisposable, IDisposable
                 if (ClosedWhilePending())
                 {
                     throw Closed();
+                }
+
+                if (EndedByLoss(loss))
+                {
+                    throw Lost();
                 }
 
                 gather.ExpireAt(Stopwatch.GetTimestamp());
@@ -393,6 +474,11 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         catch (Exception e) when (e is not ObjectDisposedException && ClosedWhilePending())
         {
             throw Closed();
+        }
+        catch (Exception e) when (e is not AcemqException && e is not OperationCanceledException && LostUnder(loss))
+        {
+            // A copy not confirmed when the connection went (RR-20.1).
+            throw Lost();
         }
         finally
         {
@@ -494,7 +580,7 @@ public sealed class Requester : IAsyncDisposable, IDisposable
         // Breaks RR-6: a new queue on the broker for every request and every gather, consumed
         // (so a late reply still arrives and is counted) until the requester is disposed.
         var queue = await DeclareReplyQueueAsync(_replies, _policy, ct).ConfigureAwait(false);
-        await _replies.BasicConsumeAsync(queue, autoAck: true, _consumer, ct).ConfigureAwait(false);
+        await ConsumeAsync(queue, ct).ConfigureAwait(false);
         return queue;
     }
 
@@ -622,13 +708,49 @@ public sealed class Requester : IAsyncDisposable, IDisposable
             ? _calls.TakeOldest()
             : _calls.TakeMatching(correlationId) ?? (_policy.UnmatchedReply == UnmatchedReply.OldestWaiter ? _calls.TakeOldest() : null);
 
-    /// <summary>Tells the observer once when the broker or the network, not this code, closed what the requester needs.</summary>
-    private Task OnShutdownAsync(object sender, ShutdownEventArgs reason)
+    /// <summary>
+    /// The broker or the network, not this code, closed what the requester needs: the calls
+    /// pending on it end (RR-20.1), and the observer is told once per loss.
+    /// </summary>
+    private async Task OnShutdownAsync(object sender, ShutdownEventArgs reason)
     {
-        if (reason.Initiator != ShutdownInitiator.Application && !_disposed.IsCancellationRequested
-            && Interlocked.Exchange(ref _lost, 1) == 0)
+        if (reason.Initiator == ShutdownInitiator.Application || _disposed.IsCancellationRequested)
         {
-            _options.Observer?.ConnectionLost(Mq.Describe(reason));
+            return;
+        }
+
+        _lostReason = Mq.Describe(reason);
+        if (!_policy.RecoverConnection)
+        {
+            _down = true;
+        }
+
+        var lost = Interlocked.Exchange(ref _loss, new CancellationTokenSource());
+        await lost.CancelAsync().ConfigureAwait(false);
+        if (Interlocked.Exchange(ref _lost, 1) == 0)
+        {
+            _options.Observer?.ConnectionLost(_lostReason);
+        }
+    }
+
+    /// <summary>Recovery declared the server-named reply queue again, under a new name (RR-20.3).</summary>
+    private Task OnQueueRenamedAsync(object sender, QueueNameChangedAfterRecoveryEventArgs renamed)
+    {
+        if (renamed.NameBefore == _replyQueue)
+        {
+            _replyQueue = renamed.NameAfter;
+        }
+
+        return Task.CompletedTask;
+    }
+
+    /// <summary>The connection is back and the new reply queue consumed (RR-20.3): the next loss is told again.</summary>
+    private Task OnRecoveredAsync(object sender, AsyncEventArgs args)
+    {
+        if (!_disposed.IsCancellationRequested && _policy.RecoverConnection)
+        {
+            Interlocked.Exchange(ref _lost, 0);
+            _options.Observer?.Recovered();
         }
 
         return Task.CompletedTask;
@@ -643,6 +765,8 @@ public sealed class Requester : IAsyncDisposable, IDisposable
 
         await _disposed.CancelAsync().ConfigureAwait(false);
         _connection.ConnectionShutdownAsync -= OnShutdownAsync;
+        _connection.QueueNameChangedAfterRecoveryAsync -= OnQueueRenamedAsync;
+        _connection.RecoverySucceededAsync -= OnRecoveredAsync;
         if (_policy.PendingAtClose == PendingAtClose.EndClosed)
         {
             // RR-9.5: every pending call ends now with the closed error, and disposing returns

@@ -40,12 +40,13 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     private readonly CallsInFlight _settling = new();
     private int _stopped;
 
-    // Cancelled when the broker or the network closes the channel: a handler under way is
-    // told through its token, since its reply can no longer leave nor its request be settled,
-    // and it must not hold the client's dispatcher (and with it the connection's shutdown,
-    // which every other requester and responder on the connection waits to hear of).
-    private readonly CancellationTokenSource _lost = new();
-    private readonly CancellationTokenSource _work;
+    // Cancelled when the broker or the network closes the channel, then replaced for the
+    // recovered one: a handler under way is told through its token, since its reply can no
+    // longer leave nor its request be settled (the broker gives it back, RR-20.4), and it must
+    // not hold the client's dispatcher (and with it the connection's shutdown, which every
+    // other requester and responder on the connection waits to hear of).
+    private CancellationTokenSource _lost = new();
+    private readonly IConnection _connection;
     private string? _consumerTag;
 
     // Fields, so they exist at zero before the consumer is registered and a backlog is counted.
@@ -56,8 +57,9 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     private int _lazyCounterMade;
 
     private Responder(
-        IChannel channel, string queue, RequestHandler handler, ResponderOptions options)
+        IConnection connection, IChannel channel, string queue, RequestHandler handler, ResponderOptions options)
     {
+        _connection = connection;
         _channel = channel;
         Queue = queue;
         DeadLetterQueue = queue + ".dlq";
@@ -65,8 +67,8 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         _options = options;
         _policy = options.Policy;
         _maxAttempts = MaxAttemptsOf(options);
-        _work = CancellationTokenSource.CreateLinkedTokenSource(_stopping.Token, _lost.Token);
         _channel.ChannelShutdownAsync += OnShutdownAsync;
+        _connection.RecoverySucceededAsync += OnRecoveredAsync;
     }
 
     public string Queue { get; }
@@ -94,7 +96,8 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     public long Unanswerable => Interlocked.Read(ref _unanswerable);
 
     internal static async Task<Responder> StartAsync(
-        IConnection connection, string queue, RequestHandler handler, ResponderOptions options, CancellationToken ct)
+        IConnection connection, string queue, RequestHandler handler, ResponderOptions options, Mq.Unrecovered unrecovered,
+        CancellationToken ct)
     {
         if (options.MaxAttempts is < 1)
         {
@@ -115,8 +118,14 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         var channel = await connection.CreateChannelAsync(Publishing.ConfirmedConsuming(options.Prefetch), ct).ConfigureAwait(false);
         try
         {
-            var responder = new Responder(channel, queue, handler, options);
+            var responder = new Responder(connection, channel, queue, handler, options);
             await responder.SubscribeAsync(requestQueueArguments, ct).ConfigureAwait(false);
+            if (!options.Policy.RecoverConnection)
+            {
+                // Breaks RR-20.2: topology recovery declares the queues but never consumes again.
+                unrecovered.Add(responder._consumerTag!);
+            }
+
             return responder;
         }
         catch
@@ -179,11 +188,11 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         _consumerTag = await _channel.BasicConsumeAsync(Queue, autoAck: false, consumer, ct).ConfigureAwait(false);
     }
 
-    private async Task OnRequestAsync(object sender, BasicDeliverEventArgs delivery)
+    private async Task OnRequestAsync(object sender, BasicDeliverEventArgs delivered)
     {
-        var tag = delivery.DeliveryTag;
-        var properties = delivery.BasicProperties;
-        var body = delivery.Body.ToArray();
+        var delivery = new Delivery(_channel, delivered.DeliveryTag, Volatile.Read(ref _lost).Token);
+        var properties = delivered.BasicProperties;
+        var body = delivered.Body.ToArray();
         _settling.Enter();
         try
         {
@@ -193,9 +202,15 @@ public sealed class Responder : IAsyncDisposable, IDisposable
                 return;
             }
 
-            await HandleAsync(tag, properties, body).ConfigureAwait(false);
+            if (_policy.AckTiming == AckTiming.OnDelivery)
+            {
+                // Breaks RR-20.4: a request held when the connection is lost is gone with it.
+                await delivery.AckAsync().ConfigureAwait(false);
+            }
+
+            await HandleAsync(delivery, properties, body).ConfigureAwait(false);
         }
-        catch (Exception e) when (_stopping.IsCancellationRequested || !_channel.IsOpen)
+        catch (Exception e) when (_stopping.IsCancellationRequested || !_channel.IsOpen || delivery.Lost.IsCancellationRequested)
         {
             // Unacknowledged, so the broker gives the request to another consumer.
             Report($"request {properties.MessageId} left unacknowledged while stopping: {e.Message}");
@@ -203,7 +218,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         catch (Exception e)
         {
             Report($"request {properties.MessageId}: {e}");
-            await SettleAsync(() => _channel.BasicNackAsync(tag, multiple: false, requeue: true)).ConfigureAwait(false);
+            await SettleAsync(delivery.RequeueAsync).ConfigureAwait(false);
         }
         finally
         {
@@ -211,14 +226,14 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         }
     }
 
-    private async Task HandleAsync(ulong tag, IReadOnlyBasicProperties properties, byte[] body)
+    private async Task HandleAsync(Delivery delivery, IReadOnlyBasicProperties properties, byte[] body)
     {
         var headers = properties.Headers;
         var attempt = Wire.Attempt(headers, _policy.AttemptBase);
         var address = Wire.ResolveReplyAddress(headers, properties.ReplyTo, _policy.ReadOrder, _policy.BytesAddress == BytesAddress.Accept);
         if (address is not { } replyTo)
         {
-            await UnanswerableAsync(tag, properties, body).ConfigureAwait(false);
+            await UnanswerableAsync(delivery, properties, body).ConfigureAwait(false);
             return;
         }
 
@@ -231,7 +246,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         if (_policy.HeaderTypes == HeaderTypes.Strict && Wire.FirstStrictlyRefusedHeader(headers) is { } malformed)
         {
             // Breaks WF-1: a header type a strict reader did not expect fails the request.
-            await ReplyAsync(tag, request, properties, body, [], Wire.FailureText(new MalformedHeader(malformed))).ConfigureAwait(false);
+            await ReplyAsync(delivery, request, properties, body, [], Wire.FailureText(new MalformedHeader(malformed))).ConfigureAwait(false);
             return;
         }
 
@@ -245,7 +260,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             if (_policy.MalformedRequest == MalformedRequestHandling.Drop)
             {
                 // Breaks RR-19.2: the caller waits out its timeout and nothing is kept of the request.
-                await _channel.BasicAckAsync(tag, multiple: false).ConfigureAwait(false);
+                await delivery.AckAsync().ConfigureAwait(false);
                 return;
             }
 
@@ -253,13 +268,13 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             if (_policy.HandlerFailure == HandlerFailure.Retry)
             {
                 // A release whose handler decoded the body: the failure took the retry path.
-                await RetryOrDeadLetterAsync(tag, properties, body, attempt, failure).ConfigureAwait(false);
+                await RetryOrDeadLetterAsync(delivery, properties, body, attempt, failure).ConfigureAwait(false);
                 return;
             }
 
             // RR-19.2: retrying would decode the same bytes the same way. (ReplyOnly breaks it:
             // the failure reply is sent and the request acked, never dead-lettered.)
-            await ReplyAsync(tag, request, properties, body, [], failure,
+            await ReplyAsync(delivery, request, properties, body, [], failure,
                 deadLetter: _policy.MalformedRequest != MalformedRequestHandling.ReplyOnly).ConfigureAwait(false);
             return;
         }
@@ -269,14 +284,15 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         // A stop does not wait for a handler, only for what comes after it: counted again
         // (before looking at the stop, so a stop sees either the count or is seen here) once it has returned.
         _settling.Exit();
+        using var work = CancellationTokenSource.CreateLinkedTokenSource(_stopping.Token, delivery.Lost);
         try
         {
-            reply = await _handler.Handle(decoded, request, _work.Token).ConfigureAwait(false);
+            reply = await _handler.Handle(decoded, request, work.Token).ConfigureAwait(false);
         }
-        catch (Exception e) when (!_work.IsCancellationRequested)
+        catch (Exception e) when (!work.IsCancellationRequested)
         {
             _settling.Enter();
-            if (AbandonedByStop(request))
+            if (AbandonedByStop(request) || AbandonedByLoss(delivery, request))
             {
                 return;
             }
@@ -285,11 +301,11 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             if (_policy.HandlerFailure == HandlerFailure.Retry)
             {
                 // Nothing goes back: the retry policy has the request and the caller times out.
-                await RetryOrDeadLetterAsync(tag, properties, body, attempt, failure).ConfigureAwait(false);
+                await RetryOrDeadLetterAsync(delivery, properties, body, attempt, failure).ConfigureAwait(false);
                 return;
             }
 
-            await ReplyAsync(tag, request, properties, body, [], failure).ConfigureAwait(false);
+            await ReplyAsync(delivery, request, properties, body, [], failure).ConfigureAwait(false);
             return;
         }
         catch
@@ -299,12 +315,27 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         }
 
         _settling.Enter();
-        if (AbandonedByStop(request))
+        if (AbandonedByStop(request) || AbandonedByLoss(delivery, request))
         {
             return;
         }
 
-        await ReplyAsync(tag, request, properties, body, reply, failure: null).ConfigureAwait(false);
+        await ReplyAsync(delivery, request, properties, body, reply, failure: null).ConfigureAwait(false);
+    }
+
+    /// <summary>
+    /// Whether the connection that carried the request was lost while its handler ran: no reply,
+    /// no ack; the broker gives the request back, to be answered as its next attempt (RR-20.4).
+    /// </summary>
+    private bool AbandonedByLoss(Delivery delivery, RequestContext request)
+    {
+        if (!delivery.Lost.IsCancellationRequested)
+        {
+            return false;
+        }
+
+        Report($"request {request.MessageId} abandoned: the connection was lost while its handler ran");
+        return true;
     }
 
     /// <summary>Whether a stop began while the handler ran: its request is left unsettled, for the broker to requeue.</summary>
@@ -320,7 +351,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     }
 
     private async Task ReplyAsync(
-        ulong tag, RequestContext request, IReadOnlyBasicProperties requestProperties, byte[] requestBody, byte[] reply, string? failure,
+        Delivery delivery, RequestContext request, IReadOnlyBasicProperties requestProperties, byte[] requestBody, byte[] reply, string? failure,
         bool deadLetter = true)
     {
         var counted = failure is null
@@ -347,6 +378,17 @@ public sealed class Responder : IAsyncDisposable, IDisposable
                     mandatory: !AtMostOnce(request))
                 .ConfigureAwait(false);
         }
+        catch (Exception e) when (delivery.Lost.IsCancellationRequested && !AtMostOnce(request))
+        {
+            // The connection went with the publish (RR-20.4): the request comes back and is answered then.
+            if (counted && _policy.RollbackAnswered)
+            {
+                Interlocked.Decrement(ref _answered);
+            }
+
+            Report($"reply to {request.MessageId} lost with the connection: {e.Message}");
+            return;
+        }
         catch (Exception e) when (!_closing.IsCancellationRequested && AtMostOnce(request))
         {
             // RR-14.5: a direct reply-to reply is at most once: counted, acknowledged, never retried.
@@ -364,7 +406,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
                 // Breaks RR-14.1: a failure reply is taken as delivered whatever the broker said,
                 // so the request goes to {queue}.dlq with the failure reason and is never retried.
                 Notify(o => o.Replied(request, failure));
-                await DeadLetterAndAckAsync(tag, requestProperties, requestBody, failure).ConfigureAwait(false);
+                await DeadLetterAndAckAsync(delivery, requestProperties, requestBody, failure).ConfigureAwait(false);
                 return;
             }
 
@@ -372,18 +414,18 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             if (_policy.UndeliverableReply == UndeliverableReply.Ack)
             {
                 // Breaks RR-14: the request is accepted unanswered, neither retried nor dead-lettered.
-                await _channel.BasicAckAsync(tag, multiple: false).ConfigureAwait(false);
+                await delivery.AckAsync().ConfigureAwait(false);
                 return;
             }
 
             if (_policy.LastAttempt == LastAttempt.Ack && Wire.Retry(request.Attempt, _maxAttempts) == RetryDecision.DeadLetter)
             {
                 // Breaks RR-14.2: the last attempt accepts the request unanswered; nothing is kept of it.
-                await _channel.BasicAckAsync(tag, multiple: false).ConfigureAwait(false);
+                await delivery.AckAsync().ConfigureAwait(false);
                 return;
             }
 
-            await RetryOrDeadLetterAsync(tag, requestProperties, requestBody, request.Attempt, Wire.UndeliverableReplyPrefix + e.Message)
+            await RetryOrDeadLetterAsync(delivery, requestProperties, requestBody, request.Attempt, Wire.UndeliverableReplyPrefix + e.Message)
                 .ConfigureAwait(false);
             return;
         }
@@ -398,19 +440,19 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 
         if (failure is null || !_policy.DeadLetterFailures || !deadLetter)
         {
-            await _channel.BasicAckAsync(tag, multiple: false).ConfigureAwait(false);
+            await delivery.AckAsync().ConfigureAwait(false);
             return;
         }
 
         if (_policy.RetryFailures)
         {
             // Breaks RR-11.2: the handler runs (and the caller hears of its failure) once per attempt.
-            await RetryOrDeadLetterAsync(tag, requestProperties, requestBody, request.Attempt, failure).ConfigureAwait(false);
+            await RetryOrDeadLetterAsync(delivery, requestProperties, requestBody, request.Attempt, failure).ConfigureAwait(false);
             return;
         }
 
         // The caller has its answer: the request is dead-lettered once, never retried.
-        await DeadLetterAndAckAsync(tag, requestProperties, requestBody, failure).ConfigureAwait(false);
+        await DeadLetterAndAckAsync(delivery, requestProperties, requestBody, failure).ConfigureAwait(false);
     }
 
     /// <summary>A reply's body: the handler's, or for a failure nothing (RR-10.1) unless the policy sends the text as JSON.</summary>
@@ -465,18 +507,18 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     /// The retry policy: requeue (explicitly: clients disagree on the default) until the
     /// last attempt, then dead-letter. Attempts are counted by the quorum queue.
     /// </summary>
-    private async Task RetryOrDeadLetterAsync(ulong tag, IReadOnlyBasicProperties properties, byte[] body, int attempt, string reason)
+    private async Task RetryOrDeadLetterAsync(Delivery delivery, IReadOnlyBasicProperties properties, byte[] body, int attempt, string reason)
     {
         if (Wire.Retry(attempt, _maxAttempts) == RetryDecision.Requeue)
         {
-            await _channel.BasicNackAsync(tag, multiple: false, requeue: true).ConfigureAwait(false);
+            await delivery.RequeueAsync().ConfigureAwait(false);
             return;
         }
 
-        await DeadLetterAndAckAsync(tag, properties, body, reason).ConfigureAwait(false);
+        await DeadLetterAndAckAsync(delivery, properties, body, reason).ConfigureAwait(false);
     }
 
-    private async Task UnanswerableAsync(ulong tag, IReadOnlyBasicProperties properties, byte[] body)
+    private async Task UnanswerableAsync(Delivery delivery, IReadOnlyBasicProperties properties, byte[] body)
     {
         // Redelivering would not make a reply address appear: count it and accept it.
         if (_policy.CountUnanswerable)
@@ -486,14 +528,14 @@ public sealed class Responder : IAsyncDisposable, IDisposable
 
         if (_policy.Unanswerable == UnanswerableRequest.DeadLetter)
         {
-            if (!await DeadLetterAndAckAsync(tag, properties, body, "Unanswerable: the request names no reply address").ConfigureAwait(false))
+            if (!await DeadLetterAndAckAsync(delivery, properties, body, "Unanswerable: the request names no reply address").ConfigureAwait(false))
             {
                 return;
             }
         }
         else
         {
-            await _channel.BasicAckAsync(tag, multiple: false).ConfigureAwait(false);
+            await delivery.AckAsync().ConfigureAwait(false);
         }
 
         Notify(o => o.Unanswerable(properties.MessageId));
@@ -504,7 +546,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     /// the dead-letter cannot be published, the request is requeued: nothing is acknowledged
     /// into nowhere.
     /// </summary>
-    private async Task<bool> DeadLetterAndAckAsync(ulong tag, IReadOnlyBasicProperties properties, byte[] body, string reason)
+    private async Task<bool> DeadLetterAndAckAsync(Delivery delivery, IReadOnlyBasicProperties properties, byte[] body, string reason)
     {
         var headers = new Dictionary<string, object?>(StringComparer.Ordinal);
         foreach (var (name, value) in properties.Headers ?? new Dictionary<string, object?>())
@@ -536,11 +578,11 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         catch (Exception e) when (!_closing.IsCancellationRequested)
         {
             Report($"dead-lettering {properties.MessageId} to {DeadLetterQueue} failed, requeued: {e.Message}");
-            await _channel.BasicNackAsync(tag, multiple: false, requeue: true).ConfigureAwait(false);
+            await delivery.RequeueAsync().ConfigureAwait(false);
             return false;
         }
 
-        await _channel.BasicAckAsync(tag, multiple: false).ConfigureAwait(false);
+        await delivery.AckAsync().ConfigureAwait(false);
         Notify(o => o.DeadLettered(properties.MessageId, reason));
         return true;
     }
@@ -551,8 +593,23 @@ public sealed class Responder : IAsyncDisposable, IDisposable
         if (reason.Initiator != ShutdownInitiator.Application && !_stopping.IsCancellationRequested)
         {
             Notify(o => o.ConnectionLost(Mq.Describe(reason)));
-            await _lost.CancelAsync().ConfigureAwait(false);
+            var lost = Interlocked.Exchange(ref _lost, new CancellationTokenSource());
+            await lost.CancelAsync().ConfigureAwait(false);
         }
+    }
+
+    /// <summary>
+    /// The connection is back: topology recovery has declared both queues again and consumed
+    /// the request queue again on this responder's channel (RR-20.2).
+    /// </summary>
+    private Task OnRecoveredAsync(object sender, AsyncEventArgs args)
+    {
+        if (!_stopping.IsCancellationRequested && _policy.RecoverConnection)
+        {
+            Notify(o => o.Recovered());
+        }
+
+        return Task.CompletedTask;
     }
 
     private void Notify(Action<IResponderObserver> hook)
@@ -622,6 +679,7 @@ public sealed class Responder : IAsyncDisposable, IDisposable
             // The channel is already gone.
         }
 
+        _connection.RecoverySucceededAsync -= OnRecoveredAsync;
         await _stopping.CancelAsync().ConfigureAwait(false);
         try
         {
@@ -646,6 +704,25 @@ public sealed class Responder : IAsyncDisposable, IDisposable
     }
 
     public void Dispose() => DisposeAsync().AsTask().GetAwaiter().GetResult();
+
+    /// <summary>
+    /// A request as delivered: its tag, and the loss token of the channel it came on. Settled
+    /// once: under <c>ack_timing: on_delivery</c> it is acked first, and what comes after is a no-op.
+    /// </summary>
+    internal sealed class Delivery(IChannel channel, ulong tag, CancellationToken lost)
+    {
+        private int _settled;
+
+        /// <summary>Cancelled once the connection that carried the request is lost.</summary>
+        public CancellationToken Lost { get; } = lost;
+
+        public ValueTask AckAsync() =>
+            Interlocked.Exchange(ref _settled, 1) == 0 ? channel.BasicAckAsync(tag, multiple: false) : ValueTask.CompletedTask;
+
+        /// <summary>Back to the queue, its delivery count raised (requeue given explicitly: clients disagree on the default).</summary>
+        public ValueTask RequeueAsync() =>
+            Interlocked.Exchange(ref _settled, 1) == 0 ? channel.BasicNackAsync(tag, multiple: false, requeue: true) : ValueTask.CompletedTask;
+    }
 
     /// <summary>What a strict header reader throws: its failure text is <c>MalformedHeader: {header name}</c>.</summary>
     private sealed class MalformedHeader(string header) : Exception(header);

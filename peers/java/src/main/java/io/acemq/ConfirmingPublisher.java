@@ -108,6 +108,11 @@ final class ConfirmingPublisher implements AutoCloseable {
         }
         ConfirmChannel open = current;
         if (open == null || !open.isUsable()) {
+            if (open != null) {
+                // Lost with its connection: its confirms are in doubt even once amqp-client's
+                // recovery has opened it again, so it is closed for a fresh one.
+                abortQuietly(open.channel);
+            }
             Channel fresh = connection.createChannel();
             try {
                 fresh.confirmSelect();

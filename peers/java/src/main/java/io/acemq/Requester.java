@@ -9,7 +9,11 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
+import com.rabbitmq.client.Recoverable;
+import com.rabbitmq.client.RecoveryListener;
 import com.rabbitmq.client.ShutdownListener;
+import com.rabbitmq.client.ShutdownSignalException;
+import com.rabbitmq.client.impl.recovery.AutorecoveringConnection;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -36,6 +40,11 @@ import org.slf4j.LoggerFactory;
  * Sends requests and gathers over one private reply queue (RR-6, RR-7) and hands each reply
  * to the caller it belongs to: requests by {@code correlation_id} (RR-8), gathers by the
  * {@code responseMessageId} header (SG-4). Thread-safe: any number of calls may be pending.
+ *
+ * <p>A lost connection ends every pending call at once with {@link ConnectionLostException}
+ * (its reply queue is gone, RR-20.1); amqp-client's automatic recovery then reconnects under
+ * the same connection name and declares a new server-named reply queue, which later requests
+ * name (RR-20.3).
  */
 public final class Requester implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Requester.class);
@@ -50,7 +59,10 @@ public final class Requester implements AutoCloseable {
     private final RequesterObserver observer;
     private final Channel replyChannel;
     private final ConfirmingPublisher publisher;
-    private final String replyQueue;
+    /** The reply queue's name: server-named, so a recovery changes it. */
+    private volatile String replyQueue;
+    /** Connection losses so far: a call registered after a loss was swept is ended by it. */
+    private long losses;
     private final AtomicLong timedOut = new AtomicLong();
     private final AtomicLong unmatched = new AtomicLong();
     /** Pending requests in the order they were sent; guarded by itself. */
@@ -69,6 +81,15 @@ public final class Requester implements AutoCloseable {
         this.replyChannel = connection.createChannel();
         this.publisher = new ConfirmingPublisher(connection);
         this.replyQueue = declareReplyQueue();
+        connection.addShutdownListener(this::onShutdown);
+        if (connection instanceof AutorecoveringConnection recovering) {
+            // Recovery declares the server-named queue again under a new name (RR-20.3).
+            recovering.addQueueRecoveryListener((before, after) -> {
+                if (before.equals(replyQueue)) {
+                    replyQueue = after;
+                }
+            });
+        }
     }
 
     /** The timeout of a call given none: the caller's Options', else the binding's own (RR-9: 30 s). */
@@ -90,10 +111,25 @@ public final class Requester implements AutoCloseable {
         return new Requester(connection, false, options, observer, RequesterPolicy.SPEC);
     }
 
+    /**
+     * Opens a requester on a connection of its own, named and to the nodes {@code connection}
+     * says; the connection recovers on its own after it was lost (RR-20.3).
+     */
+    public static Requester open(ConnectionFactory factory, ConnectionOptions connection, Options options,
+            RequesterObserver observer) throws IOException, TimeoutException {
+        return open(factory, connection, options, observer, RequesterPolicy.SPEC);
+    }
+
     /** As {@link #open(ConnectionFactory, Options, RequesterObserver)} with a policy other than the spec's. */
     static Requester open(ConnectionFactory factory, Options options, RequesterObserver observer,
             RequesterPolicy policy) throws IOException, TimeoutException {
-        Connection connection = factory.newConnection("acemq-java requester");
+        return open(factory, ConnectionOptions.named("acemq-java requester"), options, observer, policy);
+    }
+
+    /** As {@link #open(ConnectionFactory, ConnectionOptions, Options, RequesterObserver)} with a policy other than the spec's. */
+    static Requester open(ConnectionFactory factory, ConnectionOptions connectionOptions, Options options,
+            RequesterObserver observer, RequesterPolicy policy) throws IOException, TimeoutException {
+        Connection connection = Connections.open(factory, connectionOptions, policy.recoverConnection());
         try {
             return new Requester(connection, true, options, observer, policy);
         } catch (IOException | RuntimeException e) {
@@ -116,7 +152,28 @@ public final class Requester implements AutoCloseable {
         replyChannel.addShutdownListener(forward);
     }
 
-    /** The reply address this requester names on every request. */
+    /**
+     * Tells {@code listener} once the requester's connection is back after a loss and its new
+     * reply queue is consumed (RR-20.3).
+     */
+    public void onRecovered(Runnable listener) {
+        if (connection instanceof Recoverable recoverable) {
+            recoverable.addRecoveryListener(new RecoveryListener() {
+                @Override
+                public void handleRecovery(Recoverable recovered) {
+                    if (!closed) {
+                        listener.run();
+                    }
+                }
+
+                @Override
+                public void handleRecoveryStarted(Recoverable recovering) {
+                }
+            });
+        }
+    }
+
+    /** The reply address this requester names on its requests; a new one after a recovery. */
     public String replyQueue() {
         return replyQueue;
     }
@@ -180,6 +237,7 @@ public final class Requester implements AutoCloseable {
         // process can spend a tenth of a second before the timer is set).
         long calledAt = System.nanoTime();
         ensureOpen();
+        ensureConnected();
         String messageId = newMessageId();
         correlationId = shortString("correlation_id", correlationId);
         type = shortString("type", type);
@@ -190,11 +248,19 @@ public final class Requester implements AutoCloseable {
                 && policy.requestCorrelationId() == RequesterPolicy.RequestCorrelationId.MESSAGE_ID) {
             correlationId = messageId;
         }
-        AMQP.BasicProperties properties = requestProperties(messageId, correlationId, replyQueueForCall(), type, headers);
         Call call = new Call(messageId, budget);
+        long lossesBefore;
         synchronized (calls) {
-            // Checked under the lock close() takes, so a call registered now is one close() will end.
+            lossesBefore = losses;
+        }
+        AMQP.BasicProperties properties = requestProperties(messageId, correlationId, replyQueueForCall(), type, headers);
+        synchronized (calls) {
+            // Checked under the lock close() and a connection loss take, so a call registered
+            // now is one they will end.
             ensureOpen();
+            if (losses != lossesBefore) {
+                throw new ConnectionLostException(lostReason());
+            }
             calls.put(messageId, call);
         }
         Duration spent = Duration.ofNanos(System.nanoTime() - calledAt);
@@ -202,11 +268,17 @@ public final class Requester implements AutoCloseable {
         try {
             publisher.publish(exchange, routingKey, properties, Json.encode(body), policy.honourReturns());
         } catch (IOException | RuntimeException e) {
+            boolean lost;
             synchronized (calls) {
                 calls.remove(messageId, call);
+                lost = losses != lossesBefore;
             }
             call.cancelTimer();
             ensureOpen();
+            if (lost) {
+                // Not confirmed when the connection went: never reported as sent (RR-20.1).
+                throw new ConnectionLostException(lostReason());
+            }
             throw e;
         }
         return new PendingRequest(messageId, call.future);
@@ -270,6 +342,11 @@ public final class Requester implements AutoCloseable {
     private PendingGather scatter(String type, JsonElement message, String exchange, String routingKey, int copies,
             Consumer<JsonElement> onReply, GatherOptions options) throws IOException {
         ensureOpen();
+        ensureConnected();
+        long lossesBefore;
+        synchronized (calls) {
+            lossesBefore = losses;
+        }
         String requestMessageId = newMessageId();
         String correlationId = shortString("correlation_id",
                 gatherCorrelationId(policy, options.correlationId(), requestMessageId));
@@ -278,8 +355,11 @@ public final class Requester implements AutoCloseable {
                 requestMessageId, correlationId, replyQueueForCall(), type, null);
         Gather gather = new Gather(requestMessageId, options.expectedReplyCount(), policy, onReply);
         synchronized (calls) {
-            // As in send: close() either sees this gather or the gather sees the close.
+            // As in send: close() and a loss either see this gather or the gather sees them.
             ensureOpen();
+            if (losses != lossesBefore) {
+                throw new ConnectionLostException(lostReason());
+            }
             gathers.put(requestMessageId, gather);
         }
         Duration budget = options.timeout() == null ? defaultTimeout : options.timeout();
@@ -300,8 +380,17 @@ public final class Requester implements AutoCloseable {
                 publisher.publish(exchange, routingKey, copy, body, policy.honourGatherReturns());
             }
         } catch (IOException | RuntimeException e) {
-            gather.fail(e instanceof AcemqException acemq ? acemq : new AcemqException(e.getMessage(), e));
+            boolean lost;
+            synchronized (calls) {
+                lost = losses != lossesBefore;
+            }
+            RuntimeException ended = lost ? new ConnectionLostException(lostReason())
+                    : e instanceof AcemqException acemq ? acemq : new AcemqException(e.getMessage(), e);
+            gather.fail(ended);
             ensureOpen();
+            if (lost) {
+                throw ended;
+            }
             throw e;
         }
         return new PendingGather(requestMessageId, gather.result());
@@ -565,6 +654,51 @@ public final class Requester implements AutoCloseable {
         if (closed) {
             throw new RequesterClosedException();
         }
+    }
+
+    /**
+     * A call made while the connection is down (recovering, or lost for good) ends at once:
+     * it has no reply queue to be answered on.
+     */
+    private void ensureConnected() {
+        if (!connection.isOpen()) {
+            throw new ConnectionLostException(lostReason());
+        }
+    }
+
+    private String lostReason() {
+        ShutdownSignalException cause = connection.getCloseReason();
+        return cause == null ? "connection lost" : ConnectionLoss.reason(cause);
+    }
+
+    /**
+     * The connection went (not by {@link #close()}): the reply queue went with it, so every
+     * pending call and gather ends now with {@link ConnectionLostException} (RR-20.1), none
+     * counted in TimedOut; or, under a policy that breaks it, each waits out its timeout.
+     */
+    private void onShutdown(ShutdownSignalException cause) {
+        if (cause.isInitiatedByApplication()) {
+            return;
+        }
+        List<Call> pending = List.of();
+        List<Gather> gathering = List.of();
+        synchronized (calls) {
+            if (closed) {
+                return;
+            }
+            losses++;
+            if (policy.onConnectionLost() == RequesterPolicy.OnConnectionLost.END_LOST) {
+                pending = new ArrayList<>(calls.values());
+                calls.clear();
+                gathering = new ArrayList<>(gathers.values());
+            }
+        }
+        String reason = ConnectionLoss.reason(cause);
+        pending.forEach(call -> {
+            call.cancelTimer();
+            call.future.completeExceptionally(new ConnectionLostException(reason));
+        });
+        gathering.forEach(gather -> gather.fail(new ConnectionLostException(reason)));
     }
 
     /**

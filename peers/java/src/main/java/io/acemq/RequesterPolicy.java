@@ -17,7 +17,9 @@ import java.util.Objects;
  * (RR-7); {@code publishCopies}, the messages publishRequest publishes (SG-2: 1);
  * {@code multiCopiesWithoutCount}, the copies sendRequestMulti publishes given no count (SG-2: 1);
  * {@code countGatherFailures}, whether a failure reply a pending gather dropped counts in
- * Unmatched (SG-10), apart from {@code countGatherUnmatched} (SG-8).
+ * Unmatched (SG-10), apart from {@code countGatherUnmatched} (SG-8); {@code recoverConnection},
+ * whether the requester's connection recovers after it was lost and a new reply queue is
+ * consumed (RR-20.3).
  *
  * <p>Package-private on purpose: a service always gets {@link #SPEC}. Only the conformance
  * peer (which ships its own class in this package) chooses another policy.
@@ -60,7 +62,15 @@ record RequesterPolicy(
         GatherDeadline gatherDeadline,
         GatherFailureReply gatherFailureReply,
         boolean countGatherFailures,
-        RequestCorrelationId requestCorrelationId) {
+        RequestCorrelationId requestCorrelationId,
+        OnConnectionLost onConnectionLost,
+        boolean recoverConnection) {
+
+    /**
+     * What a call or gather pending when the requester's connection is lost does (RR-20.1):
+     * ends at once with {@link ConnectionLostException}, or waits out its timeout.
+     */
+    enum OnConnectionLost { END_LOST, WAIT }
 
     /** A request's correlation_id (RR-8.4): its message_id, or none (breaks RR-8.4). */
     enum RequestCorrelationId { MESSAGE_ID, NONE }
@@ -142,11 +152,12 @@ record RequesterPolicy(
             PendingAtClose.END_CLOSED, true, TypeCarrier.PROPERTY, NativeAddress.REPLY_QUEUE, true,
             UnmatchedReply.DROP, TimeoutOutcome.TIMEOUT, UnknownReplyHeaders.IGNORE, true, true, 1, 1,
             RequestDeadline.TIMEOUT, GatherDeadline.FIXED, GatherFailureReply.DROP, true,
-            RequestCorrelationId.MESSAGE_ID);
+            RequestCorrelationId.MESSAGE_ID, OnConnectionLost.END_LOST, true);
 
     RequesterPolicy {
         Objects.requireNonNull(matchRepliesBy, "matchRepliesBy");
         Objects.requireNonNull(requestCorrelationId, "requestCorrelationId");
+        Objects.requireNonNull(onConnectionLost, "onConnectionLost");
         Objects.requireNonNull(longShortString, "longShortString");
         Objects.requireNonNull(undecodableReply, "undecodableReply");
         Objects.requireNonNull(gatherCopyIds, "gatherCopyIds");

@@ -10,8 +10,11 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
+import com.rabbitmq.client.Recoverable;
+import com.rabbitmq.client.RecoveryListener;
 import com.rabbitmq.client.ShutdownListener;
 import com.rabbitmq.client.ShutdownSignalException;
+import com.rabbitmq.client.impl.recovery.AutorecoveringConnection;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.HashMap;
@@ -33,6 +36,12 @@ import org.slf4j.LoggerFactory;
  * Consumes a durable quorum request queue and replies to whatever queue each request names.
  * Replies are mandatory and confirmed; one that cannot be delivered sends the request back to
  * the queue until the last attempt, which dead-letters it to {@code {queue}.dlq} (RR-14).
+ *
+ * <p>A request is acknowledged once it is settled, never before its handler ran. When the
+ * connection is lost, the requests it carried are abandoned (no reply, no ack: the broker
+ * gives them back, RR-20.4) and amqp-client's automatic recovery reconnects under the same
+ * connection name, declares both queues again and consumes again (RR-20.2); the counters
+ * carry on.
  */
 public final class Responder implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Responder.class);
@@ -59,9 +68,15 @@ public final class Responder implements AutoCloseable {
     private final AtomicLong unanswerable = new AtomicLong();
     private Connection connection;
     private boolean ownsConnection;
-    private Channel channel;
+    private volatile Channel channel;
     private ConfirmingPublisher publisher;
-    private String consumerTag;
+    private volatile String consumerTag;
+    private String bindExchange;
+    private String bindRoutingKey;
+    /** Connection losses so far: a request delivered before the last one is no longer ours to settle. */
+    private final AtomicLong losses = new AtomicLong();
+    /** Whether the last recovery brought the consumer back (amqp-client's topology recovery). */
+    private volatile boolean consumerRecovered;
 
     private Responder(Builder builder) {
         this.queue = builder.queue;
@@ -104,18 +119,89 @@ public final class Responder implements AutoCloseable {
     private void start(Connection target, boolean owns, Builder builder) throws IOException {
         connection = target;
         ownsConnection = owns;
-        channel = connection.createChannel();
+        bindExchange = builder.bindExchange;
+        bindRoutingKey = builder.bindRoutingKey == null ? "" : builder.bindRoutingKey;
+        publisher = new ConfirmingPublisher(connection);
+        subscribe(connection.createChannel());
+        connection.addShutdownListener(cause -> {
+            if (!cause.isInitiatedByApplication()) {
+                losses.incrementAndGet();
+            }
+        });
+        if (connection instanceof AutorecoveringConnection recovering) {
+            recovering.addConsumerRecoveryListener((before, after) -> {
+                if (before.equals(consumerTag)) {
+                    consumerTag = after;
+                    consumerRecovered = true;
+                }
+            });
+            recovering.addRecoveryListener(new RecoveryListener() {
+                @Override
+                public void handleRecoveryStarted(Recoverable recoverable) {
+                    consumerRecovered = false;
+                }
+
+                @Override
+                public void handleRecovery(Recoverable recoverable) {
+                    ensureConsuming();
+                }
+            });
+        }
+    }
+
+    /** Declares both queues (and the binding) on {@code target} and consumes the request queue on it. */
+    private void subscribe(Channel target) throws IOException {
+        channel = target;
         declareRequestQueue();
         // RR-17: a classic dead-letter queue would lose the quorum queue's guarantees.
         channel.queueDeclare(deadLetterQueue(), true, false, false,
                 Map.of("x-queue-type", policy.dlqQueueType().argument));
-        if (builder.bindExchange != null) {
-            channel.queueBind(queue, builder.bindExchange, builder.bindRoutingKey == null ? "" : builder.bindRoutingKey);
+        if (bindExchange != null) {
+            channel.queueBind(queue, bindExchange, bindRoutingKey);
         }
         // The prefetch matches the handler threads: a slow handler does not hold back the rest.
         channel.basicQos(concurrency);
-        publisher = new ConfirmingPublisher(connection);
         consumerTag = channel.basicConsume(queue, false, new RequestConsumer(channel));
+    }
+
+    /**
+     * After a recovery: topology recovery declared the queues and consumed again on the same
+     * channel. Where it could not (a queue's declare refused by a node still starting, which
+     * closes the channel), the responder does it itself on a new channel (RR-20.2).
+     */
+    private void ensureConsuming() {
+        if (closing || (consumerRecovered && channel.isOpen())) {
+            return;
+        }
+        LOG.warn("responder on {}: topology recovery did not consume again; subscribing anew", queue);
+        Channel stale = channel;
+        Channel fresh = null;
+        try {
+            fresh = connection.createChannel();
+            subscribe(fresh);
+            consumerRecovered = true;
+        } catch (IOException | RuntimeException e) {
+            channel = stale;
+            if (fresh != null) {
+                abortQuietly(fresh);
+            }
+            LOG.error("responder on {}: could not consume again after a recovery: {}", queue, e.toString());
+            if (connection.isOpen() && !closing) {
+                Timers.after(Duration.ofMillis(Connections.RECOVERY_INTERVAL_MS), this::ensureConsuming);
+            }
+            return;
+        }
+        abortQuietly(stale);
+    }
+
+    private static void abortQuietly(Channel target) {
+        try {
+            if (target.isOpen()) {
+                target.abort();
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("closing a responder channel: {}", e.toString());
+        }
     }
 
     /** RR-17: a quorum request queue, whose requests carry x-delivery-count (RR-14 counts attempts from it). */
@@ -154,9 +240,13 @@ public final class Responder implements AutoCloseable {
         return queue + ".dlq";
     }
 
-    private void onRequest(long tag, AMQP.BasicProperties properties, byte[] body) throws IOException {
+    private void onRequest(Delivery delivery, AMQP.BasicProperties properties, byte[] body) throws IOException {
         if (closing) {
             return; // not acked: the broker requeues it when the channel closes
+        }
+        if (policy.ackTiming() == ResponderPolicy.AckTiming.ON_DELIVERY) {
+            // Breaks RR-20.4: a request held when the connection is lost is gone with it.
+            delivery.ack();
         }
         Map<String, Object> headers = properties.getHeaders();
         String messageId = properties.getMessageId();
@@ -172,9 +262,9 @@ public final class Responder implements AutoCloseable {
                     unanswerable.incrementAndGet();
                 }
                 if (policy.unanswerable() == ResponderPolicy.Unanswerable.DEAD_LETTER) {
-                    deadLetter(tag, properties, body, "Unanswerable: the request names no reply address");
+                    deadLetter(delivery, properties, body, "Unanswerable: the request names no reply address");
                 } else {
-                    channel.basicAck(tag, false);
+                    delivery.ack();
                 }
                 observer.unanswerable(messageId);
             } finally {
@@ -190,7 +280,7 @@ public final class Responder implements AutoCloseable {
             // Breaks RR-19: the caller hears nothing, and nothing says where the request went.
             if (settling.enter()) {
                 try {
-                    channel.basicAck(tag, false);
+                    delivery.ack();
                 } finally {
                     settling.leave();
                 }
@@ -217,15 +307,22 @@ public final class Responder implements AutoCloseable {
             return;
         }
         try {
+            if (delivery.lostSince(losses.get())) {
+                // RR-20.4: the connection that carried the request is gone, and with it the
+                // delivery: the broker gives the request back, to be answered as its next attempt.
+                LOG.info("request {} on {} abandoned: the connection was lost while its handler ran",
+                        messageId, queue);
+                return;
+            }
             if (failure != null && policy.handlerFailure() == ResponderPolicy.HandlerFailure.RETRY) {
                 // Breaks RR-10: the caller hears nothing and the request comes back until its last attempt.
-                retryFailedHandler(tag, properties, body, attempt, failure);
+                retryFailedHandler(delivery, properties, body, attempt, failure);
             } else {
                 // Breaks RR-19.2 under REPLY_ONLY: a body no handler could read gets its failure
                 // reply but no dead-letter.
                 boolean deadLetter = !(policy.malformedRequest() == ResponderPolicy.MalformedRequest.REPLY_ONLY
                         && admission.failure() != null && admission.failure().startsWith(MALFORMED_REQUEST + ": "));
-                reply(tag, properties, body, attempt, reply, failure, address.get(), deadLetter);
+                reply(delivery, properties, body, attempt, reply, failure, address.get(), deadLetter);
             }
         } finally {
             settling.leave();
@@ -233,7 +330,7 @@ public final class Responder implements AutoCloseable {
     }
 
     /** Publishes the reply (or failure reply), then settles the request: ack, requeue or dead-letter. */
-    private void reply(long tag, AMQP.BasicProperties properties, byte[] body, int attempt,
+    private void reply(Delivery delivery, AMQP.BasicProperties properties, byte[] body, int attempt,
             JsonElement reply, String failure, ReplyAddress address, boolean deadLetter) throws IOException {
         String messageId = properties.getMessageId();
         boolean counts = failure == null || policy.countFailuresAnswered();
@@ -258,7 +355,7 @@ public final class Responder implements AutoCloseable {
                 LOG.debug("failure reply to {} not delivered, taken as delivered: {}", messageId, e.getMessage());
             } else {
                 answered.publishFailed(counted);
-                onReplyFailed(tag, properties, body, attempt, e.getMessage());
+                onReplyFailed(delivery, properties, body, attempt, e.getMessage());
                 return;
             }
         }
@@ -269,12 +366,12 @@ public final class Responder implements AutoCloseable {
         if (failure != null && policy.retryFailures()
                 && RetryDecision.after(attempt, maxAttempts) != RetryDecision.DEAD_LETTER) {
             // Breaks RR-11.2: the caller has its answer, and the retry answers it again.
-            channel.basicNack(tag, false, true);
+            delivery.requeue();
         } else if (failure != null && policy.deadLetterFailures() && deadLetter) {
             // RR-11: the caller has its answer; a retry would answer twice.
-            deadLetter(tag, properties, body, failure);
+            deadLetter(delivery, properties, body, failure);
         } else {
-            channel.basicAck(tag, false);
+            delivery.ack();
         }
     }
 
@@ -349,38 +446,38 @@ public final class Responder implements AutoCloseable {
         return failure != null && policy.failureReplyDelivery() == ResponderPolicy.FailureReplyDelivery.UNCHECKED;
     }
 
-    private void onReplyFailed(long tag, AMQP.BasicProperties properties, byte[] body, int attempt, String error)
+    private void onReplyFailed(Delivery delivery, AMQP.BasicProperties properties, byte[] body, int attempt, String error)
             throws IOException {
         String messageId = properties.getMessageId();
         LOG.warn("reply to {} failed on attempt {}: {}", messageId, attempt, error);
         observer.replyFailed(messageId, attempt, error);
         if (policy.undeliverableReply() == ResponderPolicy.UndeliverableReply.ACK) {
             // Breaks RR-14: the request is gone, neither retried nor dead-lettered.
-            channel.basicAck(tag, false);
+            delivery.ack();
         } else if (RetryDecision.after(attempt, maxAttempts) == RetryDecision.DEAD_LETTER) {
             if (policy.lastAttempt() == ResponderPolicy.LastAttempt.ACK) {
                 // Breaks RR-14.2: the request is gone, with nothing in {queue}.dlq to say why.
-                channel.basicAck(tag, false);
+                delivery.ack();
                 return;
             }
-            deadLetter(tag, properties, body, "UndeliverableReply: " + error);
+            deadLetter(delivery, properties, body, "UndeliverableReply: " + error);
         } else {
             // requeue given explicitly: client libraries disagree on its default.
-            channel.basicNack(tag, false, true);
+            delivery.requeue();
         }
     }
 
     /** A handler failure under the retry policy: requeued, and dead-lettered on the last attempt. */
-    private void retryFailedHandler(long tag, AMQP.BasicProperties properties, byte[] body, int attempt, String failure)
+    private void retryFailedHandler(Delivery delivery, AMQP.BasicProperties properties, byte[] body, int attempt, String failure)
             throws IOException {
         if (RetryDecision.after(attempt, maxAttempts) == RetryDecision.DEAD_LETTER) {
-            deadLetter(tag, properties, body, failure);
+            deadLetter(delivery, properties, body, failure);
         } else {
-            channel.basicNack(tag, false, true);
+            delivery.requeue();
         }
     }
 
-    private void deadLetter(long tag, AMQP.BasicProperties properties, byte[] body, String reason) throws IOException {
+    private void deadLetter(Delivery delivery, AMQP.BasicProperties properties, byte[] body, String reason) throws IOException {
         Map<String, Object> headers = new HashMap<>();
         if (properties.getHeaders() != null) {
             headers.putAll(properties.getHeaders());
@@ -396,10 +493,10 @@ public final class Responder implements AutoCloseable {
         } catch (IOException | RuntimeException e) {
             LOG.error("dead-lettering {} to {} failed, requeueing it: {}",
                     properties.getMessageId(), deadLetterQueue(), e.getMessage());
-            channel.basicNack(tag, false, true);
+            delivery.requeue();
             return;
         }
-        channel.basicAck(tag, false);
+        delivery.ack();
         observer.deadLettered(properties.getMessageId(), reason);
     }
 
@@ -429,6 +526,27 @@ public final class Responder implements AutoCloseable {
                 .contentType(policy.replyContentType() == ResponderPolicy.ReplyContentType.NONE ? null : "application/json")
                 .headers(headers)
                 .build();
+    }
+
+    /**
+     * Tells {@code listener} once the responder's connection is back after a loss, its queues
+     * declared and consumed again (RR-20.2).
+     */
+    public void onRecovered(Runnable listener) {
+        if (connection instanceof Recoverable recoverable) {
+            recoverable.addRecoveryListener(new RecoveryListener() {
+                @Override
+                public void handleRecovery(Recoverable recovered) {
+                    if (!closing) {
+                        listener.run();
+                    }
+                }
+
+                @Override
+                public void handleRecoveryStarted(Recoverable recovering) {
+                }
+            });
+        }
     }
 
     /**
@@ -532,6 +650,48 @@ public final class Responder implements AutoCloseable {
         }
     }
 
+    /**
+     * A request as delivered: the channel and tag it is settled with, and the connection losses
+     * before it arrived. Under {@code ack_timing: on_delivery} it is acked at once and every
+     * later settlement is a no-op.
+     */
+    static final class Delivery {
+        private final Channel channel;
+        private final long tag;
+        private final long lossesAtDelivery;
+        private volatile boolean acked;
+
+        Delivery(Channel channel, long tag, long lossesAtDelivery) {
+            this.channel = channel;
+            this.tag = tag;
+            this.lossesAtDelivery = lossesAtDelivery;
+        }
+
+        /** Whether a connection loss came after this delivery: it can no longer be settled. */
+        boolean lostSince(long losses) {
+            return losses != lossesAtDelivery;
+        }
+
+        void ack() throws IOException {
+            if (!acked) {
+                acked = true;
+                channel.basicAck(tag, false);
+            }
+        }
+
+        /** Back to the queue, {@code x-delivery-count} raised (requeue given explicitly: clients disagree on its default). */
+        void requeue() throws IOException {
+            if (!acked) {
+                acked = true;
+                channel.basicNack(tag, false, true);
+            }
+        }
+
+        boolean settled() {
+            return acked;
+        }
+    }
+
     private final class RequestConsumer extends DefaultConsumer {
         RequestConsumer(Channel channel) {
             super(channel);
@@ -539,10 +699,11 @@ public final class Responder implements AutoCloseable {
 
         @Override
         public void handleDelivery(String tag, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
+            Delivery delivery = new Delivery(getChannel(), envelope.getDeliveryTag(), losses.get());
             try {
                 workers.execute(() -> {
                     try {
-                        onRequest(envelope.getDeliveryTag(), properties, body);
+                        onRequest(delivery, properties, body);
                     } catch (IOException | RuntimeException e) {
                         LOG.error("request on {} could not be handled", queue, e);
                     }
@@ -565,6 +726,7 @@ public final class Responder implements AutoCloseable {
         private String bindExchange;
         private String bindRoutingKey;
         private int concurrency = DEFAULT_CONCURRENCY;
+        private ConnectionOptions connectionOptions;
 
         private Builder(String queue) {
             if (queue == null || queue.isEmpty()) {
@@ -603,6 +765,15 @@ public final class Responder implements AutoCloseable {
             return this;
         }
 
+        /**
+         * The name and broker nodes of the connection {@link #start(ConnectionFactory)} opens
+         * (by default named {@code acemq-java responder {queue}}, to the factory's host).
+         */
+        public Builder connection(ConnectionOptions value) {
+            connectionOptions = Objects.requireNonNull(value);
+            return this;
+        }
+
         /** Binds the request queue to an exchange the caller has declared. */
         public Builder bind(String exchange, String routingKey) {
             bindExchange = exchange;
@@ -612,7 +783,9 @@ public final class Responder implements AutoCloseable {
 
         /** Declares the queues and subscribes, on a connection of its own. */
         public Responder start(ConnectionFactory factory) throws IOException, TimeoutException {
-            Connection connection = factory.newConnection("acemq-java responder " + queue);
+            ConnectionOptions named = connectionOptions != null ? connectionOptions
+                    : ConnectionOptions.named("acemq-java responder " + queue);
+            Connection connection = Connections.open(factory, named, policy.recoverConnection());
             Responder responder = new Responder(this);
             try {
                 responder.start(connection, true, this);

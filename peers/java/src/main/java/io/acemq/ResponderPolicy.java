@@ -15,7 +15,9 @@ import java.util.Objects;
  * {@code stripPrefix}, the header prefix removed before the handler (RR-5: {@code x-acemq-}).
  * The booleans {@code retryFailures} (RR-11: false), {@code countUnanswerable} (RR-12: true) and
  * {@code passSpecHeaders}, whether the handler is shown the spec's own {@code acemq-*} headers
- * (RR-5.2: true; only {@code x-acemq-*} is the engine's to strip).
+ * (RR-5.2: true; only {@code x-acemq-*} is the engine's to strip); {@code recoverConnection},
+ * whether the responder's connection recovers after it was lost, its queues declared and
+ * consumed again (RR-20.2).
  *
  * <p>Package-private on purpose: a service always gets {@link #SPEC}. Only the conformance
  * peer (which ships its own class in this package) chooses another policy.
@@ -50,7 +52,15 @@ record ResponderPolicy(
         RequestQueue requestQueue,
         boolean passSpecHeaders,
         DeadLetterCopy deadLetterCopy,
-        DirectReplyTo directReplyTo) {
+        DirectReplyTo directReplyTo,
+        boolean recoverConnection,
+        AckTiming ackTiming) {
+
+    /**
+     * When a request is acknowledged (RR-20.4): once its handler ran and its reply was settled
+     * (RR-14), or as soon as it is delivered (a request held when the connection is lost is gone).
+     */
+    enum AckTiming { AFTER_HANDLING, ON_DELIVERY }
 
     /**
      * A reply to amq.rabbitmq.reply-to.* (RR-14.5): at most once (no mandatory, never retried),
@@ -149,7 +159,8 @@ record ResponderPolicy(
             true, HeaderTypes.LENIENT, Options.DEFAULT_MAX_ATTEMPTS, 1, FailureReplyDelivery.CHECKED,
             MalformedRequest.FAIL_REPLY, BytesAddress.ACCEPT, ReplyContentType.APPLICATION_JSON,
             Headers.ENGINE_PREFIX, FailureBody.EMPTY, ErrorTypeName.SIMPLE, false, true, LastAttempt.DEAD_LETTER,
-            RequestQueue.QUORUM, true, DeadLetterCopy.FULL, DirectReplyTo.AT_MOST_ONCE);
+            RequestQueue.QUORUM, true, DeadLetterCopy.FULL, DirectReplyTo.AT_MOST_ONCE, true,
+            AckTiming.AFTER_HANDLING);
 
     ResponderPolicy {
         readOrder = List.copyOf(readOrder);
@@ -171,6 +182,7 @@ record ResponderPolicy(
         Objects.requireNonNull(requestQueue, "requestQueue");
         Objects.requireNonNull(deadLetterCopy, "deadLetterCopy");
         Objects.requireNonNull(directReplyTo, "directReplyTo");
+        Objects.requireNonNull(ackTiming, "ackTiming");
         if (stripPrefix == null || stripPrefix.isEmpty()) {
             throw new IllegalArgumentException("stripPrefix must name a header prefix");
         }

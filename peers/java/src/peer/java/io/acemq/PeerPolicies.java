@@ -39,6 +39,12 @@ public final class PeerPolicies {
         return Requester.open(factory, null, observer, requesterPolicy(knobs));
     }
 
+    /** As {@link #openRequester(ConnectionFactory, RequesterObserver, Map)}, its connection named and placed as {@code connection} says. */
+    public static Requester openRequester(ConnectionFactory factory, ConnectionOptions connection, RequesterObserver observer,
+            Map<String, Object> knobs) throws IOException, TimeoutException {
+        return Requester.open(factory, connection, null, observer, requesterPolicy(knobs));
+    }
+
     /** Gives the builder the spec's responder policy with {@code knobs} applied. */
     public static Responder.Builder withPolicy(Responder.Builder builder, Map<String, Object> knobs) {
         return builder.policy(responderPolicy(knobs));

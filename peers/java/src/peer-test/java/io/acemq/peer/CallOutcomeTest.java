@@ -11,6 +11,7 @@ import com.google.gson.JsonNull;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import io.acemq.AcemqException;
+import io.acemq.ConnectionLostException;
 import io.acemq.PublishRefusedException;
 import io.acemq.RequestTimedOutException;
 import io.acemq.RequestTimeoutException;
@@ -129,5 +130,45 @@ class CallOutcomeTest {
             assertFalse(CallOutcome.endedByClose(wrap.apply(new RequesterClosedException()), 2));
         }
         assertFalse(CallOutcome.endedByClose(new PublishRefusedException("returned: 312 NO_ROUTE"), 3));
+    }
+
+    @Test
+    void aCallItsLostConnectionEndedIsConnectionLostWithTheReasonFromProtocolFive() throws Exception {
+        String reason = "CONNECTION_FORCED - Closed via management plugin";
+        for (Function<Throwable, Throwable> wrap : WRAPPINGS) {
+            JsonObject request = new JsonObject();
+            CallOutcome.ofRequest(request, null, wrap.apply(new ConnectionLostException(reason)), 5);
+            assertEquals("connection_lost", request.get("outcome").getAsString());
+            assertEquals(reason, request.get("reason").getAsString());
+
+            JsonObject gather = new JsonObject();
+            CallOutcome.ofGather(gather, null, wrap.apply(new ConnectionLostException(reason)), 5);
+            assertEquals("connection_lost", gather.get("outcome").getAsString());
+            assertEquals(reason, gather.get("reason").getAsString());
+            assertFalse(gather.has("replies"));
+
+            // Ended by the loss before its request was confirmed: the same outcome, not a refusal.
+            JsonObject unsent = new JsonObject();
+            assertTrue(CallOutcome.endedByLoss(unsent, wrap.apply(new ConnectionLostException(reason)), 5));
+            assertEquals("connection_lost", unsent.get("outcome").getAsString());
+            assertEquals(reason, unsent.get("reason").getAsString());
+        }
+        // A timeout is still a timeout: the loss is the only thing that makes connection_lost.
+        JsonObject timeout = new JsonObject();
+        CallOutcome.ofRequest(timeout, null, new ExecutionException(new RequestTimedOutException("m", Duration.ofSeconds(20))), 5);
+        assertEquals("timeout", timeout.get("outcome").getAsString());
+        assertFalse(CallOutcome.endedByLoss(new JsonObject(), new PublishRefusedException("nacked by the broker"), 5));
+    }
+
+    @Test
+    void beforeProtocolFiveALostConnectionIsARefusal() {
+        ConnectionLostException lost = new ConnectionLostException("connection reset");
+        assertSame(lost, assertThrows(Exception.class,
+                () -> CallOutcome.ofRequest(new JsonObject(), null, new ExecutionException(lost), 4)));
+        assertSame(lost, assertThrows(Exception.class,
+                () -> CallOutcome.ofGather(new JsonObject(), null, new ExecutionException(lost), 4)));
+        JsonObject answer = new JsonObject();
+        assertFalse(CallOutcome.endedByLoss(answer, lost, 4));
+        assertEquals(0, answer.size());
     }
 }

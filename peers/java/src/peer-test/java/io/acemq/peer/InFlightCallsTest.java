@@ -71,10 +71,11 @@ class InFlightCallsTest {
         assertEquals(4, PeerMain.negotiate(JsonParser.parseString("{\"protocol\": 4, \"protocols\": [1, 2, 3, 4]}").getAsJsonObject()));
         assertEquals(3, PeerMain.negotiate(JsonParser.parseString("{\"protocol\": 3, \"protocols\": [1, 2, 3]}").getAsJsonObject()));
         assertEquals(2, PeerMain.negotiate(JsonParser.parseString("{\"protocol\": 2, \"protocols\": [1, 2]}").getAsJsonObject()));
-        assertEquals(4, PeerMain.negotiate(JsonParser.parseString("{\"protocols\": [1, 2, 3, 4, 5]}").getAsJsonObject()));
+        assertEquals(5, PeerMain.negotiate(JsonParser.parseString("{\"protocols\": [1, 2, 3, 4, 5]}").getAsJsonObject()));
+        assertEquals(5, PeerMain.negotiate(JsonParser.parseString("{\"protocols\": [1, 2, 3, 4, 5, 6]}").getAsJsonObject()));
         assertEquals(1, PeerMain.negotiate(JsonParser.parseString("{\"protocol\": 1}").getAsJsonObject()));
         assertEquals(1, PeerMain.negotiate(JsonParser.parseString("{}").getAsJsonObject()));
         assertThrows(IllegalArgumentException.class,
-                () -> PeerMain.negotiate(JsonParser.parseString("{\"protocol\": 5, \"protocols\": [5]}").getAsJsonObject()));
+                () -> PeerMain.negotiate(JsonParser.parseString("{\"protocol\": 6, \"protocols\": [6]}").getAsJsonObject()));
     }
 }

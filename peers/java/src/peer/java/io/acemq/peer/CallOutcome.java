@@ -3,6 +3,7 @@ package io.acemq.peer;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
+import io.acemq.ConnectionLostException;
 import io.acemq.ReplyDecodeException;
 import io.acemq.RequestTimedOutException;
 import io.acemq.RequestTimeoutException;
@@ -22,6 +23,8 @@ import java.util.concurrent.ExecutionException;
 final class CallOutcome {
     /** Far deeper than any wrapping the binding or the JDK does; bounds a cyclic cause chain. */
     private static final int MAX_DEPTH = 16;
+    /** The protocol version that has the {@code connection_lost} outcome. */
+    static final int LOST = 5;
 
     private CallOutcome() {
     }
@@ -44,6 +47,8 @@ final class CallOutcome {
             answer.addProperty("error", decode.getMessage());
         } else if (known instanceof RequesterClosedException && protocol >= 3) {
             answer.addProperty("outcome", "closed");
+        } else if (known instanceof ConnectionLostException lost && protocol >= LOST) {
+            connectionLost(answer, lost);
         } else {
             throw refusal(error);
         }
@@ -66,9 +71,30 @@ final class CallOutcome {
             answer.add("replies", new JsonArray());
         } else if (known instanceof RequesterClosedException && protocol >= 3) {
             answer.addProperty("outcome", "closed");
+        } else if (known instanceof ConnectionLostException lost && protocol >= LOST) {
+            connectionLost(answer, lost);
         } else {
             throw refusal(error);
         }
+    }
+
+    /**
+     * A call whose send the binding ended because the requester's connection was lost (its
+     * request not confirmed, or the connection down when it was made): the {@code connection_lost}
+     * outcome (RR-20.1) from protocol 5 on; before it, a refusal as any other failed send.
+     * Returns whether {@code answer} got the outcome.
+     */
+    static boolean endedByLoss(JsonObject answer, Throwable error, int protocol) {
+        if (protocol >= LOST && bindingError(error) instanceof ConnectionLostException lost) {
+            connectionLost(answer, lost);
+            return true;
+        }
+        return false;
+    }
+
+    private static void connectionLost(JsonObject answer, ConnectionLostException lost) {
+        answer.addProperty("outcome", "connection_lost");
+        answer.addProperty("reason", lost.getReason());
     }
 
     /**
@@ -92,7 +118,7 @@ final class CallOutcome {
         for (int depth = 0; cause != null && depth < MAX_DEPTH; depth++, cause = cause.getCause()) {
             if (cause instanceof RequestTimedOutException || cause instanceof RequestTimeoutException
                     || cause instanceof ResponderFailedException || cause instanceof ReplyDecodeException
-                    || cause instanceof RequesterClosedException) {
+                    || cause instanceof RequesterClosedException || cause instanceof ConnectionLostException) {
                 return cause;
             }
         }

@@ -9,7 +9,9 @@ import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import com.google.gson.reflect.TypeToken;
 import com.rabbitmq.client.ConnectionFactory;
+import com.rabbitmq.client.Address;
 import io.acemq.Acemq;
+import io.acemq.ConnectionOptions;
 import io.acemq.GatherOptions;
 import io.acemq.Handler;
 import io.acemq.Options;
@@ -50,9 +52,13 @@ public final class PeerMain {
     /**
      * The newest protocol spoken; a hello gets the highest version both speak: 1 (no load, no
      * connection_lost), 2, 3 (type, the closed outcome, the fixed unmatched and echo shapes), or
-     * 4 (knobs in hello, policy values on requester.open, responder.start and load, events: false).
+     * 4 (knobs in hello, policy values on requester.open, responder.start and load, events: false),
+     * or 5 (amqp_urls, a connection of each role's own named connection_name, the connection_lost
+     * outcome, the recovered event).
      */
-    private static final int PROTOCOL = 4;
+    private static final int PROTOCOL = 5;
+    /** From this version on, each role connects under its connection_name to its amqp_urls. */
+    private static final int RECOVERY = 5;
     /** From this version on, hello names the binding's policy knobs instead of catalogue names. */
     private static final int KNOBS = 4;
     /** The responder observer of {@code events: false}: it hears everything and writes nothing. */
@@ -74,6 +80,8 @@ public final class PeerMain {
     private final Map<String, AutoCloseable> rawResponders = new ConcurrentHashMap<>();
     private final InFlightCalls inFlight = new InFlightCalls();
     private volatile ConnectionFactory factory;
+    /** hello's amqp_urls (protocol 5): every broker node; absent, the amqp_url alone. */
+    private volatile List<String> amqpUrls = List.of();
     private volatile int protocol = 1;
 
     PeerMain(PrintStream out) {
@@ -169,6 +177,8 @@ public final class PeerMain {
         String url = text(command, "amqp_url");
         if (url != null) {
             factory = connectionFactory(url, tlsCaFile(command));
+            List<String> urls = strings(command, "amqp_urls");
+            amqpUrls = urls == null ? List.of(url) : urls;
         }
         protocol = chosen;
         answer.addProperty("protocol", chosen);
@@ -286,13 +296,18 @@ public final class PeerMain {
                 write(event);
             }
         };
-        Requester requester = PeerPolicies.openRequester(connectionFactory(), observer, knobs);
+        Requester requester = protocol >= RECOVERY
+                ? PeerPolicies.openRequester(connectionFactory(), connectionOptions(command), observer, knobs)
+                : PeerPolicies.openRequester(connectionFactory(), observer, knobs);
         if (requesters.putIfAbsent(name, requester) != null) {
             requester.close();
             throw new IllegalArgumentException("a requester named '" + name + "' is already open");
         }
         if (protocol >= 2) {
             requester.onConnectionLost(reason -> connectionLost("requester", name, reason));
+        }
+        if (protocol >= RECOVERY) {
+            requester.onRecovered(() -> recovered("requester", name));
         }
         answer.addProperty("reply_queue", requester.replyQueue());
     }
@@ -331,6 +346,10 @@ public final class PeerMain {
             call.refused(e);
             if (CallOutcome.endedByClose(e, protocol)) {
                 answer.addProperty("outcome", "closed");
+                answer.addProperty("elapsed_ms", elapsedMs(started));
+                return;
+            }
+            if (CallOutcome.endedByLoss(answer, e, protocol)) {
                 answer.addProperty("elapsed_ms", elapsedMs(started));
                 return;
             }
@@ -378,6 +397,10 @@ public final class PeerMain {
             call.refused(e);
             if (CallOutcome.endedByClose(e, protocol)) {
                 answer.addProperty("outcome", "closed");
+                answer.addProperty("elapsed_ms", elapsedMs(started));
+                return;
+            }
+            if (CallOutcome.endedByLoss(answer, e, protocol)) {
                 answer.addProperty("elapsed_ms", elapsedMs(started));
                 return;
             }
@@ -430,6 +453,9 @@ public final class PeerMain {
             JsonObject bind = command.getAsJsonObject("bind");
             builder.bind(required(bind, "exchange"), textOr(bind, "routing_key", ""));
         }
+        if (protocol >= RECOVERY) {
+            builder.connection(connectionOptions(command));
+        }
         Responder responder = builder.start(connectionFactory());
         if (responders.putIfAbsent(name, responder) != null) {
             responder.close();
@@ -438,6 +464,52 @@ public final class PeerMain {
         if (protocol >= 2) {
             responder.onConnectionLost(reason -> connectionLost("responder", name, reason));
         }
+        if (protocol >= RECOVERY) {
+            responder.onRecovered(() -> recovered("responder", name));
+        }
+    }
+
+    /** The {@code recovered} event (protocol 5): the role's connection is back and consuming. */
+    private void recovered(String side, String name) {
+        JsonObject event = event("recovered");
+        event.addProperty(side, name);
+        write(event);
+    }
+
+    /**
+     * A role's connection (protocol 5): named {@code connection_name}, to the nodes of its
+     * {@code amqp_urls} (absent: hello's), the preferred first. Credentials, virtual host and
+     * TLS are hello's.
+     */
+    ConnectionOptions connectionOptions(JsonObject command) {
+        List<String> urls = strings(command, "amqp_urls");
+        return new ConnectionOptions(required(command, "connection_name"),
+                addresses(urls == null ? amqpUrls : urls));
+    }
+
+    /** The host and port of each URL, the scheme's default port where it names none. */
+    static List<Address> addresses(List<String> urls) {
+        return urls.stream().map(url -> {
+            ConnectionFactory parsed = new ConnectionFactory();
+            try {
+                parsed.setUri(url);
+            } catch (Exception e) {
+                throw new IllegalArgumentException("bad amqp_urls entry: " + e.getMessage(), e);
+            }
+            return new Address(parsed.getHost(), parsed.getPort());
+        }).toList();
+    }
+
+    /** A list of strings of a command; {@code null} when absent. */
+    private static List<String> strings(JsonObject command, String field) {
+        JsonElement value = command.get(field);
+        if (value == null || value.isJsonNull()) {
+            return null;
+        }
+        if (!value.isJsonArray() || value.getAsJsonArray().isEmpty()) {
+            throw new IllegalArgumentException("'" + field + "' must be a non-empty list of strings");
+        }
+        return value.getAsJsonArray().asList().stream().map(JsonElement::getAsString).toList();
     }
 
     private void connectionLost(String side, String name, String reason) {
