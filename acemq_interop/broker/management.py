@@ -60,7 +60,7 @@ class Management:
         return url(self.base_url)
 
     def _call(self, method: str, path: str, body: Any = None, absent: Any = _ABSENT, retries: int = RETRIES,
-              bound_s: float = HTTP_BOUND_S) -> Any:
+              bound_s: float = HTTP_BOUND_S, headers: dict[str, str] | None = None) -> Any:
         """One call. `absent` is what a 404 returns when the caller expects absence (else a
         404 is an error); 5xx and resets are retried for idempotent methods."""
         data = None if body is None else json.dumps(body).encode()
@@ -71,6 +71,8 @@ class Management:
             request = urllib.request.Request(self.base_url + path, data=data, method=method)
             request.add_header("Authorization", self._auth)
             request.add_header("content-type", "application/json")
+            for key, value in (headers or {}).items():
+                request.add_header(key, value)
             try:
                 with urllib.request.urlopen(request, timeout=bound_s) as response:
                     raw = response.read()
@@ -163,3 +165,24 @@ class Management:
 
     def delete_exchange(self, vhost: str, name: str) -> None:
         self._call("DELETE", f"/api/exchanges/{self._q(vhost)}/{self._q(name)}", absent=None)
+
+    # -- connections and consumers (RR-20: ending one role's connection, seeing it back) --
+
+    def connections(self, vhost: str, bound_s: float = HTTP_BOUND_S) -> list[dict[str, Any]]:
+        """The vhost's connections: `name` (the broker's, "127.0.0.1:5xxxx -> ..."), `state`,
+        and `connection_name`, the client-provided name (client property), or None."""
+        rows = self._call("GET", f"/api/vhosts/{self._q(vhost)}/connections?columns=name,state,client_properties",
+                          bound_s=bound_s) or []
+        return [{"name": row.get("name"), "state": row.get("state"),
+                 "connection_name": (row.get("client_properties") or {}).get("connection_name")} for row in rows]
+
+    def consumers(self, vhost: str, bound_s: float = HTTP_BOUND_S) -> list[dict[str, Any]]:
+        """The vhost's consumers: `queue` and the broker's `connection` name of its channel."""
+        rows = self._call("GET", f"/api/consumers/{self._q(vhost)}", bound_s=bound_s) or []
+        return [{"queue": (row.get("queue") or {}).get("name"),
+                 "connection": (row.get("channel_details") or {}).get("connection_name")} for row in rows]
+
+    def close_connection(self, name: str, reason: str) -> None:
+        """Closes a connection as an operator does in the UI (the client reads 320
+        CONNECTION_FORCED with `reason`); one already gone is as good as closed."""
+        self._call("DELETE", f"/api/connections/{self._q(name)}", absent=None, headers={"X-Reason": reason})

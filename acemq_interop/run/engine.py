@@ -15,7 +15,7 @@ from ..core.errors import BrokerError, CheckFailed, Lacking, NotProduced, PeerEr
 from ..results.model import CellResult, NotEvaluated, Status
 from ..spec.steps import STEP_KINDS, inputs_of
 from .state import CellState, RunContext
-from .steps import RUNS, connection_lost_in, lack_failure, unreported
+from .steps import RUNS, lack_failure, unreported
 
 
 def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
@@ -23,6 +23,8 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
         from ..broker.control import NOT_HERE
 
         return result_of(cell, Status.SKIP, broker=ctx.broker, reason=NOT_HERE)
+    if cell.scenario.connection_control and (why := ctx.connections_unavailable()) is not None:
+        return result_of(cell, Status.SKIP, broker=ctx.broker, reason=why)
     state = CellState(cell=cell, ns=ns, ctx=ctx)
     grace.timer_lag()  # the meter runs from the first cell on: a cell's grace reads it
     state.variables["_t0"] = time.monotonic()
@@ -235,7 +237,7 @@ def _not_run(state: CellState, index: int, kind: str, args: Any, why: str) -> No
 def _connection_lost(state: CellState) -> str | None:
     """Every `connection_lost` a peer reported for the cell's requesters and responders, as
     the cell's cause: a lost connection makes the cell an ERROR whatever it came to."""
-    of_cell = connection_lost_in(state.ns, excused=tuple(state.declaration_refusals))
+    of_cell = state.lost_connections()  # a role the cell dropped (drop_connection) was expected to lose it
     lost: list[str] = []
     for name in sorted({s.name for s in state.cell.specs()}):
         for event in state.ctx.peers[name].events_since(state.event_marks.get(name, 0), of_cell):

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..amqp.probe import Probe
 from ..broker.control import HeldQueue
+from ..broker.leftovers import VHOST_PREFIX
 from ..broker.management import Management
-from ..core.errors import CheckFailed
+from ..core.errors import BrokerError, CheckFailed
 from ..peers.client import Note, PeerLink, PendingCall
 from ..peers.manifests import PeerSpec
 from ..results.model import CellResult, Failure, NotEvaluated
@@ -25,6 +26,27 @@ from .profile import CellClock
 
 if TYPE_CHECKING:
     from ..broker.control import BrokerControl
+
+
+def connection_lost_in(ns: str, excused: tuple[str, ...] = (),
+                       expected: dict[str, float] | None = None) -> Callable[[dict[str, Any]], bool]:
+    """Matches a `connection_lost` event of a requester or responder of the cell `ns`, but one
+    whose reason names a queue in `excused` (the broker refused a declaration of it, which the
+    cell judged as a binding's break), and one of a role in `expected` written after the cell
+    dropped that role's connection (peer-side name -> when, time.monotonic())."""
+    prefix = ns + "."
+    dropped = expected or {}
+
+    def lost(event: dict[str, Any]) -> bool:
+        if event.get("event") != "connection_lost":
+            return False
+        names = [str(event.get(side) or "") for side in ("requester", "responder")]
+        if not any(n.startswith(prefix) for n in names):
+            return False
+        if any(n in dropped and float(event.get("_at", dropped[n])) >= dropped[n] for n in names):
+            return False
+        return not any(queue in str(event.get("reason")) for queue in excused)
+    return lost
 
 
 @dataclass
@@ -56,6 +78,21 @@ class RunContext:
     broker_condition: Callable[[float], str | None] | None = None
     broker_control: "BrokerControl | None" = None  # None on a broker given by URL
     clocks: dict[str, CellClock] | None = None  # run --profile: each cell's waits, by cell id
+    _connections_why: list[str | None] = field(default_factory=list)  # connections_unavailable, once looked
+
+    def connections_unavailable(self) -> str | None:
+        """Why the management API cannot end a role's connection here (drop_connection,
+        wait_recovered: RR-20), or None; looked at once per run. A broker given by URL may
+        offer no management API, or a user it does not show the vhost's connections to."""
+        if not self._connections_why:
+            try:
+                self.management.connections(self.vhost)
+                why = None
+            except BrokerError as exc:
+                why = (f"needs the management API's connections (to end a role's connection and see it back, "
+                       f"RR-20), which this broker does not offer: {exc}")
+            self._connections_why.append(why)
+        return self._connections_why[0]
 
 
 @dataclass
@@ -87,6 +124,10 @@ class CellState:
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # a request's name -> when and where it was sent
     call_checks: dict[int, str] = field(default_factory=dict)  # index in `failures` -> the call its check read
     declaration_refusals: set[str] = field(default_factory=set)  # queues whose refused declaration the cell judged (RR-17.1)
+    # Roles whose connection the cell ended (drop_connection, RR-20): peer-side name -> when
+    # (time.monotonic()); a `connection_lost` of theirs from then on is expected, not a fault.
+    dropped: dict[str, float] = field(default_factory=dict)
+    dropped_connections: set[str] = field(default_factory=set)  # the broker's names of the connections it closed
     # Why the rest of the scenario has lost its premise (a responder it needs never started):
     # every later step is not run and its checks are not evaluated.
     halted: str | None = None
@@ -107,6 +148,17 @@ class CellState:
 
     def name(self, logical: str) -> str:
         return f"{self.ns}.{logical}"
+
+    def connection_name(self, name: str) -> str:
+        """The client-provided connection name a protocol-5 role (peer-side `name`, the cell's
+        namespace in it) is given: unique per role per run, and no credentials in it."""
+        run = self.ctx.vhost[len(VHOST_PREFIX):] if self.ctx.vhost.startswith(VHOST_PREFIX) else self.ctx.vhost
+        return f"acemq-interop {run} {name}"
+
+    def lost_connections(self) -> Callable[[dict[str, Any]], bool]:
+        """Matches a `connection_lost` of the cell that is a fault: not one the broker closed
+        for a declaration the cell judged (RR-17.1), nor one of a role the cell dropped."""
+        return connection_lost_in(self.ns, excused=tuple(self.declaration_refusals), expected=dict(self.dropped))
 
     def release(self, held: HeldQueue) -> str | None:
         """Ends a hold (deleting its key) and says why what the cell saw while holding is no

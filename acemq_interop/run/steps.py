@@ -21,6 +21,7 @@ from ..spec.catalogue import catalogue, mutants
 from ..spec.steps import NOT_CHECKED_KEYS, template_paths
 from . import grace
 
+from .connection_steps import step_drop_connection, step_wait_recovered
 from .state import Opened
 
 if TYPE_CHECKING:
@@ -28,19 +29,6 @@ if TYPE_CHECKING:
     from .state import CellState
 # A step's run function takes the cell's `CellState` (run/state.py); the engine sits above
 # these and runs them, and they never call the engine.
-
-def connection_lost_in(ns: str, excused: tuple[str, ...] = ()) -> Callable[[dict[str, Any]], bool]:
-    """Matches a `connection_lost` event of a requester or responder of the cell `ns`, but one
-    whose reason names a queue in `excused` (the broker refused a declaration of it, which the
-    cell judged as a binding's break)."""
-    prefix = ns + "."
-
-    def lost(event: dict[str, Any]) -> bool:
-        return event.get("event") == "connection_lost" and any(
-            str(event.get(side) or "").startswith(prefix) for side in ("requester", "responder")) and not any(
-            queue in str(event.get("reason")) for queue in excused)
-    return lost
-
 
 EVENT_SLICE_S = 0.25
 STRETCH = 2.0  # a wait for several events still arriving at its bound goes on to this x the bound
@@ -117,7 +105,8 @@ def _step_responder(state: CellState, args: dict[str, Any]) -> None:
         queue = queue if args["queue"].startswith("${") else state.name(queue)
         try:
             peer.start_responder(name, queue, args.get("behavior", {"reply": "echo"}), spec.profile,
-                                 _mutant_for(spec, "responder.start"), bind, args.get("max_attempts"), note=state.noter(peer))
+                                 _mutant_for(spec, "responder.start"), bind, args.get("max_attempts"), note=state.noter(peer),
+                                 connection_name=state.connection_name(name))
         except PeerError as exc:
             if not _refused_declaration(str(exc)):
                 raise
@@ -167,7 +156,8 @@ def _step_requester(state: CellState, args: dict[str, Any]) -> None:
     spec = state.spec_of(args["role"])
     peer = state.ctx.peers[spec.name]
     name = state.name(args["as"])
-    answer = peer.open_requester(name, spec.profile, _mutant_for(spec, "requester.open"), note=state.noter(peer))
+    answer = peer.open_requester(name, spec.profile, _mutant_for(spec, "requester.open"), note=state.noter(peer),
+                                 connection_name=state.connection_name(name))
     state.opened.append(Opened(peer, "requester.close", name))
     state.owners[args["as"]] = (peer, name)
     bound: dict[str, Any] = {"name": name}
@@ -299,7 +289,7 @@ def _gather_resolved_short(state: CellState, name: str, command: dict[str, Any],
 def _broken(state: CellState) -> str | None:
     """Why waiting on in this cell is pointless: one of its peers broke, or lost a connection
     (one the broker closed for a declaration the cell judged, RR-17.1, is no fault of the run)."""
-    lost = connection_lost_in(state.ns, excused=tuple(state.declaration_refusals))
+    lost = state.lost_connections()
     for spec in state.cell.specs():
         peer = state.ctx.peers[spec.name]
         if peer.fault is not None:
@@ -346,7 +336,7 @@ def _step_wait_event(state: CellState, args: dict[str, Any]) -> None:
         # engine names the cause), instead of the bound.
         with state.waiting("event"):
             found = peer.wait_events(match, count, min(EVENT_SLICE_S, max(0.0, deadline - time.monotonic())),
-                                     since=since, stop=connection_lost_in(state.ns))
+                                     since=since, stop=state.lost_connections())
         broken = _broken(state) if len(found) < count else None
         if len(found) >= count or broken is not None:
             break
@@ -832,6 +822,7 @@ RUNS: dict[str, Callable[["CellState", Any], None]] = {
     "await": _step_await,
     "close_requester": _step_close_requester,
     "counters": _step_counters,
+    "drop_connection": step_drop_connection,
     "exchange": _step_exchange,
     "expect": _step_expect,
     "gather": _step_gather,
@@ -853,4 +844,5 @@ RUNS: dict[str, Callable[["CellState", Any], None]] = {
     "stop_responder": _step_stop_responder,
     "wait_counters": _step_wait_counters,
     "wait_event": _step_wait_event,
+    "wait_recovered": step_wait_recovered,
 }

@@ -20,7 +20,7 @@ from . import strict_yaml
 from ..core.errors import UsageError
 from ..core.paths import SCENARIOS_DIR
 from .schema import scenario_schema
-from .steps import BROKER_CONTROL_STEPS, BUILT_INS, CALLS, COMPARISONS, STEP_KINDS, StepKind, _uses_of
+from .steps import BROKER_CONTROL_STEPS, BUILT_INS, CALLS, CONNECTION_STEPS, COMPARISONS, STEP_KINDS, StepKind, _uses_of
 from .strict_yaml import line_at, refuse, shown
 
 SCENARIO_DIR = SCENARIOS_DIR
@@ -76,6 +76,9 @@ class Scenario:
     may_catch: tuple[str, ...] = ()
     # It holds a queue on the broker (broker/control.py): a SKIP on a broker given by URL.
     broker_control: bool = False
+    # It ends and watches a role's connection through the management API (drop_connection,
+    # wait_recovered): a SKIP where the API does not offer connections.
+    connection_control: bool = False
     needs: dict[str, frozenset[str]] = field(default_factory=dict)  # role -> capabilities
     min_protocol: int = 1  # the oldest peer protocol its steps can be driven with (a `type` needs 3)
     # Derived from the checks, in the order they first appear: every clause a check asserts
@@ -620,6 +623,7 @@ def load_file(path: Path) -> Scenario:
         catches=tuple(data.get("catches", [])),
         may_catch=tuple(data.get("may_catch", [])),
         broker_control=any(step.kind in BROKER_CONTROL_STEPS for step in data["steps"]),
+        connection_control=any(step.kind in CONNECTION_STEPS for step in data["steps"]),
         needs=_needs(data["roles"], data["steps"]),
         opens=_opens(data["roles"], data["steps"]),
         min_protocol=int(data.get("min_protocol", 1)),
@@ -637,9 +641,24 @@ PROTOCOL_3_STEP_KEYS = {"request": ("type",), "gather": ("type",)}
 PROTOCOL_3_OUTCOMES = ("closed",)
 
 
+# What only a peer of protocol 5 gives: a connection of its own per role, named (the steps
+# that end and watch it), and the `connection_lost` outcome of a call.
+PROTOCOL_5_OUTCOMES = ("connection_lost",)
+
+
 def _check_protocol(data: dict[str, Any], root: Any, path: Path) -> None:
-    """A scenario using a protocol-3 feature says `min_protocol: 3`, so an older peer is
-    skipped with that reason instead of failing on a field it never heard of."""
+    """A scenario using a protocol-3 (or 5) feature says `min_protocol: 3` (5), so an older
+    peer is skipped with that reason instead of failing on a field it never heard of."""
+    if data.get("min_protocol", 1) < 5:
+        for index, step in enumerate(data["steps"]):
+            if step.kind in CONNECTION_STEPS:
+                raise refuse(path, line_at(root, ["steps", index, step.kind]),
+                             f"{step.kind} needs peer protocol 5 (each role's connection named): add `min_protocol: 5` to the scenario")
+            if step.kind == "expect":
+                for j, expectation in enumerate(step.args):
+                    if expectation.get("equals") in PROTOCOL_5_OUTCOMES:
+                        raise refuse(path, line_at(root, ["steps", index, step.kind, j]),
+                                     f"the outcome `{expectation['equals']}` needs peer protocol 5: add `min_protocol: 5` to the scenario")
     if data.get("min_protocol", 1) >= 3:
         return
     for index, step in enumerate(data["steps"]):

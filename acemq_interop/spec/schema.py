@@ -35,7 +35,7 @@ def scenario_schema() -> dict[str, Any]:
             "assumes": {"type": "array", "uniqueItems": True, "items": CLAUSE,
                         "description": "clauses its checks presume of the peer they judge, judged by other scenarios: "
                                        "a failure by a peer that broke one of them elsewhere in the run is charged as that clause"},
-            "min_protocol": {"enum": [1, 2, 3], "description": "the oldest peer protocol the steps need"},
+            "min_protocol": {"enum": [1, 2, 3, 4, 5], "description": "the oldest peer protocol the steps need"},
             "procedure": {"type": "string", "minLength": 10},
             "steps": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/step"}},
         },

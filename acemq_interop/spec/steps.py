@@ -15,6 +15,9 @@ from ..broker.control import HOLD_BOUND_MS, HOLD_TRUSTED_MS
 
 # -- what a step reads ----------------------------------------------------------------
 
+DROP_BOUND_MS = 10000  # drop_connection: finding the role's connection on the broker and closing it
+RECOVERY_BOUND_MS = 10000  # wait_recovered's default bound (RR-20.2, RR-20.3: back within 10 s)
+
 NOT_CHECKED_KEYS = ("that", "rule", "because", "consequence_of", "charges", "guards")
 _TEMPLATE_PATH = __import__("re").compile(r"\$\{([^}]+)\}")
 
@@ -304,6 +307,21 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              uses={"*": ("responder",)}),
     StepKind("close_requester", AS, "`close_requester: name`",
              "closes a requester before the cell ends", uses={"*": ("requester",)}),
+    StepKind("drop_connection", AS, "`drop_connection: name`",
+             "ends a requester's or responder's own connection on the broker (protocol 5): closes, through the management "
+             f"API, every connection of the run's vhost whose client property `connection_name` is the role's (bounded, "
+             f"{DROP_BOUND_MS // 1000} s); a role with no such connection is an ERROR of its peer; from then on a "
+             "`connection_lost` of that role is expected, not a fault; needs the management API's connections (a SKIP "
+             "saying why where the API does not offer them)",
+             uses={"*": OPENED}),
+    StepKind("wait_recovered", _obj(["of", "rule"], **{
+        "of": AS, "within_ms": MS, "rule": CLAUSE, "charges": CHARGES, "guards": GUARDS}),
+             "`wait_recovered: {of, within_ms?, rule}`",
+             "polls the management API until a connection named as the role's (not one the cell dropped) is open again "
+             "and consumes: a responder its queue, a requester any queue (its new reply queue); not within `within_ms` "
+             f"({RECOVERY_BOUND_MS // 1000} s by default) of the drop is a FAIL of `rule`, charged to the role's peer, "
+             "saying what was missing",
+             uses={"of": OPENED}, asserts="rule"),
     StepKind("expect", {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/expectation"}},
              "`expect: [{that, rule, <comparison>: value, because?, consequence_of?, guards?, charges?}]`",
              "checks paths into what steps named, each on its own: every one that does not hold is a failure of the cell "
@@ -315,6 +333,9 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
 ]}
 
 BROKER_CONTROL_STEPS = ("hold_queue", "release_queue")
+# Steps that end and watch a role's connection through the management API (RR-20); they need
+# peer protocol 5, where each role's connection carries a name the harness gave it.
+CONNECTION_STEPS = ("drop_connection", "wait_recovered")
 
 RULE_PATTERN = "^(RR|SG|WF)-[0-9]+$"
 BUILT_INS = ("ns",)  # bound in every cell: its namespace (engine.run_cell)

@@ -87,7 +87,8 @@ class FakePeer:
             raise PeerError(f"peer '{self.name}' refused {command['op']}: {answer['error']}")
         return answer
 
-    def open_requester(self, name: str, profile: str = "current", mutant: str | None = None, note: Any = None) -> dict[str, Any]:
+    def open_requester(self, name: str, profile: str = "current", mutant: str | None = None, note: Any = None,
+                       connection_name: str | None = None) -> dict[str, Any]:
         reply_queue = f"amq.gen-{uuid.uuid4().hex[:8]}"
         answer = self._answer({"op": "requester.open", "name": name, "profile": profile, "mutant": mutant}, note,
                               reply_queue=reply_queue)
@@ -101,7 +102,7 @@ class FakePeer:
 
     def start_responder(self, name: str, queue: str, behavior: dict[str, Any] | None = None, profile: str = "current",
                         mutant: str | None = None, bind: dict[str, str] | None = None,
-                        max_attempts: int | None = None, note: Any = None) -> dict[str, Any]:
+                        max_attempts: int | None = None, note: Any = None, connection_name: str | None = None) -> dict[str, Any]:
         command = {"op": "responder.start", "name": name, "queue": queue, "behavior": behavior, "profile": profile,
                    "mutant": mutant}
         answer = self._answer(command, note)
