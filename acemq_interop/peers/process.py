@@ -39,7 +39,7 @@ from typing import Any, Callable
 from ..core import redact
 from ..core.errors import CallNotEnded, PeerError
 from .manifests import Manifest
-from .protocol import PROTOCOL_VERSION, SUPPORTED_PROTOCOLS, validate_peer_line
+from .protocol import PROTOCOL_VERSION, RECOVERY_PROTOCOL, SUPPORTED_PROTOCOLS, validate_peer_line
 
 STDERR_TAIL_LINES = 40
 STDERR_LINE_CHARS = 2000  # a tail line longer than this is cut (the log file keeps it whole)
@@ -447,9 +447,10 @@ class PeerProcess:
             message["_at"] = time.monotonic()
             self._events.append(message)
             self._events_changed.notify_all()
-        if message["event"] == "connection_lost" and message.get("requester"):
+        if message["event"] == "connection_lost" and message.get("requester") and self.protocol < RECOVERY_PROTOCOL:
             # A call under way on a requester whose connection is gone cannot end well: it
-            # fails now with the cause, instead of waiting for its own timeout.
+            # fails now with the cause, instead of waiting for its own timeout. From protocol
+            # 5 the binding ends it itself (RR-20.1, the connection_lost outcome), which is judged.
             name = message["requester"]
             cause = PeerError(f"connection lost: peer {self.manifest.name} requester {name}: {message.get('reason')}")
             with self._lock:

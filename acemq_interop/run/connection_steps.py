@@ -86,6 +86,12 @@ def step_wait_recovered(state: CellState, args: dict[str, Any]) -> None:
     after = time.monotonic() - since
     state.note("wait_recovered", peer=peer.name, of=name, connection_name=wanted, missing=missing,
                after_s=round(after, 3), waited_s=round(time.monotonic() - started, 3))
+    if missing is not None and name not in state.dropped:
+        # Before any drop it waits for the role's first connection (so a drop later finds it
+        # at once, the management API listing a new connection only after a second or more):
+        # a role not connected under its name is no recovery failed, but protocol 5 unmet.
+        raise PeerError(f"peer {peer.name} names no connection `{wanted}` consuming: protocol 5 asks each role's "
+                        f"connection to carry its connection_name ({missing} within {within_s:.0f} s)")
     if missing is not None:
         what = "responder" if queues else "requester"
         raise CheckFailed(args["rule"],

@@ -320,7 +320,9 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              "polls the management API until a connection named as the role's (not one the cell dropped) is open again "
              "and consumes: a responder its queue, a requester any queue (its new reply queue); not within `within_ms` "
              f"({RECOVERY_BOUND_MS // 1000} s by default) of the drop is a FAIL of `rule`, charged to the role's peer, "
-             "saying what was missing",
+             "saying what was missing; before any drop of the role it waits for its first connection (so a later drop finds it "
+             "at once: the management API lists a new connection only after a second or more), a role not connected under "
+             "its name then being an ERROR of its peer",
              uses={"of": OPENED}, asserts="rule"),
     StepKind("expect", {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/expectation"}},
              "`expect: [{that, rule, <comparison>: value, because?, consequence_of?, guards?, charges?}]`",

@@ -2,8 +2,10 @@
 
 Run from this folder (peers/python): ``python -m acemq_peer``. Commands are read
 from stdin, each handled on its own thread; answers and events go to stdout one
-line at a time under a lock; the log goes to stderr. Protocol 4, and 1 to 3 when the
-harness asks for them (docs/peer-protocol.md).
+line at a time under a lock; the log goes to stderr. Protocol 5, and 1 to 4 when the
+harness asks for them (docs/peer-protocol.md). From protocol 5 each requester and
+responder connects under the connection name the harness gives, to its list of nodes, and
+recovers by itself after a lost connection (RR-20).
 
 From protocol 4 the harness sends policy values, which acemq_peer_policies sets on the
 binding's policies by field name; they reach the binding only through
@@ -25,6 +27,8 @@ import pika
 from acemq import (
     Binding,
     Broker,
+    Brokers,
+    ConnectionLost,
     PendingGather,
     PendingRequest,
     ReplyDecodeError,
@@ -45,8 +49,10 @@ from acemq.errors import describe
 from acemq_peer_load import LoadSpec, RawResponder, binding_load, raw_load
 from acemq_peer_policies import UNREACHABLE, PolicyError, knobs, policy_of
 
-PROTOCOLS = (1, 2, 3, 4)  # 3: type, the closed outcome, unmatched with both ids; 4: policy values
+# 3: type, the closed outcome, unmatched with both ids; 4: policy values; 5: named connections, recovery
+PROTOCOLS = (1, 2, 3, 4, 5)
 POLICY_PROTOCOL = 4  # commands carry policy values, not profile and mutant names
+RECOVERY_PROTOCOL = 5  # each role's connection_name and amqp_urls; the connection_lost outcome; recovered
 PEER = "python"
 DEFAULT_URL = "amqp://guest:guest@127.0.0.1:5672/"
 
@@ -129,6 +135,10 @@ class EventsOfRequester(RequesterObserver):
         if self._protocol >= 2:  # the event is version 2's
             self._out.write({"event": "connection_lost", "requester": self._name, "reason": reason})
 
+    def recovered(self) -> None:
+        if self._protocol >= RECOVERY_PROTOCOL:
+            self._out.write({"event": "recovered", "requester": self._name})
+
 
 class EventsOfResponder(ResponderObserver):
     """A responder's events; with ``events`` false (protocol 4, a load) none per request.
@@ -159,6 +169,10 @@ class EventsOfResponder(ResponderObserver):
     def connection_lost(self, reason: str) -> None:
         if self._protocol >= 2:
             self._out.write({"event": "connection_lost", "responder": self._name, "reason": reason})
+
+    def recovered(self) -> None:
+        if self._protocol >= RECOVERY_PROTOCOL:
+            self._out.write({"event": "recovered", "responder": self._name})
 
 
 def _required(command: dict[str, Any], field: str) -> Any:
@@ -268,6 +282,7 @@ class Peer:
         self._out = out
         # An AMQP URL, or pika parameters with TLS when hello carries `tls` (the binding takes either).
         self._broker: Broker = os.environ.get("ACEMQ_AMQP_URL", DEFAULT_URL)
+        self._tls_ca: Optional[str] = None  # hello's tls: every node of a role's list trusts it
         self._lock = threading.Lock()
         self._protocol = max(PROTOCOLS)  # until hello says otherwise
         self._requesters: dict[str, Requester] = {}
@@ -334,6 +349,7 @@ class Peer:
             if not url:
                 raise BadCommand("tls needs an amqp_url")
             self._broker = tls_parameters(url, tls["ca_file"])
+            self._tls_ca = tls["ca_file"]
         elif url:
             self._broker = url
         capabilities = ["request", "respond", "gather"] + (["load"] if self._protocol >= 2 else []) + ["tls"]
@@ -364,16 +380,35 @@ class Peer:
         except PolicyError as exc:
             raise BadCommand(str(exc)) from exc
 
+    def _connection(self, command: dict[str, Any]) -> dict[str, Any]:
+        """Where a role connects and under which name: from protocol 5 the command's
+        ``amqp_urls`` (in order; absent, hello's URL) and ``connection_name``; before it, the
+        run's broker and no name."""
+        if self._protocol < RECOVERY_PROTOCOL:
+            return {"url": self._broker}
+        urls = command.get("amqp_urls")
+        if urls is not None and (not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls)):
+            raise BadCommand("amqp_urls must be a non-empty list of AMQP URLs")
+        name = command.get("connection_name")
+        if name is not None and not isinstance(name, str):
+            raise BadCommand("connection_name must be a string")
+        nodes: Brokers = self._broker
+        if urls:
+            nodes = [tls_parameters(u, self._tls_ca) if self._tls_ca else u for u in urls]
+        return {"url": nodes, "connection_name": name}
+
     def requester_open(self, command: dict[str, Any]) -> dict[str, Any]:
         name = _required(command, "name")
         policy = self._policy(conformance.RequesterPolicy, command)
+        connection = self._connection(command)
         self._claim(name)
         try:
             requester = conformance.open_requester(
-                self._broker,
+                connection.pop("url"),
                 policy,
                 observer=EventsOfRequester(self._out, name, self._protocol),
                 name=f"requester-{name}",
+                **connection,
             )
         except BaseException:
             self._release(name)
@@ -418,6 +453,8 @@ class Peer:
             answer.update(outcome="reply", reply=pending.result())
         except RequesterClosed:
             answer.update(outcome="closed")
+        except ConnectionLost as exc:
+            answer.update(outcome="connection_lost", reason=exc.reason)
         except ResponderFailed as exc:
             answer.update(outcome="responder_failed", failure=exc.failure)
         except ReplyDecodeError as exc:
@@ -456,6 +493,8 @@ class Peer:
             answer.update(outcome="replies", replies=pending.result())
         except RequesterClosed:
             answer.update(outcome="closed")
+        except ConnectionLost as exc:
+            answer.update(outcome="connection_lost", reason=exc.reason)
         except Exception as exc:
             shortfall = found_in(exc, RequestTimeoutError)
             if shortfall is None:
@@ -474,13 +513,14 @@ class Peer:
             bind = command.get("bind")
             handler = make_handler(name, command.get("behavior") or {"reply": "echo"})
             policy = self._policy(conformance.ResponderPolicy, command)
+            connection = self._connection(command)
         self._claim(name)
         try:
             if client == "raw":
                 responder: Union[Responder, RawResponder] = RawResponder.start(self._broker, queue, name)
             else:
                 responder = conformance.start_responder(
-                    self._broker,
+                    connection.pop("url"),
                     queue,
                     handler,
                     policy,
@@ -488,6 +528,7 @@ class Peer:
                     **_optional(command, "max_attempts", "max_attempts", int),
                     observer=EventsOfResponder(self._out, name, self._protocol, events=command.get("events") is not False),
                     name=f"responder-{name}",
+                    **connection,
                 )
         except BaseException:
             self._release(name)

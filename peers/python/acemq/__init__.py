@@ -5,12 +5,17 @@
 
     responder = Responder.start(url, "pricing.requests", lambda request: quote(request.body))
 
+    # A cluster's nodes, tried in order, and the name the management UI shows; a lost
+    # connection is opened again by itself (pending calls end with ConnectionLost):
+    requester = Requester.open(["amqp://node-a/", "amqp://node-b/"], connection_name="pricing-api")
+
     # TLS, trusting a CA of your own (the broker's name is checked against the URL's host):
     requester = Requester.open(tls_parameters("amqps://user:pass@broker:5671/", "/etc/ssl/our-ca.pem"))
 """
 
 from .errors import (
     AcemqError,
+    ConnectionLost,
     ReplyDecodeError,
     RequestRefused,
     RequestTimedOut,
@@ -19,7 +24,7 @@ from .errors import (
     ResponderFailed,
     ShortStringTooLong,
 )
-from .connection import Broker, tls_parameters
+from .connection import Broker, Brokers, tls_parameters
 from .hooks import RequesterObserver, ResponderObserver
 from .requester import PendingGather, PendingRequest, Requester
 from .responder import Binding, Request, Responder
@@ -31,6 +36,8 @@ __all__ = [
     "AcemqError",
     "Binding",
     "Broker",
+    "Brokers",
+    "ConnectionLost",
     "ERROR_HEADER",
     "PendingGather",
     "PendingRequest",

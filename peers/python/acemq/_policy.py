@@ -59,6 +59,8 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "gather_failure_reply": ("drop", "keep"),
     "request_correlation_id": ("message_id", "none"),
     "direct_reply_to": ("at_most_once", "checked"),
+    "on_connection_lost": ("end_lost", "wait"),
+    "ack_timing": ("after_handling", "on_delivery"),
 }
 READ_FROM = ("header", "native")
 
@@ -123,6 +125,9 @@ class RequesterPolicy:
     count_gather_failures: bool = True  # SG-10: such a dropped failure reply counts in Unmatched
     # RR-8: a request's correlation_id is its message_id, so a responder that echoes correlation_id answers it.
     request_correlation_id: Literal["message_id", "none"] = "message_id"
+    # RR-20.1: a call pending when the connection is lost ends at once ("wait": waits out its timeout).
+    on_connection_lost: Literal["end_lost", "wait"] = "end_lost"
+    recover_connection: bool = True  # RR-20.3: reconnect and consume a new reply queue
 
     def __post_init__(self) -> None:
         _check(self)
@@ -170,6 +175,9 @@ class ResponderPolicy:
     direct_reply_to: Literal["at_most_once", "checked"] = "at_most_once"
     # RR-17: declare the request queue quorum, or leave an existing one as it is and make a missing one classic.
     request_queue: Literal["quorum", "classic_if_missing"] = "quorum"
+    recover_connection: bool = True  # RR-20.2: reconnect, declare again and consume again
+    # RR-20.4: ack a request after its handler and reply ("on_delivery": as soon as it is delivered).
+    ack_timing: Literal["after_handling", "on_delivery"] = "after_handling"
 
     def __post_init__(self) -> None:
         # A list from a data file is taken as the tuple it means (the policy stays hashable).

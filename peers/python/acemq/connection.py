@@ -18,7 +18,7 @@ import os
 import ssl
 import threading
 from concurrent.futures import Future
-from typing import Any, Callable, Optional, TypeVar, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar, Union
 
 import pika
 from pika import exceptions as px
@@ -33,6 +33,18 @@ log = logging.getLogger("acemq.connection")
 # connection parameters (``pika.ConnectionParameters``, ``pika.URLParameters``), with
 # ``ssl_options`` for TLS.
 Broker = Union[str, pika.connection.Parameters]
+# One broker, or a cluster's nodes in the order they are tried (the preferred one first).
+Brokers = Union[Broker, Sequence[Broker]]
+
+
+def broker_list(brokers: Brokers) -> list[Broker]:
+    """``brokers`` as a non-empty list of nodes (one URL or parameters is a list of one)."""
+    if isinstance(brokers, (str, pika.connection.Parameters)):
+        return [brokers]
+    nodes = list(brokers)
+    if not nodes:
+        raise ValueError("no broker to connect to: give a URL or a list of them")
+    return nodes
 
 
 def tls_parameters(url: str, ca_file: Union[str, "os.PathLike[str]"]) -> pika.URLParameters:
@@ -49,21 +61,36 @@ def tls_parameters(url: str, ca_file: Union[str, "os.PathLike[str]"]) -> pika.UR
     return params
 
 
-def connection_parameters(broker: Broker) -> pika.connection.Parameters:
-    """pika's parameters for one connection to ``broker`` (a URL is parsed).
+def connection_parameters(broker: Broker, connection_name: Optional[str] = None) -> pika.connection.Parameters:
+    """pika's parameters for one connection to ``broker`` (a URL is parsed), carrying
+    ``connection_name`` as the client-provided name the management UI shows.
 
     Given parameters are copied: pika's Connection sets ``ssl_options`` of the object it is
     given to None for a moment (to deep-copy the rest), so two connections opened at once
     from one shared object could race, and one of them go out without TLS.
     """
-    if isinstance(broker, pika.connection.Parameters):
-        return copy.copy(broker)
-    return pika.URLParameters(broker)
+    params = copy.copy(broker) if isinstance(broker, pika.connection.Parameters) else pika.URLParameters(broker)
+    if connection_name is not None:
+        # pika adds these to its own client properties (product, capabilities...).
+        params.client_properties = {**(params.client_properties or {}), "connection_name": connection_name}
+    return params
 
 # The loop wakes at least this often to notice close(); threadsafe callbacks wake it at once.
 _POLL_SECONDS = 0.5
 # A call into the I/O thread that takes longer than this means the connection is stuck.
 CALL_TIMEOUT_SECONDS = 30.0
+# Reconnecting after a lost connection (pika has no recovery of its own): the first attempt
+# after this, then twice as long each time, never more than RETRY_MAX_SECONDS between two.
+RETRY_FIRST_SECONDS = 0.5
+RETRY_MAX_SECONDS = 5.0
+
+
+def retry_delays(first: float = RETRY_FIRST_SECONDS, most: float = RETRY_MAX_SECONDS) -> "Iterator[float]":
+    """The waits before each reconnection attempt: bounded backoff, forever."""
+    delay = first
+    while True:
+        yield delay
+        delay = min(delay * 2, most)
 
 
 class ConnectionFailed(AcemqError):
@@ -79,20 +106,33 @@ def lost_reason(cause: BaseException) -> str:
 
 
 class ConnectionThread:
-    """A BlockingConnection and its I/O thread."""
+    """A BlockingConnection and its I/O thread; optionally, its recovery.
 
-    def __init__(self, broker: Broker, name: str) -> None:
-        self._broker = broker
+    With ``recover`` set, a connection the broker or the network ends is opened again on
+    the same thread, under the same ``connection_name``, trying the nodes in order from the
+    one after the lost node, with bounded backoff (``retry_delays``), until it is back or
+    ``close`` is called. ``on_recovered`` then runs on the I/O thread (the owner declares
+    and consumes again); if it fails, the new connection is closed and tried again.
+    """
+
+    def __init__(self, broker: Brokers, name: str, connection_name: Optional[str] = None) -> None:
+        self._nodes = broker_list(broker)
+        self._node = 0  # the node of the current connection
+        self._connection_name = connection_name
         self._ready: Future[None] = Future()
         self._closing = threading.Event()
         self._pending: set[Future[Any]] = set()
         self._pending_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.connection: Optional[pika.BlockingConnection] = None
-        # Told once, with pika's text, when the broker or the network ends the connection
-        # or a watched channel; never when this side closes them.
+        # Told once per connection, with pika's text, when the broker or the network ends
+        # it or a watched channel; never when this side closes them. ``recovering`` says,
+        # while it runs, whether a recovery follows.
         self.on_lost: Optional[Callable[[str], None]] = None
         self._lost_reported = False
+        self.recover = False  # set by the owner before start
+        self.recovering = False
+        self.on_recovered: Optional[Callable[[], None]] = None
 
     def start(self, timeout: float = CALL_TIMEOUT_SECONDS) -> None:
         self._thread.start()
@@ -129,15 +169,18 @@ class ConnectionThread:
             return fn(*args)
         return self._schedule(fn, *args).result(timeout)
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run ``fn(*args)`` on the I/O thread without waiting; errors are logged."""
+    def submit(self, fn: Callable[..., Any], *args: Any) -> bool:
+        """Run ``fn(*args)`` on the I/O thread without waiting; errors are logged. False when
+        the connection is closed (or lost and not back yet): the work is dropped."""
         if self.in_io_thread:
             self._guarded(fn, *args)
-            return
+            return True
         try:
             self._schedule(self._guarded, fn, *args)
         except ConnectionFailed as exc:
             log.warning("dropped work for a closed connection: %s", exc)
+            return False
+        return True
 
     def later(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` on the I/O thread once the current callback is over. I/O thread only.
@@ -147,6 +190,11 @@ class ConnectionThread:
         top of ``process_data_events``. Errors are logged.
         """
         assert self.connection is not None
+        if not self.connection.is_open:
+            # Closing or lost: no timer of it runs any more, and the blocking channels it would
+            # spare are gone too (the work finds them closed).
+            self._guarded(fn, *args)
+            return
         self.connection.call_later(0, functools.partial(self._guarded, fn, *args))
 
     def call_later(self, seconds: float, fn: Callable[[], Any]) -> None:
@@ -189,6 +237,7 @@ class ConnectionThread:
                 raise ConnectionFailed("connection is closed")
             self._pending.add(future)
         try:
+            # Raises on a closed connection: between a loss and the recovery, work is refused.
             self.connection.add_callback_threadsafe(run)
         except Exception as exc:
             with self._pending_lock:
@@ -196,19 +245,46 @@ class ConnectionThread:
             raise ConnectionFailed(f"connection is closed: {exc}") from exc
         return future
 
+    def _open(self, index: int) -> pika.BlockingConnection:
+        """A connection to node ``index``, under the connection name."""
+        params = connection_parameters(self._nodes[index], self._connection_name)
+        where = f"{params.host}:{params.port} (vhost {params.virtual_host!r})"
+        try:
+            return pika.BlockingConnection(params)
+        except BaseException as exc:
+            raise ConnectionFailed(f"cannot connect to {where}: {exc!r}") from exc
+
     def _run(self) -> None:
-        try:
-            params = connection_parameters(self._broker)
-            where = f"{params.host}:{params.port} (vhost {params.virtual_host!r})"
-        except BaseException as exc:
-            self._ready.set_exception(ConnectionFailed(f"not a usable AMQP URL: {exc!r}"))
-            return
-        try:
-            self.connection = pika.BlockingConnection(params)
-        except BaseException as exc:
-            self._ready.set_exception(ConnectionFailed(f"cannot connect to {where}: {exc!r}"))
+        # The first connection: the first node that takes it, in the order given.
+        failures: list[str] = []
+        for index in range(len(self._nodes)):
+            try:
+                self.connection, self._node = self._open(index), index
+                break
+            except ConnectionFailed as exc:
+                failures.append(str(exc))
+            except BaseException as exc:
+                failures.append(f"not a usable AMQP URL: {exc!r}")
+        if self.connection is None:
+            self._ready.set_exception(ConnectionFailed("; ".join(failures)))
             return
         self._ready.set_result(None)
+        try:
+            while True:
+                lost = self._serve()
+                if lost is None:
+                    return  # closed by its owner
+                self.recovering = self.recover
+                self._report_lost(lost)
+                if not self.recover or not self._recover():
+                    return
+        finally:
+            self._closing.set()
+            self._fail_pending(None)
+
+    def _serve(self) -> Optional[BaseException]:
+        """Run the connection until its owner closes it (None) or it is lost (the cause)."""
+        assert self.connection is not None
         lost: Optional[BaseException] = None
         try:
             while not self._closing.is_set():
@@ -216,16 +292,41 @@ class ConnectionThread:
         except BaseException as exc:
             lost = exc
             log.warning("connection lost: %r", exc)
-        finally:
-            self._closing.set()
-            self._fail_pending(lost)
-            if self.connection.is_open:
+        self._fail_pending(lost)
+        if self.connection.is_open:
+            try:
+                self.connection.close()
+            except Exception:
+                log.debug("error closing connection", exc_info=True)
+        return None if self._closing.is_set() else lost
+
+    def _recover(self) -> bool:
+        """Reconnect and let the owner set up again; False once the owner closes first."""
+        index = self._node
+        for delay in retry_delays():
+            if self._closing.wait(delay):
+                return False
+            index = (index + 1) % len(self._nodes)  # round robin from the node after the lost one
+            try:
+                connection = self._open(index)
+            except ConnectionFailed as exc:
+                log.info("reconnecting: %s", exc)
+                continue
+            self.connection, self._node, self._lost_reported = connection, index, False
+            try:
+                if self.on_recovered is not None:
+                    self.on_recovered()
+            except Exception as exc:
+                log.warning("set-up after reconnecting failed, trying again: %r", exc)
                 try:
-                    self.connection.close()
+                    connection.close()
                 except Exception:
                     log.debug("error closing connection", exc_info=True)
-            if lost is not None:
-                self._report_lost(lost)
+                continue
+            self.recovering = False
+            log.info("connection recovered on node %d", index)
+            return True
+        return False
 
     def _fail_pending(self, cause: Optional[BaseException]) -> None:
         with self._pending_lock:

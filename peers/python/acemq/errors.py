@@ -68,6 +68,20 @@ class ShortStringTooLong(AcemqError, ValueError):
         self.length = length
 
 
+class ConnectionLost(AcemqError):
+    """The requester's connection was lost while the call was pending (RR-20.1), or is down
+    and not coming back: its reply queue died with it, so no reply can reach the call.
+
+    Not a timeout, and not counted in ``timed_out``. ``reason`` is the client's text
+    (``320 CONNECTION_FORCED - ...``). The requester reconnects by itself; a later call
+    goes out on its new reply queue.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"connection lost: {reason}")
+        self.reason = reason
+
+
 class RequesterClosed(AcemqError):
     """The requester was closed while the call was pending, or before it started."""
 

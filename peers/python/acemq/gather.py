@@ -18,7 +18,7 @@ import time
 from enum import Enum
 from typing import Any, Callable, Optional
 
-from .errors import RequesterClosed, RequestTimeoutError
+from .errors import ConnectionLost, RequesterClosed, RequestTimeoutError
 
 
 class GatherState(Enum):
@@ -26,6 +26,7 @@ class GatherState(Enum):
     RESOLVED = "resolved"
     REJECTED = "rejected"
     CLOSED = "closed"  # its requester was closed while it collected
+    LOST = "lost"  # its requester's connection was lost while it collected (RR-20.1)
 
 
 class Gather:
@@ -58,6 +59,7 @@ class Gather:
         self._replies: list[Any] = []
         self._state = GatherState.COLLECTING
         self._done = threading.Event()
+        self._lost_reason = ""
         # Whether the deadline ended it (a shortfall, or a count-less gather's budget spent),
         # rather than its count, a failed publish or its requester's close.
         self.expired = False
@@ -148,6 +150,14 @@ class Gather:
                 self._state = GatherState.CLOSED
                 self._done.set()
 
+    def lose(self, reason: str) -> None:
+        """Finish at once because the connection was lost (RR-20.1): ``wait`` raises ConnectionLost."""
+        with self._lock:
+            if self._state is GatherState.COLLECTING:
+                self._state = GatherState.LOST
+                self._lost_reason = reason
+                self._done.set()
+
     def wait(self, timeout: Optional[float] = None) -> list[Any]:
         """Block until finished or past the deadline (armed now with ``timeout`` when it was not
         yet); the replies, or RequestTimeoutError (a shortfall), or RequesterClosed."""
@@ -163,6 +173,8 @@ class Gather:
         state = self.expire()
         if state is GatherState.CLOSED:
             raise RequesterClosed("the requester was closed")
+        if state is GatherState.LOST:
+            raise ConnectionLost(self._lost_reason)
         if state is GatherState.REJECTED:
             raise RequestTimeoutError(self.request_id, self.expected_reply_count or 0, self.replies)
         return self.replies

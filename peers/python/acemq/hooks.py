@@ -24,8 +24,12 @@ class RequesterObserver:
         """The broker or the network closed the requester's connection or reply channel.
 
         ``reason`` is pika's text (reply code and text where the broker gave them).
-        Not called when the requester is closed by its owner.
+        Not called when the requester is closed by its owner. Pending calls end with
+        ConnectionLost; the requester then reconnects by itself (``recovered``).
         """
+
+    def recovered(self) -> None:
+        """The requester is connected again and consumes its new reply queue."""
 
 
 class ResponderObserver:
@@ -47,5 +51,9 @@ class ResponderObserver:
     def connection_lost(self, reason: str) -> None:
         """The broker or the network closed the responder's connection or consumer channel.
 
-        Not called when the responder is stopped by its owner.
+        Not called when the responder is stopped by its owner. The responder then
+        reconnects by itself (``recovered``); requests it held come back from the queue.
         """
+
+    def recovered(self) -> None:
+        """The responder is connected again, has declared its queues and consumes again."""

@@ -4,6 +4,12 @@ One reply queue per requester (RR-6), classic, exclusive and auto-delete
 (RR-7), named in both ``reply_to`` and the ``acemq-reply-to`` header (RR-1).
 Replies to plain requests are matched by ``correlation_id`` (RR-8); replies to
 gathers by the ``responseMessageId`` header (SG-4).
+
+A lost connection (RR-20) ends every pending call and gather at once with ConnectionLost:
+the exclusive reply queue died with it. The requester then reconnects by itself under the
+same connection name (pika has no recovery: ``ConnectionThread`` does it) and consumes a new
+reply queue, which later requests name; a call made while it reconnects waits for it,
+within the call's timeout.
 """
 
 from __future__ import annotations
@@ -20,9 +26,10 @@ from typing import Any, Callable, Mapping, Optional
 import pika
 
 from . import wire
-from .connection import Broker, ConnectionThread
+from .connection import Brokers, ConnectionFailed, ConnectionThread
 from .counters import Counter
 from .errors import (
+    ConnectionLost,
     ReplyDecodeError,
     RequestRefused,
     RequestTimedOut,
@@ -138,20 +145,26 @@ class Requester:
 
     def __init__(
         self,
-        url: Broker,
+        url: Brokers,
         *,
         observer: Optional[RequesterObserver] = None,
         default_timeout: Optional[float] = None,
         name: str = "acemq-requester",
+        connection_name: Optional[str] = None,
     ) -> None:
         self._timeout_option = default_timeout
         self._policy = RequesterPolicy()  # the spec; only acemq._conformance opens with another
         self.default_timeout = self._resolve_default_timeout()
         self._observer = observer or RequesterObserver()
-        self._io = ConnectionThread(url, name)
+        self._io = ConnectionThread(url, name, connection_name)
         self._io.on_lost = self._connection_lost
+        self._io.on_recovered = self._recovered
         self._publisher = Publisher(self._io)
         self._lock = threading.Lock()
+        # Why the connection is down (None while it is up), and the recovery's signal.
+        self._down: Optional[str] = None
+        self._back = threading.Condition(self._lock)
+        self._losses = 0  # how many times the connection was lost: a send spanning one ends as lost
         self._calls: "OrderedDict[str, _Call]" = OrderedDict()
         self._gathers: dict[str, Gather] = {}
         # The ids this requester has sent requests and gathers under, newest last (bounded).
@@ -163,15 +176,17 @@ class Requester:
         self.unmatched = Counter()
 
     @classmethod
-    def open(cls, url: Broker, **options: Any) -> "Requester":
+    def open(cls, url: Brokers, **options: Any) -> "Requester":
         """Connect, declare the reply queue and start consuming it.
 
-        ``url`` is an AMQP URL or pika connection parameters (TLS: ``acemq.tls_parameters``).
+        ``url`` is an AMQP URL or pika connection parameters (TLS: ``acemq.tls_parameters``),
+        or a cluster's list of them, tried in order. ``connection_name`` is the name the
+        broker's management UI shows for the requester's connection (and its reconnections).
         """
         return cls._open(url, RequesterPolicy(), **options)
 
     @classmethod
-    def _open(cls, url: Broker, policy: RequesterPolicy, **options: Any) -> "Requester":
+    def _open(cls, url: Brokers, policy: RequesterPolicy, **options: Any) -> "Requester":
         # The policy is fixed before anything is declared and never changes after.
         requester = cls(url, **options)
         requester._policy = policy
@@ -229,8 +244,7 @@ class Requester:
         payload = wire.encode_body(body)
         call = _Call(message_id)
         with self._lock:
-            if self._closed:
-                raise RequesterClosed("the requester is closed")
+            losses = self._connected(time.monotonic() + timeout)
             self._calls[message_id] = call  # before publishing: a fast reply must find it
             _remember(self._sent_requests, message_id)
         try:
@@ -246,6 +260,7 @@ class Requester:
             if self._closed and isinstance(exc, Exception):
                 # Closed under the publish: the channel's failure is the close, not a refusal.
                 raise RequesterClosed("the requester was closed") from exc
+            self._raise_if_lost(exc, losses)
             raise
         # RR-9: the timeout runs from the publish; "late" waits half as long again.
         waited = timeout * LATE_FACTOR if self._policy.request_deadline == "late" else timeout
@@ -361,8 +376,7 @@ class Requester:
         target = (exchange, "") if exchange is not None else ("", endpoint)
         payload = wire.encode_body(message)
         with self._lock:
-            if self._closed:
-                raise RequesterClosed("the requester is closed")
+            losses = self._connected(time.monotonic() + timeout)
             self._gathers[request_id] = gather
             _remember(self._sent_gathers, request_id)
         try:
@@ -390,9 +404,33 @@ class Requester:
             gather.cancel()
             if self._closed and isinstance(exc, Exception):
                 raise RequesterClosed("the requester was closed") from exc
+            self._raise_if_lost(exc, losses)
             raise
         gather.arm(timeout)  # SG-9: the timeout runs from the publish
         return PendingGather(self, gather)
+
+    def _connected(self, deadline: float) -> int:
+        """Called with the lock held before a call is sent: the number of losses so far, once
+        the connection is up. While it reconnects, waits for it until ``deadline``; a
+        connection that is down for good (or still down then) refuses the call."""
+        while True:
+            if self._closed:
+                raise RequesterClosed("the requester is closed")
+            if self._down is None:
+                return self._losses
+            remaining = deadline - time.monotonic()
+            if not self._io.recovering or remaining <= 0:
+                raise ConnectionLost(self._down)
+            self._back.wait(remaining)
+
+    def _raise_if_lost(self, exc: BaseException, losses: int) -> None:
+        """A send that failed because the connection was lost under it ends as lost (RR-20.1:
+        a request not yet confirmed is such a call), not as a refusal."""
+        with self._lock:
+            lost = self._losses != losses and isinstance(exc, Exception)
+            reason = self._down or "the connection was lost while the request was published"
+        if lost:
+            raise ConnectionLost(reason) from exc
 
     def _wait_gather(self, gather: Gather) -> list[Any]:
         try:
@@ -421,6 +459,8 @@ class Requester:
             call.complete(error=RequesterClosed("the requester was closed"))
         for gather in gathers:
             gather.close()
+        with self._lock:
+            self._back.notify_all()  # a call waiting for a recovery ends as closed
         self._io.close()
 
     def __enter__(self) -> "Requester":
@@ -432,6 +472,7 @@ class Requester:
     # -- I/O thread -------------------------------------------------------
 
     def _start(self) -> None:
+        self._io.recover = self._policy.recover_connection  # RR-20.3 forbids False
         self._io.start()
         try:
             self._reply_queue = self._io.call(self._open_channels)
@@ -613,10 +654,38 @@ class Requester:
             self._count_unmatched(properties, for_gather=True)
 
     def _connection_lost(self, reason: str) -> None:
+        """I/O thread: the connection or the reply channel is gone, and the reply queue with
+        it. RR-20.1: every pending call and gather ends at once, as lost (not as a timeout)."""
+        with self._lock:
+            self._down, self._losses = reason, self._losses + 1
+            if self._policy.on_connection_lost == "end_lost":
+                calls, self._calls = list(self._calls.values()), OrderedDict()
+                gathers, self._gathers = list(self._gathers.values()), {}
+            else:
+                calls, gathers = [], []  # "wait": RR-20.1 forbids it; they wait out their timeouts
+        for call in calls:
+            call.complete(error=ConnectionLost(reason))
+        for gather in gathers:
+            gather.lose(reason)
         try:
             self._observer.connection_lost(reason)
         except Exception:
             log.exception("connection_lost observer failed")
+        if not self._io.recovering:
+            with self._lock:
+                self._back.notify_all()  # calls waiting for a recovery that will not come
+
+    def _recovered(self) -> None:
+        """I/O thread, on a new connection: a new reply queue (the old one died with the old
+        connection), which later requests name (RR-20.3)."""
+        queue = self._open_channels()
+        with self._lock:
+            self._reply_queue, self._down = queue, None
+            self._back.notify_all()
+        try:
+            self._observer.recovered()
+        except Exception:
+            log.exception("recovered observer failed")
 
     def _count_unmatched(
         self, properties: pika.BasicProperties, for_gather: bool = False, counted: Optional[bool] = None

@@ -5,6 +5,12 @@ in ``answered`` before it is published and taken back if the publish fails
 (RR-15); a failed publish sends the request round the retry policy counted by
 the quorum queue's ``x-delivery-count`` (RR-14); a handler failure is sent
 back as ``acemq-error`` and the request dead-lettered once (RR-10, RR-11).
+
+A request is acknowledged only once its handler ran and its reply was settled, so one held
+when the connection is lost goes back to the queue (RR-20.4). The responder then reconnects
+by itself under the same connection name (pika has no recovery: ``ConnectionThread`` does
+it), declares its queues again and consumes again (RR-20.2); what it was still doing for a
+delivery of the lost connection is dropped (that delivery comes again), counters carry on.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import pika
 from pika import exceptions as px
 
 from . import wire
-from .connection import Broker, ConnectionThread
+from .connection import Brokers, ConnectionThread
 from .counters import Counter
 from ._policy import ResponderPolicy
 from .hooks import ResponderObserver
@@ -58,9 +64,36 @@ class Binding:
     routing_key: str = ""
 
 
+class _Tag:
+    """A delivery tag and the channel it was delivered on. After a lost connection the broker
+    has taken the delivery back, and the number means nothing on the new channel (acking it
+    there would close that channel), so a tag is settled on its own channel or not at all."""
+
+    __slots__ = ("channel", "number", "acked")
+
+    def __init__(self, channel: Any, number: int, acked: bool = False) -> None:
+        self.channel, self.number = channel, number
+        self.acked = acked  # acknowledged on delivery (ack_timing "on_delivery", RR-20.4 forbids it)
+
+    # A value: the same number on the same channel is the same delivery.
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Tag) and other.channel is self.channel and other.number == self.number
+
+    def __hash__(self) -> int:
+        return hash((id(self.channel), self.number))
+
+    def __repr__(self) -> str:
+        return f"_Tag({self.number}{', acked' if self.acked else ''})"
+
+    @property
+    def lost(self) -> bool:
+        """Whether its channel is gone without it being acknowledged: the broker requeued it."""
+        return not self.acked and not self.channel.is_open
+
+
 @dataclass(frozen=True)
 class _Delivery:
-    tag: int
+    tag: _Tag
     properties: pika.BasicProperties
     body: bytes
     reply_to: wire.ReplyAddress
@@ -76,7 +109,7 @@ class Responder:
 
     def __init__(
         self,
-        url: Broker,
+        url: Brokers,
         queue: str,
         handler: Handler,
         *,
@@ -85,6 +118,7 @@ class Responder:
         observer: Optional[ResponderObserver] = None,
         concurrency: int = DEFAULT_CONCURRENCY,
         name: str = "acemq-responder",
+        connection_name: Optional[str] = None,
     ) -> None:
         if max_attempts is not None and max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
@@ -97,8 +131,9 @@ class Responder:
         self._bind = bind
         self._observer = observer or ResponderObserver()
         self._concurrency = concurrency
-        self._io = ConnectionThread(url, name)
+        self._io = ConnectionThread(url, name, connection_name)
         self._io.on_lost = self._connection_lost
+        self._io.on_recovered = self._resubscribe
         self._publisher = Publisher(self._io)
         self._workers = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"{name}-handler")
         self._consumer_tag: Optional[str] = None
@@ -106,22 +141,24 @@ class Responder:
         self._stopped = threading.Event()
         # Requests whose handler has returned and that are not settled yet (ack, nack or
         # dead-letter), by delivery tag: stop waits for them before it closes.
-        self._settling: set[int] = set()
+        self._settling: set[_Tag] = set()
         self._settled = threading.Condition()
         # RR-16: the counters exist, at zero, before anything is consumed.
         self.answered = Counter()
         self.unanswerable = Counter()
 
     @classmethod
-    def start(cls, url: Broker, queue: str, handler: Handler, **options: Any) -> "Responder":
+    def start(cls, url: Brokers, queue: str, handler: Handler, **options: Any) -> "Responder":
         """Declare the queue and its dead-letter queue, bind, and register the consumer.
 
-        ``url`` is an AMQP URL or pika connection parameters (TLS: ``acemq.tls_parameters``).
+        ``url`` is an AMQP URL or pika connection parameters (TLS: ``acemq.tls_parameters``),
+        or a cluster's list of them, tried in order. ``connection_name`` is the name the
+        broker's management UI shows for the responder's connection (and its reconnections).
         """
         return cls._start_with(url, queue, handler, ResponderPolicy(), **options)
 
     @classmethod
-    def _start_with(cls, url: Broker, queue: str, handler: Handler, policy: ResponderPolicy, **options: Any) -> "Responder":
+    def _start_with(cls, url: Brokers, queue: str, handler: Handler, policy: ResponderPolicy, **options: Any) -> "Responder":
         # The policy is fixed before anything is declared and never changes after.
         responder = cls(url, queue, handler, **options)
         responder._policy = policy
@@ -168,6 +205,7 @@ class Responder:
     # -- start-up (I/O thread) ---------------------------------------------
 
     def _start(self) -> None:
+        self._io.recover = self._policy.recover_connection  # RR-20.2 forbids False
         self._io.start()
         try:
             self._io.call(self._subscribe)
@@ -188,6 +226,16 @@ class Responder:
             self._channel.queue_bind(self.queue, self._bind.exchange, self._bind.routing_key)
         self._channel.basic_qos(prefetch_count=self._concurrency)
         self._consumer_tag = self._channel.basic_consume(self.queue, self._on_request)
+
+    def _resubscribe(self) -> None:
+        """I/O thread, on a new connection: declare, bind and consume again (RR-20.2)."""
+        if self._stopped.is_set():
+            return
+        self._subscribe()
+        try:
+            self._observer.recovered()
+        except Exception:
+            log.exception("recovered observer failed")
 
     def _declare_request_queue(self) -> None:
         """RR-17: the request queue is a durable quorum queue."""
@@ -225,11 +273,18 @@ class Responder:
             self._on_unanswerable(method.delivery_tag, properties, body)
             return
         attempt = wire.attempt_number(headers, self._policy.attempt_base)
-        delivery = _Delivery(method.delivery_tag, properties, body, address, attempt)
+        tag = _Tag(self._channel, method.delivery_tag)
+        if policy.ack_timing == "on_delivery":
+            # RR-20.4 forbids this: acked before the handler runs, the request is gone if the
+            # connection is lost before the reply is out.
+            self._channel.basic_ack(method.delivery_tag)
+            tag.acked = True
+        delivery = _Delivery(tag, properties, body, address, attempt)
         self._workers.submit(self._handle, delivery)
 
-    def _on_unanswerable(self, tag: int, properties: pika.BasicProperties, body: bytes) -> None:
+    def _on_unanswerable(self, number: int, properties: pika.BasicProperties, body: bytes) -> None:
         # RR-12: the handler is not run; its result could go nowhere.
+        tag = _Tag(self._channel, number)
         if self._policy.count_unanswerable:  # RR-12 forbids False
             self.unanswerable.increment()
         if self._policy.unanswerable == "dead_letter":  # RR-12 forbids this
@@ -293,24 +348,36 @@ class Responder:
                 return
             self._settling.add(delivery.tag)
         # Every way through ``settle`` ends in _ack or _nack_requeue, which release it; one that
-        # breaks off (a lost connection) leaves stop to its bound.
-        self._io.submit(settle, delivery, *args)
+        # breaks off (a lost connection) is released as lost.
+        if self._io.submit(settle, delivery, *args) is False:
+            self._settled_tag(delivery.tag)  # the connection is down: the broker took it back
 
-    def _settled_tag(self, tag: int) -> None:
+    def _lost(self, delivery: _Delivery) -> bool:
+        """I/O thread, before replying: whether the delivery's connection was lost meanwhile.
+        The broker has requeued it and it comes again (RR-20.4), to be answered then, once."""
+        if not delivery.tag.lost:
+            return False
+        log.info("request %s came on a lost connection: not answered now, it is delivered again", delivery.message_id)
+        self._settled_tag(delivery.tag)
+        return True
+
+    def _settled_tag(self, tag: _Tag) -> None:
         with self._settled:
             self._settling.discard(tag)
             self._settled.notify_all()
 
-    def _ack(self, tag: int) -> None:
+    def _ack(self, tag: _Tag) -> None:
         try:
-            self._channel.basic_ack(tag)
+            if not tag.acked and tag.channel.is_open:  # a channel that is gone took it back
+                tag.channel.basic_ack(tag.number)
         finally:
             self._settled_tag(tag)
 
-    def _nack_requeue(self, tag: int) -> None:
+    def _nack_requeue(self, tag: _Tag) -> None:
         try:
-            # requeue given explicitly: not every client defaults to it.
-            self._channel.basic_nack(tag, requeue=True)
+            if not tag.acked and tag.channel.is_open:
+                # requeue given explicitly: not every client defaults to it.
+                tag.channel.basic_nack(tag.number, requeue=True)
         finally:
             self._settled_tag(tag)
 
@@ -379,6 +446,8 @@ class Responder:
         self._ack(delivery.tag)
 
     def _answer(self, delivery: _Delivery, payload: bytes) -> None:
+        if self._lost(delivery):
+            return
         policy = self._policy
         counted = policy.answered_timing == "before_publish"
         counts_on_confirm = not counted
@@ -411,6 +480,8 @@ class Responder:
         self._publish_then(delivery.reply_to.queue, self._reply_properties(delivery, None), payload, confirmed, failed)
 
     def _fail(self, delivery: _Delivery, failure: str, dead_letter: bool = True) -> None:
+        if self._lost(delivery):
+            return
         policy = self._policy
         if policy.handler_failure == "retry":
             # RR-10 forbids this: no failure reply; the request goes round the retry policy.
@@ -453,6 +524,10 @@ class Responder:
         return wire.is_direct_reply_to(delivery.reply_to.queue) and self._policy.direct_reply_to == "at_most_once"
 
     def _undeliverable(self, delivery: _Delivery, detail: str) -> None:
+        if delivery.tag.lost:
+            # The reply failed with the connection: the request is delivered again (RR-20.4).
+            self._settled_tag(delivery.tag)
+            return
         self._observer.reply_failed(delivery.message_id, delivery.attempt, detail)
         policy = self._policy
         if policy.undeliverable_reply == "ack":
@@ -481,13 +556,16 @@ class Responder:
 
     def _dead_letter(
         self,
-        tag: int,
+        tag: _Tag,
         properties: pika.BasicProperties,
         body: bytes,
         reason: str,
         then: Optional[Callable[[], None]] = None,
     ) -> None:
         """Publish the request to ``{queue}.dlq`` and, once confirmed, ack it and run ``then``; requeued if that fails."""
+        if tag.lost:
+            self._settled_tag(tag)  # its connection is gone: the broker requeued it, it comes again
+            return
         headers = encodable_headers(properties.headers)
         headers[wire.DEAD_LETTER_REASON_HEADER] = reason
         dead = pika.BasicProperties(

@@ -66,4 +66,4 @@ def test_read_order_from_a_list_is_a_tuple():
 
 def test_policies_are_small_value_types():
     assert RequesterPolicy() == RequesterPolicy() and hash(ResponderPolicy()) == hash(ResponderPolicy())
-    assert len(fields(RequesterPolicy)) == 38 and len(fields(ResponderPolicy)) == 30
+    assert len(fields(RequesterPolicy)) == 40 and len(fields(ResponderPolicy)) == 32

@@ -134,6 +134,9 @@ def _hello(**command):
 
 
 def test_hello_speaks_the_highest_offered_and_1_when_asked():
+    v5 = _hello(protocol=5, protocols=[1, 2, 3, 4, 5])
+    assert v5["protocol"] == 5 and {"on_connection_lost", "recover_connection"} <= set(v5["knobs"]["requester"])
+    assert {"recover_connection", "ack_timing"} <= set(v5["knobs"]["responder"])
     v4 = _hello(protocol=4, protocols=[1, 2, 3, 4])
     assert v4["protocol"] == 4 and "load" in v4["capabilities"]
     v3 = _hello(protocol=3, protocols=[1, 2, 3])
@@ -143,7 +146,7 @@ def test_hello_speaks_the_highest_offered_and_1_when_asked():
     v1 = _hello(protocol=1)
     assert v1["protocol"] == 1 and "load" not in v1["capabilities"]
     with pytest.raises(BadCommand):
-        _hello(protocol=5)
+        _hello(protocol=6)
 
 
 def test_hello_4_names_exactly_the_policy_fields_as_knobs_and_no_catalogue_name():

@@ -13,7 +13,7 @@ import pytest
 from acemq import wire
 from acemq._policy import ResponderPolicy
 from acemq.publishing import PublishFailed
-from acemq.responder import Responder, _Delivery
+from acemq.responder import Responder, _Delivery, _Tag
 
 
 class Channel:
@@ -21,6 +21,7 @@ class Channel:
 
     def __init__(self):
         self.calls = []
+        self.is_open = True
 
     def basic_ack(self, tag):
         self.calls.append(("ack", tag))
@@ -34,14 +35,18 @@ def _responder(handler=lambda request: {"ok": True}, **policy):
     responder._policy = ResponderPolicy(**policy)
     responder.max_attempts = responder._resolve_max_attempts()
     responder._channel = Channel()
+    _channels.append(responder._channel)
     submitted = []
     responder._io.submit = lambda fn, *args: submitted.append((fn.__name__, args))
     return responder, submitted
 
 
+_channels = []  # the consumer channel of the last responder made: a delivery came on it
+
+
 def _delivery(body=b'{"n":1}', attempt=1, headers=None):
     properties = pika.BasicProperties(message_id="m-1", headers=headers)
-    return _Delivery(7, properties, body, wire.ReplyAddress("amq.gen-x", "header"), attempt)
+    return _Delivery(_Tag(_channels[-1], 7), properties, body, wire.ReplyAddress("amq.gen-x", "header"), attempt)
 
 
 def test_the_default_attempts_are_the_policys_unless_the_owner_gives_them():

@@ -9,7 +9,11 @@ $LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
 require "logger"
 require "acemq_peer/session"
 
-$stdout.sync = true
+protocol = $stdout
+protocol.sync = true
+# Whatever a library prints goes to the log: Bunny's recovery `puts` a queue it could not
+# declare again, which would be a broken line of the protocol.
+$stdout = $stderr
 log = Logger.new($stderr, level: ENV.fetch("ACEMQ_LOG_LEVEL", "WARN"), progname: "acemq-ruby")
-AcemqPeer::Session.new($stdin, $stdout, log).run
+AcemqPeer::Session.new($stdin, protocol, log).run
 exit!(0)

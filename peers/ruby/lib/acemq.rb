@@ -6,6 +6,7 @@
 require_relative "acemq/version"
 require_relative "acemq/errors"
 require_relative "acemq/connection"
+require_relative "acemq/connection_watch"
 require_relative "acemq/headers"
 require_relative "acemq/policy"
 require_relative "acemq/observable"

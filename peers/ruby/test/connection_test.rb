@@ -50,6 +50,19 @@ class ConnectionTest < Minitest::Test
     assert_includes error.message, "cannot read the CA file"
   end
 
+  # RR-20: the nodes of one cluster, tried in the order given (Bunny shuffles them unless told).
+  def test_a_list_of_urls_is_one_session_on_every_node_in_order
+    urls = (1..5).map { |n| "amqp://g:p@n#{n}:567#{n}/v" }
+    settings, = Acemq::Connection.settings(urls)
+    assert_equal [%w[g p v], false], [settings.values_at(:user, :pass, :vhost), settings.key?(:host)]
+    session = Bunny.new(settings, Acemq::Connection::RECOVERY.merge(logger: Logger.new(File::NULL)))
+    assert_equal (1..5).map { |n| "n#{n}:567#{n}" }, session.instance_variable_get(:@addresses)
+    assert_equal ["amqp://g:p@n1/v"], Acemq::Connection.settings(["amqp://g:p@n1/v"])
+    error = assert_raises(Acemq::ConnectionSettingsError) { Acemq::Connection.settings(%w[amqp://g:p@n1/v amqp://g:x@n2/v]) }
+    refute_includes error.message, "x@"
+    assert_raises(Acemq::ConnectionSettingsError) { Acemq::Connection.open([]) }
+  end
+
   private
 
   def connect(port, ca_file)

@@ -127,6 +127,33 @@ class PublisherTest < Minitest::Test
     end
   end
 
+  # RR-20: a publish unconfirmed at the loss is not sent as far as its caller knows; none
+  # is tried until Bunny has recovered; then a new channel (Bunny's recovered confirm
+  # channel offsets its delivery tags, which its multiple-ack arithmetic does not).
+  def test_a_lost_connection_ends_what_is_outstanding_and_a_new_channel_follows_the_recovery
+    channels = [@channel, ScriptedChannel.new]
+    connection = Struct.new(:channels) do
+      def create_channel = channels.shift
+      def open? = true
+    end.new(channels.dup)
+    p = Acemq::ConfirmedPublisher.new(connection)
+    calls = publish_all(p, %w[a b])
+    p.send(:connection_lost, "320 CONNECTION_FORCED - Closed via management plugin", true)
+    calls.each do |call, _|
+      assert_instance_of Acemq::ConnectionLost, call.value
+      assert_equal "320 CONNECTION_FORCED - Closed via management plugin", call.value.reason
+    end
+    assert_raises(Acemq::ConnectionLost) { p.publish("{}", exchange: "", routing_key: "q", message_id: "c") }
+    assert @channel.sent.empty?, "nothing was sent while the connection was down"
+
+    p.send(:connection_recovered)
+    @channel = channels.last
+    (call, sent), = publish_all(p, %w[d])
+    @channel.ack!(sent.tag)
+    assert_equal [:delivered, 1], [call.value, sent.tag]
+    refute channels.first.open?, "the recovered old channel is closed"
+  end
+
   # Elements that note, when compared, whether the comparing thread holds the lock.
   Tag = Struct.new(:n, :lock, :seen) do
     def <=>(other)

@@ -161,4 +161,28 @@ class ResponderKnobsTest < ResponderTest
     # Present: used as it is, nothing declared with arguments.
     assert_equal [[:probe, "svc", { passive: true }], [:main, "svc", { passive: true }]], declares(:classic_if_missing, ["svc"])
   end
+
+  # RR-20.4: acked after the handler and its reply (RR-14's settling); on delivery, before
+  # the handler runs, the policy's other value: nothing is left to settle, and a reply that
+  # could not be delivered cannot put the request back.
+  def test_ack_timing_on_delivery_acks_before_the_handler_and_cannot_requeue
+    order = []
+    r = responder(FakePublisher.new) { |request| order << settled(r).dup; { echo: request.body } }
+    deliver(r)
+    assert_equal [[[]], [[:ack, 7]]], [order, settled(r)]
+
+    order = []
+    r = responder(FakePublisher.new, ack_timing: :on_delivery) { |request| order << settled(r).dup; { echo: request.body } }
+    deliver(r)
+    assert_equal [[[[:ack, 7]]], [[:ack, 7]]], [order, settled(r)]
+
+    returned = FakePublisher.new { raise Acemq::PublishReturned, "returned: 312 NO_ROUTE" }
+    r = responder(returned)
+    deliver(r)
+    assert_equal [[:nack, 7, false, true]], settled(r)
+    r = responder(returned, ack_timing: :on_delivery)
+    deliver(r)
+    assert_equal [[:ack, 7]], settled(r)
+    assert_equal 1, @events.count { |event, _| event == :reply_failed }
+  end
 end

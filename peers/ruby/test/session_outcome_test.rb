@@ -83,4 +83,19 @@ class SessionOutcomeTest < Minitest::Test
     refused = gather("multi") { Wrapper.new("boom") }
     assert_equal false, refused["ok"]
   end
+
+  # Version 5: the binding's ConnectionLost is the connection_lost outcome with its reason;
+  # an older session never sees that outcome (a refusal, as before).
+  def test_connection_lost_is_an_outcome_from_version_5
+    lost = -> { Acemq::ConnectionLost.new("320 CONNECTION_FORCED - Closed via management plugin") }
+    @session.instance_variable_set(:@protocol, 5)
+    [request(&lost), gather("multi", &lost), gather("publish") { wrapped(lost.call) }].each do |reply|
+      assert_equal [true, "connection_lost", "320 CONNECTION_FORCED - Closed via management plugin"],
+                   reply.values_at("ok", "outcome", "reason"), reply.inspect
+    end
+    @session.instance_variable_set(:@protocol, 4)
+    refused = request(&lost)
+    assert_equal [false, "ConnectionLost: connection lost: 320 CONNECTION_FORCED - Closed via management plugin"],
+                 refused.values_at("ok", "error")
+  end
 end

@@ -54,6 +54,21 @@ module Acemq
     end
   end
 
+  # The connection a call depended on was lost while the call was pending (its reply queue
+  # went with it), or is down when the call is made: the call ended unanswered, at once, and
+  # was not counted in timed_out (RR-20). A request whose publish was not confirmed before
+  # the loss ends so too: it was never sent as far as its caller knows. #reason is the
+  # broker's code and text ("320 CONNECTION_FORCED - Closed via management plugin"), or the
+  # network error.
+  class ConnectionLost < Error
+    attr_reader :reason
+
+    def initialize(reason)
+      @reason = reason
+      super("connection lost: #{reason}")
+    end
+  end
+
   # A publish the broker did not take: returned, nacked, or the channel failed (RR-13).
   class PublishFailed < Error; end
 

@@ -7,8 +7,8 @@ module Acemq
   # One scatter-gather in progress: the replies that arrived for one requestMessageId.
   class Gathering
     # How a wait ended: replies in arrival order; ended: :count (the count was reached),
-    # :timeout or :closed (the requester was closed); complete: the count was reached, or
-    # there was none to reach.
+    # :timeout, :closed (the requester was closed) or :lost (its connection was lost, see
+    # #lost_reason); complete: the count was reached, or there was none to reach.
     Ending = Struct.new(:replies, :ended, :complete)
 
     attr_reader :request_id, :correlation_id, :expected
@@ -29,6 +29,7 @@ module Acemq
       @mutex = Mutex.new
       @changed = ConditionVariable.new
       @closed = false
+      @lost = nil
       @ended = nil
     end
 
@@ -56,6 +57,17 @@ module Acemq
       end
     end
 
+    # Why the requester's connection was lost, once it was.
+    def lost_reason = @mutex.synchronize { @lost }
+
+    # The requester's connection was lost: no reply can reach the gather any more (RR-20.1).
+    def lose(reason)
+      @mutex.synchronize do
+        @lost = reason
+        @changed.broadcast
+      end
+    end
+
     # Waits until the count is reached (SG-5), the timeout passes or the gathering is
     # closed; returns an Ending.
     def wait
@@ -70,6 +82,7 @@ module Acemq
     # Under @mutex: how the gathering ended (kept once decided), nil while it is open.
     def ending
       @ended ||= if @closed then :closed
+                 elsif @lost then :lost
                  elsif @early && @expected && @replies.size >= @expected then :count
                  elsif now >= @deadline then :timeout
                  end
@@ -123,7 +136,7 @@ module Acemq
       gathering = Gathering.new(request_id, correlation_id, expected, timeout, on_reply,
                                 early: @policy.gather_resolves_early, restart: @policy.gather_deadline == :restart_per_reply)
       payload = JSON.generate(body)
-      call do
+      call(timeout) do
         with_reply_address do |address|
           register { @gathers[request_id] = gathering }
           begin
@@ -138,7 +151,7 @@ module Acemq
             # From here on a reply for this gather is Unmatched (SG-8).
             @lock.synchronize { end_gathering(request_id) }
           end
-          finish_gather(ending, request_id, expected)
+          finish_gather(ending, request_id, expected, gathering)
         end
       end
     end
@@ -151,9 +164,11 @@ module Acemq
       @ended_gathers.shift while @ended_gathers.size > ENDED_GATHERS_KEPT
     end
 
-    # A gather ended by close raises RequesterClosed; a shortfall RequestTimeoutError (SG-6).
-    def finish_gather(ending, request_id, expected)
+    # A gather ended by close raises RequesterClosed, by a lost connection ConnectionLost; a
+    # shortfall RequestTimeoutError (SG-6).
+    def finish_gather(ending, request_id, expected, gathering)
       raise RequesterClosed if ending.ended == :closed
+      raise ConnectionLost, gathering.lost_reason if ending.ended == :lost
 
       # Only requests count in timed_out (RR-9); counting gathers is the policy's other value.
       @lock.synchronize { @timed_out += 1 } if ending.ended == :timeout && @policy.count_gather_timeouts

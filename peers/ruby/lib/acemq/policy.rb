@@ -80,6 +80,8 @@ module Acemq
     :gather_failure_reply,      # SG-10: a failure reply for a pending gather is :drop-ped (Unmatched), or kept as a nil reply (:keep)
     :count_gather_failures,     # SG-10: a failure reply a gather dropped counts in unmatched
     :request_correlation_id,    # RR-8: a request's correlation_id is its :message_id, or :none
+    :on_connection_lost,        # RR-20: a call pending when the connection is lost ends at once (:end_lost), or waits out its timeout (:wait)
+    :recover_connection,        # RR-20: the session recovers after a lost connection, and a new reply queue is consumed
     keyword_init: true
   ) do
     include PolicyFields
@@ -97,7 +99,7 @@ module Acemq
     unmatched_reply: :drop, timeout_outcome: :timeout, unknown_reply_headers: :ignore, exclusive_reply_queue: true,
     count_gather_unmatched: true, publish_copies: 1, multi_copies_without_count: 1, request_deadline: :timeout,
     gather_deadline: :fixed, gather_failure_reply: :drop, count_gather_failures: true,
-    request_correlation_id: :message_id
+    request_correlation_id: :message_id, on_connection_lost: :end_lost, recover_connection: true
   ).freeze
 
   RequesterPolicy::CHOICES = {
@@ -116,7 +118,7 @@ module Acemq
     count_gather_unmatched: BOOLEAN, publish_copies: [1, 2], multi_copies_without_count: [1, 0],
     request_deadline: %i[timeout late], gather_deadline: %i[fixed restart_per_reply],
     gather_failure_reply: %i[drop keep], count_gather_failures: BOOLEAN,
-    request_correlation_id: %i[message_id none]
+    request_correlation_id: %i[message_id none], on_connection_lost: %i[end_lost wait], recover_connection: BOOLEAN
   }.freeze
 
   ResponderPolicy = Struct.new(
@@ -150,6 +152,8 @@ module Acemq
     :pass_spec_headers,       # RR-5: the handler sees acemq-* headers (acemq-reply-to among them)
     :last_attempt,            # RR-14: the last attempt at an undeliverable reply: :dead_letter or :ack
     :direct_reply_to,         # RR-14: a reply to amq.rabbitmq.reply-to.*: :at_most_once, or :checked like any reply
+    :recover_connection,      # RR-20: the session recovers after a lost connection: queues declared and consumed again
+    :ack_timing,              # RR-20: a request is acked :after_handling (as RR-14 settles it), or :on_delivery
     keyword_init: true
   ) do
     include PolicyFields
@@ -165,7 +169,8 @@ module Acemq
     bytes_address: :accept,
     reply_content_type: :"application/json", strip_prefix: :"x-acemq-", failure_body: :empty,
     error_type_name: :simple, retry_failures: false, count_unanswerable: true, request_queue: :quorum,
-    pass_spec_headers: true, last_attempt: :dead_letter, direct_reply_to: :at_most_once
+    pass_spec_headers: true, last_attempt: :dead_letter, direct_reply_to: :at_most_once,
+    recover_connection: true, ack_timing: :after_handling
   ).freeze
 
   ResponderPolicy::CHOICES = {
@@ -182,7 +187,7 @@ module Acemq
     reply_content_type: %i[application/json none], strip_prefix: %i[x-acemq- x-], failure_body: %i[empty json],
     error_type_name: %i[simple qualified], retry_failures: BOOLEAN, count_unanswerable: BOOLEAN,
     request_queue: %i[quorum classic_if_missing], pass_spec_headers: BOOLEAN, last_attempt: %i[dead_letter ack],
-    direct_reply_to: %i[at_most_once checked]
+    direct_reply_to: %i[at_most_once checked], recover_connection: BOOLEAN, ack_timing: %i[after_handling on_delivery]
   }.freeze
 
   private_constant :PolicyFields, :BOOLEAN, :POSITIVE_INTEGER, :RequesterPolicy, :ResponderPolicy

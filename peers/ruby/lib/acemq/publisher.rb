@@ -13,15 +13,22 @@ module Acemq
   # the broker's order, so that publish is still unconfirmed when its return is seen.
   # Publishes that look alike route alike, so which of several identical ones is marked
   # does not matter. Each publish waits only for its own confirm.
+  #
+  # A lost connection (RR-20) ends every publish still unconfirmed at once with
+  # ConnectionLost: its confirm will never come. Until Bunny has recovered the session a
+  # publish raises ConnectionLost too. After a recovery the publisher takes a new channel:
+  # Bunny 2.19 recovers a confirm channel with an offset on its delivery tags that its own
+  # multiple-ack arithmetic does not apply, so a multiple ack would confirm nothing.
   class ConfirmedPublisher
     CONFIRM_TIMEOUT = 15
     # Bunny does not wake confirm waiters when the broker closes the channel: a waiter
     # looks at the channel this often.
     CLOSED_POLL = 0.05
 
-    # One publish the broker has not confirmed yet. outcome: nil, :ack or :nack;
-    # returned: the return's "code text", set by the reader thread before the ack.
-    Unconfirmed = Struct.new(:tag, :identity, :lane, :outcome, :returned, :settled)
+    # One publish the broker has not confirmed yet. outcome: nil, :ack, :nack or :lost;
+    # returned: the return's "code text", set by the reader thread before the ack;
+    # lost: the reason its connection was lost.
+    Unconfirmed = Struct.new(:tag, :identity, :lane, :outcome, :returned, :settled, :lost)
 
     # A confirm-mode channel and what was published on it, oldest first (delivery tag order).
     Lane = Struct.new(:channel, :unconfirmed, :exchanges)
@@ -56,6 +63,9 @@ module Acemq
       # held while calling into Bunny: Bunny calls the confirm callback under a lock of its own.
       @state = Mutex.new
       @lane = nil
+      @stale = nil # a channel from before a recovery, closed once a new one is opened
+      @lost = nil  # why the connection is down, until Bunny has recovered it
+      @watch = ConnectionWatch.of(connection).subscribe(lost: method(:connection_lost), recovered: method(:connection_recovered))
     end
 
     # Raises PublishReturned, PublishFailed (nack, closed channel) or ShortStringTooLong.
@@ -65,13 +75,17 @@ module Acemq
       identity = identity_of(exchange, routing_key, properties[:message_id], properties[:correlation_id])
       entry = @order.synchronize { send_confirmed(payload, exchange, routing_key, identity, properties.merge(mandatory: mandatory)) }
       await(entry)
+    rescue Bunny::ConnectionClosedError, Bunny::NetworkFailure => e
+      # The connection went between the check and the send: nothing was sent.
+      raise ConnectionLost, @state.synchronize { @lost } || "#{e.class.name}: #{e.message}"
     rescue Bunny::Exception, Timeout::Error => e
       raise PublishFailed, "#{e.class.name.split('::').last}: #{e.message}"
     end
 
     def close
+      @watch.cancel
       # A channel of a connection the broker closed cannot be closed: Bunny would try to recover.
-      @order.synchronize { @lane.channel.close if @lane&.channel&.open? && @connection.open? }
+      @order.synchronize { [@lane&.channel, @stale].compact.each { |channel| channel.close if channel.open? && @connection.open? } }
     rescue Bunny::Exception, Timeout::Error
       nil
     end
@@ -113,20 +127,56 @@ module Acemq
           entry.settled.wait(@state, CLOSED_POLL)
         end
       end
+      raise ConnectionLost, entry.lost if entry.outcome == :lost
       raise PublishReturned, "returned: #{entry.returned}" if entry.returned
       raise PublishFailed, "nacked by the broker" if entry.outcome == :nack
     end
 
+    # The connection watch, before Bunny's recovery starts: every publish still waiting ends.
+    def connection_lost(reason, _recovering)
+      @state.synchronize do
+        @lost = reason
+        next unless @lane
+
+        @lane.unconfirmed.each_value do |entry|
+          entry.outcome = :lost
+          entry.lost = reason
+          entry.settled.signal
+        end
+        @lane.unconfirmed.clear
+        @stale = @lane.channel
+        @lane = nil
+      end
+    end
+
+    def connection_recovered
+      @state.synchronize { @lost = nil }
+    end
+
     # A new channel for a closed one: what was outstanding on the old one fails by itself
-    # (its waiters see the old channel closed).
+    # (its waiters see the old channel closed). None while the connection is down: a
+    # channel opened while Bunny recovers would be opened a second time by the recovery.
     def open_lane
       return @lane if @lane&.channel&.open?
 
+      lost = @state.synchronize { @lost }
+      raise ConnectionLost, lost if lost
+
+      close_stale
       channel = @connection.create_channel
       lane = Lane.new(channel, {}, {})
       channel.confirm_select(->(tag, multiple, nack) { on_confirm(lane, tag, multiple, nack) })
       LockedMin.guard(channel)
       @lane = lane
+    end
+
+    # The channel Bunny recovered for a lane given up at the loss.
+    def close_stale
+      @stale&.close if @stale&.open?
+    rescue Bunny::Exception, Timeout::Error
+      nil
+    ensure
+      @stale = nil
     end
 
     # Bunny hands a return only to the exchange object of that name in the channel's cache.

@@ -12,10 +12,19 @@ module Acemq
   #
   # Raises RequestTimedOut, ResponderFailed or DecodeError for the outcomes of a call,
   # RequesterClosed when the requester is closed while the call is pending (at once),
+  # ConnectionLost when its connection is lost while the call is pending (at once, RR-20),
   # PublishFailed when the broker did not take the request (PublishReturned: nothing
   # routed it), ShortStringTooLong (RR-18).
   # Events (see Observable#on): :unmatched with correlation_id and response_message_id;
-  # :channel_closed with reason when the broker closes the reply queue's channel.
+  # :channel_closed with reason when the broker closes the reply queue's channel;
+  # :connection_lost with reason; :recovered with reply_queue (the new one) once Bunny's
+  # automatic recovery has the connection back and the new reply queue consumed.
+  #
+  # Across a lost connection (a session with Bunny's automatic recovery, as
+  # Connection.open makes): the pending calls end, a call made while Bunny recovers waits
+  # for the recovery (within its timeout), and later calls name the new server-named reply
+  # queue Bunny declared in place of the one that went with the connection. The counters
+  # carry on.
   class Requester
     include Observable
     include Gather
@@ -34,9 +43,9 @@ module Acemq
     CLIENT_HEADER_PREFIX = "x-"
     # request_deadline: :late arms a request's timer at this many timeouts.
     LATE_DEADLINE = 1.5
-    private_constant :TYPE_HEADER, :KNOWN_REPLY_HEADERS, :CLIENT_HEADER_PREFIX, :LATE_DEADLINE
-
-    attr_reader :reply_queue
+    # What a pending call's slot is filled with when its connection is lost.
+    Lost = Struct.new(:reason)
+    private_constant :TYPE_HEADER, :KNOWN_REPLY_HEADERS, :CLIENT_HEADER_PREFIX, :LATE_DEADLINE, :Lost
 
     def self.open(connection, **options)
       new(connection, **options).open
@@ -59,6 +68,9 @@ module Acemq
       @calls = 0     # calls between their start and their end, for close
       @calls_ended = ConditionVariable.new
       @closed = false
+      @connection_state = :open # :recovering (Bunny is at it), :down (it will not)
+      @lost_reason = nil
+      @connection_changed = ConditionVariable.new
     end
 
     # Declares and consumes the reply queue; the policy is fixed from here on.
@@ -67,10 +79,17 @@ module Acemq
       @channel = @connection.create_channel
       # The broker closing this channel ends the reply consumer: the user should know.
       @channel.on_error { |_channel, close| emit(:channel_closed, reason: "#{close.reply_code} #{close.reply_text}") }
-      @reply_queue = declare_reply_queue(@channel)
+      @reply = declare_reply_queue(@channel)
+      @reply_queue = Headers.text(@reply.name)
       @publisher ||= ConfirmedPublisher.new(@connection)
+      @watch = ConnectionWatch.of(@connection).subscribe(recover: @policy.recover_connection,
+                                                         lost: method(:connection_lost),
+                                                         recovered: method(:connection_recovered))
       self
     end
+
+    # The reply queue's name, the one Bunny declared in its place after a recovery.
+    def reply_queue = @lock.synchronize { @reply_queue }
 
     def timed_out = @lock.synchronize { @timed_out }
     def unmatched = @lock.synchronize { @unmatched }
@@ -86,7 +105,7 @@ module Acemq
       # RR-8.4: correlation_id = message_id, so a responder that echoes it answers this call.
       correlation_id = nil if @policy.request_correlation_id == :none # what RR-8.4 forbids
       slot = Slot.new
-      call do
+      call(timeout) do
         with_reply_address do |address|
           register { @pending[message_id] = slot }
           begin
@@ -107,6 +126,7 @@ module Acemq
     def close
       ending = @lock.synchronize do
         @closed = true
+        @connection_changed.broadcast # a call waiting for a recovery ends too
         next false unless @policy.pending_at_close == :end_closed
 
         @pending.each_value { |slot| slot.fill(:closed) }
@@ -115,6 +135,7 @@ module Acemq
         true
       end
       await_calls(CLOSE_GRACE) if ending
+      @watch&.cancel
       @publisher&.close
       @channel.close if @channel&.open? && @connection.open?
     rescue Bunny::Exception, Timeout::Error
@@ -123,11 +144,13 @@ module Acemq
 
     private
 
-    # Counts the call from its start to its end, so close can wait for it.
-    def call
+    # Counts the call from its start to its end, so close can wait for it. A call made while
+    # the connection is being recovered waits for it, at most timeout.
+    def call(timeout)
       @lock.synchronize do
         raise RequesterClosed if @closed
 
+        await_connection(timeout)
         @calls += 1
       end
       begin
@@ -140,13 +163,57 @@ module Acemq
       end
     end
 
-    # Registers a waiting call under @lock, unless close came first.
+    # Registers a waiting call under @lock, unless close or a lost connection came first.
     def register
       @lock.synchronize do
         raise RequesterClosed if @closed
+        raise ConnectionLost, @lost_reason unless @connection_state == :open
 
         yield
       end
+    end
+
+    # Under @lock: returns once the connection is open; raises ConnectionLost when it stays
+    # down, or is still being recovered after timeout seconds, RequesterClosed when the
+    # requester is closed meanwhile.
+    def await_connection(timeout)
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+      while @connection_state == :recovering && !@closed
+        left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        break if left <= 0
+
+        @connection_changed.wait(@lock, left)
+      end
+      raise RequesterClosed if @closed
+      raise ConnectionLost, @lost_reason unless @connection_state == :open
+    end
+
+    # The connection watch, before Bunny's recovery starts (on its reader thread). RR-20.1:
+    # the reply queue went with the connection, so every pending call and gather ends at
+    # once; waiting out their timeouts is the policy's other value.
+    def connection_lost(reason, recovering)
+      @lock.synchronize do
+        @connection_state = recovering ? :recovering : :down
+        @lost_reason = reason
+        if @policy.on_connection_lost == :end_lost
+          lost = Lost.new(reason)
+          @pending.each_value { |slot| slot.fill(lost) }
+          @pending.clear
+          @gathers.each_value { |gathering| gathering.lose(reason) }
+        end
+      end
+      emit(:connection_lost, reason: reason)
+    end
+
+    # Bunny recovered the channel, declared a new server-named reply queue and consumes it.
+    def connection_recovered
+      queue = @lock.synchronize do
+        @reply_queue = Headers.text(@reply.name)
+        @connection_state = :open
+        @connection_changed.broadcast
+        @reply_queue
+      end
+      emit(:recovered, reply_queue: queue)
     end
 
     def await_calls(grace)
@@ -180,6 +247,7 @@ module Acemq
         _, reply = slot.wait(5)
       end
       raise RequesterClosed if reply == :closed
+      raise ConnectionLost, reply.reason if reply.is_a?(Lost)
 
       decode_reply(message_id, reply)
     end
@@ -212,16 +280,16 @@ module Acemq
       arguments = @policy.explicit_reply_queue_type ? { "x-queue-type" => "classic" } : {}
       queue = channel.queue("", exclusive: @policy.exclusive_reply_queue, auto_delete: true, durable: false, arguments: arguments)
       queue.subscribe(manual_ack: false) { |_info, props, body| on_reply(props, body) }
-      Headers.text(queue.name)
+      queue
     end
 
     # RR-6: one reply queue for every call. A queue per call (the policy's other value)
     # stays consumed, so a late reply is still Unmatched, until the requester closes.
     def with_reply_address
-      return yield(@reply_queue) unless @policy.reply_queue_per_request
+      return yield(reply_queue) unless @policy.reply_queue_per_request
 
       # A Bunny channel runs one synchronous method at a time.
-      address = @declare_lock.synchronize { declare_reply_queue(@channel) }
+      address = @declare_lock.synchronize { Headers.text(declare_reply_queue(@channel).name) }
       yield address
     end
 

@@ -15,7 +15,11 @@ module Acemq
   #
   # The handler's return value is the JSON reply; an exception is sent back as acemq-error
   # (RR-10). Events (see Observable#on): :handled, :replied, :reply_failed, :dead_lettered,
-  # :unanswerable, and :channel_closed (reason) when the broker closes the consumer's channel.
+  # :unanswerable, :channel_closed (reason) when the broker closes the consumer's channel,
+  # :connection_lost (reason) and :recovered once Bunny's automatic recovery has the
+  # connection back, both queues declared again and the consumer consuming again (RR-20.2).
+  # A request taken and not yet settled when the connection is lost is not acked: the
+  # broker delivers it again, as its next attempt (RR-20.4). The counters carry on.
   class Responder
     include Observable
 
@@ -70,6 +74,10 @@ module Acemq
       request_queue.bind(@bind[:exchange], routing_key: @bind[:routing_key].to_s) if @bind
       @publisher = ConfirmedPublisher.new(@connection)
       @consumer = request_queue.subscribe(manual_ack: true) { |info, props, body| handle(info, props, body) }
+      # Bunny's recovery declares both queues again, binds and consumes again on this channel.
+      @watch = ConnectionWatch.of(@connection).subscribe(recover: @policy.recover_connection,
+                                                         lost: ->(reason, _recovering) { emit(:connection_lost, reason: reason) },
+                                                         recovered: -> { emit(:recovered, queue: @queue) })
       self
     end
 
@@ -81,6 +89,7 @@ module Acemq
     # when the channel closes.
     def stop
       @lock.synchronize { @stopping = true }
+      @watch&.cancel
       # After the broker closed the connection there is nothing left to cancel or close.
       return unless @connection.open?
 
@@ -120,6 +129,9 @@ module Acemq
       # A delivery that reaches its thread after stop began is left for the broker to requeue.
       return if @lock.synchronize { @stopping }
 
+      # What RR-20.4 forbids: the request acked before its handler ran, gone if the connection is lost.
+      @channel.ack(info.delivery_tag) if @policy.ack_timing == :on_delivery
+
       headers = Headers.normalize(props.headers)
       message_id = Headers.text(props.message_id)
       address, source = Headers.reply_address(address_headers(headers), props.reply_to, @policy.read_order)
@@ -151,7 +163,7 @@ module Acemq
       settling do
         case result.first
         when :ok then answer(info, props, body, request, result.last)
-        when :drop then @channel.ack(info.delivery_tag)
+        when :drop then ack(info)
         when :failed_no_dlq then fail_request(info, props, body, request, result.last, dead_letter: false)
         else fail_request(info, props, body, request, result.last)
         end
@@ -247,7 +259,7 @@ module Acemq
       end
       count_answered(1) if exists && after_confirm
       emit(:replied, message_id: request.message_id, failure: nil)
-      @channel.ack(info.delivery_tag)
+      ack(info)
     end
 
     # RR-10, RR-11: the failure goes back to the caller, then the request to the DLQ once.
@@ -277,7 +289,7 @@ module Acemq
       elsif @policy.dead_letter_failures && dead_letter
         dead_letter_and_ack(info, props, body, failure)
       else
-        @channel.ack(info.delivery_tag)
+        ack(info)
       end
     end
 
@@ -285,7 +297,7 @@ module Acemq
     def retry_or_dead_letter(info, props, body, request, reason, error)
       emit(:reply_failed, message_id: request.message_id, attempt: request.attempt, error: error)
       if @policy.undeliverable_reply == :ack # what RR-14 forbids: acknowledged into nowhere
-        @channel.ack(info.delivery_tag)
+        ack(info)
       else
         retry_request(info, props, body, request, reason, last_ack: @policy.last_attempt == :ack)
       end
@@ -295,12 +307,11 @@ module Acemq
     # at an undeliverable reply instead of dead-lettering it.
     def retry_request(info, props, body, request, reason, last_ack: false)
       if Headers.retry_decision(request.attempt, max_attempts) == :dead_letter
-        return @channel.ack(info.delivery_tag) if last_ack
+        return ack(info) if last_ack
 
         dead_letter_and_ack(info, props, body, reason)
       else
-        # Bunny's nack does not requeue unless told to.
-        @channel.nack(info.delivery_tag, false, true)
+        requeue(info)
       end
     end
 
@@ -311,7 +322,7 @@ module Acemq
       if @policy.unanswerable == :dead_letter
         dead_letter_and_ack(info, props, body, "Unanswerable: the request names no reply address")
       else
-        @channel.ack(info.delivery_tag)
+        ack(info)
       end
       emit(:unanswerable, message_id: message_id)
     end
@@ -358,7 +369,7 @@ module Acemq
       # What RR-11.4 forbids: a copy without the request's correlation_id and reply_to.
       properties = properties.merge(correlation_id: nil, reply_to: nil) if @policy.dead_letter_copy == :id_and_headers
       @publisher.publish(body, exchange: "", routing_key: dlq, **properties.compact)
-      @channel.ack(info.delivery_tag)
+      ack(info)
       emit(:dead_lettered, message_id: Headers.text(props.message_id), reason: reason)
     end
 
@@ -383,8 +394,20 @@ module Acemq
       @lock.synchronize { @first_answer_seen.tap { @first_answer_seen = true } }
     end
 
+    # Settling a request (RR-14): acked, or requeued for its next attempt. Once acked on
+    # delivery (ack_timing: :on_delivery) there is nothing left to settle: a requeue cannot
+    # happen and the request is gone.
+    def ack(info)
+      @channel.ack(info.delivery_tag) unless @policy.ack_timing == :on_delivery
+    end
+
+    def requeue(info)
+      # Bunny's nack does not requeue unless told to.
+      @channel.nack(info.delivery_tag, false, true) unless @policy.ack_timing == :on_delivery
+    end
+
     def safely_requeue(info)
-      @channel.nack(info.delivery_tag, false, true)
+      requeue(info)
     rescue StandardError => e
       warn "acemq: responder #{@queue}: could not requeue: #{e.class}: #{e.message}"
     end

@@ -14,12 +14,16 @@ module AcemqPeer
   # The error the `fail` behaviour raises, so the failure text is the same in every language.
   class ScenarioFailure < StandardError; end
 
-  # Serves one peer-protocol session (docs/peer-protocol.md, versions 1 to 4): commands
+  # Serves one peer-protocol session (docs/peer-protocol.md, versions 1 to 5): commands
   # on input, one JSON line per answer or event on output, the log elsewhere.
   class Session
     # 3: type, the closed outcome, unmatched with both ids; 4: policy values instead of
-    # profile and mutant names, and a responder without events.
-    PROTOCOLS = [1, 2, 3, 4].freeze
+    # profile and mutant names, and a responder without events; 5: each role's connection
+    # named and on a list of nodes, recovered by Bunny, the connection_lost outcome and the
+    # recovered event.
+    PROTOCOLS = [1, 2, 3, 4, 5].freeze
+    # From this version on a binding role's connection recovers (RR-20).
+    RECOVERY_PROTOCOL = 5
     NAME = "ruby"
     DRAIN_SECONDS = 10
     # How long requester.close waits for the answers of the calls its close ended.
@@ -155,6 +159,7 @@ module AcemqPeer
       requester.on(:unmatched) do |e|
         event("unmatched", requester: name, correlation_id: e[:correlation_id], response_message_id: e[:response_message_id])
       end
+      recovery_events(:requester, name, requester)
       @state_lock.synchronize { @requesters[name] = requester }
       { reply_queue: requester.reply_queue }
     end
@@ -165,7 +170,7 @@ module AcemqPeer
       policy = Knobs.requester_policy(command["policy"])
       claim_name(name)
       claimed = true
-      requester = Acemq::Internal::Requester.new(connect(name, :requester), policy)
+      requester = Acemq::Internal::Requester.new(connect(name, :requester, command), policy)
       requester.on(:channel_closed) { |e| lost(:requester, name, e[:reason]) }
       requester.open
     rescue StandardError
@@ -198,7 +203,7 @@ module AcemqPeer
       outcome = owing(command, name) do
         { outcome: "reply", reply: requester.request(command["body"], **options) }
       rescue StandardError => e
-        CallOutcome.of_request(e) or raise # anything else is a refusal (ok: false)
+        CallOutcome.of_request(e, protocol: @protocol.to_i) or raise # anything else is a refusal (ok: false)
       end
       outcome.merge(request_id: id, elapsed_ms: elapsed_ms(started))
     end
@@ -222,7 +227,7 @@ module AcemqPeer
                   end
         { outcome: "replies", replies: replies }
       rescue StandardError => e
-        CallOutcome.of_gather(e) or raise
+        CallOutcome.of_gather(e, protocol: @protocol.to_i) or raise
       end
       outcome.merge(request_id: id, elapsed_ms: elapsed_ms(started))
     end
@@ -241,7 +246,7 @@ module AcemqPeer
       build = build_responder(name, command)
       claim_name(name)
       claimed = true
-      responder = build.call(connect(name, :responder))
+      responder = build.call(connect(name, :responder, command, recover: command.fetch("client", "binding") == "binding"))
       # Registered before start, so counters reads find it while a backlog is consumed.
       @state_lock.synchronize { @responders[name] = responder }
       responder.start
@@ -274,6 +279,7 @@ module AcemqPeer
       events = command["events"] != false
       lambda do |connection|
         responder = Acemq::Internal::Responder.new(connection, policy, **options) { |request| behave(name, behavior, request) }
+        recovery_events(:responder, name, responder)
         observe(name, responder, events: events)
       end
     end
@@ -317,7 +323,7 @@ module AcemqPeer
       requester = if command["client"] == "raw"
                     claim_name(name)
                     claimed = true
-                    Raw::Requester.new(connect(name, :requester)).open
+                    Raw::Requester.new(connect(name, :requester, command, recover: false)).open
                   else
                     open_requester(name, command).tap { claimed = true }
                   end
@@ -373,15 +379,43 @@ module AcemqPeer
     end
 
     # One connection per requester or responder, so closing one takes its reply queue along;
-    # binding and raw clients alike, with hello's TLS settings.
-    def connect(name, role)
+    # binding and raw clients alike, with hello's TLS settings. Version 5: under the
+    # command's connection_name, on its amqp_urls (else hello's amqp_url), and a binding's
+    # connection recovers (Acemq::Connection.open's default), which the binding reports
+    # (recovery_events). Before version 5, and for a raw client, no recovery of either kind:
+    # a lost connection is reported (connection_lost) by Bunny's session error handler.
+    def connect(name, role, command, recover: true)
       url = @amqp_url or raise ArgumentError, "hello has not given an amqp_url"
-      errors = SessionErrors.new(@log) { |reason| lost(role, name, reason) }
-      # No recovery of either kind: a lost connection is reported (connection_lost), not hidden.
-      connection = Acemq::Connection.open(url, ca_file: @ca_file, logger: @log, automatically_recover: false,
-                                               recover_from_connection_close: false,
-                                               connection_name: "acemq-ruby #{name}", session_error_handler: errors)
+      if @protocol.to_i >= RECOVERY_PROTOCOL
+        urls = urls_of(command) || [url]
+        connection_name = command["connection_name"] || "acemq-ruby #{name}"
+      else
+        urls = [url]
+        connection_name = "acemq-ruby #{name}"
+        recover = false
+      end
+      errors = SessionErrors.new(@log) { |reason| lost(role, name, reason) unless recover }
+      options = recover ? {} : { automatically_recover: false, recover_from_connection_close: false }
+      connection = Acemq::Connection.open(urls, ca_file: @ca_file, logger: @log, connection_name: connection_name,
+                                                session_error_handler: errors, **options)
       @state_lock.synchronize { @connections[name] = connection }
+    end
+
+    # A command's amqp_urls (version 5), checked; nil when absent.
+    def urls_of(command)
+      urls = command["amqp_urls"] or return nil
+      unless urls.is_a?(Array) && !urls.empty? && urls.all? { |u| u.is_a?(String) && !u.empty? }
+        raise ArgumentError, "amqp_urls must be a non-empty list of URLs, not #{urls.inspect}"
+      end
+
+      urls
+    end
+
+    # Version 5: a binding role's connection lost (once per loss, with the binding's reason)
+    # and back (consuming again). Only a recovering connection makes the binding report them.
+    def recovery_events(role, name, binding)
+      binding.on(:connection_lost) { |e| lost(role, name, e[:reason]) }
+      binding.on(:recovered) { event("recovered", role => name) }
     end
 
     # Version 2: the broker or the network ended a connection or channel we did not close.
@@ -478,7 +512,8 @@ module AcemqPeer
   end
 
   # Bunny raises connection failures into the session's creating thread by default; a
-  # command thread is the wrong place for them, so they are logged and reported instead.
+  # command thread is the wrong place for them, so they are logged and reported instead
+  # (the block decides: a recovering binding reports its losses itself).
   class SessionErrors
     def initialize(log, &on_lost)
       @log = log
