@@ -248,3 +248,38 @@ def test_a_role_is_named_and_given_the_nodes_only_from_protocol_5(protocol: int)
         else:
             assert "connection_name" not in command and "amqp_urls" not in command, "an older peer gets what it always got"
     assert "connection_name" not in process.sent[2], "the raw client is no binding role"
+
+
+@pytest.mark.parametrize("protocol, ended", [(4, True), (5, False)])
+def test_a_requesters_lost_connection_fails_its_calls_for_it_only_before_protocol_5(protocol: int, ended: bool) -> None:
+    # Before protocol 5 a call on a requester whose connection is gone cannot end well, so the
+    # harness ends it with the cause; from 5 the binding ends it (RR-20.1), and that is judged.
+    import threading
+    from concurrent.futures import Future
+
+    from acemq_interop.peers.process import PeerProcess
+
+    process = object.__new__(PeerProcess)
+    process.manifest = type("M", (), {"name": "x"})()
+    process.protocol = protocol
+    process._lock, process._events, process._events_changed = threading.Lock(), [], threading.Condition()
+    call: Future = Future()
+    call.command = {"op": "request", "requester": "c0001.q"}  # type: ignore[attr-defined]
+    process._pending = {7: call}
+    process._event({"event": "connection_lost", "requester": "c0001.q", "reason": FORCED})
+    assert call.done() is ended
+    if ended:
+        assert "connection lost: peer x requester c0001.q" in str(call.exception())
+
+
+def test_before_any_drop_a_wait_recovered_waits_for_the_first_connection_and_a_nameless_one_is_an_error(tmp_path: Path) -> None:
+    steps = ("  - responder: {as: r, role: responder, queue: requests}\n"
+             "  - requester: {as: q, role: requester}\n"
+             "  - wait_recovered: {of: r, within_ms: 300, rule: RR-20.2}\n")
+    for names, status in ((True, Status.PASS), (False, Status.ERROR)):
+        management, broker = ConnectionsManagement(), FakeBroker()
+        a, b = RecoveringPeer("a", broker, management), RecoveringPeer("b", broker, management, names_connection=names)
+        result = run_cell(cell_of(scenario(tmp_path, steps), "a", "b"), "c0008", context(management, a, b))
+        assert result.status == status, result.message
+        if not names:
+            assert result.message.startswith("peer b names no connection `acemq-interop 0badc0de c0008.r` consuming")
