@@ -59,6 +59,8 @@ type gathering struct {
 	// kept, when not nil (a restart_per_reply policy), hears of every
 	// reply kept, so that await starts the timeout again.
 	kept chan struct{}
+	// sess is the connection its copies were sent on.
+	sess *replySession
 }
 
 // add keeps a reply and returns the callback to run for it.
@@ -125,7 +127,11 @@ func (r *Requester) gather(ctx context.Context, exchange, key string, copies int
 	if err != nil {
 		return nil, err
 	}
-	replyTo, err := r.replyQueueForCall()
+	sess, err := r.session(ctx, opts.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	replyTo, err := r.replyQueueForCall(sess)
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +142,7 @@ func (r *Requester) gather(ctx context.Context, exchange, key string, copies int
 	}
 
 	g := r.newGathering(opts.MessageID, opts.ExpectedReplyCount, onReply)
+	g.sess = sess
 	if err := r.registerGather(g); err != nil {
 		return nil, err
 	}
@@ -144,7 +151,7 @@ func (r *Requester) gather(ctx context.Context, exchange, key string, copies int
 		if i > 0 && r.pol.GatherCopyIDs == policy.DistinctIDs {
 			msg.MessageId = NewMessageID()
 		}
-		if err := r.send(exchange, key, msg, r.pol.HonourGatherReturns); err != nil {
+		if err := r.send(sess, exchange, key, msg, r.pol.HonourGatherReturns); err != nil {
 			r.endGather(g)
 			return nil, err
 		}
@@ -172,7 +179,8 @@ func (r *Requester) resolveGather(opts GatherOptions) GatherOptions {
 }
 
 // await waits for a registered gather's end: its count (SG-5), its timeout
-// (SG-6, SG-7), the caller's context, or the requester's Close.
+// (SG-6, SG-7), the caller's context, the requester's Close, or the loss of
+// its connection (RR-20.1).
 func (r *Requester) await(ctx context.Context, g *gathering, timeout time.Duration) ([]json.RawMessage, error) {
 	full := g.full
 	if !r.pol.GatherResolvesEarly {
@@ -210,6 +218,10 @@ wait:
 		case <-r.closing():
 			r.endGather(g)
 			return nil, ErrClosed
+		case <-r.lostOf(g.sess):
+			// RR-20.1: its reply queue went with the connection.
+			r.endGather(g)
+			return nil, g.sess.lostError()
 		}
 	}
 	// What the gather has when endGather takes it out of r.gathers is its

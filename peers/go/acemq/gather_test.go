@@ -21,6 +21,7 @@ func reply(responseID, correlationID, body string) amqp.Delivery {
 func startGather(t *testing.T, r *Requester, id string, expected int, onReply func(json.RawMessage)) *gathering {
 	t.Helper()
 	g := r.newGathering(id, expected, onReply)
+	g.sess = r.sess
 	if err := r.registerGather(g); err != nil {
 		t.Fatal(err)
 	}

@@ -301,6 +301,19 @@ func (cc *confirmChannel) end() {
 	}
 }
 
+// rebind moves the publisher to conn (a recovered connection): the next
+// publish opens its channel there. What the old channel still holds fails
+// with it.
+func (p *publisher) rebind(conn *amqp.Connection) {
+	p.mu.Lock()
+	old := p.cc
+	p.conn, p.cc = conn, nil
+	p.mu.Unlock()
+	if old != nil {
+		old.ch.Close()
+	}
+}
+
 func (p *publisher) close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -50,10 +50,14 @@ type RequesterOptions struct {
 	// OnUnmatched, when set, is called for every reply counted in Unmatched,
 	// with the ids that reply carried.
 	OnUnmatched func(reply UnmatchedReply)
-	// OnLost, when set, is called once if the broker or the network closes
-	// the channel the replies arrive on (or its connection): the requester
-	// cannot receive replies any more. Close does not call it.
+	// OnLost, when set, is called each time the broker or the network closes
+	// the channel the replies arrive on (or its connection): the calls then
+	// pending end with a *ConnectionLostError. Close does not call it.
 	OnLost func(reason *amqp.Error)
+	// OnRecovered, when set, is called each time a requester opened with
+	// DialRequester is connected again after a loss and consumes its new
+	// reply queue.
+	OnRecovered func()
 
 	// policy is set only from inside this module (internal/policy).
 	policy *policy.Requester
@@ -70,26 +74,29 @@ type UnmatchedReply struct {
 // Requester sends requests and waits for their replies on one reply queue of
 // its own: a classic, exclusive, auto-delete queue shared by every call.
 type Requester struct {
-	conn       *amqp.Connection
-	opts       RequesterOptions
-	pol        policy.Requester
-	ch         *amqp.Channel
-	pub        *publisher
-	replyQueue string
+	opts RequesterOptions
+	pol  policy.Requester
+	// config is how a requester opened by DialRequester connects again; nil
+	// for one on its caller's connection, which it cannot recover.
+	config *ConnectionConfig
 
-	mu      sync.Mutex
-	seq     uint64
-	calls   map[string]*call
-	gathers map[string]*gathering
-	closed  bool
+	mu  sync.Mutex
+	seq uint64
+	// sess is the connection the requester sends and consumes on, nil while
+	// it is lost; up is closed when a recovered one takes its place.
+	sess *replySession
+	up   chan struct{}
+	// lastLoss is the reason of the latest loss, for calls that find the
+	// requester down.
+	lastLoss *amqp.Error
+	calls    map[string]*call
+	gathers  map[string]*gathering
+	closed   bool
 	// done is closed by Close to end the pending calls.
 	done chan struct{}
 	// pending counts the calls and gathers under way, so that Close returns
 	// only once every one of them has ended.
 	pending sync.WaitGroup
-	// perCall holds the channels of per-call reply queues (a policy that
-	// declares one per request), which live until Close.
-	perCall []*amqp.Channel
 	// pastRequests holds the message ids of the requests this requester
 	// has sent, so that a reply finding nobody waiting is known to be a
 	// request's or a gather's; only a policy that counts one kind and not
@@ -105,31 +112,242 @@ type call struct {
 	reply chan amqp.Delivery
 }
 
-// NewRequester declares the reply queue on conn and starts consuming it.
+// replySession is one connection's reply queue and publisher.
+type replySession struct {
+	conn       *amqp.Connection
+	node       int // the index of its node in ConnectionConfig.URLs
+	ch         *amqp.Channel
+	pub        *publisher
+	replyQueue string
+	// perCall holds the channels of per-call reply queues (a policy that
+	// declares one per request), which live until Close or the loss.
+	perCall []*amqp.Channel
+	// lost is closed, reason set, when the connection is lost.
+	lost   chan struct{}
+	reason *amqp.Error
+}
+
+// lostError is the error of a call this session carried, once it is lost.
+func (s *replySession) lostError() error { return lostError(s.reason) }
+
+func (s *replySession) isLost() bool {
+	select {
+	case <-s.lost:
+		return true
+	default:
+		return false
+	}
+}
+
+// NewRequester declares the reply queue on conn and starts consuming it. The
+// connection stays its caller's: when it is lost the pending calls end with a
+// *ConnectionLostError and the requester stays down (DialRequester's
+// reconnects).
 func NewRequester(conn *amqp.Connection, opts RequesterOptions) (*Requester, error) {
+	r := newRequester(opts)
+	s, err := r.openSession(conn, 0)
+	if err != nil {
+		return nil, err
+	}
+	r.sess = s
+	return r, nil
+}
+
+// DialRequester connects to the first reachable node of config.URLs under
+// config.Name, declares the reply queue and starts consuming it. When the
+// connection is lost, the pending calls end with a *ConnectionLostError and
+// the requester connects again (the first attempt within a second, then
+// backing off up to 5 s apart) under the same name, with a new reply queue
+// that later calls name; a call made meanwhile waits for it within its
+// timeout. Close closes the connection.
+func DialRequester(config ConnectionConfig, opts RequesterOptions) (*Requester, error) {
+	conn, node, err := config.dialFrom(0)
+	if err != nil {
+		return nil, err
+	}
+	r := newRequester(opts)
+	r.config = &config
+	s, err := r.openSession(conn, node)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	r.sess = s
+	return r, nil
+}
+
+func newRequester(opts RequesterOptions) *Requester {
 	opts, pol := opts.resolve()
-	r := &Requester{
-		conn:    conn,
+	return &Requester{
 		opts:    opts,
 		pol:     pol,
 		calls:   map[string]*call{},
 		gathers: map[string]*gathering{},
 		done:    make(chan struct{}),
 	}
-	ch, name, deliveries, err := openReplyQueue(conn, pol.ExclusiveReplyQueue, r.replyQueueArgs())
+}
+
+// openSession declares a reply queue on conn, consumes it and opens a
+// publisher; a goroutine watches the reply channel for the connection's loss.
+func (r *Requester) openSession(conn *amqp.Connection, node int) (*replySession, error) {
+	ch, name, deliveries, closes, err := openReplyQueue(conn, r.pol.ExclusiveReplyQueue, r.replyQueueArgs())
 	if err != nil {
 		return nil, err
 	}
-	r.ch, r.replyQueue = ch, name
-	if opts.OnLost != nil {
-		go notifyLost(ch.NotifyClose(make(chan *amqp.Error, 1)), opts.OnLost)
-	}
-	if r.pub, err = newPublisher(conn); err != nil {
+	s := &replySession{conn: conn, node: node, ch: ch, replyQueue: name, lost: make(chan struct{})}
+	if s.pub, err = newPublisher(conn); err != nil {
 		ch.Close()
 		return nil, err
 	}
 	go r.consume(deliveries)
-	return r, nil
+	go func() {
+		// amqp091-go closes it without a value when the channel or its
+		// connection is closed by its owner.
+		if reason, ok := <-closes; ok && reason != nil {
+			r.lose(s, reason)
+		}
+	}()
+	return s, nil
+}
+
+// lose ends what session s carried: the calls pending on it end (unless the
+// policy leaves them to their timeout), OnLost hears of it, and a requester
+// that owns its connection connects again (unless the policy stays down).
+func (r *Requester) lose(s *replySession, reason *amqp.Error) {
+	r.mu.Lock()
+	if s.isLost() {
+		r.mu.Unlock()
+		return
+	}
+	s.reason = reason
+	close(s.lost)
+	current := r.sess == s
+	if current {
+		r.sess = nil
+		r.up = make(chan struct{})
+		r.lastLoss = reason
+	}
+	closed := r.closed
+	r.mu.Unlock()
+	if !current {
+		// A session lost before it was taken into use: redial goes on.
+		return
+	}
+	if r.config != nil {
+		// Ours: whatever is left of it (a channel-only loss) goes too.
+		s.conn.Close()
+	}
+	if r.opts.OnLost != nil && !closed {
+		r.opts.OnLost(reason)
+	}
+	if r.config != nil && r.pol.RecoverConnection && !closed {
+		go r.recover(s.node)
+	}
+}
+
+// recover connects again after the node lost, until it has a new session or
+// the requester is closed.
+func (r *Requester) recover(lost int) {
+	recovered := r.config.redial(r.done, lost, func(conn *amqp.Connection, node int) error {
+		s, err := r.openSession(conn, node)
+		if err != nil {
+			return err
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if s.isLost() {
+			return s.lostError()
+		}
+		if r.closed {
+			return ErrClosed // redial closes the connection
+		}
+		r.sess = s
+		close(r.up)
+		return nil
+	})
+	if recovered && r.opts.OnRecovered != nil && !r.isClosed() {
+		r.opts.OnRecovered()
+	}
+}
+
+func (r *Requester) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
+// session is the session a call is sent on: the current one, or while the
+// requester is recovering the next one, waited for until wait elapses. A
+// requester that is down and not recovering ends the call at once.
+func (r *Requester) session(ctx context.Context, wait time.Duration) (*replySession, error) {
+	var timer *time.Timer
+	for {
+		r.mu.Lock()
+		s, up, closed, reason := r.sess, r.up, r.closed, r.lastLoss
+		recovering := r.config != nil && r.pol.RecoverConnection
+		r.mu.Unlock()
+		switch {
+		case closed:
+			return nil, ErrClosed
+		case s != nil:
+			return s, nil
+		case !recovering:
+			return nil, lostError(reason)
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		}
+		select {
+		case <-up:
+		case <-timer.C:
+			return nil, lostError(reason)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-r.done:
+			return nil, ErrClosed
+		}
+	}
+}
+
+// lostOf is what ends a call on session s when its connection is lost: s.lost,
+// or under a wait policy nothing (a nil channel never fires), so the call
+// waits out its timeout.
+func (r *Requester) lostOf(s *replySession) <-chan struct{} {
+	if r.pol.OnConnectionLost == policy.WaitLost {
+		return nil
+	}
+	return s.lost
+}
+
+// sendError is the error of a publish (or a per-call reply queue) that
+// failed: a *ConnectionLostError when its connection was lost meanwhile, so
+// that it is never taken as sent. amqp091-go marks a connection closed before
+// it closes its channels, so a publish its loss failed finds it closed.
+func sendError(s *replySession, err error) error {
+	if s.isLost() {
+		return s.lostError()
+	}
+	if s.conn != nil && s.conn.IsClosed() {
+		var closedCh *ChannelClosedError
+		if errors.As(err, &closedCh) {
+			return lostError(closedCh.Reason)
+		}
+		return lostError(nil)
+	}
+	return err
+}
+
+// close closes the session's channels (its reply queue goes with them).
+func (s *replySession) close() error {
+	for _, ch := range s.perCall {
+		ch.Close()
+	}
+	err := s.ch.Close()
+	if perr := s.pub.close(); err == nil {
+		err = perr
+	}
+	return err
 }
 
 // resolve is the options with their defaults filled in, and their policy:
@@ -152,24 +370,26 @@ func (r *Requester) replyQueueArgs() amqp.Table {
 }
 
 // openReplyQueue declares a reply queue on a channel of its own and consumes
-// it. The queue is exclusive (RR-7) unless a policy says otherwise: then
+// it; closes is the channel's NotifyClose, registered before anything can
+// close it. The queue is exclusive (RR-7) unless a policy says otherwise: then
 // another connection could consume the replies.
-func openReplyQueue(conn *amqp.Connection, exclusive bool, args amqp.Table) (*amqp.Channel, string, <-chan amqp.Delivery, error) {
+func openReplyQueue(conn *amqp.Connection, exclusive bool, args amqp.Table) (*amqp.Channel, string, <-chan amqp.Delivery, <-chan *amqp.Error, error) {
 	ch, err := conn.Channel()
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
+	closes := ch.NotifyClose(make(chan *amqp.Error, 1))
 	q, err := ch.QueueDeclare("", false, true, exclusive, false, args)
 	if err != nil {
 		ch.Close()
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
 	deliveries, err := ch.Consume(q.Name, "", true, true, false, false, nil)
 	if err != nil {
 		ch.Close()
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
-	return ch, q.Name, deliveries, nil
+	return ch, q.Name, deliveries, closes, nil
 }
 
 // notifyLost calls lost with the reason the broker or the network closed a
@@ -182,16 +402,16 @@ func notifyLost(closes <-chan *amqp.Error, lost func(*amqp.Error)) {
 	}
 }
 
-// replyQueueForCall is the reply address one request or gather names: the
-// requester's own queue (RR-6), or under a per-request policy a fresh one,
-// consumed until Close so that a late reply still arrives and is counted.
-func (r *Requester) replyQueueForCall() (string, error) {
+// replyQueueForCall is the reply address one request or gather on session s
+// names: the session's queue (RR-6), or under a per-request policy a fresh
+// one, consumed until Close so that a late reply still arrives and is counted.
+func (r *Requester) replyQueueForCall(s *replySession) (string, error) {
 	if !r.pol.ReplyQueuePerRequest {
-		return r.replyQueue, nil
+		return s.replyQueue, nil
 	}
-	ch, name, deliveries, err := openReplyQueue(r.conn, r.pol.ExclusiveReplyQueue, r.replyQueueArgs())
+	ch, name, deliveries, _, err := openReplyQueue(s.conn, r.pol.ExclusiveReplyQueue, r.replyQueueArgs())
 	if err != nil {
-		return "", err
+		return "", sendError(s, err)
 	}
 	r.mu.Lock()
 	if r.closed {
@@ -199,14 +419,22 @@ func (r *Requester) replyQueueForCall() (string, error) {
 		ch.Close()
 		return "", ErrClosed
 	}
-	r.perCall = append(r.perCall, ch)
+	s.perCall = append(s.perCall, ch)
 	r.mu.Unlock()
 	go r.consume(deliveries)
 	return name, nil
 }
 
-// ReplyQueue is the reply address this requester names.
-func (r *Requester) ReplyQueue() string { return r.replyQueue }
+// ReplyQueue is the reply address this requester names: after a recovery the
+// new queue's name, empty while it is recovering.
+func (r *Requester) ReplyQueue() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sess == nil {
+		return ""
+	}
+	return r.sess.replyQueue
+}
 
 // TimedOut counts requests that gave up before an answer arrived.
 func (r *Requester) TimedOut() int64 { return atomic.LoadInt64(&r.timedOut) }
@@ -257,8 +485,10 @@ func WithHeaders(h amqp.Table) RequestOption {
 
 // Request publishes request as JSON to exchange with routingKey and decodes
 // the reply into reply. It fails with an error wrapping ErrTimedOut, a
-// *ResponderFailedError, a *DecodeError, or the reason the request could not
-// be sent (a *ReturnedError when no queue took it).
+// *ResponderFailedError, a *DecodeError, a *ConnectionLostError (the
+// connection was lost before the reply came: the request may still be
+// carried out), or the reason the request could not be sent (a
+// *ReturnedError when no queue took it).
 func (r *Requester) Request(ctx context.Context, exchange, routingKey string, request, reply interface{}, opts ...RequestOption) error {
 	cfg := requestConfig{timeout: r.opts.Timeout}
 	for _, o := range opts {
@@ -280,7 +510,11 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 		return err
 	}
 	id := cfg.messageID
-	replyTo, err := r.replyQueueForCall()
+	s, err := r.session(ctx, cfg.timeout)
+	if err != nil {
+		return err
+	}
+	replyTo, err := r.replyQueueForCall(s)
 	if err != nil {
 		return err
 	}
@@ -295,19 +529,23 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 		return err
 	}
 	defer r.pending.Done()
-	if err := r.send(exchange, routingKey, msg, r.pol.HonourReturns); err != nil {
+	if err := r.send(s, exchange, routingKey, msg, r.pol.HonourReturns); err != nil {
 		r.forget(id)
 		return err
 	}
+	return r.waitReply(ctx, s, id, c, cfg.timeout, reply)
+}
 
-	timer := time.NewTimer(r.requestDeadline(cfg.timeout))
+// waitReply waits for the reply of call c (message id id), sent on session s.
+func (r *Requester) waitReply(ctx context.Context, s *replySession, id string, c *call, timeout time.Duration, reply interface{}) error {
+	timer := time.NewTimer(r.requestDeadline(timeout))
 	defer timer.Stop()
 	select {
 	case d := <-c.reply:
 		return r.decode(d, reply)
 	case <-timer.C:
 		if r.forget(id) {
-			return r.timedOutCall(id, cfg.timeout, reply)
+			return r.timedOutCall(id, timeout, reply)
 		}
 	case <-ctx.Done():
 		if r.forget(id) {
@@ -316,6 +554,11 @@ func (r *Requester) Request(ctx context.Context, exchange, routingKey string, re
 	case <-r.closing():
 		if r.forget(id) {
 			return ErrClosed
+		}
+	case <-r.lostOf(s):
+		// RR-20.1: its reply queue went with the connection.
+		if r.forget(id) {
+			return s.lostError()
 		}
 	}
 	// The reply won the race against the timer: it is already ours.
@@ -344,11 +587,16 @@ func (r *Requester) timedOutCall(id string, timeout time.Duration, reply interfa
 	return fmt.Errorf("%w: no reply to %s within %s", ErrTimedOut, id, timeout)
 }
 
-// send publishes a request or a gather's copy. A publish the broker returned
-// fails it at once (RR-13) unless honourReturns is off, when the broker's ack
-// is taken as delivery and the call waits for its timeout.
-func (r *Requester) send(exchange, key string, msg amqp.Publishing, honourReturns bool) error {
-	return returnsHonoured(r.pub.publish(exchange, key, msg), honourReturns)
+// send publishes a request or a gather's copy on session s. A publish the
+// broker returned fails it at once (RR-13) unless honourReturns is off, when
+// the broker's ack is taken as delivery and the call waits for its timeout.
+// One the connection's loss left unconfirmed is a *ConnectionLostError: it is
+// never taken as sent.
+func (r *Requester) send(s *replySession, exchange, key string, msg amqp.Publishing, honourReturns bool) error {
+	if err := returnsHonoured(s.pub.publish(exchange, key, msg), honourReturns); err != nil {
+		return sendError(s, err)
+	}
+	return nil
 }
 
 // returnsHonoured is a publish's error as a caller sees it: a *ReturnedError
@@ -629,8 +877,8 @@ func (r *Requester) callFor(d amqp.Delivery) (string, *call) {
 
 // Close ends every pending call and gather at once with ErrClosed (none is
 // counted in TimedOut), returns once they all have, and closes the
-// requester's channels; the reply queue goes with them. The connection stays
-// open.
+// requester's channels; the reply queue goes with them. A caller's connection
+// (NewRequester) stays open; DialRequester's is closed.
 func (r *Requester) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -639,18 +887,16 @@ func (r *Requester) Close() error {
 	}
 	r.closed = true
 	close(r.done)
-	perCall := r.perCall
-	r.perCall = nil
+	s := r.sess
 	r.mu.Unlock()
 	if r.pol.PendingAtClose != policy.WaitTimeout {
 		r.pending.Wait()
 	}
-	for _, ch := range perCall {
-		ch.Close()
+	if s == nil {
+		return nil
 	}
-	err := r.ch.Close()
-	if perr := r.pub.close(); err == nil {
-		err = perr
+	if r.config != nil {
+		return s.conn.Close()
 	}
-	return err
+	return s.close()
 }

@@ -23,11 +23,11 @@ func newTestRequester(change ...func(*policy.Requester)) *Requester {
 		c(&p)
 	}
 	return &Requester{
-		pol:        p,
-		replyQueue: "amq.gen-reply",
-		calls:      map[string]*call{},
-		gathers:    map[string]*gathering{},
-		done:       make(chan struct{}),
+		pol:     p,
+		sess:    &replySession{replyQueue: "amq.gen-reply", lost: make(chan struct{})},
+		calls:   map[string]*call{},
+		gathers: map[string]*gathering{},
+		done:    make(chan struct{}),
 	}
 }
 
@@ -46,7 +46,7 @@ func TestRequestNamesTheReplyAddressTwice(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := newTestRequester(c.change)
-		msg := r.requestPublishing("m-1", "c-1", r.replyQueue, []byte(`{}`), amqp.Table{"x-extra": "e", ReplyToHeader: "caller's"})
+		msg := r.requestPublishing("m-1", "c-1", r.sess.replyQueue, []byte(`{}`), amqp.Table{"x-extra": "e", ReplyToHeader: "caller's"})
 		if msg.ReplyTo != c.native {
 			t.Errorf("%s: reply_to = %q, want %q", c.name, msg.ReplyTo, c.native)
 		}
@@ -204,18 +204,18 @@ func TestRequesterDefaultTimeoutComesFromThePolicy(t *testing.T) {
 
 func TestTypeTravelsAsThePropertyUnlessThePolicyMovesIt(t *testing.T) {
 	r := newTestRequester()
-	msg := r.requestPublishing("m-1", "m-1", r.replyQueue, nil, nil)
+	msg := r.requestPublishing("m-1", "m-1", r.sess.replyQueue, nil, nil)
 	r.setType(&msg, "quote.requested")
 	if _, inHeader := msg.Headers["type"]; msg.Type != "quote.requested" || inHeader {
 		t.Errorf("type property %q, headers %v", msg.Type, msg.Headers)
 	}
-	none := r.requestPublishing("m-1", "m-1", r.replyQueue, nil, nil)
+	none := r.requestPublishing("m-1", "m-1", r.sess.replyQueue, nil, nil)
 	r.setType(&none, "")
 	if _, inHeader := none.Headers["type"]; none.Type != "" || inHeader {
 		t.Errorf("no type: property %q, headers %v", none.Type, none.Headers)
 	}
 	header := newTestRequester(func(p *policy.Requester) { p.TypeCarrier = policy.TypeHeader })
-	moved := header.requestPublishing("m-1", "m-1", r.replyQueue, nil, nil)
+	moved := header.requestPublishing("m-1", "m-1", r.sess.replyQueue, nil, nil)
 	header.setType(&moved, "quote.requested")
 	if moved.Type != "" || moved.Headers["type"] != "quote.requested" {
 		t.Errorf("header policy: property %q, headers %v", moved.Type, moved.Headers)

@@ -63,10 +63,14 @@ type ResponderHooks struct {
 	// Unanswerable runs when a request without a reply address was counted
 	// and acknowledged.
 	Unanswerable func(messageID string)
-	// Lost runs once if the broker or the network closes the channel the
-	// requests arrive on (or its connection): the responder stops
-	// consuming. Close does not run it.
+	// Lost runs each time the broker or the network closes the channel the
+	// requests arrive on (or its connection): the responder stops consuming,
+	// and one opened with DialResponder connects again. Close does not run
+	// it.
 	Lost func(reason *amqp.Error)
+	// Recovered runs each time a responder opened with DialResponder is
+	// connected again after a loss, has declared its queues and consumes.
+	Recovered func()
 }
 
 // MalformedRequest is the failure of a request whose body is not JSON: the
@@ -107,11 +111,20 @@ type Responder struct {
 	handler Handler
 	opts    ResponderOptions
 	pol     policy.Responder
-	ch      *amqp.Channel
-	pub     *publisher
-	tag     string
-	ctx     context.Context
-	cancel  context.CancelFunc
+	// pub publishes replies and dead-letters; a recovery moves it to the
+	// new connection.
+	pub    *publisher
+	ctx    context.Context
+	cancel context.CancelFunc
+	// config is how a responder opened by DialResponder connects again; nil
+	// for one on its caller's connection, which it cannot recover.
+	config *ConnectionConfig
+	// done is closed by Close: no recovery goes on past it.
+	done chan struct{}
+
+	mu sync.Mutex
+	// sess is the connection the responder consumes on, nil while it is lost.
+	sess *requestSession
 
 	// The counters exist, at zero, before the consumer is registered, so a
 	// backlog delivered at start-up is counted like any other request.
@@ -184,35 +197,166 @@ func (s *settling) begin() (<-chan struct{}, bool) {
 	return s.drained, true
 }
 
+// requestSession is one connection's consumer of the request queue.
+type requestSession struct {
+	conn *amqp.Connection
+	node int // the index of its node in ConnectionConfig.URLs
+	ch   *amqp.Channel
+	tag  string
+	// ctx is the handlers' context: cancelled at the loss, since their
+	// requests go back to the queue with the channel.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// lost is closed at the loss; gate then lets no more of its requests be
+	// settled, and drains the ones being settled.
+	lost chan struct{}
+	gate settling
+}
+
 // NewResponder declares queue and {queue}.dlq as durable quorum queues,
-// applies the bindings and starts consuming.
+// applies the bindings and starts consuming. The connection stays its
+// caller's: when it is lost the responder stops consuming (DialResponder's
+// reconnects).
 func NewResponder(conn *amqp.Connection, queue string, handler Handler, opts ResponderOptions) (*Responder, error) {
+	r := newResponder(queue, handler, opts)
+	pub, err := newPublisher(conn)
+	if err != nil {
+		return nil, err
+	}
+	r.pub = pub
+	if r.sess, err = r.openSession(conn, 0); err != nil {
+		pub.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// DialResponder connects to the first reachable node of config.URLs under
+// config.Name, then does what NewResponder does. When the connection is lost
+// it connects again (the first attempt within a second, then backing off up
+// to 5 s apart) under the same name, declares the queues again and consumes
+// again; the requests it held and had not settled come back from the broker
+// as their next attempt. Close closes the connection.
+func DialResponder(config ConnectionConfig, queue string, handler Handler, opts ResponderOptions) (*Responder, error) {
+	conn, node, err := config.dialFrom(0)
+	if err != nil {
+		return nil, err
+	}
+	r, err := NewResponder(conn, queue, handler, opts)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	r.mu.Lock()
+	r.config = &config
+	r.sess.node = node
+	r.mu.Unlock()
+	return r, nil
+}
+
+func newResponder(queue string, handler Handler, opts ResponderOptions) *Responder {
 	opts, pol := opts.resolve()
+	r := &Responder{queue: queue, handler: handler, opts: opts, pol: pol, done: make(chan struct{})}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	return r
+}
+
+// openSession declares the queues on a channel of conn and consumes the
+// request queue; a goroutine watches the channel for the connection's loss.
+func (r *Responder) openSession(conn *amqp.Connection, node int) (*requestSession, error) {
 	ch, err := conn.Channel()
 	if err != nil {
 		return nil, err
 	}
-	r := &Responder{queue: queue, handler: handler, opts: opts, pol: pol, ch: ch, tag: "acemq-" + NewMessageID()}
-	if err := r.declare(conn); err != nil {
+	closes := ch.NotifyClose(make(chan *amqp.Error, 1))
+	s := &requestSession{conn: conn, node: node, ch: ch, tag: "acemq-" + NewMessageID(), lost: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancel(r.ctx)
+	if err := r.declare(conn, ch); err != nil {
 		ch.Close()
 		return nil, err
 	}
-	if r.pub, err = newPublisher(conn); err != nil {
-		ch.Close()
-		return nil, err
-	}
-	if opts.Hooks.Lost != nil {
-		go notifyLost(ch.NotifyClose(make(chan *amqp.Error, 1)), opts.Hooks.Lost)
-	}
-	r.ctx, r.cancel = context.WithCancel(context.Background())
-	deliveries, err := ch.Consume(queue, r.tag, false, false, false, false, nil)
+	deliveries, err := ch.Consume(r.queue, s.tag, false, false, false, false, nil)
 	if err != nil {
-		r.Close()
+		ch.Close()
 		return nil, err
 	}
-	go r.consume(deliveries)
-	return r, nil
+	go r.consume(s, deliveries)
+	go func() {
+		// Closed without a value when its owner closed it (Close).
+		if reason, ok := <-closes; ok && reason != nil {
+			r.lose(s, reason)
+		}
+	}()
+	return s, nil
 }
+
+// lose stops what session s was doing: its handlers' context is cancelled
+// and none of its requests is settled any more (the broker puts them back),
+// Lost hears of it, and a responder that owns its connection connects again
+// (unless the policy stays down).
+func (r *Responder) lose(s *requestSession, reason *amqp.Error) {
+	r.mu.Lock()
+	select {
+	case <-s.lost:
+		r.mu.Unlock()
+		return
+	default:
+	}
+	close(s.lost)
+	current := r.sess == s
+	if current {
+		r.sess = nil
+	}
+	r.mu.Unlock()
+	s.cancel()
+	drained, _ := s.gate.begin()
+	if !current {
+		return
+	}
+	if r.config != nil {
+		s.conn.Close()
+	}
+	stopping := r.settling.stopping()
+	if h := r.opts.Hooks.Lost; h != nil && !stopping {
+		h(reason)
+	}
+	if r.config != nil && r.pol.RecoverConnection && !stopping {
+		go r.recover(s.node, drained)
+	}
+}
+
+// recover connects again after the node lost, once the requests of the lost
+// session being settled are done with its publisher, until it consumes again
+// or the responder is closed.
+func (r *Responder) recover(lost int, drained <-chan struct{}) {
+	select {
+	case <-drained:
+	case <-time.After(settleBound):
+	}
+	recovered := r.config.redial(r.done, lost, func(conn *amqp.Connection, node int) error {
+		// Replies go out on the new connection from now on.
+		r.pub.rebind(conn)
+		s, err := r.openSession(conn, node)
+		if err != nil {
+			return err
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.settling.stopping() {
+			return ErrResponderClosed // redial closes the connection
+		}
+		r.sess = s
+		return nil
+	})
+	if recovered && !r.settling.stopping() {
+		if h := r.opts.Hooks.Recovered; h != nil {
+			h()
+		}
+	}
+}
+
+// ErrResponderClosed is what a recovery finds once Close has begun.
+var ErrResponderClosed = errors.New("acemq: responder closed")
 
 // resolve is the options with their defaults filled in, and their policy: a
 // responder given no MaxAttempts makes the policy's default (RR-14: 3).
@@ -227,27 +371,27 @@ func (o ResponderOptions) resolve() (ResponderOptions, policy.Responder) {
 	return o, pol
 }
 
-func (r *Responder) declare(conn *amqp.Connection) error {
+func (r *Responder) declare(conn *amqp.Connection, ch *amqp.Channel) error {
 	dlq := amqp.Table{"x-queue-type": string(r.pol.DLQQueueType)}
-	if err := r.declareRequestQueue(conn); err != nil {
+	if err := r.declareRequestQueue(conn, ch); err != nil {
 		return err
 	}
-	if _, err := r.ch.QueueDeclare(r.queue+".dlq", true, false, false, false, dlq); err != nil {
+	if _, err := ch.QueueDeclare(r.queue+".dlq", true, false, false, false, dlq); err != nil {
 		return err
 	}
 	for _, b := range r.opts.Bindings {
-		if err := r.ch.QueueBind(r.queue, b.RoutingKey, b.Exchange, false, nil); err != nil {
+		if err := ch.QueueBind(r.queue, b.RoutingKey, b.Exchange, false, nil); err != nil {
 			return err
 		}
 	}
-	return r.ch.Qos(r.opts.Prefetch, 0, false)
+	return ch.Qos(r.opts.Prefetch, 0, false)
 }
 
 // declareRequestQueue declares the request queue durable with
 // requestQueueArgs. Under ClassicIfMissing it first declares it passively and
 // keeps an existing queue as it is; that probe runs on a channel of its own,
 // since a 404 for a missing queue closes the channel it was asked on.
-func (r *Responder) declareRequestQueue(conn *amqp.Connection) error {
+func (r *Responder) declareRequestQueue(conn *amqp.Connection, ch *amqp.Channel) error {
 	if r.pol.RequestQueue == policy.ClassicIfMissing {
 		probe, err := conn.Channel()
 		if err != nil {
@@ -264,7 +408,7 @@ func (r *Responder) declareRequestQueue(conn *amqp.Connection) error {
 		}
 		// The broker has closed the probe channel: nothing to close.
 	}
-	_, err := r.ch.QueueDeclare(r.queue, true, false, false, false, r.requestQueueArgs())
+	_, err := ch.QueueDeclare(r.queue, true, false, false, false, r.requestQueueArgs())
 	return err
 }
 
@@ -291,51 +435,98 @@ func (r *Responder) Unanswerable() int64 { return atomic.LoadInt64(&r.unanswerab
 // it back on the queue for another responder to answer a second time.
 // Handlers still running are abandoned: their context is cancelled and their
 // requests go back to the queue unacknowledged.
+// A responder opened by DialResponder closes its connection too.
 func (r *Responder) Close() error {
 	drained, first := r.settling.begin()
 	if !first {
 		return nil
 	}
+	close(r.done)
 	r.cancel()
-	if err := r.ch.Cancel(r.tag, false); err != nil {
-		log.Printf("acemq: cannot cancel the consumer on %s: %v", r.queue, err)
+	r.mu.Lock()
+	s := r.sess
+	r.mu.Unlock()
+	if s != nil {
+		if err := s.ch.Cancel(s.tag, false); err != nil {
+			log.Printf("acemq: cannot cancel the consumer on %s: %v", r.queue, err)
+		}
 	}
 	select {
 	case <-drained:
 	case <-time.After(settleBound):
 		log.Printf("acemq: closing the responder on %s with requests still unsettled after %s", r.queue, settleBound)
 	}
-	err := r.ch.Close()
+	var err error
+	if s != nil {
+		err = s.ch.Close()
+	}
 	if perr := r.pub.close(); err == nil {
 		err = perr
+	}
+	if r.config != nil && s != nil {
+		if cerr := s.conn.Close(); err == nil {
+			err = cerr
+		}
 	}
 	return err
 }
 
-func (r *Responder) consume(deliveries <-chan amqp.Delivery) {
+func (r *Responder) consume(s *requestSession, deliveries <-chan amqp.Delivery) {
 	for d := range deliveries {
-		go r.handle(d)
+		go r.handle(s, d)
 	}
 }
 
-// settle runs f, which answers and settles a request, unless Close has
-// begun: then the request is left unacknowledged and goes back to the queue.
-func (r *Responder) settle(f func()) {
+// settle runs f, which answers and settles a request of session s, unless
+// Close has begun or the session's connection was lost: then the request is
+// left unacknowledged and the broker puts it back on the queue.
+func (r *Responder) settle(s *requestSession, f func()) {
 	if !r.settling.enter() {
 		return
 	}
 	defer r.settling.leave()
+	if s != nil {
+		if !s.gate.enter() {
+			return
+		}
+		defer s.gate.leave()
+	}
 	f()
 }
 
-func (r *Responder) handle(d amqp.Delivery) {
+// settledAcknowledger stands for the channel of a request acknowledged as it
+// was delivered: there is nothing left to settle.
+type settledAcknowledger struct{}
+
+func (settledAcknowledger) Ack(uint64, bool) error        { return nil }
+func (settledAcknowledger) Nack(uint64, bool, bool) error { return nil }
+func (settledAcknowledger) Reject(uint64, bool) error     { return nil }
+
+// ackOnDelivery acknowledges d before its handler runs, under an on_delivery
+// policy (RR-20.4 says after handling: a request held when the connection is
+// lost is gone with it); what settles it later then does nothing.
+func (r *Responder) ackOnDelivery(d *amqp.Delivery) {
+	if r.pol.AckTiming != policy.AckOnDelivery {
+		return
+	}
+	if r.ack(*d) {
+		d.Acknowledger = settledAcknowledger{}
+	}
+}
+
+func (r *Responder) handle(s *requestSession, d amqp.Delivery) {
 	if r.settling.stopping() {
 		// Delivered while closing: not handled, the broker requeues it.
 		return
 	}
+	r.ackOnDelivery(&d)
+	ctx := r.ctx
+	if s != nil {
+		ctx = s.ctx
+	}
 	replyTo, source := replyAddress(r.addressHeaders(d.Headers), d.ReplyTo, r.pol.ReadOrder)
 	if replyTo == "" {
-		r.settle(func() { r.acceptUnanswerable(d) })
+		r.settle(s, func() { r.acceptUnanswerable(d) })
 		return
 	}
 	req := &Request{
@@ -351,21 +542,21 @@ func (r *Responder) handle(d amqp.Delivery) {
 		// Header types other clients write are refused (WF-1 says accept
 		// them), and the handler never runs.
 		if err := strictHeaderError(d.Headers); err != nil {
-			r.settle(func() { r.replyFailure(d, req, FailureText(err), false) })
+			r.settle(s, func() { r.replyFailure(d, req, FailureText(err), false) })
 			return
 		}
 	}
 	if err := checkJSON(d.Body); err != nil {
-		r.settle(func() { r.malformed(d, req, err) })
+		r.settle(s, func() { r.malformed(d, req, err) })
 		return
 	}
 	if h := r.opts.Hooks.Handled; h != nil {
 		h(req)
 	}
-	result, err := r.invoke(req)
-	// Stopped while handling: settle does nothing, and the broker requeues
-	// the request with the channel, so another responder answers it.
-	r.settle(func() {
+	result, err := r.invoke(ctx, req)
+	// Stopped or lost while handling: settle does nothing, and the broker
+	// requeues the request with the channel, so it is answered again.
+	r.settle(s, func() {
 		if err == nil {
 			var body []byte
 			if body, err = json.Marshal(result); err == nil {
@@ -443,7 +634,7 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprint(e.Value) }
 
-func (r *Responder) invoke(req *Request) (result interface{}, err error) {
+func (r *Responder) invoke(ctx context.Context, req *Request) (result interface{}, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			if e, ok := v.(error); ok {
@@ -453,7 +644,7 @@ func (r *Responder) invoke(req *Request) (result interface{}, err error) {
 			}
 		}
 	}()
-	return r.handler(r.ctx, req)
+	return r.handler(ctx, req)
 }
 
 // countsBeforePublish says whether this reply is counted in Answered before

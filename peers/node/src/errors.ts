@@ -79,3 +79,15 @@ export class RequesterClosedError extends Error {
     this.name = 'RequesterClosedError';
   }
 }
+
+/**
+ * The requester's connection was lost while the call was pending, or before its publish was
+ * confirmed (RR-20.1): its reply queue went with the connection, so no reply can reach it.
+ * The request may still be carried out. `reason` is amqplib's text for the loss.
+ */
+export class ConnectionLostError extends Error {
+  constructor(readonly reason: string) {
+    super(`connection lost: ${reason}`);
+    this.name = 'ConnectionLostError';
+  }
+}

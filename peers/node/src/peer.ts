@@ -24,9 +24,14 @@ import {
 import { openRequester } from './requester';
 import { startResponder } from './responder';
 
-const PROTOCOLS = [1, 2, 3, 4];
+const PROTOCOLS = [1, 2, 3, 4, 5];
 /** The version whose commands carry policy values instead of profile and mutant names. */
 const POLICY_PROTOCOL = 4;
+/**
+ * The version whose roles connect under the harness's connection name to its list of nodes,
+ * and are told `recovered`; a call their connection's loss ended is `connection_lost`.
+ */
+const RECOVERY_PROTOCOL = 5;
 const PEER = 'node';
 const SHUTDOWN_BOUND_MS = 5_000;
 
@@ -40,12 +45,15 @@ type Command = Record<string, unknown> & { id: number; op: string };
 type Result = Record<string, unknown>;
 
 let amqpUrl: string | undefined;
+/** hello's `amqp_urls` (version 5): every broker node, `amqp_url` first. */
+let amqpUrls: string[] | undefined;
 /** A TLS run's (hello's `tls`): every connection, binding or raw, trusts this CA only. */
 let socketOptions: SocketOptions | undefined;
 /**
  * The version `hello` settled on; 2 adds `load`, `client: raw` and `connection_lost`; 3 adds
  * `type`, the `closed` outcome and the fixed shapes of `unmatched` and the echo body; 4 sends
- * policy values (`policy`) and `events: false`.
+ * policy values (`policy`) and `events: false`; 5 adds `amqp_urls`, `connection_name`, the
+ * `connection_lost` outcome and the `recovered` event.
  */
 let protocol = 1;
 const requesters = new Map<string, Requester>();
@@ -109,6 +117,30 @@ function given<T extends object>(fields: T): Partial<T> {
 function url(): string {
   if (amqpUrl === undefined) throw new CommandError("no broker yet: send 'hello' with amqp_url first");
   return amqpUrl;
+}
+
+function optStrings(cmd: Command, field: string): string[] | undefined {
+  const value = cmd[field];
+  if (value === undefined || value === null) return undefined;
+  if (!Array.isArray(value) || value.length === 0 || !value.every((item) => typeof item === 'string' && item !== '')) {
+    throw new CommandError(`'${field}' must be a non-empty list of non-empty strings`);
+  }
+  return value as string[];
+}
+
+/**
+ * Where a role connects and under which name. Version 5: the command's `amqp_urls` (else
+ * hello's, else `[amqp_url]`) and its `connection_name`; before it, hello's `amqp_url` and no
+ * name, as that harness expects.
+ */
+function connectionOf(cmd: Command): { urls: string[]; connectionName: string | undefined } {
+  if (protocol < RECOVERY_PROTOCOL) return { urls: [url()], connectionName: undefined };
+  return { urls: optStrings(cmd, 'amqp_urls') ?? amqpUrls ?? [url()], connectionName: optStr(cmd, 'connection_name') };
+}
+
+/** `recovered` is a version-5 event. */
+function recovered(side: 'requester' | 'responder', name: string): (() => void) | undefined {
+  return protocol >= RECOVERY_PROTOCOL ? () => write({ event: 'recovered', [side]: name }) : undefined;
 }
 
 /**
@@ -195,6 +227,7 @@ async function hello(cmd: Command): Promise<Result> {
   }
   protocol = Math.max(...common);
   amqpUrl = optStr(cmd, 'amqp_url') ?? amqpUrl;
+  amqpUrls = optStrings(cmd, 'amqp_urls');
   socketOptions = tlsOptions(cmd.tls);
   // Version 4: the knobs this adapter can set (amqplib reaches every value the catalogue
   // asks for, an empty reply_to and a B header included, so nothing is unreachable).
@@ -231,9 +264,11 @@ async function requesterOpen(cmd: Command): Promise<Result> {
   const name = str(cmd, 'name');
   const policy = policyOf(cmd, requesterPolicyFrom);
   takenCheck(name);
+  const { urls, connectionName } = connectionOf(cmd);
   const opened = await openRequester(
-    url(),
+    urls,
     {
+      connectionName,
       observer: {
         unmatched: (reply) =>
           write({
@@ -244,6 +279,7 @@ async function requesterOpen(cmd: Command): Promise<Result> {
             ...(protocol >= 3 ? { response_message_id: reply.responseMessageId } : {}),
           }),
         connectionLost: lost('requester', name),
+        recovered: recovered('requester', name),
       },
       socketOptions,
     },
@@ -351,10 +387,18 @@ async function responderStart(cmd: Command): Promise<Result> {
     bind = { exchange: given.exchange, routingKey: typeof given.routing_key === 'string' ? given.routing_key : '' };
   }
   takenCheck(name);
-  const started = await startResponder(url(), queue, handler, {
+  const { urls, connectionName } = connectionOf(cmd);
+  const started = await startResponder(urls, queue, handler, {
     ...given({ bind, maxAttempts: optInt(cmd, 'max_attempts', 1) }),
+    connectionName,
     // Version 4's `events: false` (a load): no event per request.
-    observer: responderObserver(name, write, protocol < POLICY_PROTOCOL || cmd.events !== false, lost('responder', name)),
+    observer: responderObserver(
+      name,
+      write,
+      protocol < POLICY_PROTOCOL || cmd.events !== false,
+      lost('responder', name),
+      recovered('responder', name),
+    ),
     socketOptions,
   }, policy);
   if (requesters.has(name) || responders.has(name)) {

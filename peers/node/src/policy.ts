@@ -89,6 +89,10 @@ export interface RequesterPolicy {
   readonly countGatherFailures: boolean;
   /** A request's correlation_id: its message_id (RR-8.4), or none. */
   readonly requestCorrelationId: 'message_id' | 'none';
+  /** A call pending when its connection is lost: ends at once as connection lost, or waits out its timeout (RR-20.1). */
+  readonly onConnectionLost: 'end_lost' | 'wait';
+  /** Reconnect and consume a new reply queue after a lost connection (RR-20.3). */
+  readonly recoverConnection: boolean;
 }
 
 export type AddressSource = 'header' | 'native';
@@ -160,6 +164,10 @@ export interface ResponderPolicy {
   readonly lastAttempt: 'dead_letter' | 'ack';
   /** A reply to amq.rabbitmq.reply-to.*: at most once, without mandatory (RR-14.5), or checked like any reply. */
   readonly directReplyTo: 'at_most_once' | 'checked';
+  /** Reconnect, declare again and consume again after a lost connection (RR-20.2). */
+  readonly recoverConnection: boolean;
+  /** When a request is acknowledged: once settled (RR-14), or as soon as it is delivered (a breach of RR-20.4). */
+  readonly ackTiming: 'after_handling' | 'on_delivery';
 }
 
 export const DEFAULT_REQUESTER_POLICY: RequesterPolicy = Object.freeze({
@@ -202,6 +210,8 @@ export const DEFAULT_REQUESTER_POLICY: RequesterPolicy = Object.freeze({
   gatherFailureReply: 'drop',
   countGatherFailures: true,
   requestCorrelationId: 'message_id',
+  onConnectionLost: 'end_lost',
+  recoverConnection: true,
 });
 
 export const DEFAULT_RESPONDER_POLICY: ResponderPolicy = Object.freeze({
@@ -235,6 +245,8 @@ export const DEFAULT_RESPONDER_POLICY: ResponderPolicy = Object.freeze({
   requestQueue: 'quorum',
   lastAttempt: 'dead_letter',
   directReplyTo: 'at_most_once',
+  recoverConnection: true,
+  ackTiming: 'after_handling',
 });
 
 /** The defaults with some knobs changed, frozen: a policy never changes once opened. */

@@ -2,9 +2,10 @@
 // (sendRequestMulti / publishRequest, SG-1..SG-10) over one private reply queue.
 
 import { randomUUID } from 'node:crypto';
-import * as amqp from 'amqplib';
 import type { Channel, ChannelModel, ConsumeMessage, Options, SocketOptions } from 'amqplib';
+import { type Connected, type ConnectionSettings, connectFrom, reconnect, urlList } from './connection';
 import {
+  ConnectionLostError,
   ReplyDecodeError,
   RequestTimedOutError,
   RequesterClosedError,
@@ -42,14 +43,19 @@ export interface RequesterObserver {
   unmatched?(reply: UnmatchedReply): void;
   /**
    * The broker or the network closed the requester's connection or its reply channel (not
-   * close()): pending calls can only time out now. `reason` is amqplib's text.
+   * close()), each time it happens: the calls pending end with ConnectionLostError, and the
+   * requester connects again. `reason` is amqplib's text.
    */
   connectionLost?(reason: string): void;
+  /** The requester is connected again after a loss and consumes its new reply queue. */
+  recovered?(): void;
 }
 
 export interface RequesterOptions {
   /** Per-call timeout of requests and gathers that give none (RR-9); 30 s when not given. */
   defaultTimeoutMs?: number;
+  /** The connection's client-provided name (shown in the management UI), on every connection. */
+  connectionName?: string | undefined;
   observer?: RequesterObserver | undefined;
   /**
    * amqplib's socket options for the connection (passed to `amqp.connect`): for an
@@ -88,14 +94,14 @@ export interface PublishRequestOptions extends GatherCallOptions {
   exchange: string;
 }
 
-type Opener = (url: string, options: RequesterOptions, policy: RequesterPolicy) => Promise<Requester>;
+type Opener = (url: string | readonly string[], options: RequesterOptions, policy: RequesterPolicy) => Promise<Requester>;
 let openWithPolicy: Opener;
 
 /**
  * Opens a requester with a policy other than the spec's. Not exported from the package
  * entry (index.ts): only the conformance adapter, which is part of this package, calls it.
  */
-export function openRequester(url: string, options: RequesterOptions, policy: RequesterPolicy): Promise<Requester> {
+export function openRequester(url: string | readonly string[], options: RequesterOptions, policy: RequesterPolicy): Promise<Requester> {
   return openWithPolicy(url, options, policy);
 }
 
@@ -112,8 +118,22 @@ const KNOWN_REPLY_HEADERS: ReadonlySet<string> = new Set([ERROR_HEADER, RESPONSE
 const HOPS_HEADER = 'x-acemq-hops';
 
 interface Waiter {
+  /** The connection the call was sent on: its loss ends the call (RR-20.1). */
+  session: ReplySession;
   settle(message: ConsumeMessage): void;
   fail(error: Error): void;
+}
+
+/** One connection's reply queue and publishing channel. */
+interface ReplySession {
+  readonly connection: ChannelModel;
+  readonly channel: Channel;
+  readonly replyQueue: string;
+  /** The index of its node in the requester's URLs. */
+  readonly node: number;
+  publishing?: Promise<ConfirmPublisher> | undefined;
+  /** Set, to the loss's reason, once the connection is lost. */
+  lost?: string | undefined;
 }
 
 export class Requester {
@@ -127,16 +147,21 @@ export class Requester {
    */
   private readonly recentGathers = new Set<string>();
   private closed = false;
-  private lostReported = false;
-  private publishing: Promise<ConfirmPublisher> | undefined;
+  /** The connection calls are sent on; undefined while it is lost. */
+  private session: ReplySession | undefined;
+  /** The gathers' connections, by requestMessageId, while they are pending. */
+  private readonly gatherSessions = new Map<string, ReplySession>();
+  /** The reason of the latest loss. */
+  private lastLoss = 'connection closed';
+  /** Set while a lost connection is being replaced; aborted by close(). */
+  private recovering: AbortController | undefined;
+  /** Calls waiting for the recovery, told when it is over (either way). */
+  private readonly recoveryWaiters = new Set<() => void>();
   /** Of calls that give no timeout: the caller's default, else the spec's 30 s (RR-9). */
   private readonly defaultTimeoutMs: number;
 
   private constructor(
-    private readonly connection: ChannelModel,
-    /** Declares and consumes the reply queue; it outlives any failed publish. */
-    private readonly channel: Channel,
-    readonly replyQueue: string,
+    private readonly settings: ConnectionSettings,
     private readonly options: RequesterOptions,
     private readonly policy: RequesterPolicy,
   ) {
@@ -148,25 +173,119 @@ export class Requester {
     openWithPolicy = (url, options, policy) => Requester.connect(url, options, policy);
   }
 
-  /** Connects, declares the reply queue and starts consuming it before returning (RR-6, RR-7). */
-  static open(url: string, options: RequesterOptions = {}): Promise<Requester> {
+  /**
+   * Connects to the first reachable broker node of `url` (one URL or a list, the preferred
+   * first) under `options.connectionName`, declares the reply queue and starts consuming it
+   * before returning (RR-6, RR-7). When the connection is lost, the calls pending end with
+   * ConnectionLostError and the requester connects again (the first attempt within a second,
+   * then backing off up to 5 s apart, through the nodes from the one after the lost node)
+   * under the same name, with a new reply queue that later calls name (RR-20); a call made
+   * meanwhile waits for it, within its timeout.
+   */
+  static open(url: string | readonly string[], options: RequesterOptions = {}): Promise<Requester> {
     return Requester.connect(url, options, DEFAULT_REQUESTER_POLICY);
   }
 
-  private static async connect(url: string, options: RequesterOptions, policy: RequesterPolicy): Promise<Requester> {
-    const connection = await amqp.connect(url, options.socketOptions);
+  private static async connect(url: string | readonly string[], options: RequesterOptions, policy: RequesterPolicy): Promise<Requester> {
+    const settings: ConnectionSettings = {
+      urls: urlList(url),
+      connectionName: options.connectionName,
+      socketOptions: options.socketOptions,
+    };
+    const requester = new Requester(settings, options, policy);
+    const connected = await connectFrom(settings, 0);
     try {
-      const channel = await connection.createChannel();
-      const replyQueue = await declareReplyQueue(channel, policy);
-      const requester = new Requester(connection, channel, replyQueue, options, policy);
-      requester.watch(connection, 'connection');
-      requester.watch(channel, 'reply channel');
-      await requester.consume(replyQueue);
+      requester.session = await requester.openSession(connected);
       return requester;
     } catch (err) {
-      await connection.close().catch(() => undefined);
+      await connected.connection.close().catch(() => undefined);
       throw err;
     }
+  }
+
+  /** The reply address calls name: after a recovery the new queue's, empty while it is lost. */
+  get replyQueue(): string {
+    return this.session?.replyQueue ?? '';
+  }
+
+  /** Declares a reply queue on a new connection and consumes it; the loss is watched first. */
+  private async openSession({ connection, node }: Connected): Promise<ReplySession> {
+    const connectionWatch = this.watch(connection, 'connection');
+    const channel = await connection.createChannel();
+    const channelWatch = this.watch(channel, 'reply channel');
+    const session: ReplySession = { connection, channel, node, replyQueue: await declareReplyQueue(channel, this.policy) };
+    await this.consume(channel, session.replyQueue);
+    const early = connectionWatch.cause ?? channelWatch.cause;
+    if (early !== undefined) throw new ConnectionLostError(early.message);
+    connectionWatch.session = channelWatch.session = session;
+    return session;
+  }
+
+  /**
+   * The session a call is sent on: the current one, or while the requester is recovering the
+   * next one, waited for within `waitMs`; past it, or when the requester stays down, the call
+   * ends as lost (nothing was sent, so it is no timeout).
+   */
+  private async currentSession(waitMs: number): Promise<ReplySession> {
+    for (;;) {
+      if (this.closed) throw new RequesterClosedError();
+      if (this.session) return this.session;
+      if (!this.recovering) throw new ConnectionLostError(this.lastLoss);
+      const over = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => {
+          this.recoveryWaiters.delete(wake);
+          resolve(false);
+        }, waitMs);
+        const wake = () => {
+          clearTimeout(timer);
+          resolve(true);
+        };
+        this.recoveryWaiters.add(wake);
+      });
+      if (!over) throw new ConnectionLostError(this.lastLoss);
+    }
+  }
+
+  /**
+   * The loss of `session`'s connection (or reply channel): the calls it carried end at once
+   * (left to their timeout, a breach of RR-20.1), the observer hears of it, and the requester
+   * connects again (stays down, a breach of RR-20.3).
+   */
+  private lose(session: ReplySession, reason: string): void {
+    if (session.lost !== undefined) return;
+    session.lost = reason;
+    const current = this.session === session;
+    if (current) {
+      this.session = undefined;
+      this.lastLoss = reason;
+    }
+    if (this.policy.onConnectionLost === 'end_lost') {
+      for (const waiter of [...this.waiters.values()]) {
+        if (waiter.session === session) waiter.fail(new ConnectionLostError(reason));
+      }
+      for (const [id, gather] of [...this.gathers.entries()]) {
+        if (this.gatherSessions.get(id) === session) gather.fail(new ConnectionLostError(reason));
+      }
+    }
+    if (!current || this.closed) return;
+    // A reply channel lost alone: what is left of its connection goes too.
+    void session.connection.close().catch(() => undefined);
+    this.options.observer?.connectionLost?.(reason);
+    if (this.policy.recoverConnection) void this.recover(session.node);
+  }
+
+  private async recover(lostNode: number): Promise<void> {
+    const recovering = new AbortController();
+    this.recovering = recovering;
+    const recovered = await reconnect(this.settings, lostNode, async (connected) => {
+      const session = await this.openSession(connected);
+      if (this.closed) throw new RequesterClosedError(); // reconnect closes the connection
+      this.session = session;
+    }, recovering.signal);
+    if (this.recovering === recovering) this.recovering = undefined;
+    for (const wake of [...this.recoveryWaiters]) wake();
+    this.recoveryWaiters.clear();
+    if (recovered && !this.closed) this.options.observer?.recovered?.();
   }
 
   /** Requests that gave up before an answer arrived (RR-9). */
@@ -193,7 +312,9 @@ export class Requester {
     this.ensureOpen();
     const requestId = options.messageId ?? newMessageId();
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
-    const replyTo = await this.replyAddressForOneCall();
+    // Taken at once when up, so the call is registered in this same step (no reply can beat it).
+    const session = this.session ?? (await this.currentSession(timeoutMs));
+    const replyTo = await this.replyAddressForOneCall(session);
 
     // null: the call ended at its timeout as a null reply (a breach of RR-9.1).
     // RR-9.6: the timeout bounds the wait; armed half as long again, a breach that still
@@ -214,6 +335,7 @@ export class Requester {
       };
       // Registered before the publish: a fast reply can overtake the publisher confirm.
       this.waiters.set(requestId, {
+        session,
         settle: (msg) => {
           finish();
           resolve(msg);
@@ -228,7 +350,7 @@ export class Requester {
     // close() can end the call while its publish is in flight, before anyone awaits `reply`.
     reply.catch(() => undefined);
     try {
-      await (await this.publisher()).publish(exchange, routingKey, encodeJson(message), this.typed(options.type, {
+      await (await this.publisher(session)).publish(exchange, routingKey, encodeJson(message), this.typed(options.type, {
         ...this.addressing(replyTo),
         messageId: requestId,
         // RR-8.4: correlation_id = message_id, so a responder that echoes it answers this call.
@@ -236,10 +358,12 @@ export class Requester {
         contentType: JSON_CONTENT_TYPE,
       }), this.policy.honourReturns);
     } catch (err) {
-      this.waiters.get(requestId)?.fail(err as Error);
+      // RR-20.1: a publish the connection's loss left unconfirmed is never taken as sent.
+      const failure = session.lost !== undefined ? new ConnectionLostError(session.lost) : (err as Error);
+      this.waiters.get(requestId)?.fail(failure);
       // A publish that failed because close() closed the connection: the call ended closed.
       const ended = await reply.then(() => undefined, (reason: unknown) => reason);
-      throw ended instanceof RequesterClosedError ? ended : err;
+      throw ended instanceof RequesterClosedError || ended instanceof ConnectionLostError ? ended : failure;
     }
     const answer = await reply;
     return answer === null ? (null as TRes) : this.decodeReply<TRes>(requestId, answer);
@@ -292,12 +416,14 @@ export class Requester {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.recovering?.abort();
+    for (const wake of [...this.recoveryWaiters]) wake();
     // Left waiting (a breach of RR-9.5), each call ends at its own timeout instead.
     if (this.policy.pendingAtClose === 'end_closed') {
       for (const waiter of [...this.waiters.values()]) waiter.fail(new RequesterClosedError());
       for (const gather of [...this.gathers.values()]) gather.fail(new RequesterClosedError());
     }
-    await this.connection.close().catch(() => undefined);
+    await this.session?.connection.close().catch(() => undefined);
   }
 
   private async gather<TReq, TRes>(
@@ -312,6 +438,7 @@ export class Requester {
     this.ensureOpen();
     const requestMessageId = options.requestMessageId ?? newMessageId();
     const policy = this.policy;
+    const session = this.session ?? (await this.currentSession(options.timeoutMs ?? this.defaultTimeoutMs));
     // SG-1: the caller's correlationId, else the requestMessageId (left out, a breach of SG-1).
     const correlationId =
       options.correlationId ?? (policy.gatherDefaultCorrelation === 'request_message_id' ? requestMessageId : undefined);
@@ -327,19 +454,23 @@ export class Requester {
       deadline: policy.gatherDeadline,
     });
     this.gathers.set(requestMessageId, pending as PendingGather<unknown>);
+    this.gatherSessions.set(requestMessageId, session);
     this.remember(requestMessageId);
     // close() can end the gather while its publishes are in flight, before it is returned.
     pending.result.catch(() => undefined);
-    pending.onSettled(() => this.gathers.delete(requestMessageId));
+    pending.onSettled(() => {
+      this.gathers.delete(requestMessageId);
+      this.gatherSessions.delete(requestMessageId);
+    });
 
     try {
       const properties = this.typed(type, {
-        ...this.addressing(await this.replyAddressForOneCall()),
+        ...this.addressing(await this.replyAddressForOneCall(session)),
         correlationId,
         contentType: JSON_CONTENT_TYPE,
       });
       const body = encodeJson(message);
-      const publisher = await this.publisher();
+      const publisher = await this.publisher(session);
       for (let i = 0; i < copies; i++) {
         // Distinct ids (a breach of SG-1): only the first copy's replies find the gather.
         const messageId = policy.gatherCopyIds === 'distinct' && i > 0 ? newMessageId() : requestMessageId;
@@ -347,7 +478,8 @@ export class Requester {
         await publisher.publish(exchange, routingKey, body, { ...properties, messageId }, policy.honourGatherReturns);
       }
     } catch (err) {
-      pending.fail(err as Error);
+      // RR-20.1: copies the connection's loss left unconfirmed are never taken as sent.
+      pending.fail(session.lost !== undefined ? new ConnectionLostError(session.lost) : (err as Error));
     }
     return pending.result;
   }
@@ -415,8 +547,8 @@ export class Requester {
     }
   }
 
-  private async consume(queue: string): Promise<void> {
-    await this.channel.consume(queue, (msg) => {
+  private async consume(channel: Channel, queue: string): Promise<void> {
+    await channel.consume(queue, (msg) => {
       if (msg) this.onReply(msg);
     }, { noAck: true });
   }
@@ -486,10 +618,10 @@ export class Requester {
    * RR-6: the one reply queue. A queue per call (a breach of RR-6) is declared like the
    * requester's own and consumed until the requester closes.
    */
-  private async replyAddressForOneCall(): Promise<string> {
-    if (!this.policy.replyQueuePerRequest) return this.replyQueue;
-    const queue = await declareReplyQueue(this.channel, this.policy);
-    await this.consume(queue);
+  private async replyAddressForOneCall(session: ReplySession): Promise<string> {
+    if (!this.policy.replyQueuePerRequest) return session.replyQueue;
+    const queue = await declareReplyQueue(session.channel, this.policy);
+    await this.consume(session.channel, queue);
     return queue;
   }
 
@@ -498,41 +630,45 @@ export class Requester {
    * (a publish to a missing exchange is a channel error): the reply queue's consumer is on
    * another channel, so pending calls survive.
    */
-  private publisher(): Promise<ConfirmPublisher> {
-    this.publishing ??= this.openPublisher();
-    return this.publishing;
+  private publisher(session: ReplySession): Promise<ConfirmPublisher> {
+    session.publishing ??= this.openPublisher(session);
+    return session.publishing;
   }
 
-  private async openPublisher(): Promise<ConfirmPublisher> {
+  private async openPublisher(session: ReplySession): Promise<ConfirmPublisher> {
     try {
-      const channel = await this.connection.createConfirmChannel();
+      const channel = await session.connection.createConfirmChannel();
       channel.on('error', (err: Error) => console.error(`requester publish channel error: ${err.message}`));
       channel.on('close', () => {
-        this.publishing = undefined;
+        session.publishing = undefined;
       });
       return new ConfirmPublisher(channel, this.policy);
     } catch (err) {
-      this.publishing = undefined;
+      session.publishing = undefined;
       throw err;
     }
   }
 
   /**
-   * Tells the observer when the broker or the network closes what the requester relies on.
-   * amqplib emits 'error' before a 'close' it did not ask for; a close() of ours has none.
+   * Watches what a session relies on: amqplib emits 'error' before a 'close' it did not ask
+   * for; a close() of ours, or a channel's close with its connection, has none. The returned
+   * holder is given its session once it exists; a loss before that is kept in `cause`, and
+   * fails the session's opening.
    */
-  private watch(emitter: ChannelModel | Channel, what: string): void {
-    let lost: Error | undefined;
+  private watch(emitter: ChannelModel | Channel, what: string): { session?: ReplySession; cause?: Error } {
+    const holder: { session?: ReplySession; cause?: Error } = {};
+    let failure: Error | undefined;
     emitter.on('error', (err: Error) => {
-      lost = err;
+      failure = err;
       console.error(`requester ${what} error: ${err.message}`);
     });
     emitter.on('close', (err?: Error) => {
-      const cause = err ?? lost;
-      if (this.closed || cause === undefined || this.lostReported) return;
-      this.lostReported = true; // the connection's close also closes the channel: say it once
-      this.options.observer?.connectionLost?.(cause.message);
+      const cause = err ?? failure;
+      if (cause === undefined) return;
+      holder.cause = cause;
+      if (holder.session) this.lose(holder.session, cause.message);
     });
+    return holder;
   }
 
   private ensureOpen(): void {

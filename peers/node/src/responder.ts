@@ -1,8 +1,8 @@
 // The responder: consumes a quorum request queue, runs a handler, and replies to the
 // address the request named (RR-3..RR-5, RR-10..RR-17).
 
-import * as amqp from 'amqplib';
 import type { ChannelModel, ConfirmChannel, ConsumeMessage, SocketOptions } from 'amqplib';
+import { type Connected, type ConnectionSettings, connectFrom, reconnect, urlList } from './connection';
 import { DEFAULT_RESPONDER_POLICY, type ResponderPolicy } from './policy';
 import { ConfirmPublisher } from './publisher';
 import {
@@ -53,8 +53,13 @@ export interface ResponderObserver {
   deadLettered?(event: { messageId: string | null; reason: string }): void;
   /** A request with no reply address was counted and acknowledged (RR-12). */
   unanswerable?(event: { messageId: string | null }): void;
-  /** The broker or the network closed the responder's connection or channel (not stop()). */
+  /**
+   * The broker or the network closed the responder's connection or channel (not stop()),
+   * each time it happens: the responder connects again.
+   */
   connectionLost?(reason: string): void;
+  /** The responder is connected again after a loss, has declared its queues and consumes. */
+  recovered?(): void;
 }
 
 export interface ResponderOptions {
@@ -64,6 +69,8 @@ export interface ResponderOptions {
   maxAttempts?: number | undefined;
   /** Unacknowledged requests in flight at once. */
   prefetch?: number | undefined;
+  /** The connection's client-provided name (shown in the management UI), on every connection. */
+  connectionName?: string | undefined;
   observer?: ResponderObserver | undefined;
   /**
    * amqplib's socket options for the connection (passed to `amqp.connect`): for an
@@ -95,7 +102,7 @@ function withinMs<T>(work: Promise<T>, boundMs: number): Promise<T> {
 class ReplyNotDelivered extends Error {}
 
 type Starter = <TReq, TRes>(
-  url: string,
+  url: string | readonly string[],
   queue: string,
   handler: Handler<TReq, TRes>,
   options: ResponderOptions,
@@ -108,7 +115,7 @@ let startWithPolicy: Starter;
  * entry (index.ts): only the conformance adapter, which is part of this package, calls it.
  */
 export function startResponder<TReq, TRes>(
-  url: string,
+  url: string | readonly string[],
   queue: string,
   handler: Handler<TReq, TRes>,
   options: ResponderOptions,
@@ -123,17 +130,21 @@ export class Responder<TReq = unknown, TRes = unknown> {
   private unanswerableCount = 0;
   // ...unless the policy makes them lazily, on the first delivery, which then goes uncounted.
   private countersMade: boolean;
-  private consumerTag: string | undefined;
   private stopped = false;
   /** Requests past their handler whose settling is not done yet: stop() waits for them. */
   private readonly unsettled = new Set<Promise<void>>();
-  private lostReported = false;
   private readonly maxAttempts: number;
+  /** The connection the responder consumes on; undefined while it is lost. */
+  private session: RequestSession | undefined;
+  /** Each request's connection: its reply, ack and dead-letter go on its channel only. */
+  private readonly sessionOf = new WeakMap<ConsumeMessage, RequestSession>();
+  /** Requests acknowledged as they were delivered (a breach of RR-20.4): nothing left to settle. */
+  private readonly ackedOnDelivery = new WeakSet<ConsumeMessage>();
+  /** Set while a lost connection is being replaced; aborted by stop(). */
+  private recovering: AbortController | undefined;
 
   private constructor(
-    private readonly connection: ChannelModel,
-    private readonly channel: ConfirmChannel,
-    private readonly publisher: ConfirmPublisher,
+    private readonly settings: ConnectionSettings,
     readonly queue: string,
     private readonly handler: Handler<TReq, TRes>,
     private readonly options: ResponderOptions,
@@ -147,11 +158,16 @@ export class Responder<TReq = unknown, TRes = unknown> {
   }
 
   /**
-   * Declares `queue` and `{queue}.dlq` as durable quorum queues (RR-17), binds the queue when
-   * asked, and returns once the consumer is registered.
+   * Connects to the first reachable broker node of `url` (one URL or a list, the preferred
+   * first) under `options.connectionName`, declares `queue` and `{queue}.dlq` as durable
+   * quorum queues (RR-17), binds the queue when asked, and returns once the consumer is
+   * registered. When the connection is lost it connects again (the first attempt within a
+   * second, then backing off up to 5 s apart, through the nodes from the one after the lost
+   * node) under the same name, declares the queues again and consumes again; the requests it
+   * held and had not settled come back from the broker as their next attempt (RR-20).
    */
   static start<TReq, TRes>(
-    url: string,
+    url: string | readonly string[],
     queue: string,
     handler: Handler<TReq, TRes>,
     options: ResponderOptions = {},
@@ -165,29 +181,73 @@ export class Responder<TReq = unknown, TRes = unknown> {
   }
 
   private static async connect<TReq, TRes>(
-    url: string,
+    url: string | readonly string[],
     queue: string,
     handler: Handler<TReq, TRes>,
     options: ResponderOptions,
     policy: ResponderPolicy,
   ): Promise<Responder<TReq, TRes>> {
-    const connection = await amqp.connect(url, options.socketOptions);
+    const settings: ConnectionSettings = {
+      urls: urlList(url),
+      connectionName: options.connectionName,
+      socketOptions: options.socketOptions,
+    };
+    const responder = new Responder(settings, queue, handler, options, policy);
+    const connected = await connectFrom(settings, 0);
     try {
-      const channel = await connection.createConfirmChannel();
-      const queueType = (type: string) => ({ durable: true, arguments: { 'x-queue-type': type } });
-      await declareRequestQueue(connection, channel, queue, policy.requestQueue);
-      await channel.assertQueue(deadLetterQueue(queue), queueType(policy.dlqQueueType));
-      if (options.bind) await channel.bindQueue(queue, options.bind.exchange, options.bind.routingKey);
-      await channel.prefetch(options.prefetch ?? 10);
-      const responder = new Responder(connection, channel, new ConfirmPublisher(channel), queue, handler, options, policy);
-      responder.watch(connection, 'connection');
-      responder.watch(channel, 'channel');
-      await responder.subscribe();
+      responder.session = await responder.openSession(connected);
       return responder;
     } catch (err) {
-      await connection.close().catch(() => undefined);
+      await connected.connection.close().catch(() => undefined);
       throw err;
     }
+  }
+
+  /** Declares the queues on a new connection and consumes the request queue; the loss is watched first. */
+  private async openSession({ connection, node }: Connected): Promise<RequestSession> {
+    const { queue, options, policy } = this;
+    const connectionWatch = this.watch(connection, 'connection');
+    const channel = await connection.createConfirmChannel();
+    const channelWatch = this.watch(channel, 'channel');
+    const queueType = (type: string) => ({ durable: true, arguments: { 'x-queue-type': type } });
+    await declareRequestQueue(connection, channel, queue, policy.requestQueue);
+    await channel.assertQueue(deadLetterQueue(queue), queueType(policy.dlqQueueType));
+    if (options.bind) await channel.bindQueue(queue, options.bind.exchange, options.bind.routingKey);
+    await channel.prefetch(options.prefetch ?? 10);
+    const session: RequestSession = { connection, channel, node, publisher: new ConfirmPublisher(channel), lost: false };
+    connectionWatch.session = channelWatch.session = session;
+    await this.subscribe(session);
+    const early = connectionWatch.cause ?? channelWatch.cause;
+    if (early !== undefined) throw new Error(`connection lost while starting: ${early.message}`);
+    return session;
+  }
+
+  /**
+   * The loss of `session`'s connection or channel: its requests are settled no more (the
+   * broker puts them back, to come again as their next attempt), the observer hears of it,
+   * and the responder connects again (stays down, a breach of RR-20.2).
+   */
+  private lose(session: RequestSession, reason: string): void {
+    if (session.lost) return;
+    session.lost = true;
+    if (this.session !== session) return;
+    this.session = undefined;
+    if (this.stopped) return;
+    void session.connection.close().catch(() => undefined);
+    this.options.observer?.connectionLost?.(reason);
+    if (this.policy.recoverConnection) void this.recover(session.node);
+  }
+
+  private async recover(lostNode: number): Promise<void> {
+    const recovering = new AbortController();
+    this.recovering = recovering;
+    const recovered = await reconnect(this.settings, lostNode, async (connected) => {
+      const session = await this.openSession(connected);
+      if (this.stopped) throw new Error('responder stopped'); // reconnect closes the connection
+      this.session = session;
+    }, recovering.signal);
+    if (this.recovering === recovering) this.recovering = undefined;
+    if (recovered && !this.stopped) this.options.observer?.recovered?.();
   }
 
   /** Requests answered: counted before the reply left, taken back if it was not delivered. */
@@ -209,7 +269,13 @@ export class Responder<TReq = unknown, TRes = unknown> {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    if (this.consumerTag !== undefined) await this.channel.cancel(this.consumerTag).catch(() => undefined);
+    this.recovering?.abort();
+    const session = this.session;
+    if (session === undefined) {
+      await this.settled(STOP_SETTLE_BOUND_MS);
+      return;
+    }
+    if (session.consumerTag !== undefined) await session.channel.cancel(session.consumerTag).catch(() => undefined);
     if (!(await this.settled(STOP_SETTLE_BOUND_MS))) {
       console.error(`responder ${this.queue}: stopping with ${this.unsettled.size} answered requests not settled after ${STOP_SETTLE_BOUND_MS} ms`);
     }
@@ -218,8 +284,8 @@ export class Responder<TReq = unknown, TRes = unknown> {
     // ack still buffered on this channel: under load the broker then put an answered request
     // back on the queue, to be answered again by the next responder (RR-17). The channel's
     // Close follows its acks in one buffer, and its Close-Ok says the broker has them.
-    await withinMs(this.channel.close(), STOP_CLOSE_BOUND_MS).catch(() => undefined);
-    await this.connection.close().catch(() => undefined);
+    await withinMs(session.channel.close(), STOP_CLOSE_BOUND_MS).catch(() => undefined);
+    await session.connection.close().catch(() => undefined);
   }
 
   /** Tracks a request past its handler until its ack, requeue or dead-letter is done. */
@@ -248,29 +314,59 @@ export class Responder<TReq = unknown, TRes = unknown> {
   }
 
   /**
-   * Tells the observer when the broker or the network closes the connection or channel.
-   * amqplib emits 'error' before a 'close' it did not ask for; a stop() of ours has none.
+   * Watches what a session relies on: amqplib emits 'error' before a 'close' it did not ask
+   * for; a stop() of ours, or a channel's close with its connection, has none. The returned
+   * holder is given its session once it exists; a loss before that is kept in `cause`.
    */
-  private watch(emitter: ChannelModel | ConfirmChannel, what: string): void {
-    let lost: Error | undefined;
+  private watch(emitter: ChannelModel | ConfirmChannel, what: string): { session?: RequestSession; cause?: Error } {
+    const holder: { session?: RequestSession; cause?: Error } = {};
+    let failure: Error | undefined;
     emitter.on('error', (err: Error) => {
-      lost = err;
+      failure = err;
       console.error(`responder ${this.queue} ${what} error: ${err.message}`);
     });
     emitter.on('close', (err?: Error) => {
-      const cause = err ?? lost;
-      if (this.stopped || cause === undefined || this.lostReported) return;
-      this.lostReported = true; // the connection's close also closes the channel: say it once
-      this.options.observer?.connectionLost?.(cause.message);
+      const cause = err ?? failure;
+      if (cause === undefined) return;
+      holder.cause = cause;
+      if (holder.session) this.lose(holder.session, cause.message);
     });
+    return holder;
   }
 
-  private async subscribe(): Promise<void> {
-    const { consumerTag } = await this.channel.consume(this.queue, (msg) => {
-      if (msg) void this.onRequest(msg);
-      else console.error(`responder ${this.queue}: consumer cancelled by the broker`);
+  private async subscribe(session: RequestSession): Promise<void> {
+    const { consumerTag } = await session.channel.consume(this.queue, (msg) => {
+      if (msg) {
+        this.sessionOf.set(msg, session);
+        void this.onRequest(msg);
+      } else console.error(`responder ${this.queue}: consumer cancelled by the broker`);
     });
-    this.consumerTag = consumerTag;
+    session.consumerTag = consumerTag;
+  }
+
+  /** The request's connection was lost: whatever it was for, it is the broker's again. */
+  private abandoned(msg: ConsumeMessage): boolean {
+    const session = this.sessionOf.get(msg);
+    return session === undefined || session.lost;
+  }
+
+  /** Acknowledges a request on its own channel; one already acknowledged or abandoned is left be. */
+  private ack(msg: ConsumeMessage): void {
+    if (this.ackedOnDelivery.has(msg) || this.abandoned(msg)) return;
+    this.sessionOf.get(msg)!.channel.ack(msg);
+  }
+
+  /** Back to the queue for another attempt, said explicitly (amqplib requeues by default). */
+  private requeue(msg: ConsumeMessage): void {
+    if (this.ackedOnDelivery.has(msg) || this.abandoned(msg)) return;
+    this.sessionOf.get(msg)!.channel.nack(msg, false, true);
+  }
+
+  /** The publisher on the request's own channel. */
+  private publisherOf(msg: ConsumeMessage): ConfirmPublisher {
+    const session = this.sessionOf.get(msg);
+    if (session === undefined || session.lost) throw new ReplyNotDelivered('the connection was lost');
+    return session.publisher;
   }
 
   private async onRequest(msg: ConsumeMessage): Promise<void> {
@@ -284,6 +380,12 @@ export class Responder<TReq = unknown, TRes = unknown> {
 
   private async process(msg: ConsumeMessage): Promise<void> {
     const policy = this.policy;
+    // RR-20.4: acknowledged once settled, below (at once, a breach: a request held when the
+    // connection is lost is gone with it).
+    if (policy.ackTiming === 'on_delivery') {
+      this.sessionOf.get(msg)!.channel.ack(msg);
+      this.ackedOnDelivery.add(msg);
+    }
     const props = msg.properties;
     const messageId = nonEmpty(props.messageId as string | undefined) ?? null;
     const address = chooseReplyAddress(
@@ -298,7 +400,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
       if (policy.unanswerable === 'dead_letter') {
         await this.settling(this.deadLetter(msg, 'Unanswerable: the request names no reply address'));
       } else {
-        this.channel.ack(msg);
+        this.ack(msg);
       }
       this.options.observer?.unanswerable?.({ messageId });
       return;
@@ -326,7 +428,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
     try {
       request = decodeJson(msg.content) as TReq;
     } catch (err) {
-      if (policy.malformedRequest === 'drop') this.channel.ack(msg);
+      if (policy.malformedRequest === 'drop') this.ack(msg);
       // The failure reply without the dead-letter (reply_only) is a breach of RR-19.2 too.
       else await this.settling(this.handleFailure(msg, context, `MalformedRequest: ${err instanceof Error ? err.message : String(err)}`,
         false, policy.malformedRequest !== 'reply_only'));
@@ -338,11 +440,12 @@ export class Responder<TReq = unknown, TRes = unknown> {
     try {
       result = await this.handler(request, context);
     } catch (err) {
-      if (this.stopped) return; // abandoned: the request goes back to the queue with the channel
+      // Abandoned (stopped, or its connection lost): the request goes back with the channel.
+      if (this.stopped || this.abandoned(msg)) return;
       await this.settling(this.handleFailure(msg, context, failureText(err, policy.errorTypeName === 'qualified'), true));
       return;
     }
-    if (this.stopped) return;
+    if (this.stopped || this.abandoned(msg)) return;
     await this.settling(this.answer(msg, context, result));
   }
 
@@ -368,7 +471,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
     const counted = !uncounted && policy.answeredTiming === 'before_publish';
     if (counted) this.answeredCount++;
     try {
-      await this.sendReply(context, encodeJson(result), {});
+      await this.sendReply(msg, context, encodeJson(result), {});
     } catch (err) {
       // Counted after the confirm, a failed publish was never counted: nothing to take back.
       if (counted && policy.rollbackAnswered) this.answeredCount--;
@@ -376,7 +479,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
       return;
     }
     if (!uncounted && policy.answeredTiming === 'after_confirm') this.answeredCount++;
-    this.channel.ack(msg);
+    this.ack(msg);
     this.options.observer?.replied?.({ messageId, failure: null });
   }
 
@@ -399,7 +502,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
     // RR-10.1: an empty body, the failure in the header only (also in the body, a breach).
     const body = this.policy.failureBody === 'json' ? encodeJson({ error: failure }) : Buffer.alloc(0);
     try {
-      await this.sendReply(context, body, { [ERROR_HEADER]: failure });
+      await this.sendReply(msg, context, body, { [ERROR_HEADER]: failure });
     } catch (err) {
       if (counted) this.answeredCount--;
       // RR-14.1: a failure reply is a reply, so one that was not delivered is retried and
@@ -410,20 +513,20 @@ export class Responder<TReq = unknown, TRes = unknown> {
       } else if (this.policy.deadLetterFailures) {
         await this.deadLetter(msg, failure);
       } else {
-        this.channel.ack(msg);
+        this.ack(msg);
       }
       return;
     }
     this.options.observer?.replied?.({ messageId: context.messageId, failure });
     // RR-11.2: answered, so not retried (requeued until the last attempt, a breach).
     if (byHandler && this.policy.retryFailures && retryDecision(context.attempt, this.maxAttempts) === 'requeue') {
-      this.channel.nack(msg, false, true);
+      this.requeue(msg);
     } else if (this.policy.deadLetterFailures && deadLetter) await this.deadLetter(msg, failure);
-    else this.channel.ack(msg);
+    else this.ack(msg);
   }
 
   /** RR-4: default exchange, both correlation keys, JSON content type. */
-  private async sendReply(context: RequestContext, body: Buffer, headers: Headers): Promise<void> {
+  private async sendReply(msg: ConsumeMessage, context: RequestContext, body: Buffer, headers: Headers): Promise<void> {
     const replyHeaders: Headers = { ...headers };
     // RR-4.2, SG-3.1: the request's id is its message_id, or its correlation_id when it has
     // none (a tutorial caller's).
@@ -440,7 +543,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
     // return every one, 4.2 none): sent once without mandatory, never retried or dead-lettered.
     const atMostOnce = isDirectReplyTo(context.replyTo) && this.policy.directReplyTo === 'at_most_once';
     try {
-      await this.publisher.publish('', context.replyTo, body, {
+      await this.publisherOf(msg).publish('', context.replyTo, body, {
         mandatory: !atMostOnce,
         correlationId: correlationId ?? undefined,
         // RR-4.3 (none at all, a breach).
@@ -458,20 +561,22 @@ export class Responder<TReq = unknown, TRes = unknown> {
    * `reason` is the dead-letter reason when it is not an undeliverable reply.
    */
   private async retryOrDeadLetter(msg: ConsumeMessage, context: RequestContext, err: unknown, reason?: string): Promise<void> {
+    // Its connection lost meanwhile: the broker gives it again, as its next attempt (RR-20.4).
+    if (this.abandoned(msg)) return;
     const error = err instanceof Error ? err.message : String(err);
     if (reason === undefined) {
       this.options.observer?.replyFailed?.({ messageId: context.messageId, attempt: context.attempt, error });
     }
     if (this.policy.undeliverableReply === 'ack') {
       // Acknowledged into nowhere (a breach of RR-14): nothing retried, nothing dead-lettered.
-      this.channel.ack(msg);
+      this.ack(msg);
     } else if (retryDecision(context.attempt, this.maxAttempts) === 'dead_letter') {
       // RR-14.2: the last attempt dead-letters (acked into nowhere, a breach).
-      if (reason === undefined && this.policy.lastAttempt === 'ack') this.channel.ack(msg);
+      if (reason === undefined && this.policy.lastAttempt === 'ack') this.ack(msg);
       else await this.deadLetter(msg, reason ?? `UndeliverableReply: ${error}`);
     } else {
       // amqplib requeues by default; said explicitly because the retry depends on it.
-      this.channel.nack(msg, false, true);
+      this.requeue(msg);
     }
   }
 
@@ -488,7 +593,7 @@ export class Responder<TReq = unknown, TRes = unknown> {
     headers[DEAD_LETTER_REASON_HEADER] = reason;
     const full = this.policy.deadLetterCopy === 'full';
     try {
-      await this.publisher.publish('', deadLetterQueue(this.queue), msg.content, {
+      await this.publisherOf(msg).publish('', deadLetterQueue(this.queue), msg.content, {
         messageId: nonEmpty(props.messageId as string | undefined),
         // RR-11.4: the copy is the request, to be answered later (id_and_headers drops these, a breach).
         correlationId: full ? nonEmpty(props.correlationId as string | undefined) : undefined,
@@ -500,10 +605,10 @@ export class Responder<TReq = unknown, TRes = unknown> {
       });
     } catch (err) {
       console.error(`responder ${this.queue}: dead-letter failed, requeueing: ${String(err)}`);
-      this.channel.nack(msg, false, true);
+      this.requeue(msg);
       return;
     }
-    this.channel.ack(msg);
+    this.ack(msg);
     this.options.observer?.deadLettered?.({ messageId: nonEmpty(props.messageId as string | undefined) ?? null, reason });
   }
 }
@@ -538,6 +643,18 @@ async function queueExists(connection: Pick<ChannelModel, 'createChannel'>, queu
   }
   await probe.close().catch(() => undefined);
   return true;
+}
+
+/** One connection's channel, publishing on it and consuming the request queue. */
+interface RequestSession {
+  readonly connection: ChannelModel;
+  readonly channel: ConfirmChannel;
+  readonly publisher: ConfirmPublisher;
+  /** The index of its node in the responder's URLs. */
+  readonly node: number;
+  consumerTag?: string | undefined;
+  /** Set once the connection or channel is lost. */
+  lost: boolean;
 }
 
 export function deadLetterQueue(queue: string): string {

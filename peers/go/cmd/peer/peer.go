@@ -23,8 +23,15 @@ import (
 
 // The protocol versions this peer speaks, oldest first.
 // 3: type, the closed outcome, unmatched with both ids; 4: policy values
-// instead of profile and mutant names, and a responder without events.
-var protocols = []int{1, 2, 3, 4}
+// instead of profile and mutant names, and a responder without events;
+// 5: every node's URL, connection names, the connection_lost outcome and the
+// recovered event.
+var protocols = []int{1, 2, 3, 4, 5}
+
+// recoveryProtocol is the version from which a role connects by the
+// binding's DialRequester / DialResponder, under its connection name, and
+// recovers a lost connection.
+const recoveryProtocol = 5
 
 // command is every field any op takes; each op reads the ones it needs.
 // Optional fields are pointers, so that an absent one stays absent all the
@@ -36,6 +43,11 @@ type command struct {
 	Protocols []int        `json:"protocols"`
 	AMQPURL   string       `json:"amqp_url"`
 	TLS       *tlsSettings `json:"tls"`
+	// AMQPURLs is every broker node (hello), or a role's nodes, preferred
+	// first (requester.open, responder.start); version 5.
+	AMQPURLs []string `json:"amqp_urls"`
+	// ConnectionName is a role's connection name (version 5).
+	ConnectionName string `json:"connection_name"`
 
 	Name   string `json:"name"`
 	Client string `json:"client"`
@@ -100,12 +112,22 @@ func bad(format string, args ...interface{}) error {
 	return &badCommand{msg: fmt.Sprintf(format, args...)}
 }
 
+// openRequester is a requester and, before version 5, the connection the
+// adapter opened for it (nil: the binding's own, closed by its Close).
 type openRequester struct {
 	conn *amqp.Connection
 	r    *acemq.Requester
 }
 
-// openResponder is a binding responder, or a raw one (r nil).
+func (o *openRequester) close() {
+	o.r.Close()
+	if o.conn != nil {
+		o.conn.Close()
+	}
+}
+
+// openResponder is a binding responder, or a raw one (r nil); conn is the
+// connection the adapter opened for it (nil: the binding's own).
 type openResponder struct {
 	conn *amqp.Connection
 	r    *acemq.Responder
@@ -118,7 +140,9 @@ func (o *openResponder) close() {
 	} else {
 		o.raw.close()
 	}
-	o.conn.Close()
+	if o.conn != nil {
+		o.conn.Close()
+	}
 }
 
 type peer struct {
@@ -126,6 +150,7 @@ type peer struct {
 
 	mu         sync.Mutex
 	url        string
+	urls       []string    // hello's amqp_urls (version 5)
 	tls        *tls.Config // from hello's "tls"; nil: a plain run
 	protocol   int
 	claimed    map[string]bool
@@ -241,6 +266,7 @@ func (p *peer) hello(cmd command) (answer, error) {
 	if cmd.AMQPURL != "" {
 		p.url = cmd.AMQPURL
 	}
+	p.urls = cmd.AMQPURLs
 	p.tls = tlsConfig
 	p.mu.Unlock()
 	// TLS is additive to both versions: every connection this peer opens goes through dial.
@@ -301,6 +327,28 @@ func (p *peer) dial() (*amqp.Connection, error) {
 	return acemq.Dial(url, tlsConfig)
 }
 
+// connection is a version-5 role's connection settings: the command's
+// amqp_urls (else hello's, else hello's amqp_url) and its connection_name.
+func (p *peer) connection(cmd command) acemq.ConnectionConfig {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	urls := cmd.AMQPURLs
+	if len(urls) == 0 {
+		urls = p.urls
+	}
+	if len(urls) == 0 {
+		urls = []string{p.url}
+	}
+	return acemq.ConnectionConfig{URLs: urls, Name: cmd.ConnectionName, TLS: p.tls}
+}
+
+// recovered writes the version-5 recovered event of the role named.
+func (p *peer) recovered(role, name string) func() {
+	return func() {
+		p.out.write(map[string]interface{}{"event": "recovered", role: name})
+	}
+}
+
 func (p *peer) claim(name string) error {
 	if name == "" {
 		return bad("missing field 'name'")
@@ -349,13 +397,8 @@ func (p *peer) requesterOpen(cmd command) (answer, error) {
 	if err := p.claim(cmd.Name); err != nil {
 		return nil, err
 	}
-	conn, err := p.dial()
-	if err != nil {
-		p.release(cmd.Name)
-		return nil, err
-	}
 	name := cmd.Name
-	r, err := newRequester(conn, pol, acemq.RequesterOptions{
+	opts := acemq.RequesterOptions{
 		OnUnmatched: func(reply acemq.UnmatchedReply) {
 			p.out.write(map[string]interface{}{
 				"event": "unmatched", "requester": name,
@@ -364,9 +407,18 @@ func (p *peer) requesterOpen(cmd command) (answer, error) {
 			})
 		},
 		OnLost: p.lost("requester", name),
-	})
+	}
+	var conn *amqp.Connection
+	var r *acemq.Requester
+	if p.speaks() >= recoveryProtocol {
+		opts.OnRecovered = p.recovered("requester", name)
+		r, err = acemq.DialRequester(p.connection(cmd), policy.WithRequester(opts, pol))
+	} else if conn, err = p.dial(); err == nil {
+		if r, err = newRequester(conn, pol, opts); err != nil {
+			conn.Close()
+		}
+	}
 	if err != nil {
-		conn.Close()
 		p.release(name)
 		return nil, err
 	}
@@ -386,8 +438,7 @@ func (p *peer) requesterClose(cmd command) (answer, error) {
 	}
 	// The binding's Close returns once its pending calls have ended
 	// (closed), so they answer before this does.
-	o.r.Close()
-	o.conn.Close()
+	o.close()
 	p.release(cmd.Name)
 	return answer{}, nil
 }
@@ -454,9 +505,9 @@ func (p *peer) request(cmd command) (answer, error) {
 	}
 	started := time.Now()
 	var reply json.RawMessage
-	err = r.Request(context.Background(), cmd.Exchange, *cmd.RoutingKey, bodyOf(cmd), &reply, opts...)
-	res, err := requestOutcome(reply, err)
-	if err != nil {
+	callErr := r.Request(context.Background(), cmd.Exchange, *cmd.RoutingKey, bodyOf(cmd), &reply, opts...)
+	res, err := requestOutcome(reply, callErr)
+	if res, err = p.versioned(res, err, callErr); err != nil {
 		return nil, err
 	}
 	res["request_id"], res["elapsed_ms"] = id, elapsedMS(started)
@@ -482,7 +533,28 @@ func requestOutcome(reply json.RawMessage, err error) (answer, error) {
 	case errors.Is(err, acemq.ErrClosed):
 		return answer{"outcome": "closed"}, nil
 	}
+	return lostOutcome(err)
+}
+
+// lostOutcome is the connection_lost outcome (version 5) of a call or
+// gather its requester's connection's loss ended, with the client's reason;
+// any other error is returned as it is.
+func lostOutcome(err error) (answer, error) {
+	var lost *acemq.ConnectionLostError
+	if errors.As(err, &lost) {
+		return answer{"outcome": "connection_lost", "reason": lost.ReasonText()}, nil
+	}
 	return nil, err
+}
+
+// versioned is the outcome of a call that ended with callErr as this
+// protocol version has it: before version 5 there is no connection_lost
+// outcome, and such a call is refused with its error's text.
+func (p *peer) versioned(res answer, err, callErr error) (answer, error) {
+	if err == nil && res["outcome"] == "connection_lost" && p.speaks() < recoveryProtocol {
+		return nil, callErr
+	}
+	return res, err
 }
 
 func (p *peer) gather(cmd command) (answer, error) {
@@ -525,8 +597,9 @@ func (p *peer) gather(cmd command) (answer, error) {
 	default:
 		return nil, bad("unknown gather mode %q", cmd.Mode)
 	}
-	res, err := gatherOutcome(replies, err)
-	if err != nil {
+	callErr := err
+	res, err := gatherOutcome(replies, callErr)
+	if res, err = p.versioned(res, err, callErr); err != nil {
 		return nil, err
 	}
 	res["request_id"], res["elapsed_ms"] = opts.MessageID, elapsedMS(started)
@@ -548,7 +621,7 @@ func gatherOutcome(replies []json.RawMessage, err error) (answer, error) {
 	case errors.Is(err, acemq.ErrClosed):
 		return answer{"outcome": "closed"}, nil
 	}
-	return nil, err
+	return lostOutcome(err)
 }
 
 func (p *peer) counters(cmd command) (answer, error) {
@@ -574,7 +647,7 @@ func (p *peer) closeAll() {
 	var closers []func()
 	for _, o := range p.requesters {
 		o := o
-		closers = append(closers, func() { o.r.Close(); o.conn.Close() })
+		closers = append(closers, o.close)
 	}
 	for _, o := range p.responders {
 		closers = append(closers, o.close)

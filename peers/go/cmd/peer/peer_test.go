@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,7 +52,7 @@ func TestHeaderValuesFromJSON(t *testing.T) {
 }
 
 func TestNegotiation(t *testing.T) {
-	one, two, three, four := 1, 2, 3, 4
+	one, two, three, four, five := 1, 2, 3, 4, 5
 	cases := []struct {
 		cmd  command
 		want int
@@ -59,6 +60,8 @@ func TestNegotiation(t *testing.T) {
 		{command{Protocol: &two, Protocols: []int{1, 2}}, 2},
 		{command{Protocol: &three, Protocols: []int{1, 2, 3}}, 3},
 		{command{Protocol: &four, Protocols: []int{1, 2, 3, 4}}, 4},
+		{command{Protocol: &five, Protocols: []int{1, 2, 3, 4, 5}}, 5},
+		{command{Protocol: &five, Protocols: []int{1, 2, 3, 4, 5, 6}}, 5},
 		{command{Protocol: &one}, 1},
 		{command{Protocol: &two}, 2},
 		{command{}, 1},
@@ -68,9 +71,9 @@ func TestNegotiation(t *testing.T) {
 			t.Errorf("negotiate(%v, %v) = %d, %v; want %d", c.cmd.Protocol, c.cmd.Protocols, got, err, c.want)
 		}
 	}
-	five := 5
-	if _, err := negotiate(command{Protocol: &five, Protocols: []int{5}}); err == nil {
-		t.Error("protocol 5 accepted")
+	six := 6
+	if _, err := negotiate(command{Protocol: &six, Protocols: []int{6}}); err == nil {
+		t.Error("protocol 6 accepted")
 	}
 }
 
@@ -150,5 +153,64 @@ func TestTimeoutsWhateverTheirShapeAreTheTimeoutOutcome(t *testing.T) {
 	}
 	if _, refused := gatherOutcome(nil, fmt.Errorf("publish: %w", &acemq.ReturnedError{Code: 312})); refused == nil {
 		t.Error("a returned gather is not refused")
+	}
+}
+
+func TestALostConnectionIsTheConnectionLostOutcomeFromVersion5(t *testing.T) {
+	lost := fmt.Errorf("request m-1: %w", &acemq.ConnectionLostError{Reason: &amqp.Error{Code: 320, Reason: "CONNECTION_FORCED - Closed via management plugin"}})
+	want := answer{"outcome": "connection_lost", "reason": "320 CONNECTION_FORCED - Closed via management plugin"}
+	for name, outcome := range map[string]func(error) (answer, error){
+		"request": func(err error) (answer, error) { return requestOutcome(nil, err) },
+		"gather":  func(err error) (answer, error) { return gatherOutcome(nil, err) },
+	} {
+		got, refused := outcome(lost)
+		if refused != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %v, %v; want %v", name, got, refused, want)
+		}
+		// Not a timeout, whatever else it wraps.
+		if got, _ := outcome(fmt.Errorf("%w", acemq.ErrTimedOut)); got["outcome"] == "connection_lost" {
+			t.Errorf("%s: a timeout answered connection_lost", name)
+		}
+		for version, refusedBefore := range map[int]bool{4: true, 5: false} {
+			p := newPeer(&output{w: io.Discard}, defaultURL)
+			p.protocol = version
+			res, err := outcome(lost)
+			res, err = p.versioned(res, err, lost)
+			if refusedBefore != (err != nil) {
+				t.Errorf("%s, version %d: %v, %v", name, version, res, err)
+			}
+			if refusedBefore && err != lost {
+				t.Errorf("%s, version %d: refused with %v, want the call's error", name, version, err)
+			}
+		}
+	}
+}
+
+func TestAVersion5RoleConnectsToItsNodesUnderItsName(t *testing.T) {
+	p := newPeer(&output{w: io.Discard}, defaultURL)
+	five := 5
+	if _, err := p.hello(command{Protocol: &five, Protocols: []int{1, 2, 3, 4, 5}, AMQPURL: "amqp://a/", AMQPURLs: []string{"amqp://a/", "amqp://b/"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := p.connection(command{ConnectionName: "acemq-c0004.q", AMQPURLs: []string{"amqp://b/", "amqp://a/"}})
+	if !reflect.DeepEqual(got.URLs, []string{"amqp://b/", "amqp://a/"}) || got.Name != "acemq-c0004.q" {
+		t.Errorf("the command's nodes and name: %+v", got)
+	}
+	if got := p.connection(command{Name: "q"}); !reflect.DeepEqual(got.URLs, []string{"amqp://a/", "amqp://b/"}) {
+		t.Errorf("no amqp_urls in the command: %v, want hello's", got.URLs)
+	}
+	p.urls = nil
+	if got := p.connection(command{}); !reflect.DeepEqual(got.URLs, []string{"amqp://a/"}) {
+		t.Errorf("no amqp_urls anywhere: %v, want [amqp_url]", got.URLs)
+	}
+}
+
+func TestTheRecoveredEventNamesTheRole(t *testing.T) {
+	var out bytes.Buffer
+	p := newPeer(&output{w: &out}, defaultURL)
+	p.recovered("responder", "c0004.r")()
+	var line map[string]interface{}
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil || !reflect.DeepEqual(line, map[string]interface{}{"event": "recovered", "responder": "c0004.r"}) {
+		t.Errorf("wrote %q (%v)", out.String(), err)
 	}
 }

@@ -42,14 +42,17 @@ func (p *peer) responderStart(cmd command) (answer, error) {
 	if err := p.claim(cmd.Name); err != nil {
 		return nil, err
 	}
-	conn, err := p.dial()
-	if err != nil {
-		p.release(cmd.Name)
-		return nil, err
+	var conn *amqp.Connection
+	var r *acemq.Responder
+	if p.speaks() >= recoveryProtocol {
+		opts.Hooks.Recovered = p.recovered("responder", cmd.Name)
+		r, err = acemq.DialResponder(p.connection(cmd), cmd.Queue, handler, policy.WithResponder(opts, pol))
+	} else if conn, err = p.dial(); err == nil {
+		if r, err = acemq.NewResponder(conn, cmd.Queue, handler, policy.WithResponder(opts, pol)); err != nil {
+			conn.Close()
+		}
 	}
-	r, err := acemq.NewResponder(conn, cmd.Queue, handler, policy.WithResponder(opts, pol))
 	if err != nil {
-		conn.Close()
 		p.release(cmd.Name)
 		return nil, err
 	}

@@ -64,6 +64,9 @@ type (
 
 	RequestCorrelation string
 	DirectReplyTo      string
+
+	LostCallRule string
+	AckTiming    string
 )
 
 const (
@@ -198,6 +201,17 @@ const (
 	// KeepGatherFailure keeps a failure reply in its gather as a null reply
 	// (SG-10.1 says it is not an answer).
 	KeepGatherFailure GatherFailureReply = "keep"
+
+	// EndLost ends a call pending when its connection is lost at once
+	// (RR-20.1); WaitLost leaves it to wait out its timeout.
+	EndLost  LostCallRule = "end_lost"
+	WaitLost LostCallRule = "wait"
+
+	// AckAfterHandling acknowledges a request once it is settled (RR-14);
+	// AckOnDelivery as soon as it is delivered, before its handler runs
+	// (RR-20.4 says a request held at a lost connection must come back).
+	AckAfterHandling AckTiming = "after_handling"
+	AckOnDelivery    AckTiming = "on_delivery"
 )
 
 // Requester is the requester's (and gatherer's) policy.
@@ -250,6 +264,11 @@ type Requester struct {
 	CountGatherFailures bool `policy:"count_gather_failures"`
 	// RequestCorrelationID is a request's correlation_id (RR-8.4: its message_id).
 	RequestCorrelationID RequestCorrelation `policy:"request_correlation_id"`
+	// OnConnectionLost is what a call pending at a lost connection does (RR-20.1).
+	OnConnectionLost LostCallRule `policy:"on_connection_lost"`
+	// RecoverConnection reconnects and consumes a new reply queue after a
+	// lost connection (RR-20.3).
+	RecoverConnection bool `policy:"recover_connection"`
 }
 
 // Responder is the responder's policy.
@@ -292,6 +311,11 @@ type Responder struct {
 	PassSpecHeaders bool `policy:"pass_spec_headers"`
 	// DirectReplyTo is how a reply to a direct reply-to address is sent (RR-14.5).
 	DirectReplyTo DirectReplyTo `policy:"direct_reply_to"`
+	// RecoverConnection reconnects, declares again and consumes again after a
+	// lost connection (RR-20.2).
+	RecoverConnection bool `policy:"recover_connection"`
+	// AckTiming is when a request is acknowledged (RR-20.4).
+	AckTiming AckTiming `policy:"ack_timing"`
 }
 
 // DefaultRequester is every requester knob at the catalogue's default.
@@ -333,6 +357,8 @@ func DefaultRequester() Requester {
 		GatherFailureReply:       DropGatherFailure,
 		CountGatherFailures:      true,
 		RequestCorrelationID:     CorrelationIsMessageID,
+		OnConnectionLost:         EndLost,
+		RecoverConnection:        true,
 	}
 }
 
@@ -368,6 +394,8 @@ func DefaultResponder() Responder {
 		RequestQueue:         QuorumRequestQueue,
 		PassSpecHeaders:      true,
 		DirectReplyTo:        DirectAtMostOnce,
+		RecoverConnection:    true,
+		AckTiming:            AckAfterHandling,
 	}
 }
 

@@ -20,15 +20,17 @@ export function seen(context: RequestContext): Line {
 /**
  * The observer of responder `name`. With `events` false (protocol 4, a load) it has no
  * per-request hook at all, so the binding calls none and nothing is written per request;
- * `connectionLost` stays, since a lost connection is a fault the harness must still hear of.
+ * `connectionLost` stays, since a lost connection is a fault the harness must still hear of,
+ * and so does `recovered` (version 5), which is no per-request event either.
  */
 export function responderObserver(
   name: string,
   write: (line: Line) => void,
   events: boolean,
   connectionLost: ((reason: string) => void) | undefined,
+  recovered?: (() => void) | undefined,
 ): ResponderObserver {
-  if (!events) return { connectionLost };
+  if (!events) return { connectionLost, recovered };
   return {
     handled: (context) =>
       write({ event: 'handled', responder: name, message_id: context.messageId, attempt: context.attempt, seen: seen(context) }),
@@ -37,5 +39,6 @@ export function responderObserver(
     deadLettered: (e) => write({ event: 'dead_lettered', responder: name, message_id: e.messageId, reason: e.reason }),
     unanswerable: (e) => write({ event: 'unanswerable', responder: name, message_id: e.messageId }),
     connectionLost,
+    recovered,
   };
 }

@@ -6,6 +6,7 @@
 // the mapping is unit tested on its own.
 
 import {
+  ConnectionLostError,
   ReplyDecodeError,
   RequestTimedOutError,
   RequestTimeoutError,
@@ -37,6 +38,18 @@ export function unwrapped(err: unknown): unknown[] {
   return found;
 }
 
+/** The protocol version from which a call its connection's loss ended is an outcome (RR-20.1). */
+export const CONNECTION_LOST_PROTOCOL = 5;
+
+/**
+ * Version 5's `connection_lost` with amqplib's text for the loss; before it such a call is
+ * a refusal, as any other error.
+ */
+function lostOutcome(e: unknown, protocol: number): Outcome | undefined {
+  if (e instanceof ConnectionLostError && protocol >= CONNECTION_LOST_PROTOCOL) return { outcome: 'connection_lost', reason: e.reason };
+  return undefined;
+}
+
 /** The outcome of a request that ended with `err`; undefined: not a call's end, a refusal. */
 export function requestOutcome(err: unknown, protocol: number): Outcome | undefined {
   for (const e of unwrapped(err)) {
@@ -45,6 +58,8 @@ export function requestOutcome(err: unknown, protocol: number): Outcome | undefi
     if (e instanceof ReplyDecodeError) return { outcome: 'decode_error', error: e.message };
     // Version 3's outcome; before it a closed call is a refusal.
     if (e instanceof RequesterClosedError && protocol >= 3) return { outcome: 'closed' };
+    const lost = lostOutcome(e, protocol);
+    if (lost) return lost;
   }
   return undefined;
 }
@@ -54,6 +69,8 @@ export function gatherOutcome(err: unknown, protocol: number): Outcome | undefin
   for (const e of unwrapped(err)) {
     if (e instanceof RequestTimeoutError) return { outcome: 'timeout_with_partial', replies: e.partialReplies };
     if (e instanceof RequesterClosedError && protocol >= 3) return { outcome: 'closed' };
+    const lost = lostOutcome(e, protocol);
+    if (lost) return lost;
   }
   return undefined;
 }

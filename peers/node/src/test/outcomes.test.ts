@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { gatherOutcome, requestOutcome } from '../adapter/outcomes';
-import { RequestTimedOutError, RequestTimeoutError, RequesterClosedError, ResponderFailedError } from '../errors';
+import { ConnectionLostError, RequestTimedOutError, RequestTimeoutError, RequesterClosedError, ResponderFailedError } from '../errors';
 
 /** The ways a caller can hand an error on: as it is, in a cause chain, in an AggregateError. */
 function wrappings(err: Error): Array<[string, unknown]> {
@@ -41,5 +41,16 @@ describe('adapter outcomes', () => {
     const loop = new Error('a') as Error & { cause?: unknown };
     loop.cause = new Error('b', { cause: loop });
     assert.equal(requestOutcome(loop, 3), undefined);
+  });
+
+  it('maps a call its connection\'s loss ended to connection_lost with the reason from version 5, a refusal before (RR-20.1)', () => {
+    const reason = 'Connection closed: 320 (CONNECTION-FORCED) with message "CONNECTION_FORCED - Closed via management plugin"';
+    for (const [how, err] of wrappings(new ConnectionLostError(reason))) {
+      assert.deepEqual(requestOutcome(err, 5), { outcome: 'connection_lost', reason }, how);
+      assert.deepEqual(gatherOutcome(err, 5), { outcome: 'connection_lost', reason }, how);
+      assert.equal(requestOutcome(err, 4), undefined, `${how}: no such outcome in version 4`);
+      assert.equal(gatherOutcome(err, 4), undefined, how);
+    }
+    assert.deepEqual(requestOutcome(new RequestTimedOutError('r1', 100), 5), { outcome: 'timeout' }, 'a timeout stays a timeout');
   });
 });

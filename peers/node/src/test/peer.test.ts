@@ -38,6 +38,24 @@ describe('the peer over its pipes', () => {
     assert.ok(!('profiles' in hello!) && !('mutants' in hello!) && !('unreachable' in hello!));
   });
 
+  it('answers protocol 5 with the same knobs, the connection-loss ones among them', async () => {
+    const [hello] = await converse([{ ...HELLO, protocol: 5, protocols: [1, 2, 3, 4, 5], amqp_urls: [HELLO.amqp_url] }]);
+    assert.equal(hello!.protocol, 5);
+    assert.deepEqual(hello!.knobs, KNOBS);
+    const knobs = hello!.knobs as { requester: string[]; responder: string[] };
+    for (const knob of ['on_connection_lost', 'recover_connection']) assert.ok(knobs.requester.includes(knob), knob);
+    for (const knob of ['recover_connection', 'ack_timing']) assert.ok(knobs.responder.includes(knob), knob);
+  });
+
+  it('refuses an amqp_urls that is not a list of URLs', async () => {
+    const [, open] = await converse([
+      { ...HELLO, protocol: 5, protocols: [1, 2, 3, 4, 5] },
+      { op: 'requester.open', name: 'q', policy: {}, connection_name: 'n', amqp_urls: 'amqp://x/' },
+    ]);
+    assert.equal(open!.ok, false);
+    assert.match(String(open!.error), /amqp_urls/);
+  });
+
   it('offers the binding as it ships to an older harness', async () => {
     const [hello] = await converse([{ ...HELLO, protocol: 3, protocols: [1, 2, 3] }]);
     assert.equal(hello!.protocol, 3);

@@ -27,10 +27,15 @@ function requester(changes: Partial<RequesterPolicy> = {}, returnAll = false, op
       return true;
     },
   });
-  const connection = { createConfirmChannel: async () => confirmChannel, close: async () => undefined };
+  const connection = Object.assign(new EventEmitter(), {
+    createConfirmChannel: async () => confirmChannel,
+    close: async () => undefined,
+  });
   const ctor = Requester as unknown as new (...args: unknown[]) => Requester;
-  const made = new ctor(connection, null, 'rq', options, requesterPolicy(changes));
-  return { requester: made, published };
+  const made = new ctor({ urls: ['amqp://unused/'] }, options, requesterPolicy(changes));
+  // The session openSession would have made: its reply queue is 'rq'.
+  (made as unknown as { session: unknown }).session = { connection, channel: null, replyQueue: 'rq', node: 0 };
+  return { requester: made, published, connection };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

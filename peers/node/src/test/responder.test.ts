@@ -46,8 +46,16 @@ function responder(
     fixture.handled++;
     return handler ? handler() : { echo: request };
   };
-  fixture.responder = new ctor(null, channel, publisher, 'svc', echo, options, responderPolicy(changes));
+  fixture.responder = new ctor({ urls: ['amqp://unused/'] }, 'svc', echo, options, responderPolicy(changes));
+  attach(fixture.responder, null, channel, publisher);
   return fixture;
+}
+
+/** Gives `r` the session openSession would have made on a connection: its channel and publisher. */
+function attach(r: Responder, connection: unknown, channel: unknown, publisher: unknown): Record<string, unknown> {
+  const session = { connection, channel, publisher, node: 0, lost: false };
+  (r as unknown as { session: unknown }).session = session;
+  return session;
 }
 
 function deliver(r: Responder, id: string, properties: Record<string, unknown> = {}, body = '{"a":1}'): Promise<void> {
@@ -56,7 +64,10 @@ function deliver(r: Responder, id: string, properties: Record<string, unknown> =
     fields: {},
     properties: { messageId: id, headers: { 'acemq-reply-to': 'rq' }, ...properties },
   } as unknown as ConsumeMessage;
-  return (r as unknown as { process(m: ConsumeMessage): Promise<void> }).process(msg);
+  // As the consumer does: the request belongs to the session it was delivered on.
+  const inner = r as unknown as { session: unknown; sessionOf: WeakMap<ConsumeMessage, unknown>; process(m: ConsumeMessage): Promise<void> };
+  inner.sessionOf.set(msg, inner.session);
+  return inner.process(msg);
 }
 
 describe('Responder', () => {
@@ -386,8 +397,8 @@ describe('Responder stop', () => {
     };
     const connection = { close: async () => events.push('close') };
     const ctor = Responder as unknown as new (...args: unknown[]) => Responder;
-    const r = new ctor(connection, channel, publisher, 'svc', handler, {}, responderPolicy(changes));
-    (r as unknown as { consumerTag: string }).consumerTag = 'ctag';
+    const r = new ctor({ urls: ['amqp://unused/'] }, 'svc', handler, {}, responderPolicy(changes));
+    attach(r, connection, channel, publisher).consumerTag = 'ctag';
     const confirm = () => confirms.splice(0).forEach((resolve) => resolve());
     return { r, events, confirms, confirm };
   }
