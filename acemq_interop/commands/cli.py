@@ -153,9 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-pairs", action="store_true", help="per peer only, no requester x responder pairs")
     bench.add_argument("--out", default="out", help="folder for bench.json and bench.md (default ./out)")
     bench.add_argument("--markdown", action="store_true", help="print bench.md (the README's table) instead of the console tables")
-    bench.add_argument("--readme", metavar="README",
-                       help="also rewrite README's bench region (between its '<!-- bench.md begins' and "
-                            "'<!-- bench.md ends -->' lines) with bench.md")
+    bench.add_argument("--readme", metavar="MARKDOWN",
+                       help="also rewrite this Markdown file's bench region (docs/performance.md's: between its "
+                            "'<!-- bench.md begins' and '<!-- bench.md ends -->' lines) with bench.md")
     bench.add_argument("--render", metavar="BENCH_JSON",
                        help="measure nothing: show, write (--out, --readme) and compare an earlier bench.json's figures")
     bench.add_argument("--compare", help="an earlier bench.json: print each ratio old -> new and whether they agree")

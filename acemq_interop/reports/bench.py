@@ -14,7 +14,7 @@ from ..results.outdir import write_whole
 UNSTABLE_MARK = "!"
 # The README's bench region: everything between these two lines is bench.md, written by the
 # command (`--readme`), never by hand; tests/unit/interop/test_bench_readme.py holds its form.
-README_BEGIN = "<!-- bench.md begins: written by `acemq-interop bench --readme README.md`; do not edit by hand -->"
+README_BEGIN = "<!-- bench.md begins: written by `acemq-interop bench --readme docs/performance.md`; do not edit by hand -->"
 README_END = "<!-- bench.md ends -->"
 COLUMNS = ("peer", "binding requester req/s", "raw client req/s", "binding/raw", "binding responder req/s",
            "responder/raw", "p50 / p99 ms", "a reply queue per request req/s", "shared / per-request", "start-up s",

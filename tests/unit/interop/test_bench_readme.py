@@ -14,7 +14,7 @@ from acemq_interop.reports.bench import COLUMNS, README_BEGIN, README_END, markd
 from acemq_interop.results.bench import BenchResult, BenchSettings, Load, PeerBench
 from acemq_interop.results.model import BrokerInfo
 
-README = (DATA_ROOT / "README.md").read_text(encoding="utf-8")
+README = (DATA_ROOT / "docs" / "performance.md").read_text(encoding="utf-8")  # where the README sends a reader for figures
 
 
 def _quoted() -> list[str]:
