@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from ..core import redact
 from ..core.errors import Lacking, PeerError
 from ..spec.catalogue import offer_from_knobs, policy_for
 from .manifests import Manifest
@@ -199,7 +200,7 @@ class PeerClient:
         sent = time.monotonic()
         answer = self.process.call(command, self.op_bound_s if bound_s is None else bound_s)
         if note is not None:
-            note(command, answer, round((time.monotonic() - sent) * 1000, 1))
+            note(_as_noted(command), answer, round((time.monotonic() - sent) * 1000, 1))
         if check and not answer.get("ok"):
             raise PeerError(f"peer '{self.name}' refused {command['op']}: {answer.get('error')}")
         return answer
@@ -207,7 +208,7 @@ class PeerClient:
     def _send(self, command: dict[str, Any], note: Note | None) -> PendingCall:
         future = self.process.send(command)
         if note is not None:
-            note(command, None)
+            note(_as_noted(command), None)
         return _ProcessCall(self.process, command, future)
 
     def _configured(self, command: dict[str, Any], profile: str, mutant: str | None) -> dict[str, Any]:
@@ -311,3 +312,11 @@ class PeerClient:
                                     "requests": requests, "in_flight": in_flight, "body_bytes": body_bytes,
                                     "timeout_ms": timeout_ms, "warmup": warmup}, profile, mutant)
         return self._call(command, None, bound_s=bound_s or max(self.op_bound_s, timeout_ms / 1000 * 2 + 60))["load"]
+
+
+def _as_noted(command: dict[str, Any]) -> dict[str, Any]:
+    """A command as the cell's evidence keeps it: a protocol-5 role's node URLs carry the
+    broker's credentials, and the trace goes into results.json and the report."""
+    if "amqp_urls" not in command:
+        return command
+    return {**command, "amqp_urls": [redact.url(str(u)) for u in command["amqp_urls"]]}

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from acemq_interop.core.paths import DATA_ROOT
+from acemq_interop.peers.protocol import PROTOCOL_VERSION
 
 pytestmark = pytest.mark.broker
 
@@ -45,5 +46,5 @@ def test_a_new_catalogue_mutant_of_existing_knobs_runs_on_every_peer_unchanged(b
     assert verdicts == {f"rr-requester-writes-both-addresses[requester={p}+header-only-and-uncounted]":
                         ("FAIL", [("RR-1.2", f"{p}+header-only-and-uncounted")]) for p in PEERS}, verdicts
     for p in PEERS:  # offered, as every other mutant of those knobs: derived from the knobs each peer names
-        assert results["peers"][p]["protocol"] == 4, results["peers"][p]
+        assert results["peers"][p]["protocol"] == PROTOCOL_VERSION, results["peers"][p]  # policies need 4 or later
         assert "header-only-and-uncounted" not in results["peers"][p]["mutants"]["missing"], results["peers"][p]

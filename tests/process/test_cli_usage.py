@@ -22,7 +22,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     (["--peers", "nosuchpeer"], "unknown peer 'nosuchpeer'"),
     (["--peers", "go@9.9"], "unknown profile '9.9'; profiles: current"),
     (["--peers", "node@0.3.0"], "no profile '0.3.0' for node; profiles for node: current"),
-    (["--peers", "go+no-such-mutant"], "unknown mutant 'no-such-mutant'; mutants: acks-undeliverable"),
+    (["--peers", "go+no-such-mutant"], "unknown mutant 'no-such-mutant'; mutants: acks-on-delivery, acks-undeliverable"),
     (["--peers", ""], "the peer list is empty"),
     (["--peers", "go", "--scenarios", "rr-pair-*,no-such-*"], "no scenario id matches 'no-such-*'"),
     (["--peers", "go", "--cell", "rr-pair-round-trip[requester=go,responder=ruby]"], "no planned cell has that id"),
