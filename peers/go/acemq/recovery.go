@@ -59,9 +59,11 @@ func (e *ConnectionLostError) ReasonText() string {
 const (
 	firstRetryDelay = 250 * time.Millisecond
 	maxRetryDelay   = 5 * time.Second
-	// dialTimeout bounds one dial and handshake, so that a node that does not
-	// answer cannot hold the attempts further apart than the backoff.
-	dialTimeout = 5 * time.Second
+	// dialTimeout bounds one dial and handshake: amqp091-go's own default. A
+	// node that is down refuses at once; five seconds, tried first, failed
+	// handshakes that a loaded broker was still completing (the suite's stress
+	// run: "read tcp ...: i/o timeout" on opening a requester).
+	dialTimeout = 30 * time.Second
 )
 
 // retryDelay is how long the attempt-th reconnection attempt (from 0) waits.
