@@ -14,13 +14,14 @@ class RecoveryTest < Minitest::Test
 
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
-  # A requester with one call pending (published, unanswered) and one gather pending.
+  # A requester with one call pending (published, unanswered) and one gather pending:
+  # three publishes, the request's and the gather's two copies (one per expected reply).
   def pending_calls(requester, sent)
     calls = [
       Thread.new { outcome { requester.request(1, routing_key: "k", timeout: 0.5) } },
       Thread.new { outcome { requester.send_request_multi(1, endpoint: "e", expected_reply_count: 2, timeout: 0.5) } }
     ]
-    2.times { sent.pop }
+    3.times { sent.pop }
     calls
   end
 
