@@ -156,3 +156,29 @@ def test_a_version_2_peer_kept_outside_negotiates_2_and_certifies_what_it_can_ru
     # URL, the one that holds a queue on the broker (it needs the node's CLI), saying that.
     by_protocol = [c for c in skipped if "speaks peer protocol 2; this scenario needs " in c["reason"]]  # 3, 5
     assert any("needs 3" in c["reason"] for c in by_protocol) and all(c in by_protocol or c["reason"] == NOT_HERE for c in skipped), skipped
+
+
+def test_a_version_4_peer_kept_outside_negotiates_4_and_skips_only_the_connection_loss(broker, tmp_path) -> None:
+    """The protocol just before today's: a peer that lists 1 to 4 (no per-role connection
+    names, no `connection_lost`) answers the harness's offer with 4, passes what it can run,
+    and only the scenarios that need 5 (RR-20's connection loss) are SKIP, saying so."""
+    folder = outside_copy(tmp_path, "v4peer")
+    adapter = folder / "acemq_peer.py"
+    text = adapter.read_text()
+    current = re.search(r"^PROTOCOLS = \(1, 2, 3, 4, 5(?:, \d+)*\).*$", text, re.M)
+    assert current is not None
+    adapter.write_text(text.replace(current.group(0), "PROTOCOLS = (1, 2, 3, 4)"))
+    out = tmp_path / "out"
+    # The scenarios that need 3 beside those that need 5, and the pairs: what tells 4 from 5.
+    done = cli(broker, "run", "--peer-dir", str(folder), "--peers", "v4peer", "--diagonal", "--out", str(out),
+               "--scenarios", "rr-pair-*,rr-*connection-lost*,rr-*-recovers,*-close-ends-pending,*-type-property")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["peers"]["v4peer"]["protocol"] == 4
+    cells = results["cells"]
+    needs_5 = {c["scenario"] for c in cells if c["status"] == "SKIP" and "speaks peer protocol 4; this scenario needs 5" in c["reason"]}
+    assert needs_5 == {"rr-requester-connection-lost-ends-pending", "rr-requester-recovers",
+                       "rr-responder-connection-lost-redelivers", "rr-responder-recovers"}, cells
+    others = [c for c in cells if c["scenario"] not in needs_5]
+    assert len(others) > 10 and all(c["status"] == "PASS" or (c["status"] == "SKIP" and c["reason"] == NOT_HERE)
+                                    for c in others), [(c["id"], c["status"], c.get("reason")) for c in others if c["status"] != "PASS"]
