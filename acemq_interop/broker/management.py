@@ -135,11 +135,6 @@ class Management:
     def vhosts(self) -> list[str]:
         return [v["name"] for v in self._call("GET", "/api/vhosts") or []]
 
-    def connections(self, vhost: str | None = None) -> list[dict[str, Any]]:
-        """The open AMQP connections (of one vhost, or the broker's): name, user, client's name."""
-        where = f"/api/vhosts/{self._q(vhost)}/connections" if vhost is not None else "/api/connections"
-        return list(self._call("GET", where, absent=[]) or [])
-
     def vhost_records(self) -> list[dict[str, Any]]:
         """Every vhost with its description (where a run records who owns it)."""
         return list(self._call("GET", "/api/vhosts?columns=name,description") or [])
