@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from acemq_interop.spec import known_failures
 from acemq_interop.spec import scenarios
+from acemq_interop.spec.scenarios import Scenario
 from acemq_interop.broker.endpoint import BrokerEndpoint
 from acemq_interop.results.model import CellResult, RunResult
 from acemq_interop.peers.manifests import Manifest, PeerSpec, discover, load_manifest
@@ -25,6 +27,18 @@ def log(message: str) -> None:
 BROKER_CONTROL: dict[int, object] = {}
 
 
+def run_request(broker: BrokerEndpoint, peers: list[str], chosen: list[Scenario], manifests: dict[str, Manifest],
+                control: bool = False, **fields: Any) -> RunRequest:
+    """The one way a test makes a run's request: `peers` (specs as --peers gives them) on
+    `chosen` scenarios, on `broker`; with `control`, the session broker's queue holder (the
+    scenarios that hold a queue run instead of SKIP). `fields` are RunRequest's own (the log
+    is the test's unless given)."""
+    fields.setdefault("log", log)
+    return RunRequest(manifests=manifests, specs=tuple(PeerSpec.parse(p) for p in peers), scenarios=tuple(chosen),
+                      brokers=(BrokerSource.given(broker, BROKER_CONTROL.get(id(broker)) if control else None),),
+                      **fields)
+
+
 def run(
     broker: BrokerEndpoint,
     peers: list[str],
@@ -37,14 +51,11 @@ def run(
     only_cells: frozenset[str] | None = None,
 ) -> RunResult:
     """A run through the one session the `run` command uses, on the test session's broker."""
-    manifests = manifests or discover()
-    specs = tuple(PeerSpec.parse(p) for p in peers)
-    chosen = tuple(scenarios.select(scenarios.load_all(), scenario_globs))
+    chosen = scenarios.select(scenarios.load_all(), scenario_globs)
     known = tuple(known_failures.load([known_failures.DEFAULT_DIR])) if with_known_failures else ()
-    request = RunRequest(manifests=manifests, specs=specs, scenarios=chosen, known=known,
-                         brokers=(BrokerSource.given(broker, BROKER_CONTROL.get(id(broker))),),
-                         concurrency=concurrency, build=True, log=log, diagonal=diagonal, op_bound_s=op_bound_s,
-                         only_cells=only_cells)
+    request = run_request(broker, peers, chosen, manifests or discover(), control=True, known=known,
+                          concurrency=concurrency, build=True, diagonal=diagonal, op_bound_s=op_bound_s,
+                          only_cells=only_cells)
     outcome = run_session(request)
     if outcome.failure is not None:
         raise outcome.failure

@@ -25,15 +25,13 @@ from pathlib import Path
 import pytest
 
 from acemq_interop.broker.endpoint import BrokerEndpoint
-from acemq_interop.broker.lifecycle import BrokerSource
 from acemq_interop.commands.run import write_outputs
-from acemq_interop.peers.manifests import Manifest, PeerSpec, discover, load_manifest
+from acemq_interop.peers.manifests import Manifest, discover, load_manifest
 from acemq_interop.results.model import RunResult, Status
 from acemq_interop.results.soak import FIGURES
-from acemq_interop.run.request import RunRequest
 from acemq_interop.run.session import run_session
 from acemq_interop.spec import scenarios
-from support import describe, log
+from support import describe, log, run_request
 
 pytestmark = pytest.mark.broker
 
@@ -50,9 +48,8 @@ def run(broker: BrokerEndpoint, out: Path, peers: list[str], scenario_ids: list[
         concurrency: int = 4, bound_s: float = 120) -> RunResult:
     """A run as the CLI makes it (on the session's broker), its results files written to `out`."""
     chosen = scenarios.select(scenarios.load_all(), scenario_ids)
-    request = RunRequest(manifests=manifests, specs=tuple(PeerSpec.parse(p) for p in peers), scenarios=tuple(chosen),
-                         brokers=(BrokerSource.given(broker),), concurrency=concurrency, build=False, log=log,
-                         op_bound_s=10.0, out_dir=out)
+    request = run_request(broker, peers, chosen, manifests, concurrency=concurrency, build=False,
+                          op_bound_s=10.0, out_dir=out)
     started = time.monotonic()
     report = run_session(request).report
     assert time.monotonic() - started < bound_s, f"the run took {time.monotonic() - started:.0f}s"

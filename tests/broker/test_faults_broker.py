@@ -730,10 +730,9 @@ def test_a_memory_alarm_raised_mid_run_makes_the_cells_errors_naming_it_never_fa
     (rr-pair-round-trip) and the probe's (rr-responder-header-only) are blocked; each cell is
     an ERROR naming the alarm, and the run ends (every wait is bounded: the probe's too)."""
     from acemq_interop.spec import scenarios
-    from acemq_interop.peers.manifests import PeerSpec, discover
-    from acemq_interop.broker.lifecycle import BrokerSource
-    from acemq_interop.run.request import RunRequest
+    from acemq_interop.peers.manifests import discover
     from acemq_interop.run.session import run_session
+    from support import run_request
 
     node, endpoint = alarm_node
     lines: list[str] = []
@@ -745,8 +744,7 @@ def test_a_memory_alarm_raised_mid_run_makes_the_cells_errors_naming_it_never_fa
             memory_alarm()  # on the peer's start thread: in effect before the first cell starts
 
     chosen = scenarios.select(scenarios.load_all(), ["rr-pair-round-trip", "rr-responder-header-only"])
-    request = RunRequest(manifests=discover(), specs=(PeerSpec.parse("python"),), scenarios=tuple(chosen),
-                         brokers=(BrokerSource.given(endpoint),), log=log, op_bound_s=10.0)
+    request = run_request(endpoint, ["python"], chosen, discover(), log=log, op_bound_s=10.0)
     outcome: list = []
 
     def run() -> None:

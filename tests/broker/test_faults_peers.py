@@ -29,13 +29,11 @@ import pytest
 from acemq_interop.spec import scenarios
 from acemq_interop.broker.endpoint import BrokerEndpoint
 from acemq_interop.commands.run import write_outputs
-from acemq_interop.peers.manifests import Manifest, PeerSpec, discover, load_manifest
+from acemq_interop.peers.manifests import Manifest, discover, load_manifest
 from acemq_interop.results.model import RunResult, Status
 from acemq_interop.peers.builds import build_peer
-from acemq_interop.broker.lifecycle import BrokerSource
-from acemq_interop.run.request import RunRequest
 from acemq_interop.run.session import run_session
-from support import FIXTURE_PEERS, describe, log
+from support import FIXTURE_PEERS, describe, log, run_request
 
 pytestmark = pytest.mark.broker
 
@@ -163,9 +161,8 @@ def run_in_process(broker: BrokerEndpoint, out: Path, peers: list[str], scenario
     files are written to `out` and checked."""
     real = {sc.id: sc for sc in scenarios.load_all()}
     chosen = [real[name] if name in real else scenarios.load_file(FIXTURE_SCENARIOS / f"{name}.yaml") for name in scenario_ids]
-    request = RunRequest(manifests=manifests, specs=tuple(PeerSpec.parse(p) for p in peers), scenarios=tuple(chosen),
-                         brokers=(BrokerSource.given(broker),), concurrency=concurrency, build=False, log=log,
-                         diagonal=diagonal, op_bound_s=op_bound_s, out_dir=out)
+    request = run_request(broker, peers, chosen, manifests, concurrency=concurrency, build=False,
+                          diagonal=diagonal, op_bound_s=op_bound_s, out_dir=out)
     api = Api(broker)
     before_vhosts, before_children = api.vhosts(), set(children(os.getpid()))
     done: dict[str, Any] = {}
