@@ -28,10 +28,16 @@ class BrokerEndpoint:
     password: str
     mgmt_url: str
     ca_file: str | None = None
+    # A cluster's every node (this one first), each an endpoint of its own; () on one node.
+    nodes: tuple["BrokerEndpoint", ...] = ()
 
     @property
     def tls(self) -> bool:
         return self.ca_file is not None
+
+    def amqp_urls(self, vhost: str) -> list[str]:
+        """Every node's URL with the vhost, this one first (the peers' `amqp_urls`)."""
+        return [node.amqp_url(vhost) for node in (self.nodes or (self,))]
 
     def amqp_url(self, vhost: str) -> str:
         user = urllib.parse.quote(self.username, safe="")
@@ -40,7 +46,9 @@ class BrokerEndpoint:
         return f"{scheme}://{user}:{password}@{self.host}:{self.port}/{urllib.parse.quote(vhost, safe='')}"
 
     def management(self) -> Management:
-        return Management(self.mgmt_url, self.username, self.password)
+        """The management API; of a cluster, whichever node's answers (this one's first)."""
+        return Management(self.mgmt_url, self.username, self.password,
+                          tuple(node.mgmt_url for node in self.nodes if node.mgmt_url != self.mgmt_url))
 
 
 def free_port() -> int:

@@ -41,6 +41,7 @@ class BrokerSource:
     image: str | None = None
     url: str | None = None
     control: Any = None  # "given": the caller's queue holder of it (broker/control.py), or None
+    nodes: int = 1  # "cluster": how many private nodes (broker/cluster.py)
 
     @classmethod
     def given(cls, endpoint: BrokerEndpoint, control: Any = None) -> "BrokerSource":
@@ -52,6 +53,8 @@ class BrokerSource:
         if self.kind in ("url", "given"):
             assert self.endpoint is not None
             return f"--broker {'amqps ' if self.endpoint.tls else ''}{self.endpoint.host}:{self.endpoint.port}"
+        if self.kind == "cluster":
+            return f"cluster of {self.nodes} private nodes (rabbitmq-server)"
         return "private node (rabbitmq-server)"
 
     def rerun_args(self) -> str:
@@ -60,14 +63,29 @@ class BrokerSource:
             return f" --broker-image {self.image}"
         if self.kind == "url":
             return f" --broker {self.url}"
+        if self.kind == "cluster":
+            return f" --cluster {self.nodes}"
         return ""
 
 
 def broker_sources(url: str | None, mgmt_url: str | None, images: list[str] | None,
-                   ca_file: str | None = None) -> list[BrokerSource]:
-    """The run's broker axis: every --broker-image, else the --broker URL, else a private node."""
+                   ca_file: str | None = None, cluster: int = 0) -> list[BrokerSource]:
+    """The run's broker axis: every --broker-image, else the --broker URL, else a private node
+    (with --cluster N: a cluster of N private nodes)."""
     if url and images:
         raise UsageError("give either --broker or --broker-image, not both")
+    if cluster:
+        from .cluster import MAX_NODES
+
+        if not 2 <= cluster <= MAX_NODES:
+            raise UsageError(f"--cluster {cluster}: give 2 to {MAX_NODES} nodes (3 is the usual floor for quorum queues)")
+        if url:
+            raise UsageError("--cluster starts the run's own nodes: give it without --broker (a cluster of your own: "
+                             "--broker URL of one of its nodes)")
+        if images:
+            raise UsageError("--cluster on --broker-image is not built yet: run --cluster N on private nodes "
+                             "(the installed rabbitmq-server)")
+        return [BrokerSource("cluster", nodes=cluster)]
     if images:
         if len(set(images)) != len(images):
             raise UsageError("a --broker-image is named twice")
@@ -105,6 +123,10 @@ class Broker:
             with deferred_signals():
                 if self.source.kind == "node":
                     self.managed = EmbeddedBroker(self._log, tls=self.tls)
+                elif self.source.kind == "cluster":
+                    from .cluster import NodeCluster
+
+                    self.managed = NodeCluster(self.source.nodes, self._log, tls=self.tls)
                 elif self.source.kind == "image":
                     from .container import ContainerBroker
 
@@ -128,6 +150,10 @@ class Broker:
         # the stop is recorded, not raised over it.
         self.close(reraise=exc_type is None)
 
+    def cluster(self) -> Any:
+        """The managed cluster (broker/cluster.py: its node faults), or None."""
+        return self.managed if self.source.kind == "cluster" else None
+
     def control(self) -> Any:
         """The managed broker's queue holder (broker/control.py); a given broker's, from its
         caller; None for a broker given by URL."""
@@ -138,12 +164,14 @@ class Broker:
     def cpu_s(self) -> float | None:
         """CPU seconds the managed broker's processes used so far (a private node, a
         container: their host processes); None for a broker the harness does not run."""
-        pid = getattr(self.managed, "pid", lambda: None)()
-        if pid is None:
+        pids = getattr(self.managed, "pids", None)
+        pids = pids() if pids is not None else [getattr(self.managed, "pid", lambda: None)()]
+        if not pids or None in pids:
             return None
         from ..core.proc import process_cpu_s
 
-        return process_cpu_s(pid)
+        seconds = [process_cpu_s(pid) for pid in pids]
+        return None if None in seconds else sum(s for s in seconds if s is not None)
 
     def lost(self) -> str | None:
         """Why the managed broker is certainly gone (its VM exited), else None."""
@@ -157,6 +185,8 @@ class Broker:
         with deferred_signals(reraise):
             if isinstance(managed, EmbeddedBroker):
                 self._log("stopping the private RabbitMQ node")
+            elif self.source.kind == "cluster":
+                self._log("stopping the cluster's private RabbitMQ nodes")
             managed.stop()
 
 

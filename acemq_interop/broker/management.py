@@ -48,11 +48,28 @@ def _transient(exc: BaseException) -> bool:
 
 
 class Management:
-    def __init__(self, base_url: str, username: str, password: str):
+    """The API of one broker; of a cluster (`fallbacks`: the other nodes' APIs), whichever node
+    answers: a node stopped or killed on purpose (a scenario's node step) refuses, and the
+    same call goes to the next node, which sees the same vhosts, queues and connections."""
+
+    def __init__(self, base_url: str, username: str, password: str, fallbacks: tuple[str, ...] = ()):
         self.base_url = base_url.rstrip("/")
+        self._bases = [self.base_url, *(f.rstrip("/") for f in fallbacks)]
+        self._current = 0  # the node that answered last: asked first next time
         token = base64.b64encode(f"{username}:{password}".encode()).decode()
         self._auth = f"Basic {token}"
         self.username = username
+
+    def at_each_node(self) -> list["Management"]:
+        """One client per node (a node-local setting, such as the firehose, is set on each)."""
+        if len(self._bases) == 1:
+            return [self]
+        each = []
+        for base in self._bases:
+            one = Management(base, self.username, "")
+            one._auth = self._auth
+            each.append(one)
+        return each
 
     def _where(self) -> str:
         from ..core.redact import url
@@ -61,14 +78,32 @@ class Management:
 
     def _call(self, method: str, path: str, body: Any = None, absent: Any = _ABSENT, retries: int = RETRIES,
               bound_s: float = HTTP_BOUND_S, headers: dict[str, str] | None = None) -> Any:
-        """One call. `absent` is what a 404 returns when the caller expects absence (else a
-        404 is an error); 5xx and resets are retried for idempotent methods."""
+        """One call, at the node that answered last, then at each other node of a cluster
+        whose API does not answer at all (an HTTP error is an answer: it is not asked again)."""
+        first = self._current
+        for turn in range(len(self._bases)):
+            index = (first + turn) % len(self._bases)
+            try:
+                answer = self._call_at(self._bases[index], method, path, body, absent,
+                                       retries if len(self._bases) == 1 else 0, bound_s, headers)
+            except ManagementError as exc:
+                if exc.status != 0 or turn == len(self._bases) - 1:
+                    raise
+                continue
+            self._current = index
+            return answer
+        raise AssertionError("unreachable")
+
+    def _call_at(self, base_url: str, method: str, path: str, body: Any = None, absent: Any = _ABSENT,
+                 retries: int = RETRIES, bound_s: float = HTTP_BOUND_S, headers: dict[str, str] | None = None) -> Any:
+        """One call to one API. `absent` is what a 404 returns when the caller expects absence
+        (else a 404 is an error); 5xx and resets are retried for idempotent methods."""
         data = None if body is None else json.dumps(body).encode()
         attempts = 1 + (retries if method in IDEMPOTENT else 0)
         what = f"{method} {path}"
         for attempt in range(attempts):
             last = attempt == attempts - 1
-            request = urllib.request.Request(self.base_url + path, data=data, method=method)
+            request = urllib.request.Request(base_url + path, data=data, method=method)
             request.add_header("Authorization", self._auth)
             request.add_header("content-type", "application/json")
             for key, value in (headers or {}).items():
@@ -90,7 +125,9 @@ class Management:
                     time.sleep(BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)])
                     continue
                 reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-                raise ManagementError(f"management API at {self._where()} did not answer {what}: "
+                from ..core.redact import url
+
+                raise ManagementError(f"management API at {url(base_url)} did not answer {what}: "
                                       f"{type(reason).__name__}: {reason}") from None
             try:
                 return json.loads(raw) if raw else None
@@ -156,6 +193,26 @@ class Management:
 
     def queues(self, vhost: str) -> list[dict[str, Any]]:
         return self._call("GET", f"/api/queues/{self._q(vhost)}?columns=name,type,exclusive,auto_delete,durable") or []
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """The cluster's nodes: `name` and whether it is `running`."""
+        return list(self._call("GET", "/api/nodes?columns=name,running") or [])
+
+    def quorum_members(self, vhost: str) -> list[dict[str, Any]]:
+        """The vhost's quorum queues: `name`, `members` and `online` (node names)."""
+        rows = self._call("GET", f"/api/queues/{self._q(vhost)}?columns=name,type,members,online") or []
+        return [r for r in rows if r.get("type") == "quorum"]
+
+    def queue_node(self, vhost: str, name: str) -> str | None:
+        """The node a queue lives on: a quorum queue's leader, a classic queue's node."""
+        info = self._call("GET", f"/api/queues/{self._q(vhost)}/{self._q(name)}", absent=None) or {}
+        return info.get("leader") or info.get("node")
+
+    def messages(self, vhost: str, name: str, count: int = 100) -> list[dict[str, Any]]:
+        """Up to `count` messages of a queue, left in it (requeued): each `properties` and `payload`."""
+        rows = self._call("POST", f"/api/queues/{self._q(vhost)}/{self._q(name)}/get",
+                          {"count": count, "ackmode": "ack_requeue_true", "encoding": "auto", "truncate": 50000}, absent=None)
+        return list(rows or [])
 
     def delete_queue(self, vhost: str, name: str) -> None:
         self._call("DELETE", f"/api/queues/{self._q(vhost)}/{self._q(name)}", absent=None)

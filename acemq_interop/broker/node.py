@@ -63,7 +63,7 @@ def node_dir_root() -> Path:
 class EmbeddedBroker:
     """A private RabbitMQ node for one run."""
 
-    def __init__(self, progress: Callable[[str], None], tls: Certificates | None = None):
+    def __init__(self, progress: Callable[[str], None], tls: Certificates | None = None, seed: str | None = None):
         server = shutil.which("rabbitmq-server") or ("/usr/sbin/rabbitmq-server" if Path("/usr/sbin/rabbitmq-server").exists() else None)
         if server is None:
             raise BrokerError(no_broker_message())
@@ -80,6 +80,10 @@ class EmbeddedBroker:
         self.tls_port: int | None = _free_port() if tls is not None else None
         self.endpoint = loopback_endpoint(self.amqp_port, self.mgmt_port, self.tls_port,
                                           str(tls.ca_file) if tls is not None else None)
+        # A node of a cluster (broker/cluster.py): the running node it joins on its first
+        # boot (classic peer discovery); restarted later, it finds its cluster in its own data.
+        self._seed = seed
+        self._prepared = False
 
     def _env(self) -> dict[str, str]:
         from ..core.redact import child_environ
@@ -102,6 +106,20 @@ class EmbeddedBroker:
         return env
 
     def start(self) -> BrokerEndpoint:
+        self.launch()
+        return self.await_ready()
+
+    def _cluster_config(self) -> str:
+        if self._seed is None:
+            return ""
+        return ("cluster_formation.peer_discovery_backend = classic_config\n"
+                f"cluster_formation.classic_config.nodes.1 = {self._seed}\n")
+
+    def _prepare(self) -> None:
+        """The node's files, once: a restart boots from the same data."""
+        if self._prepared:
+            return
+        self._prepared = True
         (self._base / "mnesia").mkdir()
         (self._base / "log").mkdir()
         (self._base / "rabbitmq.conf").write_text(
@@ -113,6 +131,7 @@ class EmbeddedBroker:
             # The quorum queues' write-ahead log rolls over at this size (512 MB by default):
             # the data dir may be in memory.
             f"raft.wal_max_size_bytes = {WAL_MAX_BYTES}\n"
+            + self._cluster_config()
             + self._tls_config()
         )
         (self._base / "enabled_plugins").write_text("[rabbitmq_management].\n")
@@ -123,9 +142,13 @@ class EmbeddedBroker:
                     os.chown(path, user.pw_uid, user.pw_gid)
             except KeyError:
                 pass
+
+    def launch(self) -> None:
+        """Starts the node's VM (`rabbitmq-server -detached`) without waiting for it."""
+        self._prepare()
         tls = f", amqps :{self.tls_port}" if self.tls_port else ""
         self._progress(f"starting a private RabbitMQ node {self.node} (amqp 127.0.0.1:{self.amqp_port}{tls}, management :{self.mgmt_port})")
-        started = time.monotonic()
+        self._launched = time.monotonic()
         # The launcher is not cut short by Ctrl-C or SIGTERM (a signal waits until it is
         # done, a second or two): killed half-way it could leave a VM about to start that
         # stop() would not yet see. Once it is done the VM exists, and stop() finds it.
@@ -133,6 +156,10 @@ class EmbeddedBroker:
             result = subprocess.run([self._server, "-detached"], env=self._env(), capture_output=True, text=True, timeout=60)
         if result.returncode != 0:
             raise BrokerError(f"rabbitmq-server -detached failed ({result.returncode}): {result.stderr.strip() or result.stdout.strip()}")
+
+    def await_ready(self) -> BrokerEndpoint:
+        """Polls the node's management API until it answers (bounded); its endpoint."""
+        started = self._launched
         management = self.endpoint.management()
         # `rabbitmqctl await_startup` fails until the node has registered, so poll the API.
         while time.monotonic() - started < READY_BOUND_S:
@@ -184,6 +211,23 @@ class EmbeddedBroker:
             self._progress(f"the private node {self.node} did not die (pids {left}); its dir {self._base} is kept")
             return
         shutil.rmtree(self._base, ignore_errors=True)
+
+    def stop_vm(self, bound_s: float = 60.0) -> None:
+        """Stops the node's VM cleanly (`rabbitmqctl stop`: its connections are closed with
+        320 CONNECTION_FORCED, its queues' replicas hand over) and keeps its data."""
+        try:
+            done = subprocess.run([self._ctl, "-n", self.node, "stop"], env=self._env(), capture_output=True, text=True,
+                                  timeout=bound_s, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise BrokerError(f"rabbitmqctl stop of node {self.node} did not return within {bound_s:.0f}s") from None
+        if done.returncode != 0:
+            raise BrokerError(f"rabbitmqctl stop of node {self.node} failed: {(done.stderr or done.stdout).strip()[-300:]}")
+
+    def kill_vm(self) -> None:
+        """SIGKILLs the node's VM (a crash: no goodbye to its clients) and keeps its data."""
+        left = kill_node(self.node)
+        if left:
+            raise BrokerError(f"node {self.node} did not die (pids {left})")
 
     def lost(self) -> str | None:
         """Why the node is gone, if its VM has exited (for the run's broker watch)."""

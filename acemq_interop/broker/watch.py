@@ -116,6 +116,8 @@ class BrokerWatch:
             gone = self._managed_check()
             if gone:
                 return gone, True
+        if self._endpoint.nodes:
+            return self._cluster_look()
         e = self._endpoint
         refused = _port_refuses(e.host, e.port)
         if refused:
@@ -126,6 +128,17 @@ class BrokerWatch:
 
             return f"the management API at {url(e.mgmt_url)} refuses connections ({dropped})", False
         return None, False
+
+    def _cluster_look(self) -> tuple[str | None, bool]:
+        """A cluster is lost when no node answers at all: one stopped or killed on purpose (a
+        scenario's node step) refuses, and its exit is the managed check's to judge."""
+        why = []
+        for node in self._endpoint.nodes:
+            refused = _port_refuses(node.host, node.port)
+            if refused is None:
+                return None, False
+            why.append(f"{node.host}:{node.port} ({refused})")
+        return f"no node of the cluster answers on its AMQP port: {', '.join(why)}", False
 
     def check(self) -> str | None:
         """Look now (at most one look at a time; a look just taken is reused)."""

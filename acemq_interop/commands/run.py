@@ -102,6 +102,8 @@ def request_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
     if chosen is None and args.foreign:
         chosen = sorted({case.scenario for case in catalogue().foreign_cases.values()})
     scenarios = scenario_mod.select(scenario_mod.load_all(extra=extra), chosen)
+    if args.scenarios is None:  # the cluster scenarios with --cluster, every other one without
+        scenarios = [sc for sc in scenarios if (sc.nodes > 1) == bool(args.cluster)]
     known = known_failures.load([known_failures.DEFAULT_DIR, *[Path(p) for p in args.known_failures or []]]) if not args.no_known_failures else []
     broker = args.broker or broker_env() or None
     ca_file = _tls_choice(args, broker)
@@ -116,7 +118,7 @@ def request_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
         baseline = read_results(Path(args.baseline))  # now: it may be the results.json this run replaces
     return RunRequest(
         manifests=manifests, specs=tuple(specs), scenarios=tuple(scenarios), known=tuple(known),
-        brokers=tuple(broker_sources(broker, args.management_url, args.broker_image, ca_file)),
+        brokers=tuple(broker_sources(broker, args.management_url, args.broker_image, ca_file, args.cluster)),
         concurrency=args.concurrency, build=not args.no_build, only_cells=frozenset(args.cell) if args.cell else None,
         diagonal=args.diagonal, op_bound_s=args.op_timeout, in_docker=args.in_docker, out_dir=Path(args.out),
         shard=Shard.parse(args.shard) if args.shard else None,

@@ -58,14 +58,15 @@ class PeerLink(Protocol):
                     since: int = 0, stop: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]: ...
 
     def open_requester(self, name: str, profile: str = "current", mutant: str | None = None,
-                       note: Note | None = None, connection_name: str | None = None) -> dict[str, Any]: ...
+                       note: Note | None = None, connection_name: str | None = None,
+                       amqp_urls: list[str] | None = None) -> dict[str, Any]: ...
 
     def close_requester(self, name: str, check: bool = True, note: Note | None = None) -> dict[str, Any]: ...
 
     def start_responder(self, name: str, queue: str, behavior: dict[str, Any] | None = None, profile: str = "current",
                         mutant: str | None = None, bind: dict[str, str] | None = None,
                         max_attempts: int | None = None, note: Note | None = None,
-                        connection_name: str | None = None) -> dict[str, Any]: ...
+                        connection_name: str | None = None, amqp_urls: list[str] | None = None) -> dict[str, Any]: ...
 
     def stop_responder(self, name: str, check: bool = True, note: Note | None = None) -> dict[str, Any]: ...
 
@@ -220,20 +221,23 @@ class PeerClient:
             command["policy"] = policy_for(self.binding, command["op"], profile, (mutant,) if mutant else ())
         return command
 
-    def _connected(self, command: dict[str, Any], connection_name: str | None) -> dict[str, Any]:
+    def _connected(self, command: dict[str, Any], connection_name: str | None,
+                   amqp_urls: list[str] | None = None) -> dict[str, Any]:
         """Protocol 5: the role's own connection, named (so the harness can find it on the
         broker and end it, and nothing else), and the nodes it may connect to. An older peer is
         sent neither: its commands stay exactly as its version has them."""
         if self.protocol >= RECOVERY_PROTOCOL:
             command["connection_name"] = connection_name or f"acemq-interop {command['name']}"
-            command["amqp_urls"] = list(self.amqp_urls)
+            # A cell may prefer a node for this role (a cluster's): its URL comes first.
+            command["amqp_urls"] = list(amqp_urls or self.amqp_urls)
         return command
 
     def open_requester(self, name: str, profile: str = "current", mutant: str | None = None,
-                       note: Note | None = None, connection_name: str | None = None) -> dict[str, Any]:
+                       note: Note | None = None, connection_name: str | None = None,
+                       amqp_urls: list[str] | None = None) -> dict[str, Any]:
         """`requester.open`; the answer carries the requester's `reply_queue`."""
         command = self._configured({"op": "requester.open", "name": name}, profile, mutant)
-        return self._call(self._connected(command, connection_name), note)
+        return self._call(self._connected(command, connection_name, amqp_urls), note)
 
     def close_requester(self, name: str, check: bool = True, note: Note | None = None) -> dict[str, Any]:
         return self._call({"op": "requester.close", "name": name}, note, check)
@@ -242,13 +246,13 @@ class PeerClient:
                         mutant: str | None = None, bind: dict[str, str] | None = None,
                         max_attempts: int | None = None, note: Note | None = None,
                         client: str = "binding", events: bool = True,
-                        connection_name: str | None = None) -> dict[str, Any]:
+                        connection_name: str | None = None, amqp_urls: list[str] | None = None) -> dict[str, Any]:
         """`responder.start`; `client="raw"` is protocol 2's echo responder on the bare client;
         `events=False` (protocol 4) asks for no event per request (a load, not a cell)."""
         command: dict[str, Any] = self._configured(
             {"op": "responder.start", "name": name, "queue": queue, "behavior": behavior or {"reply": "echo"}}, profile, mutant)
         if client == "binding":
-            command = self._connected(command, connection_name)
+            command = self._connected(command, connection_name, amqp_urls)
         if not events and self.protocol >= POLICY_PROTOCOL:
             command["events"] = False
         if client != "binding":

@@ -71,8 +71,16 @@ def _missing(state: CellState, name: str, wanted: str, queues: list[str]) -> str
 
 
 def step_wait_recovered(state: CellState, args: dict[str, Any]) -> None:
-    """Polls the broker until the role is back and consuming; past the bound, a FAIL of `rule`."""
-    peer, name = state.owners[args["of"]]
+    """Polls the broker until the role is back and consuming; past the bound, a FAIL of `rule`.
+    Of a responder step that started several (`count`, an `all-peers` role): each of them."""
+    bound = state.variables.get(args["of"])
+    names = bound.get("names") if isinstance(bound, dict) and bound.get("names") else None
+    for name in names or [None]:
+        peer, own = state.owners[args["of"] if name is None else name]
+        _wait_recovered(state, args, peer, own)
+
+
+def _wait_recovered(state: CellState, args: dict[str, Any], peer: Any, name: str) -> None:
     wanted = state.connection_name(name)
     within_s = args.get("within_ms", RECOVERY_BOUND_MS) / 1000
     since = state.dropped.get(name, time.monotonic())  # the bound runs from the loss

@@ -25,6 +25,10 @@ def run_cell(cell: Cell, ns: str, ctx: RunContext) -> CellResult:
         return result_of(cell, Status.SKIP, broker=ctx.broker, reason=NOT_HERE)
     if cell.scenario.connection_control and (why := ctx.connections_unavailable()) is not None:
         return result_of(cell, Status.SKIP, broker=ctx.broker, reason=why)
+    if cell.scenario.nodes > 1 and (ctx.cluster is None or ctx.cluster.size < cell.scenario.nodes):
+        from .node_steps import NOT_HERE as NEEDS_CLUSTER
+
+        return result_of(cell, Status.SKIP, broker=ctx.broker, reason=NEEDS_CLUSTER.format(n=cell.scenario.nodes))
     state = CellState(cell=cell, ns=ns, ctx=ctx)
     grace.timer_lag()  # the meter runs from the first cell on: a cell's grace reads it
     state.variables["_t0"] = time.monotonic()
@@ -304,6 +308,18 @@ def _judge_long_holds(state: CellState, result: CellResult) -> None:
 
 def _cleanup(state: CellState, result: CellResult) -> None:
     """Close what the cell opened and delete what it declared, whatever happened."""
+    if state.ctx.cluster is not None and state.ctx.cluster.down:  # the nodes a cell's fault left down, first
+        from .node_steps import restore
+
+        try:
+            state.note("node_start", nodes=restore(state), cleanup=True)
+        except BrokerError as exc:
+            if result.status in (Status.PASS, Status.FAIL):
+                result.status, result.message = Status.ERROR, f"cleanup: starting the nodes the cell took down: {exc}"
+                result.rule, result.expected, result.observed, result.seen_as, result.failures = None, None, None, None, []
+    for stream in state.streams.values():  # a stream never awaited (the cell ended early): its sender ends
+        if stream.thread is not None:
+            stream.thread.join(60.0)
     for held in list(state.held):  # first: a held queue holds its publishers' confirms
         try:
             state.release(held)  # one that ran long is weighed below (_judge_long_holds)

@@ -103,3 +103,4 @@ class BrokerContext:
     builds: "Builds | None" = None  # peer builds already under way (started with the broker)
     checked: bool = True  # pre-flight already made (the Broker context does it on start)
     cpu_s: Callable[[], float | None] | None = None  # CPU seconds the broker used so far (one the harness runs)
+    cluster: Any = None  # --cluster: the run's NodeCluster (broker/cluster.py), whose nodes the cells' node steps fault

@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any
 from functools import lru_cache
-from concurrent.futures import ThreadPoolExecutor, as_completed, wait
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import replace
 from pathlib import Path
 
@@ -102,7 +102,7 @@ class Runner:
             clients: dict[str, PeerClient] = {}
             try:
                 amqp_url = endpoint.amqp_url(vhost)  # amqps:// on a TLS endpoint
-                statuses = self._start_peers(amqp_url, clients, log_dir, endpoint.ca_file)
+                statuses = self._start_peers(amqp_url, clients, log_dir, endpoint.ca_file, endpoint.amqp_urls(vhost))
                 from dataclasses import replace
 
                 from ..amqp.broker_facts import direct_reply_to_return
@@ -110,7 +110,8 @@ class Runner:
                 broker = replace(broker, direct_reply_to=direct_reply_to_return(amqp_url, endpoint.ca_file))
                 ctx = RunContext(amqp_url=amqp_url, vhost=vhost, management=management, peers=dict(clients),
                                  op_bound_s=o.op_bound_s, broker=broker.label, broker_control=b.control,
-                                 clocks={} if o.profile else None)
+                                 clocks={} if o.profile else None, cluster=b.cluster,
+                                 amqp_urls=endpoint.amqp_urls(vhost))
                 peer_cpu = {name: process_cpu_s(c.pid) for name, c in clients.items()} if o.profile else {}
                 broker_cpu = b.cpu_s() if o.profile and b.cpu_s else None
                 ctx.ca_file = endpoint.ca_file
@@ -251,7 +252,7 @@ class Runner:
         return _typical().get(cell.scenario.id, cell.scenario.estimate_s)
 
     def _start_peers(self, amqp_url: str, clients: dict[str, PeerClient], log_dir: Path,
-                     ca_file: str | None = None) -> dict[str, PeerStatus]:
+                     ca_file: str | None = None, amqp_urls: list[str] | None = None) -> dict[str, PeerStatus]:
         """Build and start every selected peer; on a TLS run (`ca_file`) its hello carries the
         CA, its container sees the CA's folder, and a peer without the `tls` capability SKIPs."""
         o, b = self.options, self.broker
@@ -292,7 +293,7 @@ class Runner:
             try:
                 client = PeerClient.launch(o.manifests[name], log_dir, o.in_docker, o.op_bound_s, b.run_id if b else None, mounts)
                 clients[name] = client
-                status.hello = client.handshake(amqp_url, max(60.0, o.op_bound_s), tls)
+                status.hello = client.handshake(amqp_url, max(60.0, o.op_bound_s), tls, amqp_urls)
                 status.startup_s = client.startup_s
                 self.log(f"peer {name}: {status.hello.get('binding')} on {status.hello.get('client')}, ready in {status.startup_s:.2f}s")
             except PeerError as exc:
@@ -377,10 +378,17 @@ class Runner:
         runnable.sort(key=lambda item: (-self.cost(item[1]), item[0]))
         cells_started = time.monotonic()
         pool = ThreadPoolExecutor(max_workers=o.concurrency)
-        futures = {pool.submit(one, index, cell): cell for index, cell in runnable}
+        # A cell that faults the cluster's nodes (node_stop, rolling_restart...) would fault
+        # every cell running beside it: those run last, one at a time.
+        alone = [(index, cell) for index, cell in runnable if cell.scenario.node_faults]
+        futures = {pool.submit(one, index, cell): cell for index, cell in runnable if not cell.scenario.node_faults}
         interrupted = False
         try:
             for future in as_completed(futures):
+                results.append(future.result())
+            for index, cell in alone:
+                future = pool.submit(one, index, cell)
+                futures[future] = cell
                 results.append(future.result())
             # Every cell ended: from here a signal is recorded, never raised, so it cannot
             # turn what ran into "did not start" (the run is then an interrupted one).
@@ -401,6 +409,12 @@ class Runner:
                 wait(list(futures), timeout=0.2)
             if signals.again():
                 self.log("interrupted again: not waiting for the cells under way")
+            submitted = set(map(id, futures.values()))
+            for _, cell in alone:  # never submitted: each is "not started", as a cancelled one is
+                if id(cell) not in submitted:
+                    never = Future()
+                    never.cancel()
+                    futures[never] = cell
             results = self._collect(futures, ctx, results)
         finally:
             pool.shutdown(wait=not interrupted, cancel_futures=True)

@@ -48,7 +48,7 @@ def check_request(request: RunRequest) -> None:
     """What can be refused before anything starts: a --cell that names no cell, a private
     node where rabbitmq-server is not installed."""
     check_cells(cellmod.plan(request.scenarios, request.specs, request.diagonal, request.interop), request.only_cells)
-    if any(s.kind == "node" for s in request.brokers) and shutil.which("rabbitmq-server") is None \
+    if any(s.kind in ("node", "cluster") for s in request.brokers) and shutil.which("rabbitmq-server") is None \
             and not Path("/usr/sbin/rabbitmq-server").exists():
         raise BrokerError(no_broker_message())
 
@@ -125,9 +125,10 @@ def _run_session(request: RunRequest, log: Callable[[str], None]) -> SessionOutc
                     logs = request.out_dir / "logs" / (info.label if len(request.brokers) > 1 else "") if request.out_dir else None
                     context = BrokerContext(
                         endpoint=broker.endpoint, info=info, run_id=run_id,
-                        rerun_flags=(*request.rerun_flags, *(("--broker-image", source.image) if source.image else ())),
+                        rerun_flags=(*request.rerun_flags, *(("--broker-image", source.image) if source.image else ()),
+                                     *(("--cluster", str(source.nodes)) if source.kind == "cluster" else ())),
                         url=source.url, log_dir=logs, lost=broker.lost, control=broker.control(), builds=builds,
-                        cpu_s=broker.cpu_s)
+                        cpu_s=broker.cpu_s, cluster=broker.cluster())
                     runner = Runner(request, context)
                     reports.append(runner.run())
                     profiles.append(runner.profile)

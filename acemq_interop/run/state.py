@@ -77,6 +77,8 @@ class RunContext:
     # blocked connection) seen since a time.monotonic() instant: the cause, or None.
     broker_condition: Callable[[float], str | None] | None = None
     broker_control: "BrokerControl | None" = None  # None on a broker given by URL
+    cluster: Any = None  # the run's NodeCluster (--cluster): node steps fault its nodes; None on one node
+    amqp_urls: list[str] = field(default_factory=list)  # every node's URL with the vhost (a cluster's: A first)
     clocks: dict[str, CellClock] | None = None  # run --profile: each cell's waits, by cell id
     _connections_why: list[str | None] = field(default_factory=list)  # connections_unavailable, once looked
 
@@ -128,6 +130,7 @@ class CellState:
     # (time.monotonic()); a `connection_lost` of theirs from then on is expected, not a fault.
     dropped: dict[str, float] = field(default_factory=dict)
     dropped_connections: set[str] = field(default_factory=set)  # the broker's names of the connections it closed
+    streams: dict[str, Any] = field(default_factory=dict)  # stream steps under way (run/node_steps.py), until awaited
     # Why the rest of the scenario has lost its premise (a responder it needs never started):
     # every later step is not run and its checks are not evaluated.
     halted: str | None = None

@@ -22,6 +22,8 @@ from ..spec.steps import NOT_CHECKED_KEYS, template_paths
 from . import grace
 
 from .connection_steps import step_drop_connection, step_wait_recovered
+from .node_steps import (await_stream, step_no_loss, step_node_kill, step_node_start, step_node_stop,
+                         step_rolling_restart, step_stream)
 from .state import Opened
 
 if TYPE_CHECKING:
@@ -106,7 +108,7 @@ def _step_responder(state: CellState, args: dict[str, Any]) -> None:
         try:
             peer.start_responder(name, queue, args.get("behavior", {"reply": "echo"}), spec.profile,
                                  _mutant_for(spec, "responder.start"), bind, args.get("max_attempts"), note=state.noter(peer),
-                                 connection_name=state.connection_name(name))
+                                 connection_name=state.connection_name(name), **_first_node(state, args))
         except PeerError as exc:
             if not _refused_declaration(str(exc)):
                 raise
@@ -152,12 +154,23 @@ def _judge_declaration(state: CellState, args: dict[str, Any], spec: PeerSpec, q
     state.halted = f"needs responder {args['as']}, which did not start (RR-17.1: {queue} declared otherwise)"
 
 
+def _first_node(state: CellState, args: dict[str, Any]) -> dict[str, Any]:
+    """On a cluster, a role given `node: B` is sent the nodes' URLs from B's on."""
+    if "node" not in args or len(state.ctx.amqp_urls) < 2:
+        return {}
+    from ..broker.cluster import LETTERS
+
+    index = LETTERS.index(args["node"]) % len(state.ctx.amqp_urls)
+    state.note("node", of=args["as"], first=args["node"])
+    return {"amqp_urls": state.ctx.amqp_urls[index:] + state.ctx.amqp_urls[:index]}
+
+
 def _step_requester(state: CellState, args: dict[str, Any]) -> None:
     spec = state.spec_of(args["role"])
     peer = state.ctx.peers[spec.name]
     name = state.name(args["as"])
     answer = peer.open_requester(name, spec.profile, _mutant_for(spec, "requester.open"), note=state.noter(peer),
-                                 connection_name=state.connection_name(name))
+                                 connection_name=state.connection_name(name), **_first_node(state, args))
     state.opened.append(Opened(peer, "requester.close", name))
     state.owners[args["as"]] = (peer, name)
     bound: dict[str, Any] = {"name": name}
@@ -301,7 +314,10 @@ def _broken(state: CellState) -> str | None:
 
 def _step_await(state: CellState, args: Any) -> None:
     for name in args if isinstance(args, list) else [args]:
-        _await(state, name)
+        if name in state.streams:
+            await_stream(state, name)
+        else:
+            _await(state, name)
 
 
 def _step_counters(state: CellState, args: dict[str, Any]) -> None:
@@ -823,6 +839,12 @@ RUNS: dict[str, Callable[["CellState", Any], None]] = {
     "close_requester": _step_close_requester,
     "counters": _step_counters,
     "drop_connection": step_drop_connection,
+    "no_loss": step_no_loss,
+    "node_kill": step_node_kill,
+    "node_start": step_node_start,
+    "node_stop": step_node_stop,
+    "rolling_restart": step_rolling_restart,
+    "stream": step_stream,
     "exchange": _step_exchange,
     "expect": _step_expect,
     "gather": _step_gather,

@@ -20,7 +20,8 @@ from . import strict_yaml
 from ..core.errors import UsageError
 from ..core.paths import SCENARIOS_DIR
 from .schema import scenario_schema
-from .steps import BROKER_CONTROL_STEPS, BUILT_INS, CALLS, CONNECTION_STEPS, COMPARISONS, STEP_KINDS, StepKind, _uses_of
+from .steps import (BROKER_CONTROL_STEPS, BUILT_INS, CALLS, CONNECTION_STEPS, COMPARISONS, NODE_STEPS, STEP_KINDS,
+                    StepKind, _uses_of)
 from .strict_yaml import line_at, refuse, shown
 
 SCENARIO_DIR = SCENARIOS_DIR
@@ -81,6 +82,10 @@ class Scenario:
     connection_control: bool = False
     needs: dict[str, frozenset[str]] = field(default_factory=dict)  # role -> capabilities
     min_protocol: int = 1  # the oldest peer protocol its steps can be driven with (a `type` needs 3)
+    # A cluster scenario (`nodes: 3`): the nodes it needs; selected by `run --cluster N` only,
+    # a SKIP on a run with fewer. `node_faults`: it stops or kills nodes, so its cells run alone.
+    nodes: int = 1
+    node_faults: bool = False
     # Derived from the checks, in the order they first appear: every clause a check asserts
     # (`rule:`) or names as the one broken (`consequence_of:`).
     clauses: tuple[str, ...] = ()
@@ -627,6 +632,8 @@ def load_file(path: Path) -> Scenario:
         needs=_needs(data["roles"], data["steps"]),
         opens=_opens(data["roles"], data["steps"]),
         min_protocol=int(data.get("min_protocol", 1)),
+        nodes=int(data.get("nodes", 1)),
+        node_faults=any(step.kind in NODE_STEPS for step in data["steps"]),
         clauses=clauses,
         charges=charges,
         name_roles=_name_roles(data["steps"]),
@@ -649,6 +656,10 @@ PROTOCOL_5_OUTCOMES = ("connection_lost",)
 def _check_protocol(data: dict[str, Any], root: Any, path: Path) -> None:
     """A scenario using a protocol-3 (or 5) feature says `min_protocol: 3` (5), so an older
     peer is skipped with that reason instead of failing on a field it never heard of."""
+    for index, step in enumerate(data["steps"]):
+        if step.kind in NODE_STEPS and data.get("nodes", 1) < 2:
+            raise refuse(path, line_at(root, ["steps", index, step.kind]),
+                         f"{step.kind} faults a node of a cluster: add `nodes: 3` to the scenario (run --cluster 3 selects it)")
     if data.get("min_protocol", 1) < 5:
         for index, step in enumerate(data["steps"]):
             if step.kind in CONNECTION_STEPS:

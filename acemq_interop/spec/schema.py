@@ -36,6 +36,8 @@ def scenario_schema() -> dict[str, Any]:
                         "description": "clauses its checks presume of the peer they judge, judged by other scenarios: "
                                        "a failure by a peer that broke one of them elsewhere in the run is charged as that clause"},
             "min_protocol": {"enum": [1, 2, 3, 4, 5], "description": "the oldest peer protocol the steps need"},
+            "nodes": {"type": "integer", "minimum": 2, "maximum": 9,
+                      "description": "a cluster scenario: the nodes it needs (run --cluster N selects it; a SKIP on fewer)"},
             "procedure": {"type": "string", "minLength": 10},
             "steps": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/step"}},
         },

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..amqp.codec import TYPE_WORDS
+from ..broker.cluster import MEMBERS_BOUND_S
 from ..broker.control import HOLD_BOUND_MS, HOLD_TRUSTED_MS
 
 # -- what a step reads ----------------------------------------------------------------
@@ -66,6 +67,9 @@ BIND = {"type": "object", "required": ["exchange"], "additionalProperties": Fals
         "properties": {"exchange": {"type": "string"}, "routing_key": {"type": "string"}}}
 
 
+NODE = {"type": "string", "pattern": "^[A-I]$", "errorMessage": "a node of the cluster: A, B, C..."}
+
+
 def _int_or_template(minimum: int) -> dict[str, Any]:
     """A count written as a number or as one `${...}` that holds one (a template is rendered before use)."""
     return {"anyOf": [{"type": "integer", "minimum": minimum}, TEMPLATE],
@@ -105,6 +109,11 @@ def _obj(required: list[str], *constraints: dict[str, Any], **properties: Any) -
     return schema
 
 
+# A node step's argument: a node by its letter, or the one leading a queue now.
+NODE_OR_LEADER = {"anyOf": [NODE, _obj(["leader_of"], leader_of=NAME)],
+                  "errorMessage": "a node (A, B, C...) or {leader_of: QUEUE}"}
+
+
 @dataclass(frozen=True)
 class StepKind:
     """A step kind, once: everything the loader, the engine and the docs know of it."""
@@ -129,6 +138,7 @@ class StepKind:
     capability_via: str | None = None  # the capability lands on the role of the step this key names
     asserts: str | None = None  # "rule": a `rule:` field (a clause id) it FAILs with; "expectations": a list of them
     rule_when: tuple[str, ...] = ()  # with asserts="rule" and an optional `rule`: the keys that make it a check (then `rule` is required)
+    judges: tuple[str, ...] = ()  # the clauses it judges by itself, whatever its arguments (no_loss)
 
     def checks(self, args: Any) -> list[tuple[list[Any], dict[str, Any]]]:
         """(path below the step, the check) of every check this step makes: each names the
@@ -137,7 +147,7 @@ class StepKind:
             return [(["rule"], {"rule": args["rule"]})]
         if self.asserts == "expectations" and isinstance(args, list):
             return [([i], e) for i, e in enumerate(args) if isinstance(e, dict) and "rule" in e]
-        return []
+        return [([], {"rule": clause}) for clause in self.judges]
 
 
 def _uses_of(kind: StepKind, args: Any) -> list[tuple[list[Any], str, tuple[str, ...]]]:
@@ -152,7 +162,7 @@ def _uses_of(kind: StepKind, args: Any) -> list[tuple[list[Any], str, tuple[str,
     return found
 
 
-CALLS = ("request", "gather")
+CALLS = ("request", "gather", "stream")
 # What a request's or a gather's answer holds (schemas/peer-protocol.schema.json, an answer;
 # `refused` stands in the outcome of an answer that is not ok): a check naming anything else
 # (`call.outcom`) is a typo, refused at load instead of failing every binding at run time.
@@ -183,16 +193,18 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              fields=("name",)),
     StepKind("responder", _obj(["as", "role", "queue"], **{
         "as": AS, "role": AS, "queue": NAME, "count": {"type": "integer", "minimum": 1, "maximum": 10}, "bind": BIND,
+        "node": NODE,
         "behavior": {"type": "object", "additionalProperties": False,
                      "properties": {"reply": {"enum": ["echo", "fail"]}, "delay_ms": MS, "error_message": {"type": "string"}}},
         "max_attempts": {"type": "integer", "minimum": 1, "maximum": 10}}),
-             "`responder: {as, role, queue, behavior?, bind?, count?, max_attempts?}`",
+             "`responder: {as, role, queue, behavior?, bind?, count?, max_attempts?, node?}`",
              "`responder.start` on the role's peer; `count: N` starts N competing responders; an `all-peers` role starts "
-             "one per peer; `${index}` and `${peer}` in `queue` make one queue each",
+             "one per peer; `${index}` and `${peer}` in `queue` make one queue each; on a cluster, `node: B` makes that "
+             "node the first of its `amqp_urls`",
              "`{name, names, count}`", binds=True, templates={"queue": ("index", "peer")}, fields=("name", "names", "count"),
              role=True, plays=("peer", "all-peers"), capability="respond"),
-    StepKind("requester", _obj(["as", "role"], **{"as": AS, "role": AS}), "`requester: {as, role}`",
-             "`requester.open` on the role's peer", "`{name, reply_queue}`", binds=True, fields=("name", "reply_queue"),
+    StepKind("requester", _obj(["as", "role"], **{"as": AS, "role": AS, "node": NODE}), "`requester: {as, role, node?}`",
+             "`requester.open` on the role's peer; on a cluster, `node: B` makes that node the first of its `amqp_urls`", "`{name, reply_queue}`", binds=True, fields=("name", "reply_queue"),
              role=True, capability="request"),
     StepKind("request", _obj(["as", "requester", "body"], *TARGET, **{
         "as": AS, "requester": AS, "queue": NAME, "exchange": {"type": "string"}, "routing_key": {"type": "string"},
@@ -324,6 +336,44 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              "at once: the management API lists a new connection only after a second or more), a role not connected under "
              "its name then being an ERROR of its peer",
              uses={"of": OPENED}, asserts="rule"),
+    StepKind("node_stop", NODE_OR_LEADER, "`node_stop: B` or `{leader_of: queue}`",
+             "stops a node of the run's cluster cleanly (`rabbitmqctl stop`: its clients are told 320) and waits until the "
+             f"others list it gone (bounded, {MEMBERS_BOUND_S:.0f} s); from then on a `connection_lost` of the cell's roles is "
+             "expected; a node left down is started at the cell's end", templates={"leader_of": ()}),
+    StepKind("node_kill", NODE_OR_LEADER, "`node_kill: B` or `{leader_of: queue}`",
+             "SIGKILLs a node's VM (a crash: no goodbye to its clients), as `node_stop` otherwise; `leader_of` picks the node "
+             "leading that quorum queue now", templates={"leader_of": ()}),
+    StepKind("node_start", {"anyOf": [NODE, {"const": "all"}]}, "`node_start: B` or `all`",
+             "starts a node taken down (or every one) and waits until the cluster lists it running and every quorum "
+             f"queue of the run has its members online (bounded, {MEMBERS_BOUND_S:.0f} s)"),
+    StepKind("rolling_restart", _obj([], order={"type": "array", "minItems": 1, "items": NODE},
+                                     how={"enum": ["stop", "kill"]}),
+             "`rolling_restart: {order?, how?}`",
+             "each node in turn (A, B, C by default): stopped (or killed), started, the next one only once the cluster lists "
+             "it running with every quorum queue's members online"),
+    StepKind("stream", _obj(["as", "requester", "queue", "count"], **{
+        "as": AS, "requester": AS, "queue": NAME, "count": {"type": "integer", "minimum": 1, "maximum": 1000},
+        "every_ms": MS, "timeout_ms": MS}),
+             "`stream: {as, requester, queue, count, every_ms?, timeout_ms?}`",
+             "sends `count` requests (`{n}` bodies), one every `every_ms` (200 by default), from a thread of its own while the "
+             "next steps run (`every_ms: 0`: all at once, before the next step); `await` waits for every call", "`answers`, `outcomes` (outcome -> count), `sent`, `replies`",
+             binds=True, uses={"requester": ("requester",)}, templates={"queue": ()},
+             deferred_by="as",  # always: a stream is awaited, its answers bound then
+             fields=("answers", "outcomes", "sent", "replies")),
+    StepKind("no_loss", _obj(["of", "requester", "responder", "queue"], **{
+        "as": AS, "of": AS, "requester": AS, "responder": AS, "queue": NAME}),
+             "`no_loss: {of, requester, responder, queue, as?}`",
+             "follows every request of the stream `of` to where its trail ends (responder and requester events, `queue` and "
+             "`{queue}.dlq` as the broker holds them): answered once, Unmatched after its caller gave up, answered to a caller "
+             "whose connection died, dead-lettered, still queued, or never sent; a request handled and then found nowhere "
+             "is a FAIL of RR-20.4 charged to the responder, one reported sent (`timeout`) and found nowhere a FAIL of RR-20.1 "
+             "charged to the requester, one answered twice without a redelivery a FAIL of RR-20.4 (one answered again after a "
+             "redelivery is at-least-once, counted apart)",
+             "the figures: `requests` and each end's count, `answered_twice`, `answered_again_after_redelivery`",
+             binds=True, uses={"of": ("stream",), "requester": ("requester",), "responder": ("responder",)},
+             templates={"queue": ()}, judges=("RR-20.4", "RR-20.1"),
+             fields=("requests", "answered", "unmatched", "to_gone_caller", "dead_lettered", "queued", "not_sent", "lost",
+                     "answered_twice", "answered_again_after_redelivery")),
     StepKind("expect", {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/expectation"}},
              "`expect: [{that, rule, <comparison>: value, because?, consequence_of?, guards?, charges?}]`",
              "checks paths into what steps named, each on its own: every one that does not hold is a failure of the cell "
@@ -335,6 +385,8 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
 ]}
 
 BROKER_CONTROL_STEPS = ("hold_queue", "release_queue")
+# Steps that fault the run's cluster (--cluster): its cells run one at a time, alone.
+NODE_STEPS = ("node_stop", "node_kill", "node_start", "rolling_restart")
 # Steps that end and watch a role's connection through the management API (RR-20); they need
 # peer protocol 5, where each role's connection carries a name the harness gave it.
 CONNECTION_STEPS = ("drop_connection", "wait_recovered")
