@@ -130,8 +130,12 @@ def plain_list(value: Any) -> list[Any]:
 class Tracer:
     """One consumer of the vhost's firehose for a whole run, on a thread of its own."""
 
-    def __init__(self, amqp_url: str, management: Any, vhost: str, log: Any = print, ca_file: str | None = None):
+    def __init__(self, amqp_url: str, management: Any, vhost: str, log: Any = print, ca_file: str | None = None,
+                 amqp_urls: list[str] | None = None):
         self._url, self._management, self._vhost, self._log = amqp_url, management, vhost, log
+        # A cluster's every node: the firehose is a node's own (switched on at each), and a
+        # tracer whose node goes down reconnects to the next one.
+        self._urls = list(amqp_urls or [amqp_url])
         self._ca_file = ca_file  # a TLS run: the tracer verifies the broker against the run's CA too
         self._keys: dict[str, list[Raw]] = {}  # key (cell ns or server-named queue) -> entries naming it
         self._swept = time.monotonic()
@@ -149,7 +153,8 @@ class Tracer:
     # The management API's vhost `tracing` flag is the firehose switch (trace_on).
     def start(self) -> "Tracer | None":
         try:
-            self._management.set_tracing(self._vhost, True)
+            for node in self._management.at_each_node():
+                node.set_tracing(self._vhost, True)
         except Exception as exc:  # a user without the administrator tag: run on, without transcripts
             self._log(f"transcripts off: the management API would not turn tracing on for {self._vhost}: {exc}")
             return None
@@ -167,7 +172,8 @@ class Tracer:
         if self._thread.is_alive():
             self._thread.join(10.0)
         try:
-            self._management.set_tracing(self._vhost, False)
+            for node in self._management.at_each_node():
+                node.set_tracing(self._vhost, False)
         except Exception:
             pass  # the vhost is deleted right after
 
@@ -227,6 +233,9 @@ class Tracer:
 
         wait_s = 0.1
         while not self._stop.wait(wait_s):
+            if len(self._urls) > 1:  # a cluster: each node in turn, from the one after the node lost
+                self._urls.append(self._urls.pop(0))
+                self._url = self._urls[0]
             try:
                 connection = self._connect()
             except Exception as exc:
@@ -482,11 +491,11 @@ def consumer_windows(trace: list[dict[str, Any]], roles: dict[str, Any]) -> dict
 
 
 def start_tracer(mode: str, amqp_url: str, management: Any, vhost: str, log: Any,
-                 ca_file: str | None = None) -> Tracer | None:
+                 ca_file: str | None = None, amqp_urls: list[str] | None = None) -> Tracer | None:
     """The run's tracer, or None (`--transcripts none`, or the broker would not trace)."""
     if mode == "none":
         return None
-    return Tracer(amqp_url, management, vhost, log, ca_file).start()
+    return Tracer(amqp_url, management, vhost, log, ca_file, amqp_urls).start()
 
 
 def attach(tracer: Tracer, keep: Any, ns: str, t0: float, result: Any, read: bool = False,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Callable
 
 from ..amqp.tls import Certificates
@@ -28,6 +29,7 @@ LETTERS = "ABCDEFGHI"
 MAX_NODES = len(LETTERS)
 MEMBERS_BOUND_S = 90.0  # a node joining, or back after a restart, on a loaded machine
 POLL_S = 0.25
+ERLANG_PROCESSES = frozenset({"beam.smp", "erl_child_setup", "inet_gethost", "epmd"})
 
 
 def letter(index: int) -> str:
@@ -113,11 +115,31 @@ class NodeCluster:
 
     # -- faults ------------------------------------------------------------------------
 
+    @staticmethod
+    def _reap() -> None:
+        """Collect the exit of a stopped node's Erlang processes where they became the harness's
+        children (it adopts orphans while its peers run: core/containment.py); never a peer's,
+        whose exit its own process object collects."""
+        import os
+
+        from ..core.containment import Proc, reap
+        from ..core.proc import scan
+
+        def erlang(pid: int) -> bool:
+            try:
+                return Path(f"/proc/{pid}/comm").read_text().strip() in ERLANG_PROCESSES
+            except OSError:
+                return False
+
+        me = os.getpid()
+        reap(Proc.of(stat) for stat in scan().values() if stat.ppid == me and stat.zombie and erlang(stat.pid))
+
     def stop_node(self, index: int) -> None:
         """Stops a node cleanly (rabbitmqctl stop) and waits until the others see it gone."""
         with self._lock:
             self.down.add(index)  # first: from here its exit is the scenario's doing
             self.nodes[index].stop_vm()
+            self._reap()
             self.await_running(set(range(self.size)) - self.down)
 
     def kill_node(self, index: int) -> None:
@@ -125,6 +147,7 @@ class NodeCluster:
         with self._lock:
             self.down.add(index)
             self.nodes[index].kill_vm()
+            self._reap()
             self.await_running(set(range(self.size)) - self.down)
 
     def start_node(self, index: int, vhost: str | None = None) -> None:

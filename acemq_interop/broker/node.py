@@ -145,9 +145,11 @@ class EmbeddedBroker:
 
     def launch(self) -> None:
         """Starts the node's VM (`rabbitmq-server -detached`) without waiting for it."""
+        again = self._prepared
         self._prepare()
         tls = f", amqps :{self.tls_port}" if self.tls_port else ""
-        self._progress(f"starting a private RabbitMQ node {self.node} (amqp 127.0.0.1:{self.amqp_port}{tls}, management :{self.mgmt_port})")
+        self._progress(f"{'restarting' if again else 'starting'} a private RabbitMQ node {self.node} "
+                       f"(amqp 127.0.0.1:{self.amqp_port}{tls}, management :{self.mgmt_port})")
         self._launched = time.monotonic()
         # The launcher is not cut short by Ctrl-C or SIGTERM (a signal waits until it is
         # done, a second or two): killed half-way it could leave a VM about to start that

@@ -122,7 +122,8 @@ class Runner:
                 # -- transcripts (issue 13): one firehose consumer for the run --
                 from ..amqp.transcript import start_tracer
 
-                ctx.tracer = start_tracer(o.transcripts, amqp_url, management, vhost, self.log, endpoint.ca_file)
+                ctx.tracer = start_tracer(o.transcripts, amqp_url, management, vhost, self.log, endpoint.ca_file,
+                                          endpoint.amqp_urls(vhost))
                 ctx.keep_transcript = lambda r: o.transcripts == "all" or verdict(r.id, r.status, r.broken_clauses or r.rule, o.known).status != Status.PASS
                 try:
                     results, interrupted = self._run_cells(ctx, statuses)
