@@ -52,6 +52,8 @@ def run(
 ) -> RunResult:
     """A run through the one session the `run` command uses, on the test session's broker."""
     chosen = scenarios.select(scenarios.load_all(), scenario_globs)
+    if scenario_globs is None:  # what the CLI runs when it names none (on one node: no cluster scenario)
+        chosen = scenarios.by_default(chosen)
     known = tuple(known_failures.load([known_failures.DEFAULT_DIR])) if with_known_failures else ()
     request = run_request(broker, peers, chosen, manifests or discover(), control=True, known=known,
                           concurrency=concurrency, build=True, diagonal=diagonal, op_bound_s=op_bound_s,

@@ -103,7 +103,13 @@ def request_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
         chosen = sorted({case.scenario for case in catalogue().foreign_cases.values()})
     scenarios = scenario_mod.select(scenario_mod.load_all(extra=extra), chosen)
     if args.scenarios is None:  # the cluster scenarios with --cluster, every other one without
-        scenarios = [sc for sc in scenarios if (sc.nodes > 1) == bool(args.cluster)]
+        fitting = scenario_mod.by_default(scenarios, args.cluster)
+        if args.cluster and not fitting:
+            needed = sorted({sc.nodes for sc in scenarios if sc.nodes > 1})
+            raise UsageError(f"--cluster {args.cluster}: no cluster scenario runs on {args.cluster} nodes (they need "
+                             f"{' or '.join(map(str, needed)) or 'more'}): give --cluster {needed[0] if needed else 3}, "
+                             "or name scenarios with --scenarios")
+        scenarios = fitting
     known = known_failures.load([known_failures.DEFAULT_DIR, *[Path(p) for p in args.known_failures or []]]) if not args.no_known_failures else []
     broker = args.broker or broker_env() or None
     ca_file = _tls_choice(args, broker)

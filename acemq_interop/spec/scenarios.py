@@ -709,6 +709,13 @@ def load_all(directory: Path = SCENARIO_DIR, extra: list[Path] | tuple[Path, ...
     return sorted(loaded.values(), key=lambda s: s.id)
 
 
+def by_default(scenarios: list[Scenario], cluster: int = 0) -> list[Scenario]:
+    """What a run selects when it names no scenario: with `--cluster N` the cluster scenarios
+    (`nodes:` more than 1, at most N), without it every other one (a cluster scenario on one
+    node could only SKIP)."""
+    return [s for s in scenarios if (s.nodes > 1) == bool(cluster) and s.nodes <= max(cluster, 1)]
+
+
 def select(scenarios: list[Scenario], patterns: list[str] | None) -> list[Scenario]:
     """Scenarios whose id matches one of the glob patterns (all when none given)."""
     if not patterns:
