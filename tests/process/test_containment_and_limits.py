@@ -130,14 +130,19 @@ def test_an_escaping_peer_leaves_nothing_after_the_run(tmp_path: Path) -> None:
         peer.shutdown(bound_s=2)
         assert time.monotonic() - started < 5, "nothing holds the peer's pipes past its end"
         left = with_marker(marker)
-        assert len(left) == 1, f"the setsid child goes with its peer: {left}"
-        daemon = next(iter(left))
-        assert os.getppid() != daemon and Path(f"/proc/{daemon}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid()), \
-            "the double-forked daemon was re-parented to the harness, not init"
+        # The setsid child goes with its peer. The daemon goes with it too when the peer's
+        # resource watch saw it in the peer's tree before its parent exited (a sample taken in
+        # the double fork's window: seen once, it is the peer's; CI caught that on a loaded
+        # machine), else at the session's end, adopted by the harness.
+        assert len(left) <= 1, f"the setsid child goes with its peer: {left}"
+        for daemon in left:
+            assert os.getppid() != daemon and Path(f"/proc/{daemon}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid()), \
+                "the double-forked daemon was re-parented to the harness, not init"
     finally:
         record = held.close()
     assert not with_marker(marker), with_marker(marker)
-    assert any(marker in line for line in record.ended), record
+    if left:  # the daemon outlived its peer: the session's end ended it
+        assert any(marker in line for line in record.ended), record
     assert record.left == [] and record.subreaper
 
 
