@@ -9,7 +9,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..broker.endpoint import check_management_url, parse_broker_url
 from ..broker.lifecycle import broker_sources
@@ -170,7 +170,7 @@ def cmd_flakes(args: argparse.Namespace) -> int:
     return EXIT_FAILED if report.varying else EXIT_OK
 
 
-def _soak_figures(results: Path) -> dict[str, float | None]:
+def _soak_figures(results: Path) -> dict[str, Any]:
     """One run's soak figures: the harness's own now (run/soak.py), the broker's as the run
     left it (its results.json `broker_left`)."""
     from ..run.soak import harness_figures
@@ -180,7 +180,8 @@ def _soak_figures(results: Path) -> dict[str, float | None]:
         left = json.loads(results.read_text(encoding="utf-8")).get("broker_left") or {}
     except (OSError, ValueError):
         left = {}
-    return {**figures, "connections": left.get("connections"), "vhosts": left.get("vhosts")}
+    return {**figures, "connections": left.get("connections"), "vhosts": left.get("vhosts"),
+            "connections_left": left.get("connections_left")}
 
 
 def cmd_repeat(args: argparse.Namespace) -> int:
@@ -204,7 +205,7 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     folder.clear((*OUTPUT_FILES, "repeat.json", "soak.json"),
                  folders=[old.name for old in out.glob("run-*") if old.is_dir() and re.fullmatch(r"run-\d+", old.name)])
     codes: list[int] = []
-    figures: list[dict[str, float | None]] = []
+    figures: list[dict[str, Any]] = []
     for k in range(1, args.repeat + 1):
         log(f"repeat {k}/{args.repeat}: out {out / f'run-{k}'}")
         one = copy.copy(args)

@@ -25,14 +25,15 @@ def soak_text(soak: SoakReport) -> str:
     rows = soak.table()
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.rjust(width) for cell, width in zip(row, widths)) for row in rows]
-    return "\n".join([*lines, soak.summary_line()])
+    return "\n".join([*lines, *soak.leftover_lines(), soak.summary_line()])
 
 
 def soak_markdown(soak: SoakReport) -> list[str]:
     rows = soak.table()
     return ["", "## Soak: what each run left", "", f"**{soak.summary_line()}**", "",
             "| " + " | ".join(rows[0]) + " |", "|" + "---:|" * len(rows[0]),
-            *("| " + " | ".join(row) + " |" for row in rows[1:])]
+            *("| " + " | ".join(row) + " |" for row in rows[1:]),
+            *(["", *(f"- {line}" for line in soak.leftover_lines())] if soak.leftovers() else [])]
 
 
 def repeat_markdown(report: RepeatReport, base: Path | None = None, soak: SoakReport | None = None) -> str:

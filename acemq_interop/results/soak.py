@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SOAK_SCHEMA_VERSION = 1
+SOAK_SCHEMA_VERSION = 2  # 2: a run's `connections_left`, the names of the connections it left open
 WARMUP_RUNS = 3
 # The figures, in the order every view shows them, with a short heading for tables.
 FIGURES: dict[str, str] = {
@@ -54,7 +54,7 @@ class Growth:
                 f"highest {self.ceiling:g} + {self.allowed:g}")
 
 
-def growth(runs: list[dict[str, float | None]]) -> list[Growth]:
+def growth(runs: list[dict[str, Any]]) -> list[Growth]:
     """Every figure of a run after the warm-up that is above the warm-up's highest value plus
     the figure's tolerance. A figure no run could measure (None) is left out; with no run
     after the warm-up there is nothing to judge."""
@@ -79,11 +79,11 @@ def growth(runs: list[dict[str, float | None]]) -> list[Growth]:
 class SoakReport:
     """The figures of every run of a repeat, and the growth the rule finds in them."""
 
-    runs: list[dict[str, float | None]]
+    runs: list[dict[str, Any]]
     grew: list[Growth] = field(default_factory=list)
 
     @classmethod
-    def of(cls, runs: list[dict[str, float | None]]) -> "SoakReport":
+    def of(cls, runs: list[dict[str, Any]]) -> "SoakReport":
         return cls(runs, growth(runs))
 
     @property
@@ -97,6 +97,15 @@ class SoakReport:
         if self.grew:
             return f"soak: GROWTH after the first {WARMUP_RUNS} runs: " + "; ".join(g.line() for g in self.grew)
         return f"soak: every figure flat after the first {WARMUP_RUNS} runs ({len(self.runs)} runs)"
+
+    def leftovers(self) -> list[tuple[int, list[str]]]:
+        """Each run that left connections open, with their names (whose they were)."""
+        return [(index, list(run.get("connections_left") or [])) for index, run in enumerate(self.runs, 1)
+                if run.get("connections_left")]
+
+    def leftover_lines(self) -> list[str]:
+        return [f"run {index}: {len(names)} connection(s) left open: " + ", ".join(names[:8])
+                + (f" (and {len(names) - 8} more)" if len(names) > 8 else "") for index, names in self.leftovers()]
 
     def table(self) -> list[list[str]]:
         """A header row, then one row a run: its number and each figure ('-' where unknown)."""

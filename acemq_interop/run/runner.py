@@ -95,7 +95,7 @@ class Runner:
             return self.watch.check() if self.watch is not None else None
 
         self._signal_stack = ExitStack()
-        broker_left: dict[str, int | None] = {"connections": None, "vhosts": None}
+        broker_left: dict[str, Any] = {"connections": None, "connections_left": None, "vhosts": None}
         with self._signal_stack, run_vhost(b.endpoint, self.log, lost=lost, checked=b.checked) as (endpoint, management, vhost):
             self.watch = BrokerWatch(endpoint, b.lost, self.log,
                                      conditions=BrokerConditions(management, vhost, self.log)).start()
@@ -145,7 +145,9 @@ class Runner:
                     self._peer_usage(clients, statuses)
                     # What the run leaves on its broker (the soak's figures): a connection
                     # still open in its vhost now is one the run did not close.
-                    broker_left["connections"] = soak.connections_left(management, vhost, lost)
+                    left = soak.connections_left(management, vhost, lost)
+                    if left is not None:
+                        broker_left["connections"], broker_left["connections_left"] = len(left), left
                     if o.out_dir is None and b.log_dir is None:
                         # A run with no output folder (a library caller, a test) leaves no temporary
                         # folder behind: each cell already carries its peers' stderr tails.

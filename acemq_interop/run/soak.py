@@ -25,7 +25,7 @@ from ..core.proc import children_map, descendants, scan
 TEMP_PREFIX = "acemq-interop-"
 SHM_DIR = Path("/dev/shm")
 SETTLE_S = 1.0  # a thread or a process on its way out when a run returns is given this long
-CONNECTIONS_SETTLE_S = 3.0  # a peer's connection closing as it exits reaches the management API within this
+CONNECTIONS_SETTLE_S = 10.0  # a connection closed as its peer exits leaves the management API's list within this
 
 
 def harness_figures(settle_s: float = SETTLE_S) -> dict[str, float | None]:
@@ -97,20 +97,23 @@ def owned_entries(folder: Path) -> int:
 
 
 def connections_left(management: Management, vhost: str, lost: Callable[[], str | None],
-                     settle_s: float = CONNECTIONS_SETTLE_S) -> int | None:
-    """The connections still open in the run's vhost once its peers stopped (given a moment,
-    as a closing connection leaves the management API's list), or None when the broker
-    could not be asked."""
+                     settle_s: float = CONNECTIONS_SETTLE_S) -> list[str] | None:
+    """The connections still open in the run's vhost once its peers stopped, each by the name
+    that says whose it is (its client-provided `connection_name`: a role's names its cell and
+    role, the harness's own say so; else the broker's name, its client's address), or None
+    when the broker could not be asked. The list is read until it is empty or `settle_s` has
+    passed: a connection closed as its peer exited leaves the management API's list a moment
+    later, later still on a loaded machine (the API's view is built from events)."""
     deadline = time.monotonic() + settle_s
     while True:
         if lost():
             return None
         try:
-            count = len(management.connections(vhost))
+            rows = management.connections(vhost)
         except BrokerError:
             return None
-        if count == 0 or time.monotonic() > deadline:
-            return count
+        if not rows or time.monotonic() > deadline:
+            return sorted(str(row.get("connection_name") or row.get("name")) for row in rows)
         time.sleep(0.2)
 
 

@@ -85,6 +85,18 @@ def test_the_report_shows_every_figure_per_run_and_says_what_grew() -> None:
     assert SoakReport.of([flat(vhosts=None)] * 4).table()[1][-1] == "-"
 
 
+def test_the_report_names_the_connections_a_run_left_open() -> None:
+    names = [f"acemq-interop c{k:04d}.requester" for k in range(10)]
+    runs = [flat(), flat(), flat(), flat(connections=len(names), connections_left=names)]
+    soak = SoakReport.of(runs)
+    assert soak.leftovers() == [(4, names)]
+    assert soak.leftover_lines() == [f"run 4: 10 connection(s) left open: {', '.join(names[:8])} (and 2 more)"]
+    assert soak.leftover_lines()[0] in soak_text(soak) and soak_text(soak).splitlines()[-1] == soak.summary_line()
+    assert f"- {soak.leftover_lines()[0]}" in soak_markdown(soak)
+    assert json.loads(json.dumps(soak.record()))["runs"][3]["connections_left"] == names
+    assert SoakReport.of([flat()] * 4).leftover_lines() == []
+
+
 def FIGURES_INDEX(name: str) -> int:
     return 1 + list(FIGURES).index(name)
 
