@@ -143,19 +143,29 @@ class Probe:
     says why the broker blocked a publish (its resource alarm), for that message.
     """
 
-    def __init__(self, amqp_url: str, ca_file: str | None = None, blocked_why: Callable[[], str | None] | None = None):
-        params = pika_parameters(amqp_url, ca_file, "acemq-interop probe")
+    def __init__(self, amqp_url: str, ca_file: str | None = None, blocked_why: Callable[[], str | None] | None = None,
+                 label: str = ""):
+        # Its connections' client-provided name names the cell (`label`, its namespace), so a
+        # connection the management UI or the soak shows says whose it is.
+        self.name = f"acemq-interop probe {label}".rstrip()
+        params = pika_parameters(amqp_url, ca_file, self.name)
         self._url, self._ca_file, self._blocked_why = amqp_url, ca_file, blocked_why
         self._blocked_s: float | None = params.blocked_connection_timeout
         self._lost: str | None = None
         self._publisher: raw_amqp.RawConnection | None = None
         self._direct: dict[int, tuple[Any, list[dict[str, Any]]]] = {}  # direct reply-to callers' channels
         self.connections: list[str] = []  # the own address of every connection the probe opened
+        connection = None
         try:
-            self._connection = pika.BlockingConnection(params)
+            connection = self._connection = pika.BlockingConnection(params)
             self._note(pika_local_address(self._connection))
             self._channel = self._connection.channel()
         except (pika.exceptions.AMQPError, AMQPConnectorException, OSError) as exc:
+            if connection is not None:  # connected, but no channel: the connection is not left open
+                try:
+                    connection.close()
+                except (pika.exceptions.AMQPError, OSError):
+                    pass
             # pika raises a TLS verification error as it is, and nests other causes in an
             # AMQPConnectionError whose own text is empty.
             raise BrokerError(f"probe cannot connect to {params.host}:{params.port}: {connect_error(exc)}") from None
@@ -281,7 +291,7 @@ class Probe:
                 self._open_publisher()
 
     def _open_publisher(self) -> raw_amqp.RawConnection:
-        publisher = raw_amqp.RawConnection(self._url, bound_s=CONNECT_BOUND_S, connection_name="acemq-interop probe (publisher)",
+        publisher = raw_amqp.RawConnection(self._url, bound_s=CONNECT_BOUND_S, connection_name=f"{self.name} (publisher)",
                                            ca_file=self._ca_file, blocked_s=self._blocked_s)
         try:
             publisher.open()

@@ -1,8 +1,10 @@
-"""A cluster of private RabbitMQ nodes for one run (`--cluster N`), and the faults a scenario
-puts to it: a node stopped (clean), killed (SIGKILL), started again, all restarted in turn.
+"""A cluster of RabbitMQ nodes for one run (`--cluster N`), and the faults a scenario puts to
+it: a node stopped (clean), killed (SIGKILL), started again, all restarted in turn.
 
-Each node is a private node (broker/node.py): its own name, loopback ports and data dir. The
-first boots alone; the others boot with it as their classic peer-discovery seed and join it
+Each node is a private node (broker/node.py): its own name, loopback ports and data dir; or,
+with `--broker-image IMAGE`, a container of that image (broker/container.py: host
+networking, ports of its own, one epmd the nodes share in a container of its own, one Erlang
+cookie made for the run). The first boots alone; the others boot with it as their classic peer-discovery seed and join it
 on their first boot (no `rabbitmqctl join_cluster`: each call of the CLI starts an Erlang VM,
 seconds on a loaded 2-core machine). A node restarted later finds its cluster in its own
 data. The nodes are named A, B, C... in scenarios and in the cells' timelines.
@@ -14,6 +16,7 @@ so a scenario's next step starts from a known cluster.
 """
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from dataclasses import replace
@@ -39,13 +42,27 @@ def letter(index: int) -> str:
 class NodeCluster:
     """N private nodes joined into one cluster; the run's broker when `--cluster N`."""
 
-    def __init__(self, size: int, progress: Callable[[str], None], tls: Certificates | None = None):
+    def __init__(self, size: int, progress: Callable[[str], None], tls: Certificates | None = None,
+                 image: str | None = None, run_id: str = "", index: int = 0):
         if not 2 <= size <= MAX_NODES:
             raise BrokerError(f"a cluster has 2 to {MAX_NODES} nodes, not {size}")
         self._progress = progress
-        first = EmbeddedBroker(progress, tls=tls)
-        self.nodes = [first] + [EmbeddedBroker(progress, tls=tls, seed=first.node) for _ in range(size - 1)]
-        self.endpoint = replace(first.endpoint, nodes=tuple(n.endpoint for n in self.nodes))
+        self.image = image
+        self._epmd: Any = None  # the nodes' shared epmd, for a cluster of containers
+        self.nodes: list[Any]
+        if image is None:
+            first = EmbeddedBroker(progress, tls=tls)
+            self.nodes = [first] + [EmbeddedBroker(progress, tls=tls, seed=first.node) for _ in range(size - 1)]
+        else:
+            from .container import ContainerBroker, EpmdContainer, Membership
+
+            self._epmd = EpmdContainer(image, progress, run_id, index)
+            cookie = secrets.token_hex(20)
+            self.nodes = []
+            for i in range(size):
+                member = Membership(letter(i), self._epmd.port, cookie, self.nodes[0].node if self.nodes else None)
+                self.nodes.append(ContainerBroker(image, progress, run_id, index, tls=tls, member=member))
+        self.endpoint = replace(self.nodes[0].endpoint, nodes=tuple(n.endpoint for n in self.nodes))
         self.down: set[int] = set()  # nodes taken down on purpose, by index
         self._lock = threading.Lock()  # one fault at a time
 
@@ -55,7 +72,10 @@ class NodeCluster:
 
     def start(self) -> BrokerEndpoint:
         started = time.monotonic()
-        self._progress(f"starting a cluster of {self.size} private RabbitMQ nodes ({', '.join(n.node for n in self.nodes)})")
+        what = f"containers of {self.image}" if self.image else "private RabbitMQ nodes"
+        self._progress(f"starting a cluster of {self.size} {what} ({', '.join(n.node for n in self.nodes)})")
+        if self._epmd is not None:
+            self._epmd.start()
         self.nodes[0].start()
         for node in self.nodes[1:]:  # together: their boots overlap
             node.launch()
@@ -112,6 +132,27 @@ class NodeCluster:
             if node.node == info:
                 return index
         raise BrokerError(f"queue {queue} is on no node of the cluster (the broker says {info!r})")
+
+    def move_leader(self, vhost: str, queue: str, to: int, bound_s: float = MEMBERS_BOUND_S) -> None:
+        """Moves quorum queue `queue`'s leadership to node `to` (index), as maintenance mode
+        does (`rabbit_quorum_queue:transfer_leadership`, through `rabbitmqctl eval` on that
+        node), and waits until the broker names it the leader. No connection is closed."""
+        from .control import move_leader_expr
+
+        with self._lock:
+            target = self.nodes[to]
+            what = f"moving the leadership of queue {queue} to node {letter(to)}"
+            out = target.control().eval(move_leader_expr(vhost, queue, target.node), what)
+            if "undef" in out:
+                raise BrokerError(f"{what}: this broker version has no rabbit_quorum_queue:transfer_leadership/2 ({out[:200]})")
+            if not out.startswith("{migrated,"):
+                raise BrokerError(f"{what}: the broker answered {out[:300]!r}")
+            deadline = time.monotonic() + bound_s
+            while self.leader_of(vhost, queue) != to:
+                if time.monotonic() > deadline:
+                    raise BrokerError(f"{what}: the broker said migrated, and its management API did not name "
+                                      f"{letter(to)} the leader within {bound_s:.0f}s")
+                time.sleep(POLL_S)  # a poll with a bound: the management API's view of the new leader
 
     # -- faults ------------------------------------------------------------------------
 
@@ -196,3 +237,5 @@ class NodeCluster:
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
+        if self._epmd is not None:
+            self._epmd.stop()

@@ -260,15 +260,16 @@ def _with_query(url: str, **params: object) -> str:
 
 
 def bounded_probe_factory(blocked_s: float, condition: Callable[..., str | None] | None = None,
-                          ca_file: str | None = None) -> Callable[[str], Any]:
+                          ca_file: str | None = None) -> Callable[..., Any]:
     """The run's probe factory: a probe whose connections give up once the broker has
     blocked them for `blocked_s` (a publish then raises at once instead of waiting for its
     confirm forever), and whose error then names the broker's condition."""
     from ..amqp.probe import Probe
 
-    def bounded_probe(amqp_url: str) -> Probe:
+    def bounded_probe(amqp_url: str, label: str = "") -> Probe:
         born = time.monotonic()
         why = (lambda: condition(born, "the probe's connection")) if condition is not None else None
-        return Probe(_with_query(amqp_url, blocked_connection_timeout=f"{blocked_s:g}"), ca_file=ca_file, blocked_why=why)
+        return Probe(_with_query(amqp_url, blocked_connection_timeout=f"{blocked_s:g}"), ca_file=ca_file, blocked_why=why,
+                     label=label)
 
     return bounded_probe

@@ -77,6 +77,15 @@ def hold_expr(vhost: str, queue: str, key: str, bound_ms: int = HOLD_BOUND_MS) -
     )
 
 
+def move_leader_expr(vhost: str, queue: str, node: str) -> str:
+    """The `rabbitmqctl eval` expression moving quorum queue `queue`'s leadership to `node`
+    (what maintenance mode does to a drained node's queues): `{migrated, Node}`,
+    `{not_migrated, Reason}`, or `not_found`."""
+    return (f"case rabbit_amqqueue:lookup(rabbit_misc:r({_erlang_binary(vhost)}, queue, {_erlang_binary(queue)})) of "
+            f"{{ok, Q}} -> rabbit_quorum_queue:transfer_leadership(Q, '{node}'); "
+            f"_ -> not_found end.")
+
+
 class CtlControl:
     """Holds queues through a `rabbitmqctl` argv (the private node's, or `docker exec` into a container)."""
 
@@ -87,10 +96,16 @@ class CtlControl:
 
     def hold(self, vhost: str, queue: str, key: str) -> None:
         what = f"holding queue {queue}"
+        out = self.eval(hold_expr(vhost, queue, key, self.bound_ms), what)
+        if out != "ok":
+            raise BrokerError(f"{what}: rabbitmqctl eval answered {out!r}")
+
+    def eval(self, expr: str, what: str) -> str:
+        """`rabbitmqctl eval EXPR` (one at a time per broker, bounded): what it printed."""
         if not self._turn.acquire(timeout=TURN_BOUND_S):
             raise BrokerError(f"{what}: other cells' rabbitmqctl evals kept the broker's CLI busy for {TURN_BOUND_S:.0f}s")
         try:
-            done = self._run([*self._ctl, "eval", hold_expr(vhost, queue, key, self.bound_ms)], env=self._env,
+            done = self._run([*self._ctl, "eval", expr], env=self._env,
                              capture_output=True, text=True, timeout=CTL_BOUND_S, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired as exc:
             raise BrokerError(f"{what}: `{' '.join(self._ctl)} eval` did not answer within {CTL_BOUND_S:.0f}s") from exc
@@ -98,9 +113,9 @@ class CtlControl:
             raise BrokerError(f"{what}: `{' '.join(self._ctl)} eval` could not start: {exc}") from exc
         finally:
             self._turn.release()
-        out = (done.stdout or "").strip()
-        if done.returncode != 0 or out != "ok":
-            raise BrokerError(f"{what}: rabbitmqctl eval answered {out or (done.stderr or '').strip()[-300:]!r}")
+        if done.returncode != 0:
+            raise BrokerError(f"{what}: rabbitmqctl eval answered {((done.stdout or '') + (done.stderr or '')).strip()[-300:]!r}")
+        return (done.stdout or "").strip()
 
 
 class HeldQueue:

@@ -41,7 +41,7 @@ class BrokerSource:
     image: str | None = None
     url: str | None = None
     control: Any = None  # "given": the caller's queue holder of it (broker/control.py), or None
-    nodes: int = 1  # "cluster": how many private nodes (broker/cluster.py)
+    nodes: int = 1  # "cluster": how many nodes (broker/cluster.py): private ones, or containers of `image`
 
     @classmethod
     def given(cls, endpoint: BrokerEndpoint, control: Any = None) -> "BrokerSource":
@@ -54,6 +54,8 @@ class BrokerSource:
             assert self.endpoint is not None
             return f"--broker {'amqps ' if self.endpoint.tls else ''}{self.endpoint.host}:{self.endpoint.port}"
         if self.kind == "cluster":
+            if self.image:
+                return f"cluster of {self.nodes} containers of image {self.image}"
             return f"cluster of {self.nodes} private nodes (rabbitmq-server)"
         return "private node (rabbitmq-server)"
 
@@ -64,14 +66,14 @@ class BrokerSource:
         if self.kind == "url":
             return f" --broker {self.url}"
         if self.kind == "cluster":
-            return f" --cluster {self.nodes}"
+            return f" --cluster {self.nodes}" + (f" --broker-image {self.image}" if self.image else "")
         return ""
 
 
 def broker_sources(url: str | None, mgmt_url: str | None, images: list[str] | None,
                    ca_file: str | None = None, cluster: int = 0) -> list[BrokerSource]:
     """The run's broker axis: every --broker-image, else the --broker URL, else a private node
-    (with --cluster N: a cluster of N private nodes)."""
+    (with --cluster N: a cluster of N private nodes, or of N containers of each --broker-image)."""
     if url and images:
         raise UsageError("give either --broker or --broker-image, not both")
     if cluster:
@@ -83,8 +85,9 @@ def broker_sources(url: str | None, mgmt_url: str | None, images: list[str] | No
             raise UsageError("--cluster starts the run's own nodes: give it without --broker (a cluster of your own: "
                              "--broker URL of one of its nodes)")
         if images:
-            raise UsageError("--cluster on --broker-image is not built yet: run --cluster N on private nodes "
-                             "(the installed rabbitmq-server)")
+            if len(set(images)) != len(images):
+                raise UsageError("a --broker-image is named twice")
+            return [BrokerSource("cluster", nodes=cluster, image=image) for image in images]
         return [BrokerSource("cluster", nodes=cluster)]
     if images:
         if len(set(images)) != len(images):
@@ -126,7 +129,8 @@ class Broker:
                 elif self.source.kind == "cluster":
                     from .cluster import NodeCluster
 
-                    self.managed = NodeCluster(self.source.nodes, self._log, tls=self.tls)
+                    self.managed = NodeCluster(self.source.nodes, self._log, tls=self.tls, image=self.source.image,
+                                               run_id=self.run_id, index=self.index)
                 elif self.source.kind == "image":
                     from .container import ContainerBroker
 
@@ -186,7 +190,7 @@ class Broker:
             if isinstance(managed, EmbeddedBroker):
                 self._log("stopping the private RabbitMQ node")
             elif self.source.kind == "cluster":
-                self._log("stopping the cluster's private RabbitMQ nodes")
+                self._log("removing the cluster's containers" if self.source.image else "stopping the cluster's private RabbitMQ nodes")
             managed.stop()
 
 

@@ -227,10 +227,11 @@ class Management:
 
     def connections(self, vhost: str, bound_s: float = HTTP_BOUND_S) -> list[dict[str, Any]]:
         """The vhost's connections: `name` (the broker's, "127.0.0.1:5xxxx -> ..."), `state`,
-        and `connection_name`, the client-provided name (client property), or None."""
-        rows = self._call("GET", f"/api/vhosts/{self._q(vhost)}/connections?columns=name,state,client_properties",
+        `peer_port` (the client's end), and `connection_name`, the client-provided name (client
+        property), or None."""
+        rows = self._call("GET", f"/api/vhosts/{self._q(vhost)}/connections?columns=name,state,client_properties,peer_port",
                           bound_s=bound_s) or []
-        return [{"name": row.get("name"), "state": row.get("state"),
+        return [{"name": row.get("name"), "state": row.get("state"), "peer_port": row.get("peer_port"),
                  "connection_name": (row.get("client_properties") or {}).get("connection_name")} for row in rows]
 
     def consumers(self, vhost: str, bound_s: float = HTTP_BOUND_S) -> list[dict[str, Any]]:

@@ -78,8 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --broker amqps://USER:PASS@HOST[:PORT]/ (port 5671 by default): the PEM file of the CA "
                           "that signed the broker's certificate; every client verifies the broker against it"))
     run.add_argument("--cluster", type=int, default=0, metavar="N",
-                     help="run on a cluster of N private RabbitMQ nodes (3 is the usual floor for quorum queues), torn down at "
-                          "the end; selects the cluster scenarios (nodes stopped, killed, restarted under requests) unless "
+                     help="run on a cluster of N private RabbitMQ nodes (3 is the usual floor for quorum queues), or with "
+                          "--broker-image on a cluster of N containers of each image, torn down at the end; selects the cluster scenarios (nodes stopped, killed, restarted under requests) unless "
                           "--scenarios names others")
     run.add_argument("--broker-image", action="append", metavar="IMAGE",
                      help="run on a RabbitMQ container from IMAGE (built from ci/rabbitmq/Dockerfile), removed at the end; "

@@ -181,7 +181,7 @@ def _soak_figures(results: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         left = {}
     return {**figures, "connections": left.get("connections"), "vhosts": left.get("vhosts"),
-            "connections_left": left.get("connections_left")}
+            "connections_left": left.get("connections_left"), "stale_connection_rows": left.get("stale_connection_rows")}
 
 
 def cmd_repeat(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SOAK_SCHEMA_VERSION = 2  # 2: a run's `connections_left`, the names of the connections it left open
+SOAK_SCHEMA_VERSION = 2  # 2: a run's `connections_left` (the connections it left open) and `stale_connection_rows`
 WARMUP_RUNS = 3
 # The figures, in the order every view shows them, with a short heading for tables.
 FIGURES: dict[str, str] = {
@@ -104,8 +104,13 @@ class SoakReport:
                 if run.get("connections_left")]
 
     def leftover_lines(self) -> list[str]:
-        return [f"run {index}: {len(names)} connection(s) left open: " + ", ".join(names[:8])
-                + (f" (and {len(names) - 8} more)" if len(names) > 8 else "") for index, names in self.leftovers()]
+        """A line for each run that left connections open, then one for each whose broker kept
+        stale rows of closed connections (noted, not judged: see run/soak.py)."""
+        lines = [f"run {index}: {len(names)} connection(s) left open: {_some(names)}" for index, names in self.leftovers()]
+        lines += [f"run {index}: {len(rows)} stale row(s) of closed connections in the broker's statistics "
+                  f"(no state, no process holding them; not judged): {_some(rows)}"
+                  for index, run in enumerate(self.runs, 1) if (rows := list(run.get("stale_connection_rows") or []))]
+        return lines
 
     def table(self) -> list[list[str]]:
         """A header row, then one row a run: its number and each figure ('-' where unknown)."""
@@ -124,6 +129,10 @@ class SoakReport:
             "growth": [{"figure": g.figure, "run": g.run, "value": g.value, "ceiling": g.ceiling, "allowed": g.allowed}
                        for g in self.grew],
         }
+
+
+def _some(names: list[str], most: int = 8) -> str:
+    return ", ".join(names[:most]) + (f" (and {len(names) - most} more)" if len(names) > most else "")
 
 
 def _shown(value: float | None) -> str:

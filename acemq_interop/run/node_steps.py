@@ -1,7 +1,7 @@
 """The steps of a cluster's cells (`--cluster N`): faults put to its nodes, a stream of
 requests across them, and the no-loss account at the end.
 
-- `node_stop`, `node_kill`, `node_start`, `rolling_restart` act on the run's NodeCluster
+- `node_stop`, `node_kill`, `node_start`, `rolling_restart`, `leader_move` act on the run's NodeCluster
   (broker/cluster.py), each bounded and noted in the cell's timeline. A fault takes down every
   connection of the node, so from its instant on a `connection_lost` of any role of the cell is
   expected (the roles on other nodes simply report none); a node left down is started again at
@@ -109,6 +109,21 @@ def step_rolling_restart(state: CellState, args: dict[str, Any]) -> None:
             _trace_on(state, index)
         state.note("node_start", nodes=[letter(index)], took_s=round(time.monotonic() - started, 3))
         _expect_losses(state)  # roles that moved to this node meanwhile
+
+
+def step_leader_move(state: CellState, args: dict[str, Any]) -> None:
+    """Moves a quorum queue's leadership (`leader_move: {queue, to?}`) to node `to`, or to the
+    next node after its leader now; no node goes down and no connection is closed, so no
+    `connection_lost` is expected of the cell's roles."""
+    cluster = _cluster(state)
+    queue = state.queue_name(args["queue"])
+    started = time.monotonic()
+    with state.waiting("broker"):
+        now = cluster.leader_of(state.ctx.vhost, queue)
+        to = _node_index(state, args["to"]) if "to" in args else \
+            next(i % cluster.size for i in range(now + 1, now + cluster.size) if i % cluster.size not in cluster.down)
+        cluster.move_leader(state.ctx.vhost, queue, to)
+    state.note("leader_move", queue=queue, node=letter(to), was=letter(now), took_s=round(time.monotonic() - started, 3))
 
 
 def _trace_on(state: CellState, index: int) -> None:

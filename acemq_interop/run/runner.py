@@ -95,7 +95,8 @@ class Runner:
             return self.watch.check() if self.watch is not None else None
 
         self._signal_stack = ExitStack()
-        broker_left: dict[str, Any] = {"connections": None, "connections_left": None, "vhosts": None}
+        broker_left: dict[str, Any] = {"connections": None, "connections_left": None, "stale_connection_rows": None,
+                                       "vhosts": None}
         with self._signal_stack, run_vhost(b.endpoint, self.log, lost=lost, checked=b.checked) as (endpoint, management, vhost):
             self.watch = BrokerWatch(endpoint, b.lost, self.log,
                                      conditions=BrokerConditions(management, vhost, self.log)).start()
@@ -147,7 +148,8 @@ class Runner:
                     # still open in its vhost now is one the run did not close.
                     left = soak.connections_left(management, vhost, lost)
                     if left is not None:
-                        broker_left["connections"], broker_left["connections_left"] = len(left), left
+                        broker_left.update(connections=len(left.open), connections_left=left.open,
+                                           stale_connection_rows=left.stale)
                     if o.out_dir is None and b.log_dir is None:
                         # A run with no output folder (a library caller, a test) leaves no temporary
                         # folder behind: each cell already carries its peers' stderr tails.

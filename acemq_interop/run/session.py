@@ -48,7 +48,8 @@ def check_request(request: RunRequest) -> None:
     """What can be refused before anything starts: a --cell that names no cell, a private
     node where rabbitmq-server is not installed."""
     check_cells(cellmod.plan(request.scenarios, request.specs, request.diagonal, request.interop), request.only_cells)
-    if any(s.kind in ("node", "cluster") for s in request.brokers) and shutil.which("rabbitmq-server") is None \
+    if any(s.kind == "node" or (s.kind == "cluster" and not s.image) for s in request.brokers) \
+            and shutil.which("rabbitmq-server") is None \
             and not Path("/usr/sbin/rabbitmq-server").exists():
         raise BrokerError(no_broker_message())
 
@@ -80,7 +81,7 @@ def _say_containment(record: ContainmentRecord, log: Callable[[str], None]) -> N
 
 def _run_session(request: RunRequest, log: Callable[[str], None]) -> SessionOutcome:
     run_id = new_run_id()
-    uses_docker = request.in_docker or any(s.kind == "image" for s in request.brokers) or \
+    uses_docker = request.in_docker or any(s.image for s in request.brokers) or \
         any(m.image for m in request.manifests.values())
     reports: list[RunResult] = []
     builds = None

@@ -68,7 +68,7 @@ class RunContext:
     peers: dict[str, PeerLink]
     op_bound_s: float = 20.0  # for commands that do not wait on the broker's behaviour
     broker: str = ""  # the label of the broker the cells run on
-    probe_factory: Callable[[str], Probe] = Probe  # the seam for unit tests of the engine
+    probe_factory: Callable[..., Probe] = Probe  # (amqp_url, label): the seam for unit tests of the engine
     ca_file: str | None = None  # a TLS run's CA: every client the harness opens verifies the broker with it
     # -- transcripts (issue 13): the run's firehose tracer, and which cells keep theirs --
     tracer: Any = None  # transcript.Tracer | None
@@ -184,7 +184,7 @@ class CellState:
 
     def get_probe(self) -> Probe:
         if self.probe is None:
-            self.probe = self.ctx.probe_factory(self.ctx.amqp_url)
+            self.probe = self.ctx.probe_factory(self.ctx.amqp_url, self.ns)
         return self.probe
 
     def spec_of(self, role: str) -> PeerSpec:

@@ -22,8 +22,8 @@ from ..spec.steps import NOT_CHECKED_KEYS, template_paths
 from . import grace
 
 from .connection_steps import step_drop_connection, step_wait_recovered
-from .node_steps import (await_stream, step_no_loss, step_node_kill, step_node_start, step_node_stop,
-                         step_rolling_restart, step_stream)
+from .node_steps import (await_stream, step_leader_move, step_no_loss, step_node_kill, step_node_start,
+                         step_node_stop, step_rolling_restart, step_stream)
 from .state import Opened
 
 if TYPE_CHECKING:
@@ -550,7 +550,7 @@ POLL_S = 0.02  # how often a bounded wait on a broker or peer fact looks again
 def _raw_getter(state: CellState) -> tuple[Callable[[str, float], dict[str, Any] | None], Callable[[], None]]:
     """A `get(queue, bound_s)` through the raw client, which keeps header type codes (WF-2),
     and its close: one connection for one step."""
-    connection = raw_amqp.RawConnection(state.ctx.amqp_url, connection_name="acemq-interop probe (raw)", ca_file=state.ctx.ca_file)
+    connection = raw_amqp.RawConnection(state.ctx.amqp_url, connection_name=f"acemq-interop probe {state.ns} (raw)", ca_file=state.ctx.ca_file)
     try:
         connection.open()
     except raw_amqp.RawAmqpError as exc:
@@ -844,6 +844,7 @@ RUNS: dict[str, Callable[["CellState", Any], None]] = {
     "node_start": step_node_start,
     "node_stop": step_node_stop,
     "rolling_restart": step_rolling_restart,
+    "leader_move": step_leader_move,
     "stream": step_stream,
     "exchange": _step_exchange,
     "expect": _step_expect,

@@ -351,6 +351,11 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
              "`rolling_restart: {order?, how?}`",
              "each node in turn (A, B, C by default): stopped (or killed), started, the next one only once the cluster lists "
              "it running with every quorum queue's members online"),
+    StepKind("leader_move", _obj(["queue"], queue=NAME, to=NODE), "`leader_move: {queue, to?}`",
+             "moves a quorum queue's leadership to node `to` (by default the next node after its leader now) as maintenance "
+             "mode does (`rabbit_quorum_queue:transfer_leadership` through `rabbitmqctl eval`; RabbitMQ 3.8 on) and waits "
+             f"until the broker names it the leader (bounded, {MEMBERS_BOUND_S:.0f} s); no node goes down and no connection "
+             "is closed", templates={"queue": ()}),
     StepKind("stream", _obj(["as", "requester", "queue", "count"], **{
         "as": AS, "requester": AS, "queue": NAME, "count": {"type": "integer", "minimum": 1, "maximum": 1000},
         "every_ms": MS, "timeout_ms": MS}),
@@ -386,7 +391,7 @@ STEP_KINDS: dict[str, StepKind] = {k.name: k for k in [
 
 BROKER_CONTROL_STEPS = ("hold_queue", "release_queue")
 # Steps that fault the run's cluster (--cluster): its cells run one at a time, alone.
-NODE_STEPS = ("node_stop", "node_kill", "node_start", "rolling_restart")
+NODE_STEPS = ("node_stop", "node_kill", "node_start", "rolling_restart", "leader_move")
 # Steps that end and watch a role's connection through the management API (RR-20); they need
 # peer protocol 5, where each role's connection carries a name the harness gave it.
 CONNECTION_STEPS = ("drop_connection", "wait_recovered")

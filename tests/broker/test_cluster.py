@@ -1,7 +1,7 @@
 """A cluster of three private nodes (`run --cluster 3`), through the CLI as a user runs it: the
 cluster scenarios on the Python binding, clean and with the mutants they catch, every verdict
 naming its clause and the side that broke it; the no-loss account's figures of the clean
-rolling restart; nothing left running afterwards.
+rolling restart; a queue's leadership moved by the broker; nothing left running afterwards.
 
 Sized for CI (a cluster cell faults its nodes, so it runs alone, 15 to 45 s each): the clean
 binding on three scenarios and each mutant on the one scenario that catches it first.
@@ -21,7 +21,7 @@ from acemq_interop.broker.node import NODE_DIR_PREFIX, node_dir_roots
 pytestmark = pytest.mark.broker
 
 ROOT = Path(__file__).resolve().parents[2]
-CLEAN = ("cl-responder-node-dies", "cl-requester-node-dies", "cl-rolling-restart")
+CLEAN = ("cl-responder-node-dies", "cl-requester-node-dies", "cl-queue-leader-moves", "cl-rolling-restart")
 # mutant -> (the scenario it meets, the clause its FAIL must name, the side charged)
 MUTANTS = {
     "acks-on-delivery": ("cl-responder-node-dies", "RR-20.4", "responder"),
@@ -92,3 +92,12 @@ def test_the_rolling_restart_loses_nothing_and_answers_nothing_twice(cluster_run
     restarted = [t["node"] for t in cell["trace"] if t["step"] == "rolling_restart"]
     assert restarted == ["C", "B", "A"]
     assert account["answered"] >= 50, account  # the stream went on through the restarts
+
+
+def test_a_leadership_move_goes_where_it_is_sent_and_every_request_is_answered(cluster_run) -> None:
+    _, cells, _ = cluster_run
+    cell = cells[_cell("cl-queue-leader-moves", "python")]
+    moved = next(t for t in cell["trace"] if t["step"] == "leader_move")
+    assert moved["was"] == "B" and moved["node"] == "C", moved  # declared on B by its responder; the next node is C
+    account = next(t for t in cell["trace"] if t["step"] == "no_loss")
+    assert account["requests"] == 30 and account["answered"] == 30 and account["lost"] == 0, account

@@ -12,6 +12,8 @@
    over TLS.
 3. docker-compose (Debian's v1) builds every image and runs a selection in the runner
    container against the broker service.
+4. `--cluster 3` on both broker images: a cluster of three containers per broker, a node
+   killed and started again, a queue's leadership moved; nothing left.
 
 They take minutes (the images are cached in the engine's stable data root between runs
 on one machine); ACEMQ_SKIP_CONTAINERS=1 skips them.
@@ -194,6 +196,31 @@ def test_tls_with_peers_and_broker_in_containers(engine, tmp_path) -> None:
     assert set(_labelled(env)) <= before, "the run left containers"
     left = re.search(r"TLS: .* in (\S+) \(removed at the end\)", done.stderr)
     assert left and not Path(left.group(1)).exists(), "the run's certificates were left"
+
+
+def test_a_cluster_of_containers_on_both_brokers(engine, tmp_path) -> None:
+    """`--cluster 3 --broker-image A --broker-image B`: three containers per broker sharing an
+    epmd container; on each, a node killed under a request and started again (the responder
+    back, the request answered once) and a quorum queue's leadership moved mid-stream."""
+    env = engine
+    before = set(_labelled(env))
+    argv = [sys.executable, "-m", "acemq_interop", "run", "--cluster", "3", "--peers", "python",
+            "--scenarios", "cl-responder-node-dies,cl-queue-leader-moves", "--out", str(tmp_path)]
+    for image in BROKER_IMAGES:
+        argv += ["--broker-image", image]
+    done = _sh(argv, env, 1200)
+    assert done.returncode == 0, _not_passed(tmp_path) + "\n" + _tail(done, 80)
+    output = done.stdout + done.stderr
+    assert output.count("the cluster's epmd listens") == 2 and output.count("cluster of 3 nodes ready") == 2, output[-3000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    labels = sorted(b["label"] for b in results["brokers"])
+    assert len(labels) == 2 and labels[0].startswith("rabbitmq-3.10.") and labels[1].startswith("rabbitmq-4.0."), labels
+    cells = results["cells"]
+    assert len(cells) == 4 and {c["status"] for c in cells} == {"PASS"}, _not_passed(tmp_path)
+    for cell in cells:
+        steps = [t["step"] for t in cell["trace"]]
+        assert ("node_kill" in steps and "node_start" in steps) or "leader_move" in steps, steps
+    assert set(_labelled(env)) <= before, "the run left containers"
 
 
 # An image not built from ci/rabbitmq/Dockerfile, shaped like the official ones (fixed

@@ -625,7 +625,7 @@ class World:
         process = self.processes[name] = AdversarialProcess(name, self)
         return PeerClient(process, op_bound_s=1.0)  # type: ignore[arg-type]
 
-    def probe(self, url: str) -> InMemoryProbe:
+    def probe(self, url: str, label: str = "") -> InMemoryProbe:
         if self.odd.chance(0.01):
             raise BrokerError("probe cannot connect to in-memory: refused on purpose")
         probe = InMemoryProbe(self)

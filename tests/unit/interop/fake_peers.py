@@ -175,7 +175,7 @@ class FakeManagement:
         return {"name": name, "type": "quorum", "durable": True, "exclusive": False, "auto_delete": False, "arguments": {}}
 
 
-def no_probe(url: str) -> Any:
+def no_probe(url: str, label: str = "") -> Any:
     raise AssertionError("these unit tests run scenarios without the probe")
 
 

@@ -92,6 +92,33 @@ def test_broker_sources_make_the_axis() -> None:
         broker_sources(None, None, ["a:1", "a:1"])
 
 
+def test_a_cluster_of_containers_per_image_makes_the_axis() -> None:
+    sources = broker_sources(None, None, ["a:1", "b:2"], cluster=3)
+    assert [(s.kind, s.nodes, s.image) for s in sources] == [("cluster", 3, "a:1"), ("cluster", 3, "b:2")]
+    assert sources[0].rerun_args() == " --cluster 3 --broker-image a:1"
+    assert sources[0].describe() == "cluster of 3 containers of image a:1"
+    assert broker_sources(None, None, None, cluster=3)[0].image is None
+    with pytest.raises(UsageError):
+        broker_sources(None, None, ["a:1", "a:1"], cluster=3)
+
+
+def test_a_cluster_node_container_gets_its_seed_epmd_and_cookie_never_in_its_argv() -> None:
+    from acemq_interop.broker.container import ContainerBroker, Membership
+
+    cookie = "c0ffee" * 6
+    first = ContainerBroker("img:1", lambda _: None, "run-1", 0, member=Membership("A", 4411, cookie, None))
+    second = ContainerBroker("img:1", lambda _: None, "run-1", 0, member=Membership("B", 4411, cookie, first.node))
+    assert (first.name, second.name) == ("acemq-interop-run-1-broker-0-a", "acemq-interop-run-1-broker-0-b")
+    assert first.node != second.node and first.epmd_port == second.epmd_port == 4411
+    argv = second._argv()
+    assert f"ACEMQ_CLUSTER_SEED={first.node}" in argv and "ERL_EPMD_PORT=4411" in argv
+    assert "ACEMQ_ERLANG_COOKIE" in argv and not any(cookie in a for a in argv)  # the value from the environment only
+    assert second._docker_env()["ACEMQ_ERLANG_COOKIE"] == cookie
+    assert not any("ACEMQ_CLUSTER_SEED" in a for a in first._argv())
+    alone = ContainerBroker("img:1", lambda _: None, "run-1", 0)
+    assert alone._docker_env() is None and "ACEMQ_ERLANG_COOKIE" not in alone._argv()
+
+
 def test_one_broker_description_from_what_the_management_api_says() -> None:
     info = BrokerInfo.from_overview({"product_name": "RabbitMQ", "product_version": "4.0.5", "erlang_version": "27.2"})
     assert (info.label, info.product, info.version, info.erlang) == ("rabbitmq-4.0.5", "RabbitMQ", "4.0.5", "27.2")

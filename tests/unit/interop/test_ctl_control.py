@@ -69,3 +69,25 @@ def test_a_cell_that_never_gets_its_turn_is_a_broker_error(monkeypatch) -> None:
     with pytest.raises(BrokerError, match="kept the broker's CLI busy for 0s"):
         holder.hold("v", "c2.inbox", "c2.key")
     first.join(5)
+
+
+def test_the_leadership_move_expression_names_the_queue_and_the_node_quoted() -> None:
+    expr = control.move_leader_expr("acemq-interop-1", 'c0001."q"', "acemq-interop-abc@localhost")
+    assert 'rabbit_misc:r(<<"acemq-interop-1"/utf8>>, queue, <<"c0001.\\"q\\""/utf8>>)' in expr
+    assert "rabbit_quorum_queue:transfer_leadership(Q, 'acemq-interop-abc@localhost')" in expr
+    assert expr.endswith("_ -> not_found end.")
+
+
+def test_eval_returns_what_the_cli_printed_and_a_failed_cli_is_a_broker_error_with_its_output() -> None:
+    def answers(argv, **kwargs):  # type: ignore[no-untyped-def]
+        return subprocess.CompletedProcess(argv, 0, stdout="{migrated,'n@localhost'}\n", stderr="")
+
+    assert CtlControl(["rabbitmqctl"], run=answers).eval("x.", "moving") == "{migrated,'n@localhost'}"
+
+    def fails(argv, **kwargs):  # type: ignore[no-untyped-def]
+        return subprocess.CompletedProcess(argv, 2, stdout="", stderr="Error: unable to perform an operation on node\n")
+
+    with pytest.raises(BrokerError, match=r"^moving: rabbitmqctl eval answered 'Error: unable to perform an operation on node'$"):
+        CtlControl(["rabbitmqctl"], run=fails).eval("x.", "moving")
+    with pytest.raises(BrokerError, match=r"^holding queue q: rabbitmqctl eval answered 'not_found'$"):
+        CtlControl(["rabbitmqctl"], run=lambda argv, **kw: subprocess.CompletedProcess(argv, 0, stdout="not_found\n", stderr="")).hold("v", "q", "k")

@@ -422,15 +422,15 @@ def test_the_runs_probe_factory_names_the_brokers_condition_and_bounds_a_blocked
 
     made: list[tuple[str, Any]] = []
 
-    def fake_init(self: Any, amqp_url: str, ca_file: str | None = None, blocked_why: Any = None) -> None:
-        made.append((amqp_url, ca_file))
+    def fake_init(self: Any, amqp_url: str, ca_file: str | None = None, blocked_why: Any = None, label: str = "") -> None:
+        made.append((amqp_url, ca_file, label))
         self._lost, self._publisher, self._blocked_s, self._blocked_why = None, None, 5.0, blocked_why
 
     monkeypatch.setattr(probe_module.Probe, "__init__", fake_init)
     seen: list[tuple[float, str]] = []
     factory = bounded_probe_factory(5.0, lambda since, what: seen.append((since, what)) or "broker alarm: disk", "/ca.pem")
-    probe = factory("amqp://u:p@h:1/v")
-    assert made == [("amqp://u:p@h:1/v?blocked_connection_timeout=5", "/ca.pem")]
+    probe = factory("amqp://u:p@h:1/v", "c0007")
+    assert made == [("amqp://u:p@h:1/v?blocked_connection_timeout=5", "/ca.pem", "c0007")]
     from acemq_interop.core.errors import ConnectionLost
 
     with pytest.raises(ConnectionLost, match=r"^probe connection lost: the broker blocked its publishes for 5s \(broker alarm: disk\)$"):

@@ -95,6 +95,10 @@ def test_the_report_names_the_connections_a_run_left_open() -> None:
     assert f"- {soak.leftover_lines()[0]}" in soak_markdown(soak)
     assert json.loads(json.dumps(soak.record()))["runs"][3]["connections_left"] == names
     assert SoakReport.of([flat()] * 4).leftover_lines() == []
+    stale = SoakReport.of([flat(), flat(), flat(), flat(stale_connection_rows=["acemq-interop probe c0504 (no state, ...)"])])
+    assert stale.grew == [] and stale.leftovers() == []  # the broker's stale row is no connection of the run
+    assert stale.leftover_lines() == ["run 4: 1 stale row(s) of closed connections in the broker's statistics (no state, "
+                                      "no process holding them; not judged): acemq-interop probe c0504 (no state, ...)"]
 
 
 def FIGURES_INDEX(name: str) -> int:
